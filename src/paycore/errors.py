@@ -1,0 +1,90 @@
+"""Typed errors that carry their HTTP status and the one-line text SPEC.md/DESIGN.md prescribe.
+
+The core raises these; adapters only copy ``status`` and ``text`` into a response, so every
+framework answers a given mistake with the same status and the same words.
+"""
+
+from __future__ import annotations
+
+
+class PaycoreError(Exception):
+    """Base of every error the core raises on purpose."""
+
+    status: int = 400
+
+    def __init__(self, text: str) -> None:
+        # One line, always: a body is never a stack trace or a multi-line dump.
+        self.text = " ".join(str(text).split())
+        super().__init__(self.text)
+
+
+class InvalidInput(PaycoreError):
+    """Bad request data. Text: ``invalid request: <field>: <reason>``."""
+
+    status = 400
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"invalid request: {field}: {reason}")
+
+
+class AuthError(PaycoreError):
+    """A session or wallet signature that cannot be honoured. Text: ``session signature: ...``."""
+
+    status = 401
+
+    def __init__(self, reason: str, *, prefix: str = "session signature") -> None:
+        self.reason = reason
+        super().__init__(f"{prefix}: {reason}")
+
+
+class Forbidden(PaycoreError):
+    """An authenticated caller asked for another owner's data."""
+
+    status = 403
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"forbidden: {reason}")
+
+
+class NotFound(PaycoreError):
+    status = 404
+
+
+class InvoiceNotFound(NotFound):
+    def __init__(self, guid: str) -> None:
+        self.guid = guid
+        super().__init__(f"invoice {guid} not found")
+
+
+class Conflict(PaycoreError):
+    """SPEC.md's 409 body is the bare word ``Conflict``."""
+
+    status = 409
+
+    def __init__(self, text: str = "Conflict") -> None:
+        super().__init__(text)
+
+
+class Gone(PaycoreError):
+    status = 410
+
+
+class PayloadTooLarge(PaycoreError):
+    status = 413
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"payload too large: the limit is {limit} bytes")
+
+
+class IllegalTransition(Exception):
+    """The invoice state machine was asked for a move its table does not have.
+
+    Not a PaycoreError: it signals a bug in the caller, never bad user input, and the
+    invoice it was asked about is left exactly as it was.
+    """
+
+
+class PriceUnavailable(Exception):
+    """No usable price for a token; the deposit waits rather than being valued wrongly."""

@@ -1,0 +1,279 @@
+"""The records of SPEC.md section 2, and their JSON wire form (camelCase, SPEC.md's names).
+
+Records are frozen attrs classes: a change is a new record (``attrs.evolve``), so a failed
+transition can never leave a half-updated invoice behind. Money is Decimal inside; only
+``to_wire`` turns it into the string (or, for ``vsValue``, the number) SPEC.md shows.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import Enum
+from typing import Any
+
+import attrs
+
+from .money import to_text
+
+Json = dict[str, Any]
+
+
+class Status(str, Enum):
+    INIT = "init"
+    PARTIAL_PAID = "partialPaid"
+    PAID = "paid"
+    EXPIRED = "expired"
+
+
+def _number(value: Decimal) -> float | int:
+    """A JSON number from a Decimal, only at the edge (SPEC.md types vsValue as number)."""
+    if value == value.to_integral_value():
+        return int(value)
+    return float(value)
+
+
+@attrs.frozen
+class Payment:
+    tx_hash: str
+    log_index: int
+    chain_id: int
+    token: str
+    from_: str
+    amount: Decimal
+    vs_value: Decimal
+    timestamp: int
+
+    def to_wire(self) -> Json:
+        return {
+            "txHash": self.tx_hash,
+            "logIndex": self.log_index,
+            "chainId": str(self.chain_id),
+            "token": self.token,
+            "from": self.from_,
+            "amount": to_text(self.amount),
+            "vsValue": _number(self.vs_value),
+            "timestamp": self.timestamp,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Json) -> Payment:
+        return cls(
+            tx_hash=data["txHash"],
+            log_index=int(data["logIndex"]),
+            chain_id=int(data["chainId"]),
+            token=data["token"],
+            from_=data["from"],
+            amount=Decimal(data["amount"]),
+            vs_value=Decimal(str(data["vsValue"])),
+            timestamp=int(data["timestamp"]),
+        )
+
+
+@attrs.frozen
+class Invoice:
+    guid: str
+    created_at: int
+    deadline: int
+    status: Status
+    value: Decimal
+    token: str
+    chain_id: int
+    description: str
+    address: str
+    owner: str
+    accepted_tokens: tuple[str, ...]
+    data: Json = attrs.field(factory=dict)
+    paid_amount: Decimal = Decimal(0)
+    payments: tuple[Payment, ...] = ()
+    vs_currency: str = "usd"
+
+    @property
+    def is_tip_jar(self) -> bool:
+        return self.value == 0
+
+    def to_wire(self, checkout_url: str | None = None) -> Json:
+        wire: Json = {
+            "guid": self.guid,
+            "createdAt": self.created_at,
+            "deadline": self.deadline,
+            "status": self.status.value,
+            "value": to_text(self.value),
+            "token": self.token,
+            "chainId": self.chain_id,
+            "data": self.data,
+            "description": self.description,
+            "address": self.address,
+            "owner": self.owner,
+            "paidAmount": to_text(self.paid_amount),
+            "payments": [p.to_wire() for p in self.payments],
+            "acceptedTokens": list(self.accepted_tokens),
+        }
+        if checkout_url is not None:
+            wire["paymentUrl"] = payment_url(checkout_url, self.guid)
+        return wire
+
+    @classmethod
+    def from_wire(cls, data: Json, vs_currency: str = "usd") -> Invoice:
+        return cls(
+            guid=data["guid"],
+            created_at=int(data["createdAt"]),
+            deadline=int(data["deadline"]),
+            status=Status(data["status"]),
+            value=Decimal(data["value"]),
+            token=data["token"],
+            chain_id=int(data["chainId"]),
+            description=data["description"],
+            address=data["address"],
+            owner=data["owner"],
+            accepted_tokens=tuple(data["acceptedTokens"]),
+            data=dict(data.get("data") or {}),
+            paid_amount=Decimal(data["paidAmount"]),
+            payments=tuple(Payment.from_wire(p) for p in data.get("payments", [])),
+            vs_currency=vs_currency,
+        )
+
+
+def payment_url(checkout_url: str, guid: str) -> str:
+    return f"{checkout_url.rstrip('/')}/?invoice={guid}"
+
+
+@attrs.frozen
+class Deposit:
+    """A transfer a chain backend saw arrive at a watched address, before attribution."""
+
+    chain_id: int
+    tx_hash: str
+    log_index: int  # -1 for a native-coin transfer (DESIGN.md section 3)
+    token: str  # token address, NATIVE for the coin
+    from_: str
+    to: str
+    amount: Decimal
+    timestamp: int
+    block_number: int = 0
+    block_hash: str = ""
+
+
+class TxType(str, Enum):
+    DEPOSIT = "deposit"
+    WITHDRAW = "withdraw"
+
+
+@attrs.frozen
+class Transaction:
+    type: TxType
+    tx_hash: str
+    log_index: int
+    chain_id: int
+    token: str
+    from_: str
+    amount: Decimal
+    vs_value: Decimal
+    timestamp: int
+    owner: str
+    to: str | None = None
+    guid: str | None = None
+    counted: bool = True  # False: a deposit in a token outside acceptedTokens
+
+    def to_wire(self) -> Json:
+        wire: Json = {
+            "type": self.type.value,
+            "txHash": self.tx_hash,
+            "logIndex": self.log_index,
+            "chainId": str(self.chain_id),
+            "token": self.token,
+            "from": self.from_,
+            "amount": to_text(self.amount),
+            "vsValue": _number(self.vs_value),
+            "timestamp": self.timestamp,
+        }
+        if self.type is TxType.WITHDRAW:
+            wire["to"] = self.to
+        if self.type is TxType.DEPOSIT and self.guid is not None:
+            wire["guid"] = self.guid
+        return wire
+
+
+@attrs.frozen
+class PriceSnapshot:
+    vs_currency: str
+    fetched_at: int
+    prices: dict[str, Decimal] = attrs.field(factory=dict)
+
+    def to_wire(self) -> Json:
+        return {
+            "vsCurrency": self.vs_currency,
+            "fetchedAt": self.fetched_at,
+            "prices": {k: _number(v) for k, v in sorted(self.prices.items())},
+        }
+
+
+@attrs.frozen
+class SessionKey:
+    """A registered session key. ``address`` (the key's EVM address) is how requests find it."""
+
+    address: str
+    public_key: str  # 0x04 + 128 hex, lowercase
+    owner: str
+    registered_at: int
+    expires_at: int
+    last_seen_nonce: int = 0
+    encryption_public_key: str | None = None
+
+    def to_wire(self) -> Json:
+        return {
+            "publicKey": self.public_key,
+            "registeredAt": self.registered_at,
+            "expiresAt": self.expires_at,
+            "lastSeenNonce": self.last_seen_nonce,
+        }
+
+
+POW_ALGORITHM = (
+    "sha256(challenge || ':' || nonce) must have at least difficulty leading zero bits"
+)
+
+
+@attrs.frozen
+class PowChallenge:
+    challenge: str
+    address: str
+    difficulty: int
+    expires_at: int
+
+    def to_wire(self, now: int) -> Json:
+        return {
+            "challenge": self.challenge,
+            "difficulty": self.difficulty,
+            "expiresInSecs": max(0, self.expires_at - now),
+            "algorithm": POW_ALGORITHM,
+        }
+
+
+@attrs.frozen
+class WebhookConfig:
+    owner: str
+    url: str
+    secret: str
+
+    def to_wire(self) -> Json:
+        return {"ownerAddress": self.owner, "url": self.url, "secret": self.secret}
+
+
+@attrs.frozen
+class OutboxEvent:
+    """One invoice change, written in the same storage transaction as the change itself."""
+
+    id: int
+    owner: str
+    guid: str
+    payload: Json  # the full Invoice wire record at the time of the change
+    created_at: int
+
+
+@attrs.frozen
+class PollToken:
+    """A legacy polling token from POST /poll/register."""
+
+    token: str
+    owner: str
+    created_at: int

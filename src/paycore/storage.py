@@ -1,0 +1,140 @@
+"""What the core needs from storage, as a typed Protocol; implementations are plugins.
+
+Every change the core makes goes through one unit of work, ``with storage.transaction() as tx``:
+the invoice update, the payment's transaction row and the outbox event commit together or not
+at all. Implementations must make each method below safe under concurrent transactions from
+several threads and processes (row locks / atomic statements), because the core relies on it:
+
+- ``advance_nonce`` is one compare-and-set: of N parallel calls with the same nonce, one wins.
+- ``insert_transaction`` is idempotent on (chain_id, tx_hash, log_index, token): a deposit seen
+  twice, by two threads or after a restart, is counted once.
+- ``get_invoice(for_update=True)`` / ``invoices_at_address(for_update=True)`` lock the rows until
+  the transaction ends, so two attributions to one invoice serialise.
+- ``allocate_wallet_index`` never hands out the same index twice for an (owner, chain).
+- ``take_challenge`` and ``remember_signature`` succeed once per value.
+
+Addresses and owners arrive already normalised (checksummed / base58); storage compares them
+as plain strings. Exceptions raised inside the ``with`` block roll everything back.
+"""
+
+from __future__ import annotations
+
+
+from contextlib import AbstractContextManager
+from typing import Protocol, runtime_checkable
+
+from .model import (
+    Invoice,
+    Json,
+    OutboxEvent,
+    PollToken,
+    PowChallenge,
+    SessionKey,
+    Transaction,
+    WebhookConfig,
+)
+
+
+class StorageTx(Protocol):
+    """One open unit of work."""
+
+    # -- invoices -------------------------------------------------------------------------
+    def insert_invoice(self, invoice: Invoice) -> None:
+        """Store a new invoice; a duplicate guid raises ``ValueError``."""
+
+    def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None: ...
+
+    def update_invoice(self, invoice: Invoice) -> None:
+        """Replace the stored invoice with the same guid (status, paid_amount, payments...)."""
+
+    def invoices_at_address(
+        self, chain_id: int, address: str, *, for_update: bool = False
+    ) -> list[Invoice]:
+        """Every invoice whose deposit address is ``address`` on ``chain_id``, oldest first."""
+
+    def list_invoices(
+        self,
+        *,
+        owner: str | None = None,
+        chain_id: int | None = None,
+        address: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> tuple[list[Invoice], int]:
+        """A page of matching invoices (ordered by created_at then guid) and the match count."""
+
+    def due_for_expiry(self, now: int, limit: int) -> list[str]:
+        """Guids of init/partialPaid invoices whose deadline is before ``now``."""
+
+    # -- transactions (GET /transactions) ------------------------------------------------
+    def insert_transaction(self, tx: Transaction) -> bool:
+        """Record a deposit or withdrawal; ``False`` (and nothing written) if already known."""
+
+    def list_transactions(
+        self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
+    ) -> tuple[list[Transaction], int]:
+        """Newest first (timestamp, then tx_hash, log_index), and the match count."""
+
+    # -- session keys -------------------------------------------------------------------
+    def get_session_key(self, address: str) -> SessionKey | None: ...
+
+    def session_keys_of(self, owner: str) -> list[SessionKey]:
+        """All keys of ``owner`` (expired ones included), oldest registration first."""
+
+    def put_session_key(self, key: SessionKey) -> None:
+        """Insert, or replace the key with the same ``address``."""
+
+    def delete_session_key(self, address: str) -> bool: ...
+
+    def advance_nonce(self, address: str, nonce: int) -> bool:
+        """Atomically set last_seen_nonce = nonce where last_seen_nonce < nonce."""
+
+    # -- smart-wallet deposit indexes -------------------------------------------------------
+    def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
+        """The owner's next unused index on the chain: 0, 1, 2, ..."""
+
+    # -- proof of work --------------------------------------------------------------------
+    def put_challenge(self, challenge: PowChallenge) -> None: ...
+
+    def take_challenge(self, challenge: str) -> PowChallenge | None:
+        """Remove and return it; a second take of the same challenge returns ``None``."""
+
+    # -- salt-signed calls ----------------------------------------------------------------
+    def remember_signature(self, digest: str, expires_at: int) -> bool:
+        """``True`` the first time ``digest`` is seen, ``False`` ever after (until expiry)."""
+
+    # -- webhooks -------------------------------------------------------------------------
+    def get_webhook(self, owner: str) -> WebhookConfig | None: ...
+
+    def put_webhook(self, config: WebhookConfig) -> None: ...
+
+    def delete_webhook(self, owner: str) -> bool: ...
+
+    # -- events: outbox and per-consumer queues ---------------------------------------------
+    def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
+        """Append to the outbox; returns the event id (strictly increasing)."""
+
+    def open_queue(self, consumer: str, owner: str) -> None:
+        """Create ``consumer``'s queue of ``owner``'s events if missing. A new queue starts
+        after the newest existing event; an existing one is left as it is."""
+
+    def drain_queue(self, consumer: str, cap: int) -> list[OutboxEvent]:
+        """Return the queued events (oldest first, at most the newest ``cap``) and mark them
+        consumed, atomically: two concurrent drains never return the same event."""
+
+    def close_queue(self, consumer: str) -> None: ...
+
+    # -- legacy poll tokens ---------------------------------------------------------------
+    def put_poll_token(self, token: PollToken) -> None: ...
+
+    def get_poll_token(self, token: str) -> PollToken | None: ...
+
+
+@runtime_checkable
+class Storage(Protocol):
+    def transaction(self) -> AbstractContextManager[StorageTx]: ...
+
+    def close(self) -> None: ...
+
+

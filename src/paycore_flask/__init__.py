@@ -1,0 +1,1 @@
+"""Flask extension mounting paycore routes (see the HTTP issue)."""

@@ -1,0 +1,1 @@
+"""Litestar plugin mounting paycore routes (see the HTTP issue)."""
