@@ -1,0 +1,108 @@
+"""The invoice lifecycle as one transition table, with no I/O (modelled on h11's ``_state``).
+
+SPEC.md section 3 gives the status moves; DESIGN.md adds what happens to deposits that arrive
+after an invoice is settled. Every function here takes an invoice and returns a new one (the
+records are frozen), so an illegal move raises ``IllegalTransition`` and changes nothing.
+
+Rules in one place:
+- A counted deposit (its token is in ``acceptedTokens``) adds a Payment and its vsValue to
+  ``paidAmount``. Tip-jar invoices (value 0) are paid by the first counted deposit.
+- ``paidAmount >= value * (1 - tolerance)`` means paid; anything counted below that is
+  partialPaid.
+- Deposits after paid (overpayment) or after expiry (late payment) are recorded; the status
+  stays. A deposit whose block time is past the deadline on a still-open invoice first expires
+  the invoice, then is recorded late.
+- Each change of the record yields exactly one snapshot to emit as an event.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import Enum
+
+import attrs
+
+from .errors import IllegalTransition
+from .model import Invoice, Payment, Status
+
+
+class Move(str, Enum):
+    PARTIAL = "counted deposit, total below value"
+    FULL = "counted deposit, total reaches value"
+    SETTLED_DEPOSIT = "deposit on a settled invoice"
+    DEADLINE = "deadline passed unpaid"
+
+
+#: (status, move) -> next status. Anything absent is illegal.
+TRANSITIONS: dict[Status, dict[Move, Status]] = {
+    Status.INIT: {
+        Move.PARTIAL: Status.PARTIAL_PAID,
+        Move.FULL: Status.PAID,
+        Move.DEADLINE: Status.EXPIRED,
+    },
+    Status.PARTIAL_PAID: {
+        Move.PARTIAL: Status.PARTIAL_PAID,
+        Move.FULL: Status.PAID,
+        Move.DEADLINE: Status.EXPIRED,
+    },
+    Status.PAID: {Move.SETTLED_DEPOSIT: Status.PAID},
+    Status.EXPIRED: {Move.SETTLED_DEPOSIT: Status.EXPIRED},
+}
+
+SETTLED = frozenset({Status.PAID, Status.EXPIRED})
+
+
+def next_status(status: Status, move: Move) -> Status:
+    try:
+        return TRANSITIONS[status][move]
+    except KeyError:
+        raise IllegalTransition(f"{move.value} is not allowed in status {status.value}") from None
+
+
+def is_due(invoice: Invoice, now: int) -> bool:
+    """Past its deadline and not settled: the next read or sweep expires it."""
+    return invoice.status not in SETTLED and now > invoice.deadline
+
+
+def expire(invoice: Invoice) -> Invoice:
+    return attrs.evolve(invoice, status=next_status(invoice.status, Move.DEADLINE))
+
+
+def _reaches_value(invoice: Invoice, paid: Decimal, tolerance: Decimal) -> bool:
+    if invoice.is_tip_jar:
+        return True
+    return paid >= invoice.value * (1 - tolerance)
+
+
+def add_payment(
+    invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0)
+) -> Invoice:
+    """Record one counted payment; the move is chosen by the status and the new total."""
+    paid = invoice.paid_amount + payment.vs_value
+    if invoice.status in SETTLED:
+        move = Move.SETTLED_DEPOSIT
+    elif _reaches_value(invoice, paid, tolerance):
+        move = Move.FULL
+    else:
+        move = Move.PARTIAL
+    return attrs.evolve(
+        invoice,
+        status=next_status(invoice.status, move),
+        paid_amount=paid,
+        payments=(*invoice.payments, payment),
+    )
+
+
+def attribute(
+    invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0)
+) -> list[Invoice]:
+    """Apply a counted payment, expiring first if it was made after the deadline.
+
+    Returns the successive records, one per change; the last is the invoice's new state.
+    """
+    changes: list[Invoice] = []
+    if is_due(invoice, payment.timestamp):
+        invoice = expire(invoice)
+        changes.append(invoice)
+    changes.append(add_payment(invoice, payment, tolerance))
+    return changes

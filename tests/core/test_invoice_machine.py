@@ -1,0 +1,165 @@
+"""The state machine: table-driven moves, and properties over random deposit sequences."""
+
+from __future__ import annotations
+
+import itertools
+from decimal import Decimal
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from paycore.errors import IllegalTransition
+from paycore.invoice import SETTLED, TRANSITIONS, Move, attribute, expire, is_due, next_status
+from paycore.model import Invoice, Payment, Status
+
+TOKEN = "1:0x0000000000000000000000000000000000000000"
+CREATED, DEADLINE = 1_000, 2_000
+
+
+def make_invoice(value: str = "100", status: Status = Status.INIT) -> Invoice:
+    return Invoice(
+        guid="00000000-0000-4000-8000-000000000001",
+        created_at=CREATED,
+        deadline=DEADLINE,
+        status=status,
+        value=Decimal(value),
+        token=TOKEN,
+        chain_id=1,
+        description="t",
+        address="0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+        owner="0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359",
+        accepted_tokens=(TOKEN,),
+    )
+
+
+def pay(vs: str, ts: int = 1_500, n: int = 0) -> Payment:
+    return Payment(f"0x{n:064x}", n, 1, TOKEN.split(":")[1], "0x" + "11" * 20, Decimal(vs),
+                   Decimal(vs), ts)
+
+
+def test_table_matches_spec_section_3() -> None:
+    assert next_status(Status.INIT, Move.PARTIAL) is Status.PARTIAL_PAID
+    assert next_status(Status.INIT, Move.FULL) is Status.PAID
+    assert next_status(Status.PARTIAL_PAID, Move.FULL) is Status.PAID
+    assert next_status(Status.INIT, Move.DEADLINE) is Status.EXPIRED
+    assert next_status(Status.PARTIAL_PAID, Move.DEADLINE) is Status.EXPIRED
+
+
+@pytest.mark.parametrize(
+    ("status", "move"),
+    [(s, m) for s in Status for m in Move if m not in TRANSITIONS[s]],
+)
+def test_illegal_moves_raise_and_change_nothing(status: Status, move: Move) -> None:
+    invoice = make_invoice(status=status)
+    before = attrs.asdict(invoice)
+    with pytest.raises(IllegalTransition):
+        next_status(status, move)
+    if move is Move.DEADLINE:
+        with pytest.raises(IllegalTransition):
+            expire(invoice)
+    assert attrs.asdict(invoice) == before
+
+
+def test_partial_then_paid_then_overpaid() -> None:
+    inv = make_invoice("100")
+    [inv] = attribute(inv, pay("40", n=1))
+    assert (inv.status, inv.paid_amount) == (Status.PARTIAL_PAID, Decimal("40"))
+    [inv] = attribute(inv, pay("60", n=2))
+    assert (inv.status, inv.paid_amount) == (Status.PAID, Decimal("100"))
+    [inv] = attribute(inv, pay("5", n=3))
+    assert (inv.status, inv.paid_amount, len(inv.payments)) == (Status.PAID, Decimal("105"), 3)
+
+
+def test_tip_jar_is_paid_by_first_deposit_even_tiny() -> None:
+    [inv] = attribute(make_invoice("0"), pay("0.01"))
+    assert inv.status is Status.PAID
+
+
+def test_tolerance_accepts_small_shortfall_only() -> None:
+    [inv] = attribute(make_invoice("100"), pay("99.5"), tolerance=Decimal("0.01"))
+    assert inv.status is Status.PAID
+    [inv] = attribute(make_invoice("100"), pay("98.9"), tolerance=Decimal("0.01"))
+    assert inv.status is Status.PARTIAL_PAID
+
+
+def test_late_payment_expires_first_then_records() -> None:
+    expired_snapshot, recorded = attribute(make_invoice("100"), pay("100", ts=DEADLINE + 1))
+    assert expired_snapshot.status is Status.EXPIRED and expired_snapshot.payments == ()
+    assert recorded.status is Status.EXPIRED and recorded.paid_amount == Decimal("100")
+
+
+def test_payment_at_the_deadline_still_counts() -> None:
+    [inv] = attribute(make_invoice("100"), pay("100", ts=DEADLINE))
+    assert inv.status is Status.PAID
+
+
+def test_lazy_expiry_needs_deadline_passed_and_unsettled() -> None:
+    assert not is_due(make_invoice(), DEADLINE)
+    assert is_due(make_invoice(), DEADLINE + 1)
+    assert is_due(make_invoice(status=Status.PARTIAL_PAID), DEADLINE + 1)
+    assert not is_due(make_invoice(status=Status.PAID), DEADLINE + 10)
+    assert expire(make_invoice(status=Status.PARTIAL_PAID)).status is Status.EXPIRED
+
+
+amounts = st.decimals(min_value=Decimal("0.01"), max_value=Decimal("80"), places=2)
+deposits = st.lists(
+    st.tuples(amounts, st.integers(min_value=CREATED, max_value=DEADLINE + 500)),
+    min_size=0,
+    max_size=12,
+)
+
+
+def run(invoice: Invoice, seq: list[tuple[Decimal, int]]) -> tuple[Invoice, list[Invoice]]:
+    events: list[Invoice] = []
+    for n, (vs, ts) in enumerate(seq):
+        changes = attribute(invoice, pay(str(vs), ts=ts, n=n))
+        events.extend(changes)
+        invoice = changes[-1]
+    return invoice, events
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.sampled_from(["0", "50", "100", "250"]), seq=deposits)
+def test_properties_over_random_deposit_sequences(value: str, seq: list[tuple[Decimal, int]]) -> None:
+    final, events = run(make_invoice(value), seq)
+    # paidAmount is exactly the sum of the counted payments' vsValues.
+    assert final.paid_amount == sum((p.vs_value for p in final.payments), Decimal(0))
+    assert len(final.payments) == len(seq)
+    # status never leaves paid or expired once there.
+    statuses = [Status.INIT] + [e.status for e in events]
+    for before, after in itertools.pairwise(statuses):
+        if before in SETTLED:
+            assert after is before
+    # one event per change: each event differs from the previous record by its status or by
+    # exactly one new payment, never both, never neither.
+    previous = make_invoice(value)
+    for event in events:
+        status_changed = event.status is not previous.status
+        payment_added = len(event.payments) - len(previous.payments)
+        assert (status_changed and payment_added == 0) or payment_added == 1
+        assert status_changed or payment_added == 1
+        previous = event
+    status_changes = sum(1 for a, b in itertools.pairwise(statuses) if a is not b)
+    payments_without_status_change = sum(
+        1 for a, b in itertools.pairwise([make_invoice(value), *events])
+        if len(b.payments) > len(a.payments) and a.status is b.status
+    )
+    assert len(events) == status_changes + payments_without_status_change
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.sampled_from(["0", "50", "100", "250"]),
+    seq=st.lists(amounts, min_size=1, max_size=6),
+    data=st.data(),
+)
+def test_final_status_is_order_independent_before_deadline(
+    value: str, seq: list[Decimal], data: st.DataObject
+) -> None:
+    timed = [(vs, CREATED + 10) for vs in seq]
+    shuffled = data.draw(st.permutations(timed))
+    a, _ = run(make_invoice(value), timed)
+    b, _ = run(make_invoice(value), list(shuffled))
+    assert (a.status, a.paid_amount) == (b.status, b.paid_amount)

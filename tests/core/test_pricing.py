@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from paycore.errors import PriceUnavailable
+from paycore.pricing import PriceTable, StaticPriceSource, build_table
+
+ETH = "1:0x0000000000000000000000000000000000000000"
+USDT = "1:0xdAC17F958D2ee523a2206206994597C13D831ec7"
+
+
+def test_value_is_decimal_and_rounded_half_even() -> None:
+    table = PriceTable("usd", 10, {ETH: Decimal("3000.123456789")})
+    assert table.value(ETH, Decimal("0.1")) == Decimal("300.01234568")
+    assert table.value(ETH, Decimal("0.000000000000000001")) == Decimal("0")
+    assert isinstance(table.value(ETH, Decimal(1)), Decimal)
+
+
+def test_lookup_normalises_the_token_id() -> None:
+    table = PriceTable("usd", 10, {USDT: Decimal("1")})
+    assert table.price("1:0xdac17f958d2ee523a2206206994597c13d831ec7") == Decimal("1")
+
+
+def test_missing_price_raises_instead_of_valuing_zero() -> None:
+    with pytest.raises(PriceUnavailable):
+        PriceTable("usd", 10, {}).value(ETH, Decimal(1))
+
+
+def test_sources_are_tried_in_order_and_first_answer_wins() -> None:
+    first = StaticPriceSource({ETH: Decimal("3000")})
+    second = StaticPriceSource({ETH: Decimal("1"), USDT: Decimal("0.999")})
+    table = build_table([first, second], "usd", [ETH, USDT], now=42)
+    assert table.prices == {ETH: Decimal("3000"), USDT: Decimal("0.999")}
+    assert table.snapshot().to_wire() == {
+        "vsCurrency": "usd",
+        "fetchedAt": 42,
+        "prices": {ETH: 3000, USDT: 0.999},
+    }
+
+
+def test_non_finite_or_negative_prices_are_ignored() -> None:
+    bad = StaticPriceSource({ETH: Decimal("NaN"), USDT: Decimal("-1")})
+    assert build_table([bad], "usd", [ETH, USDT], now=1).prices == {}
