@@ -112,9 +112,7 @@ def _parse_env(name: str, type_: Any, raw: str) -> Any:
         if name == "prices":
             return {k: Decimal(str(v)) for k, v in json.loads(raw).items()}
         if name == "chains":
-            return {
-                int(k): ChainConfig(chain_id=int(k), **v) for k, v in json.loads(raw).items()
-            }
+            return {int(k): ChainConfig(chain_id=int(k), **v) for k, v in json.loads(raw).items()}
     except (ValueError, ArithmeticError, TypeError) as exc:
         raise InvalidInput("PAYCORE_" + name.upper(), f"cannot parse: {exc}") from None
     return raw

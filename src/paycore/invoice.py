@@ -18,7 +18,7 @@ Rules in one place:
 from __future__ import annotations
 
 from decimal import Decimal
-from enum import Enum
+from enum import StrEnum
 
 import attrs
 
@@ -26,7 +26,7 @@ from .errors import IllegalTransition
 from .model import Invoice, Payment, Status
 
 
-class Move(str, Enum):
+class Move(StrEnum):
     PARTIAL = "counted deposit, total below value"
     FULL = "counted deposit, total reaches value"
     SETTLED_DEPOSIT = "deposit on a settled invoice"
@@ -74,9 +74,7 @@ def _reaches_value(invoice: Invoice, paid: Decimal, tolerance: Decimal) -> bool:
     return paid >= invoice.value * (1 - tolerance)
 
 
-def add_payment(
-    invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0)
-) -> Invoice:
+def add_payment(invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0)) -> Invoice:
     """Record one counted payment; the move is chosen by the status and the new total."""
     paid = invoice.paid_amount + payment.vs_value
     if invoice.status in SETTLED:
@@ -93,9 +91,7 @@ def add_payment(
     )
 
 
-def attribute(
-    invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0)
-) -> list[Invoice]:
+def attribute(invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0)) -> list[Invoice]:
     """Apply a counted payment, expiring first if it was made after the deadline.
 
     Returns the successive records, one per change; the last is the invoice's new state.

@@ -8,7 +8,7 @@ transition can never leave a half-updated invoice behind. Money is Decimal insid
 from __future__ import annotations
 
 from decimal import Decimal
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import attrs
@@ -18,7 +18,7 @@ from .money import to_text
 Json = dict[str, Any]
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     INIT = "init"
     PARTIAL_PAID = "partialPaid"
     PAID = "paid"
@@ -153,7 +153,7 @@ class Deposit:
     block_hash: str = ""
 
 
-class TxType(str, Enum):
+class TxType(StrEnum):
     DEPOSIT = "deposit"
     WITHDRAW = "withdraw"
 
@@ -228,9 +228,7 @@ class SessionKey:
         }
 
 
-POW_ALGORITHM = (
-    "sha256(challenge || ':' || nonce) must have at least difficulty leading zero bits"
-)
+POW_ALGORITHM = "sha256(challenge || ':' || nonce) must have at least difficulty leading zero bits"
 
 
 @attrs.frozen

@@ -19,7 +19,6 @@ as plain strings. Exceptions raised inside the ``with`` block roll everything ba
 
 from __future__ import annotations
 
-
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
@@ -136,5 +135,3 @@ class Storage(Protocol):
     def transaction(self) -> AbstractContextManager[StorageTx]: ...
 
     def close(self) -> None: ...
-
-

@@ -8,7 +8,7 @@ in its 0x form, as SPEC.md defines it, also on Tron.
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 
 import attrs
 import base58
@@ -21,7 +21,7 @@ NATIVE = "0x0000000000000000000000000000000000000000"
 _HEX40 = re.compile(r"^(0x|0X)?[0-9a-fA-F]{40}$")
 
 
-class ChainKind(str, Enum):
+class ChainKind(StrEnum):
     EVM = "evm"
     TRON = "tron"
 
@@ -93,6 +93,15 @@ def normalize_address(chain_id: int, address: object, field: str = "address") ->
         raise InvalidInput(field, "must be a string")
     if chain_kind(chain_id) is ChainKind.TRON:
         return normalize_tron(address, field)
+    return to_checksum(address, field)
+
+
+def normalize_owner(address: object, field: str = "ownerAddress") -> str:
+    """A merchant is a wallet: an EVM address, or a Tron one when written in base58."""
+    if isinstance(address, str) and address.startswith("T"):
+        return normalize_tron(address, field)
+    if not isinstance(address, str):
+        raise InvalidInput(field, "must be a string")
     return to_checksum(address, field)
 
 

@@ -35,8 +35,9 @@ def make_invoice(value: str = "100", status: Status = Status.INIT) -> Invoice:
 
 
 def pay(vs: str, ts: int = 1_500, n: int = 0) -> Payment:
-    return Payment(f"0x{n:064x}", n, 1, TOKEN.split(":")[1], "0x" + "11" * 20, Decimal(vs),
-                   Decimal(vs), ts)
+    return Payment(
+        f"0x{n:064x}", n, 1, TOKEN.split(":")[1], "0x" + "11" * 20, Decimal(vs), Decimal(vs), ts
+    )
 
 
 def test_table_matches_spec_section_3() -> None:
@@ -122,7 +123,9 @@ def run(invoice: Invoice, seq: list[tuple[Decimal, int]]) -> tuple[Invoice, list
 
 @settings(max_examples=300, deadline=None)
 @given(value=st.sampled_from(["0", "50", "100", "250"]), seq=deposits)
-def test_properties_over_random_deposit_sequences(value: str, seq: list[tuple[Decimal, int]]) -> None:
+def test_properties_over_random_deposit_sequences(
+    value: str, seq: list[tuple[Decimal, int]]
+) -> None:
     final, events = run(make_invoice(value), seq)
     # paidAmount is exactly the sum of the counted payments' vsValues.
     assert final.paid_amount == sum((p.vs_value for p in final.payments), Decimal(0))
@@ -143,7 +146,8 @@ def test_properties_over_random_deposit_sequences(value: str, seq: list[tuple[De
         previous = event
     status_changes = sum(1 for a, b in itertools.pairwise(statuses) if a is not b)
     payments_without_status_change = sum(
-        1 for a, b in itertools.pairwise([make_invoice(value), *events])
+        1
+        for a, b in itertools.pairwise([make_invoice(value), *events])
         if len(b.payments) > len(a.payments) and a.status is b.status
     )
     assert len(events) == status_changes + payments_without_status_change

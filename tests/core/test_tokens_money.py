@@ -9,7 +9,14 @@ from eth_utils import to_checksum_address
 
 from paycore.errors import InvalidInput
 from paycore.money import from_base_units, parse_amount, to_base_units, to_text
-from paycore.tokens import NATIVE, TokenId, normalize_address, to_checksum, tron_from_hex, tron_to_hex
+from paycore.tokens import (
+    NATIVE,
+    TokenId,
+    normalize_address,
+    to_checksum,
+    tron_from_hex,
+    tron_to_hex,
+)
 
 # Public mainnet pairs: USDT-TRC20 contract and the Tron zero-ish burn address.
 TRON_PAIRS = [
@@ -19,7 +26,8 @@ TRON_PAIRS = [
 
 
 @pytest.mark.parametrize(
-    "raw", ["0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed", "0xFB6916095CA1DF60BB79CE92CE3EA74C37C5D359"]
+    "raw",
+    ["0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed", "0xFB6916095CA1DF60BB79CE92CE3EA74C37C5D359"],
 )
 def test_checksum_agrees_with_eth_utils(raw: str) -> None:
     assert to_checksum(raw) == to_checksum_address(raw)
@@ -57,7 +65,18 @@ def test_token_ids() -> None:
 
 
 @pytest.mark.parametrize(
-    "raw", ["", "1", "x:0x00", "1:2:3", "-1:" + NATIVE, "1:0xZZ", None, 5, "99999999999999999999:" + NATIVE]
+    "raw",
+    [
+        "",
+        "1",
+        "x:0x00",
+        "1:2:3",
+        "-1:" + NATIVE,
+        "1:0xZZ",
+        None,
+        5,
+        "99999999999999999999:" + NATIVE,
+    ],
 )
 def test_malformed_token_ids(raw: object) -> None:
     with pytest.raises(InvalidInput):
@@ -66,16 +85,40 @@ def test_malformed_token_ids(raw: object) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "text"),
-    [("10", "10"), ("10.50", "10.5"), ("0", "0"), ("0.000", "0"), ("1e3", "1000"), (7, "7"),
-     ("0.000000000000000001", "0.000000000000000001"), ("-0", "0")],
+    [
+        ("10", "10"),
+        ("10.50", "10.5"),
+        ("0", "0"),
+        ("0.000", "0"),
+        ("1e3", "1000"),
+        (7, "7"),
+        ("0.000000000000000001", "0.000000000000000001"),
+        ("-0", "0"),
+    ],
 )
 def test_parse_amount_canonical(raw: object, text: str) -> None:
     assert to_text(parse_amount(raw, "value")) == text
 
 
 @pytest.mark.parametrize(
-    "raw", ["NaN", "nan", "Infinity", "-inf", "1e400", "-1", "abc", "", " ", 1.5, True, None, [],
-            "0.0000000000000000001", "1" * 31]
+    "raw",
+    [
+        "NaN",
+        "nan",
+        "Infinity",
+        "-inf",
+        "1e400",
+        "-1",
+        "abc",
+        "",
+        " ",
+        1.5,
+        True,
+        None,
+        [],
+        "0.0000000000000000001",
+        "1" * 31,
+    ],
 )
 def test_parse_amount_refuses(raw: object) -> None:
     with pytest.raises(InvalidInput) as err:

@@ -1,0 +1,209 @@
+"""The Gateway: settings + plugins + storage wired once; the one object adapters call.
+
+Every public method is a complete operation: it opens its own storage transaction, commits the
+state change together with its outbox events, and only then tells notifiers. Adapters
+translate HTTP to these calls and nothing more.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from . import invoice as machine
+from .chains import ChainBackend
+from .config import Settings
+from .errors import InvalidInput, InvoiceNotFound, PaycoreError
+from .invoices import attribute_deposit, parse_new_invoice
+from .model import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
+from .notify import Notifier
+from .plugins import collect, plugin_manager
+from .pricing import PriceSource, PriceTable, build_table
+from .storage import Storage, StorageTx
+
+log = logging.getLogger("paycore")
+
+INVOICE_PAGE_MAX = 50
+TRANSACTION_PAGE_MAX = 200
+
+
+class Gateway:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        storage: Storage | None = None,
+        plugins: Iterable[object] = (),
+        entry_points: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.clock = clock
+        self.pm = plugin_manager(self.settings, plugins, entry_points=entry_points)
+        found = storage or self.pm.hook.paycore_storage(settings=self.settings)
+        if found is None:
+            raise PaycoreError(f"no storage plugin handles {self.settings.database_url!r}")
+        self.storage: Storage = found
+        self.chains: dict[int, ChainBackend] = {}
+        for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
+            for chain_id in backend.chain_ids:
+                self.chains.setdefault(chain_id, backend)
+        self.price_sources: list[PriceSource] = collect(
+            self.pm.hook.paycore_price_sources, self.settings
+        )
+        self.notifiers: list[Notifier] = collect(self.pm.hook.paycore_notifiers, self.settings)
+        self.prices = PriceTable(self.settings.vs_currency, self.now(), {})
+        self.refresh_prices()
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    def close(self) -> None:
+        self.storage.close()
+
+    # -- prices ---------------------------------------------------------------------------
+    def refresh_prices(self, tokens: Iterable[str] | None = None) -> PriceTable:
+        wanted = list(tokens) if tokens is not None else list(self.settings.prices)
+        self.prices = build_table(self.price_sources, self.settings.vs_currency, wanted, self.now())
+        return self.prices
+
+    def price_snapshot(self) -> PriceSnapshot:
+        return self.prices.snapshot()
+
+    # -- invoices -------------------------------------------------------------------------
+    def create_invoice(self, owner: str, fields: Mapping[str, Any]) -> Invoice:
+        now = self.now()
+        with self.storage.transaction() as tx:
+            invoice = parse_new_invoice(self.settings, fields, owner, now, self._deriver(tx, owner))
+            tx.insert_invoice(invoice)
+        return invoice
+
+    def _deriver(self, tx: StorageTx, owner: str) -> Callable[[int], str] | None:
+        def derive(chain_id: int) -> str:
+            backend = self.chains.get(chain_id)
+            if backend is None:
+                raise InvalidInput(
+                    "address", f"required: no chain backend derives addresses on {chain_id}"
+                )
+            return backend.deposit_address(
+                owner, chain_id, tx.allocate_wallet_index(owner, chain_id)
+            )
+
+        return derive
+
+    def get_invoice(self, guid: str) -> Invoice:
+        """The invoice, expired first if its deadline has passed (SPEC.md's lazy expiry)."""
+        with self.storage.transaction() as tx:
+            invoice = tx.get_invoice(guid)
+        if invoice is None:
+            raise InvoiceNotFound(guid)
+        if machine.is_due(invoice, self.now()):
+            invoice = self._expire(guid) or invoice
+        return invoice
+
+    def _expire(self, guid: str) -> Invoice | None:
+        """Expire under a row lock, re-checking, so a racing read or sweep emits one event."""
+        payloads: list[Json] = []
+        with self.storage.transaction() as tx:
+            invoice = tx.get_invoice(guid, for_update=True)
+            if invoice is None or not machine.is_due(invoice, self.now()):
+                return invoice
+            invoice = machine.expire(invoice)
+            tx.update_invoice(invoice)
+            payloads = self._emit(tx, [invoice])
+        self._notify(invoice.owner, payloads)
+        return invoice
+
+    def expire_due(self, limit: int = 500) -> int:
+        """The sweeper's pass: expire every overdue invoice so its event need not wait a read."""
+        with self.storage.transaction() as tx:
+            due = tx.due_for_expiry(self.now(), limit)
+        return sum(1 for guid in due if self._expire(guid) is not None)
+
+    def list_invoices(
+        self,
+        *,
+        owner: str | None = None,
+        address: str | None = None,
+        chain_id: int | None = None,
+        offset: int | None = None,
+        limit: int | None = None,
+    ) -> list[Invoice] | tuple[list[Invoice], int, int, int]:
+        """A plain list oldest first, or (items, total, offset, limit) newest first when
+        either offset or limit is given (SPEC.md GET /invoices)."""
+        paged = offset is not None or limit is not None
+        off, lim = _page(offset, limit, INVOICE_PAGE_MAX)
+        with self.storage.transaction() as tx:
+            items, total = tx.list_invoices(
+                owner=owner,
+                address=address,
+                chain_id=chain_id,
+                offset=off if paged else 0,
+                limit=lim if paged else None,
+                newest_first=paged,
+            )
+        now = self.now()
+        items = [self.get_invoice(i.guid) if machine.is_due(i, now) else i for i in items]
+        return (items, total, off, lim) if paged else items
+
+    def list_transactions(
+        self, owner: str, *, chain_id: int | None = None, offset: int | None, limit: int | None
+    ) -> tuple[list[Transaction], int, int, int]:
+        off, lim = _page(offset, limit, TRANSACTION_PAGE_MAX)
+        with self.storage.transaction() as tx:
+            items, total = tx.list_transactions(owner, chain_id=chain_id, offset=off, limit=lim)
+        return items, total, off, lim
+
+    # -- deposits -------------------------------------------------------------------------
+    def record_deposit(self, deposit: Deposit) -> list[Invoice]:
+        """Attribute one confirmed deposit; safe to call again for the same deposit."""
+        with self.storage.transaction() as tx:
+            changes = attribute_deposit(
+                tx, deposit, self.prices, self.settings.underpayment_tolerance
+            )
+            payloads = self._emit(tx, changes)
+        if changes:
+            self._notify(changes[-1].owner, payloads)
+        return changes
+
+    # -- events ---------------------------------------------------------------------------
+    def invoice_wire(self, invoice: Invoice) -> Json:
+        return invoice.to_wire(self.settings.checkout_url)
+
+    def _emit(self, tx: StorageTx, changes: list[Invoice]) -> list[Json]:
+        now = self.now()
+        payloads = [self.invoice_wire(inv) for inv in changes]
+        for inv, payload in zip(changes, payloads, strict=True):
+            tx.add_event(inv.owner, inv.guid, payload, now)
+        return payloads
+
+    def _notify(self, owner: str, payloads: list[Json]) -> None:
+        for payload in payloads:
+            for notifier in self.notifiers:
+                try:
+                    notifier.invoice_changed(owner, payload)
+                except Exception:  # the outbox still holds the event; never fail the change
+                    log.exception("notifier %s failed", getattr(notifier, "name", notifier))
+
+    def open_queue(self, consumer: str, owner: str) -> None:
+        with self.storage.transaction() as tx:
+            tx.open_queue(consumer, owner)
+
+    def drain_events(self, consumer: str) -> list[OutboxEvent]:
+        with self.storage.transaction() as tx:
+            return tx.drain_queue(consumer, self.settings.event_retention)
+
+
+def _page(offset: int | None, limit: int | None, ceiling: int) -> tuple[int, int]:
+    off = 0 if offset is None else offset
+    lim = ceiling if limit is None else limit
+    if off < 0:
+        raise InvalidInput("offset", "must not be negative")
+    if lim < 1:
+        raise InvalidInput("limit", "must be at least 1")
+    return off, min(lim, ceiling)
+
+
+__all__ = ["Gateway"]
