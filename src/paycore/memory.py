@@ -1,0 +1,309 @@
+"""In-memory ``Storage`` for unit tests and the quickstart: no database, same contract.
+
+One ``threading.RLock`` is held for the whole of a ``transaction()``, so every unit of work is
+serial and each compare-and-set in the protocol is trivially atomic. Writes go straight into
+the live tables; a snapshot taken at ``begin`` is put back on any exception, so a failed unit
+of work leaves nothing half-written, exactly like a database rollback. Snapshots are shallow
+copies of the tables: the records are frozen, so sharing them between snapshot and live state
+is safe, and only the JSON blobs (mutable dicts) are copied on the way in and out so that a
+caller mutating a returned dict cannot reach into storage -- as it could not with a database.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import attrs
+
+from .model import (
+    Invoice,
+    Json,
+    OutboxEvent,
+    PollToken,
+    PowChallenge,
+    SessionKey,
+    Status,
+    Transaction,
+    WebhookConfig,
+)
+from .storage import StorageTx
+
+log = logging.getLogger("paycore.events")
+
+TxKey = tuple[int, str, int, str]  # (chain_id, tx_hash, log_index, token): one transfer
+
+_OPEN_STATUSES = (Status.INIT, Status.PARTIAL_PAID)
+
+
+@attrs.frozen
+class _Queue:
+    owner: str
+    cursor: int  # id of the last event this consumer has been handed
+
+
+@attrs.define
+class _Tables:
+    """Every table of the store; ``snapshot`` and ``restore`` make rollback possible."""
+
+    invoices: dict[str, Invoice] = attrs.field(factory=dict)
+    transactions: dict[TxKey, Transaction] = attrs.field(factory=dict)
+    session_keys: dict[str, SessionKey] = attrs.field(factory=dict)
+    wallet_indexes: dict[tuple[str, int], int] = attrs.field(factory=dict)  # -> next index
+    challenges: dict[str, PowChallenge] = attrs.field(factory=dict)
+    signatures: dict[str, int] = attrs.field(factory=dict)  # digest -> expires_at
+    webhooks: dict[str, WebhookConfig] = attrs.field(factory=dict)
+    events: list[OutboxEvent] = attrs.field(factory=list)  # ascending id
+    queues: dict[str, _Queue] = attrs.field(factory=dict)
+    poll_tokens: dict[str, PollToken] = attrs.field(factory=dict)
+    last_event_id: int = 0
+
+    def snapshot(self) -> _Tables:
+        copied: dict[str, Any] = {}
+        for field in attrs.fields(_Tables):
+            value = getattr(self, field.name)
+            copied[field.name] = value.copy() if hasattr(value, "copy") else value
+        return _Tables(**copied)
+
+    def restore(self, snapshot: _Tables) -> None:
+        for field in attrs.fields(_Tables):
+            setattr(self, field.name, getattr(snapshot, field.name))
+
+
+def _detached(invoice: Invoice) -> Invoice:
+    """A copy whose ``data`` dict is not shared with the caller's."""
+    return attrs.evolve(invoice, data=copy.deepcopy(invoice.data))
+
+
+def _detached_event(event: OutboxEvent) -> OutboxEvent:
+    return attrs.evolve(event, payload=copy.deepcopy(event.payload))
+
+
+def _created_order(invoice: Invoice) -> tuple[int, str]:
+    return (invoice.created_at, invoice.guid)
+
+
+def _newest_order(tx: Transaction) -> tuple[int, str, int, int, str]:
+    return (tx.timestamp, tx.tx_hash, tx.log_index, tx.chain_id, tx.token)
+
+
+def _page(items: list[Any], offset: int, limit: int | None) -> list[Any]:
+    return items[offset:] if limit is None else items[offset : offset + limit]
+
+
+class MemoryStorage:
+    """A ``paycore.storage.Storage`` that lives in this process and dies with it.
+
+    ``clock`` (unix seconds) decides when a remembered signature has expired; tests inject
+    one to move time without sleeping.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._lock = threading.RLock()
+        self._tables = _Tables()
+        self._clock = clock
+
+    @contextmanager
+    def transaction(self) -> Iterator[StorageTx]:
+        with self._lock:
+            snapshot = self._tables.snapshot()
+            tx = _MemoryTx(self._tables, self._clock)
+            try:
+                yield tx
+            except BaseException:
+                self._tables.restore(snapshot)
+                raise
+            finally:
+                tx._close()
+
+    def close(self) -> None:
+        """Nothing to release; present because the protocol asks for it."""
+
+
+class _MemoryTx:
+    """One unit of work; only valid inside its ``with`` block (the lock is held there)."""
+
+    def __init__(self, tables: _Tables, clock: Callable[[], float]) -> None:
+        self._live: _Tables | None = tables
+        self._clock = clock
+
+    def _close(self) -> None:
+        self._live = None
+
+    @property
+    def _t(self) -> _Tables:
+        # A tx kept past its block would write without the lock and outside any rollback.
+        if self._live is None:
+            raise RuntimeError("storage transaction used after it ended")
+        return self._live
+
+    # -- invoices -------------------------------------------------------------------------
+    def insert_invoice(self, invoice: Invoice) -> None:
+        if invoice.guid in self._t.invoices:
+            raise ValueError(f"invoice {invoice.guid} already exists")
+        self._t.invoices[invoice.guid] = _detached(invoice)
+
+    def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None:
+        invoice = self._t.invoices.get(guid)
+        return None if invoice is None else _detached(invoice)
+
+    def update_invoice(self, invoice: Invoice) -> None:
+        """Raises ``KeyError`` for an unknown guid: an update that silently did nothing
+        would hide a lost invoice."""
+        if invoice.guid not in self._t.invoices:
+            raise KeyError(invoice.guid)
+        self._t.invoices[invoice.guid] = _detached(invoice)
+
+    def invoices_at_address(
+        self, chain_id: int, address: str, *, for_update: bool = False
+    ) -> list[Invoice]:
+        found, _ = self.list_invoices(chain_id=chain_id, address=address)
+        return found
+
+    def list_invoices(
+        self,
+        *,
+        owner: str | None = None,
+        chain_id: int | None = None,
+        address: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> tuple[list[Invoice], int]:
+        matches = [
+            inv
+            for inv in self._t.invoices.values()
+            if (owner is None or inv.owner == owner)
+            and (chain_id is None or inv.chain_id == chain_id)
+            and (address is None or inv.address == address)
+        ]
+        matches.sort(key=_created_order, reverse=newest_first)
+        return [_detached(inv) for inv in _page(matches, offset, limit)], len(matches)
+
+    def due_for_expiry(self, now: int, limit: int) -> list[str]:
+        due = [
+            inv
+            for inv in self._t.invoices.values()
+            if inv.status in _OPEN_STATUSES and inv.deadline < now
+        ]
+        due.sort(key=lambda inv: (inv.deadline, inv.guid))
+        return [inv.guid for inv in due[:limit]]
+
+    # -- transactions ---------------------------------------------------------------------
+    def insert_transaction(self, tx: Transaction) -> bool:
+        key = (tx.chain_id, tx.tx_hash, tx.log_index, tx.token)
+        if key in self._t.transactions:
+            return False
+        self._t.transactions[key] = tx
+        return True
+
+    def list_transactions(
+        self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
+    ) -> tuple[list[Transaction], int]:
+        matches = [
+            tx
+            for tx in self._t.transactions.values()
+            if tx.owner == owner and (chain_id is None or tx.chain_id == chain_id)
+        ]
+        matches.sort(key=_newest_order, reverse=True)
+        return _page(matches, offset, limit), len(matches)
+
+    # -- session keys ---------------------------------------------------------------------
+    def get_session_key(self, address: str) -> SessionKey | None:
+        return self._t.session_keys.get(address)
+
+    def session_keys_of(self, owner: str) -> list[SessionKey]:
+        keys = [k for k in self._t.session_keys.values() if k.owner == owner]
+        keys.sort(key=lambda k: (k.registered_at, k.address))
+        return keys
+
+    def put_session_key(self, key: SessionKey) -> None:
+        self._t.session_keys[key.address] = key
+
+    def delete_session_key(self, address: str) -> bool:
+        return self._t.session_keys.pop(address, None) is not None
+
+    def advance_nonce(self, address: str, nonce: int) -> bool:
+        key = self._t.session_keys.get(address)
+        if key is None or key.last_seen_nonce >= nonce:
+            return False
+        self._t.session_keys[address] = attrs.evolve(key, last_seen_nonce=nonce)
+        return True
+
+    # -- smart-wallet deposit indexes -------------------------------------------------------
+    def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
+        index = self._t.wallet_indexes.get((owner, chain_id), 0)
+        self._t.wallet_indexes[(owner, chain_id)] = index + 1
+        return index
+
+    # -- proof of work --------------------------------------------------------------------
+    def put_challenge(self, challenge: PowChallenge) -> None:
+        self._t.challenges[challenge.challenge] = challenge
+
+    def take_challenge(self, challenge: str) -> PowChallenge | None:
+        return self._t.challenges.pop(challenge, None)
+
+    # -- salt-signed calls ----------------------------------------------------------------
+    def remember_signature(self, digest: str, expires_at: int) -> bool:
+        known_until = self._t.signatures.get(digest)
+        if known_until is not None and known_until > self._clock():
+            return False
+        self._t.signatures[digest] = expires_at
+        return True
+
+    # -- webhooks -------------------------------------------------------------------------
+    def get_webhook(self, owner: str) -> WebhookConfig | None:
+        return self._t.webhooks.get(owner)
+
+    def put_webhook(self, config: WebhookConfig) -> None:
+        self._t.webhooks[config.owner] = config
+
+    def delete_webhook(self, owner: str) -> bool:
+        return self._t.webhooks.pop(owner, None) is not None
+
+    # -- events ---------------------------------------------------------------------------
+    def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
+        self._t.last_event_id += 1
+        event = OutboxEvent(self._t.last_event_id, owner, guid, payload, created_at)
+        self._t.events.append(_detached_event(event))
+        return event.id
+
+    def open_queue(self, consumer: str, owner: str) -> None:
+        if consumer not in self._t.queues:
+            self._t.queues[consumer] = _Queue(owner, self._t.last_event_id)
+
+    def drain_queue(self, consumer: str, cap: int) -> list[OutboxEvent]:
+        """An unknown consumer has nothing queued, so it drains to ``[]``."""
+        if cap < 1:
+            raise ValueError("cap must be at least 1")
+        queue = self._t.queues.get(consumer)
+        if queue is None:
+            return []
+        pending = [e for e in self._t.events if e.owner == queue.owner and e.id > queue.cursor]
+        if not pending:
+            return []
+        if len(pending) > cap:
+            log.warning(
+                "event queue %s over its cap of %d: dropped %d oldest events",
+                consumer,
+                cap,
+                len(pending) - cap,
+            )
+            pending = pending[-cap:]
+        self._t.queues[consumer] = attrs.evolve(queue, cursor=pending[-1].id)
+        return [_detached_event(e) for e in pending]
+
+    def close_queue(self, consumer: str) -> None:
+        self._t.queues.pop(consumer, None)
+
+    # -- legacy poll tokens ---------------------------------------------------------------
+    def put_poll_token(self, token: PollToken) -> None:
+        self._t.poll_tokens[token.token] = token
+
+    def get_poll_token(self, token: str) -> PollToken | None:
+        return self._t.poll_tokens.get(token)

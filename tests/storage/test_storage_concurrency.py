@@ -1,0 +1,143 @@
+"""The atomicity promises of ``paycore.storage`` under real threads, one transaction each.
+
+Every worker waits on a barrier before opening its transaction, so the transactions really
+overlap instead of running one after another as the threads happen to start.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import attrs
+from storage_records import OWNER, invoice, payment, session_key, transaction
+
+from paycore.model import PowChallenge, Status
+from paycore.storage import Storage
+
+T = TypeVar("T")
+
+
+def race(workers: int, work: Callable[[int], T]) -> list[T]:
+    """Run ``work(i)`` on ``workers`` threads released at the same moment; re-raise errors."""
+    barrier = threading.Barrier(workers)
+
+    def start(i: int) -> T:
+        barrier.wait(timeout=30)
+        return work(i)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(start, range(workers)))
+
+
+def test_parallel_replays_of_one_nonce_accept_exactly_one(storage: Storage) -> None:
+    key = session_key(last_seen_nonce=10)
+    with storage.transaction() as tx:
+        tx.put_session_key(key)
+
+    def replay(_: int) -> bool:
+        with storage.transaction() as tx:
+            return tx.advance_nonce(key.address, 11)
+
+    assert sorted(race(50, replay)) == [False] * 49 + [True]
+    with storage.transaction() as tx:
+        stored = tx.get_session_key(key.address)
+    assert stored is not None and stored.last_seen_nonce == 11
+
+
+def test_a_deposit_seen_by_two_workers_is_counted_once(storage: Storage) -> None:
+    """The attribution pattern of the core: lock the invoice, record the transfer, and only
+    if it was new add it to the invoice."""
+    target = attrs.evolve(invoice(), paid_amount=0, payments=(), status=Status.INIT)
+    with storage.transaction() as tx:
+        tx.insert_invoice(target)
+    seen = transaction()
+
+    def attribute(_: int) -> bool:
+        with storage.transaction() as tx:
+            current = tx.get_invoice(target.guid, for_update=True)
+            assert current is not None
+            if not tx.insert_transaction(seen):
+                return False
+            tx.update_invoice(
+                attrs.evolve(
+                    current,
+                    paid_amount=current.paid_amount + seen.amount,
+                    payments=(*current.payments, payment(seen.tx_hash, seen.log_index)),
+                    status=Status.PAID,
+                )
+            )
+            return True
+
+    assert sorted(race(2, attribute)) == [False, True]
+    with storage.transaction() as tx:
+        stored = tx.get_invoice(target.guid)
+        assert tx.list_transactions(OWNER) == ([seen], 1)
+    assert stored is not None
+    assert stored.paid_amount == seen.amount
+    assert len(stored.payments) == 1
+
+
+def test_parallel_wallet_index_allocations_are_distinct_and_consecutive(
+    storage: Storage,
+) -> None:
+    def allocate(_: int) -> int:
+        with storage.transaction() as tx:
+            return tx.allocate_wallet_index(OWNER, 1)
+
+    assert sorted(race(20, allocate)) == list(range(20))
+
+
+def test_concurrent_drains_split_the_events_without_overlap(storage: Storage) -> None:
+    """Two pollers drain one queue while events keep arriving: every event reaches exactly
+    one of them."""
+    with storage.transaction() as tx:
+        tx.open_queue("key-a", OWNER)
+    produced: list[int] = []
+    done = threading.Event()
+
+    def produce() -> list[int]:
+        for n in range(60):
+            with storage.transaction() as tx:
+                produced.append(tx.add_event(OWNER, f"guid-{n}", {"n": n}, n))
+        done.set()
+        return []
+
+    def drain() -> list[int]:
+        got: list[int] = []
+        while True:
+            finished = done.is_set()
+            with storage.transaction() as tx:
+                got.extend(e.id for e in tx.drain_queue("key-a", cap=1000))
+            if finished:
+                return got
+            time.sleep(0.001)  # let the producer in between polls, like a real poller
+
+    first, second, _ = race(3, lambda i: (drain, drain, produce)[i]())
+    assert set(first).isdisjoint(second)
+    assert sorted(first + second) == sorted(produced)
+    assert len(produced) == 60
+    # Each poller sees its share oldest first.
+    assert first == sorted(first) and second == sorted(second)
+
+
+def test_a_challenge_taken_in_parallel_is_handed_out_once(storage: Storage) -> None:
+    with storage.transaction() as tx:
+        tx.put_challenge(PowChallenge("c0ffee", OWNER, 8, 2_000_000_000))
+
+    def take(_: int) -> bool:
+        with storage.transaction() as tx:
+            return tx.take_challenge("c0ffee") is not None
+
+    assert sorted(race(2, take)) == [False, True]
+
+
+def test_a_signature_remembered_in_parallel_is_accepted_once(storage: Storage) -> None:
+    def remember(_: int) -> bool:
+        with storage.transaction() as tx:
+            return tx.remember_signature("digest", 2_000_000_000)
+
+    assert sorted(race(10, remember)) == [False] * 9 + [True]
