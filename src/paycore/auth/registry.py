@@ -1,0 +1,158 @@
+"""Registering, refreshing, listing and deregistering session keys (SPEC.md section 4).
+
+Owner wallet signatures authorise changes here; :mod:`.session` then honours the keys on each
+request. The body-shaped functions take the parsed JSON request as it came, so field names in
+error texts are the wire names a client sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..config import Settings
+from ..errors import Conflict, Forbidden, InvalidInput, NotFound
+from ..model import Json, SessionKey
+from ..storage import Storage
+from ..tokens import normalize_owner
+from .session import REVOKED, is_active, is_revoked
+from .signatures import parse_public_key, public_key_text, public_key_to_address
+from .wallet import deregister_pubkey_message, verify_wallet_signature
+
+
+def _required(body: Mapping[str, Any], field: str) -> Any:
+    value = body.get(field)
+    if value is None:
+        raise InvalidInput(field, "required")
+    return value
+
+
+def register_pubkey(
+    storage: Storage, settings: Settings, body: Mapping[str, Any], *, now: int
+) -> SessionKey:
+    """POST /auth/register-pubkey: ``{ownerAddress, publicKey, signature[, encryptionPublicKey]}``.
+
+    The owner signs the publicKey string exactly as sent (SPEC.md). Registering a key again
+    refreshes its window and keeps its nonce counter, so a refresh can never reopen replays.
+    Raises InvalidInput (malformed fields), AuthError (signature), Forbidden (the key is
+    active for another owner, or was deregistered), Conflict (the owner's cap of active keys).
+    """
+    raw_key = _required(body, "publicKey")
+    public_key = parse_public_key(raw_key)
+    owner = verify_wallet_signature(raw_key, body.get("signature"), body.get("ownerAddress"))
+    encryption_key = body.get("encryptionPublicKey")
+    if encryption_key is not None:
+        encryption_key = public_key_text(parse_public_key(encryption_key, "encryptionPublicKey"))
+    address = public_key_to_address(public_key)
+
+    # Cap check and insert in one transaction: two racing registrations cannot both take
+    # the last free slot.
+    with storage.transaction() as tx:
+        existing = tx.get_session_key(address)
+        if existing is not None:
+            if is_revoked(existing):
+                # The owner's signature over a key is valid forever; honouring it again after
+                # deregistration would let anyone who saw it revive a key that was dropped,
+                # perhaps because it leaked. A fresh key costs the client nothing.
+                raise Forbidden("this session key was deregistered; register a new key")
+            if existing.owner != owner and is_active(existing, now):
+                raise Forbidden("this session key is registered to another owner")
+        others = [
+            k for k in tx.session_keys_of(owner) if k.address != address and is_active(k, now)
+        ]
+        if len(others) >= settings.session_key_cap:
+            raise Conflict()
+        key = SessionKey(
+            address=address,
+            public_key=public_key_text(public_key),
+            owner=owner,
+            registered_at=now,
+            expires_at=now + settings.session_key_ttl,
+            last_seen_nonce=existing.last_seen_nonce if existing is not None else 0,
+            encryption_public_key=encryption_key,
+        )
+        tx.put_session_key(key)
+    return key
+
+
+def deregister_pubkey(
+    storage: Storage,
+    body: Mapping[str, Any],
+    *,
+    now: int,
+    session: SessionKey | None = None,
+) -> SessionKey:
+    """POST /auth/deregister-pubkey (DESIGN.md): by the owner's signature, or by the key itself.
+
+    ``session`` is what :func:`.session.authenticate` returned for this request (``None``
+    without session headers). With a session, the body's publicKey (default: the session's
+    own key) must be that same key; without one, the body is ``{ownerAddress, publicKey,
+    signature}`` signed over ``deregister-pubkey:{publicKeyLower}``. Returns the key as it
+    was before removal. Raises InvalidInput, AuthError, Forbidden, NotFound.
+    """
+    if session is not None:
+        public_key = parse_public_key(body.get("publicKey", session.public_key))
+        if public_key_text(public_key) != session.public_key:
+            raise Forbidden("session headers may only deregister their own key")
+        claimed = body.get("ownerAddress")
+        if claimed is not None and normalize_owner(claimed) != session.owner:
+            raise Forbidden("ownerAddress does not match the session key's owner")
+        owner = session.owner
+    else:
+        raw_key = _required(body, "publicKey")
+        public_key = parse_public_key(raw_key)
+        owner = verify_wallet_signature(
+            deregister_pubkey_message(raw_key), body.get("signature"), body.get("ownerAddress")
+        )
+    address = public_key_to_address(public_key)
+    with storage.transaction() as tx:
+        key = tx.get_session_key(address)
+        if key is None or key.owner != owner or is_revoked(key):
+            raise NotFound("session key not found")
+        # Kept as a tombstone so the nonce counter outlives the registration (see REVOKED).
+        tx.put_session_key(attrs.evolve(key, expires_at=REVOKED))
+    return key
+
+
+@attrs.frozen
+class OwnerKeys:
+    """An owner's session keys as GET /auth/pubkeys reports them."""
+
+    owner: str
+    keys: tuple[SessionKey, ...]
+
+    def to_wire(self) -> Json:
+        return {"ownerAddress": self.owner, "pubkeys": [k.to_wire() for k in self.keys]}
+
+
+def list_pubkeys(
+    storage: Storage, owner: object, *, session: SessionKey | None = None
+) -> OwnerKeys:
+    """GET /auth/pubkeys: the owner's keys, expired ones included so a client sees what to
+    refresh; deregistered ones are gone. A session (when the request had one) must be the
+    owner's own. Raises InvalidInput, Forbidden."""
+    if owner is None:
+        raise InvalidInput("owner", "required")
+    normalized = normalize_owner(owner, "owner")
+    if session is not None and session.owner != normalized:
+        raise Forbidden("owner does not match the session key's owner")
+    with storage.transaction() as tx:
+        keys = tx.session_keys_of(normalized)
+    return OwnerKeys(normalized, tuple(k for k in keys if not is_revoked(k)))
+
+
+def registration_wire(key: SessionKey) -> Json:
+    """Response of POST /auth/register-pubkey."""
+    return {
+        "registered": True,
+        "ownerAddress": key.owner,
+        "publicKey": key.public_key,
+        "expiresAt": key.expires_at,
+    }
+
+
+def deregistration_wire(key: SessionKey) -> Json:
+    """Response of POST /auth/deregister-pubkey (DESIGN.md)."""
+    return {"deregistered": True, "ownerAddress": key.owner, "publicKey": key.public_key}

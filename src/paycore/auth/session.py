@@ -1,0 +1,163 @@
+"""Session-signed requests (SPEC.md section 5): who is calling, proven per request.
+
+A request carries ``x-session-nonce`` and ``x-session-signature`` (and optionally
+``x-session-pubkey``); the signature covers ``sess:{nonce}:{sha256hex}`` of the body, or of
+the request URI for GET/HEAD so that a signed read cannot be replayed against another
+resource. The caller is the owner the signing key was registered for.
+
+Every failure is a 401 whose text starts with ``session signature:``, including malformed
+headers: the headers were sent, and they do not authenticate anyone. Nothing here falls back
+to "anonymous" once any session header is present, which is what soft-auth mode requires.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import attrs
+
+from ..config import Settings
+from ..errors import AuthError, InvalidInput
+from ..hashing import sha256
+from ..model import SessionKey
+from ..storage import Storage
+from .signatures import parse_public_key, public_key_to_address, recover
+
+NONCE_HEADER = "x-session-nonce"
+SIGNATURE_HEADER = "x-session-signature"
+PUBKEY_HEADER = "x-session-pubkey"
+_SESSION_HEADERS = (NONCE_HEADER, SIGNATURE_HEADER, PUBKEY_HEADER)
+
+#: ``expires_at`` of a deregistered key. The record is kept, not deleted, so that its nonce
+#: counter survives: deleting it would let old captured requests be replayed if the same key
+#: were ever registered again.
+REVOKED = 0
+
+#: Reads whose signature covers the URI rather than the (empty) body.
+URI_SIGNED_METHODS = frozenset({"GET", "HEAD"})
+
+# Positive, no sign, no leading zero, at most 19 digits; the value bound is checked after.
+_NONCE = re.compile(r"[1-9][0-9]{0,18}")
+_MAX_NONCE = 2**63 - 1  # a signed 64-bit column holds every accepted nonce
+
+
+def is_revoked(key: SessionKey) -> bool:
+    return key.expires_at == REVOKED
+
+
+def is_active(key: SessionKey, now: int) -> bool:
+    """Honoured at ``now``: registered, not deregistered, ``now`` before ``expires_at``."""
+    return now < key.expires_at
+
+
+def session_message(nonce: int | str, payload: bytes) -> str:
+    """The text a client signs for a request whose hashed input is ``payload``."""
+    return f"sess:{nonce}:{sha256(payload).hex()}"
+
+
+def signed_payload(method: str, uri: str | bytes, body: bytes) -> bytes:
+    """What the signature of this request hashes: the URI for reads, the body otherwise."""
+    if method.upper() in URI_SIGNED_METHODS:
+        return uri.encode("utf-8") if isinstance(uri, str) else uri
+    return body
+
+
+def _parse_nonce(text: str) -> int:
+    if _NONCE.fullmatch(text) is None or int(text) > _MAX_NONCE:
+        raise AuthError(
+            f"{NONCE_HEADER} must be a positive decimal integer below 2**63, "
+            "without sign or leading zeros"
+        )
+    return int(text)
+
+
+def _session_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The session headers, matched case-insensitively; a repeated one is refused because
+    two values leave open which of them was meant."""
+    found: dict[str, str] = {}
+    for name, value in headers.items():
+        lowered = name.lower()
+        if lowered in _SESSION_HEADERS:
+            if lowered in found:
+                raise AuthError(f"{lowered} sent more than once")
+            found[lowered] = value
+    return found
+
+
+def verify_session(
+    storage: Storage,
+    *,
+    nonce: str,
+    signature: str,
+    payload: bytes,
+    now: int,
+    public_key: str | None = None,
+) -> SessionKey:
+    """Verify one session signature over ``payload`` and consume its nonce.
+
+    The transport-neutral core of :func:`authenticate`, also used by the WebSocket register
+    frame (whose payload is the server's challenge). Returns the key with the accepted
+    nonce; raises AuthError for every failure.
+    """
+    nonce_value = _parse_nonce(nonce)
+    signer = recover(session_message(nonce, payload), signature)
+    if public_key is not None:
+        try:
+            claimed = parse_public_key(public_key, PUBKEY_HEADER)
+        except InvalidInput as exc:
+            raise AuthError(f"{PUBKEY_HEADER}: {exc.reason}") from None
+        if claimed != signer:
+            raise AuthError(f"{PUBKEY_HEADER} does not match the signing key")
+    address = public_key_to_address(signer)
+    with storage.transaction() as tx:
+        key = tx.get_session_key(address)
+        if key is None or is_revoked(key):
+            raise AuthError("unknown session key")
+        if not is_active(key, now):
+            raise AuthError("session key expired")
+        # The read is a cheap early answer; the compare-and-set is what decides under races.
+        if nonce_value <= key.last_seen_nonce or not tx.advance_nonce(address, nonce_value):
+            raise AuthError("nonce is not greater than the last accepted one")
+    return attrs.evolve(key, last_seen_nonce=nonce_value)
+
+
+def authenticate(
+    storage: Storage,
+    settings: Settings,
+    *,
+    method: str,
+    uri: str | bytes,
+    body: bytes,
+    headers: Mapping[str, str],
+    now: int,
+    required: bool | None = None,
+) -> SessionKey | None:
+    """The session key behind a request, or ``None`` for a request without session headers.
+
+    ``uri`` is the request target exactly as sent (path and query string, undecoded), since
+    that is the text a client hashes for a read. ``required``: ``True`` for calls that always
+    need a session, ``False`` for public reads that take one optionally, ``None`` (owner-scoped
+    calls) to follow ``settings.auth_mode``: required when strict, optional when soft.
+    Raises AuthError when headers are required and absent, and whenever any is present but
+    does not verify.
+    """
+    found = _session_headers(headers)
+    if required is None:
+        required = settings.auth_mode == "strict"
+    if not found:
+        if required:
+            raise AuthError(f"missing {NONCE_HEADER} and {SIGNATURE_HEADER} headers")
+        return None
+    nonce = found.get(NONCE_HEADER)
+    signature = found.get(SIGNATURE_HEADER)
+    if nonce is None or signature is None:
+        raise AuthError(f"{NONCE_HEADER} and {SIGNATURE_HEADER} must be sent together")
+    return verify_session(
+        storage,
+        nonce=nonce,
+        signature=signature,
+        payload=signed_payload(method, uri, body),
+        now=now,
+        public_key=found.get(PUBKEY_HEADER),
+    )
