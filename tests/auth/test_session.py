@@ -1,0 +1,318 @@
+"""Session-signed requests: every way a header set can fail, and the one way it passes."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from auth_helpers import NOW, SessionClient, account, registration_body, sign
+
+from paycore.auth import authenticate, register_pubkey, verify_session
+from paycore.auth.session import session_message
+from paycore.config import Settings
+from paycore.errors import AuthError
+from paycore.memory import MemoryStorage
+from paycore.model import SessionKey
+
+BODY = b'{"value":"10","chainId":1}'
+
+
+def _auth(
+    storage: MemoryStorage,
+    settings: Settings,
+    headers: dict[str, str],
+    *,
+    method: str = "POST",
+    uri: str = "/invoice",
+    body: bytes = BODY,
+    now: int = NOW + 1,
+    required: bool | None = None,
+) -> SessionKey | None:
+    return authenticate(
+        storage,
+        settings,
+        method=method,
+        uri=uri,
+        body=body,
+        headers=headers,
+        now=now,
+        required=required,
+    )
+
+
+def _rejected(reason: str, *args: Any, **kwargs: Any) -> AuthError:
+    with pytest.raises(AuthError, match=reason) as caught:
+        _auth(*args, **kwargs)
+    assert caught.value.status == 401
+    assert caught.value.text.startswith("session signature: ")
+    return caught.value
+
+
+def test_signed_post_authenticates_as_the_owner(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    key = _auth(storage, settings, client.headers("POST", "/invoice", BODY))
+    assert key is not None
+    assert key.owner == registered.owner
+    assert key.address == client.key.address
+    assert key.last_seen_nonce == 1
+
+
+def test_header_names_are_case_insensitive(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    headers = {k.upper(): v for k, v in client.headers("POST", "/invoice", BODY).items()}
+    assert _auth(storage, settings, headers) is not None
+
+
+def test_signature_binds_the_body(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    headers = client.headers("POST", "/invoice", BODY)
+    _rejected("unknown session key", storage, settings, headers, body=BODY + b" ")
+
+
+def test_empty_body_hashes_the_empty_string(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    headers = client.headers("POST", "/poll/events", b"")
+    assert _auth(storage, settings, headers, uri="/poll/events", body=b"") is not None
+
+
+def test_get_signs_the_uri_and_is_refused_on_another_uri(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    uri = "/invoices?owner=0xabc&limit=5"
+    headers = client.headers("GET", uri)
+    # Same nonce, same (empty) body, other resource: the recovered key is a stranger.
+    _rejected("unknown session key", storage, settings, headers, method="GET", uri=uri + "0")
+    assert _auth(storage, settings, headers, method="GET", uri=uri, body=b"") is not None
+
+
+def test_get_ignores_the_body_and_post_ignores_the_uri(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    headers = client.headers("GET", "/transactions?owner=x")
+    key = _auth(storage, settings, headers, method="get", uri="/transactions?owner=x", body=BODY)
+    assert key is not None
+    headers = client.headers("POST", "/anything", BODY)
+    assert _auth(storage, settings, headers, uri="/somewhere/else") is not None
+
+
+def test_wrong_signer_is_an_unknown_key(
+    storage: MemoryStorage, settings: Settings, registered: SessionKey
+) -> None:
+    stranger = SessionClient(account("stranger"))
+    _rejected("unknown session key", storage, settings, stranger.headers("POST", "/i", BODY))
+
+
+def test_owner_wallet_itself_is_not_a_session_key(
+    storage: MemoryStorage, settings: Settings, owner: Any, registered: SessionKey
+) -> None:
+    as_owner = SessionClient(owner)
+    _rejected("unknown session key", storage, settings, as_owner.headers("POST", "/i", BODY))
+
+
+def test_replayed_nonce_is_refused(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    headers = client.headers("POST", "/invoice", BODY)
+    assert _auth(storage, settings, headers) is not None
+    _rejected("not greater than the last accepted", storage, settings, headers)
+
+
+def test_lower_nonce_is_refused_higher_is_accepted(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    assert _auth(storage, settings, client.headers("POST", "/i", BODY, nonce=1000)) is not None
+    low = client.headers("POST", "/i", BODY, nonce=999)
+    _rejected("not greater than the last accepted", storage, settings, low)
+    # Gaps are fine: a millisecond clock skips numbers.
+    key = _auth(storage, settings, client.headers("POST", "/i", BODY, nonce=5000))
+    assert key is not None and key.last_seen_nonce == 5000
+    with storage.transaction() as tx:
+        stored = tx.get_session_key(client.key.address)
+    assert stored is not None and stored.last_seen_nonce == 5000
+
+
+def test_parallel_replays_accept_exactly_one(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    headers = client.headers("POST", "/invoice", BODY)
+    outcomes: list[bool] = []
+    lock = threading.Lock()
+
+    def attempt() -> None:
+        try:
+            _auth(storage, settings, headers)
+            ok = True
+        except AuthError:
+            ok = False
+        with lock:
+            outcomes.append(ok)
+
+    threads = [threading.Thread(target=attempt) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count(True) == 1 and len(outcomes) == 16
+
+
+@pytest.mark.parametrize(
+    "nonce",
+    ["0", "-1", "+5", "05", "1.0", "1e3", " 7", "7 ", "", "abc", "٣", str(2**63), "9" * 20],
+)
+def test_malformed_nonce_is_refused(
+    storage: MemoryStorage,
+    settings: Settings,
+    client: SessionClient,
+    registered: SessionKey,
+    nonce: str,
+) -> None:
+    headers = client.headers("POST", "/i", BODY)
+    headers["x-session-nonce"] = nonce
+    _rejected("x-session-nonce must be a positive decimal integer", storage, settings, headers)
+
+
+def test_largest_nonce_is_accepted(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    headers = client.headers("POST", "/i", BODY, nonce=2**63 - 1)
+    assert _auth(storage, settings, headers) is not None
+
+
+@pytest.mark.parametrize("signature", ["", "0x", "0x1234", "not hex at all", "0x" + "ab" * 65])
+def test_malformed_signature_header_is_refused(
+    storage: MemoryStorage,
+    settings: Settings,
+    client: SessionClient,
+    registered: SessionKey,
+    signature: str,
+) -> None:
+    headers = client.headers("POST", "/i", BODY)
+    headers["x-session-signature"] = signature
+    _rejected("malformed signature", storage, settings, headers)
+
+
+@pytest.mark.parametrize("missing", ["x-session-nonce", "x-session-signature"])
+def test_half_a_header_pair_is_refused_even_when_optional(
+    storage: MemoryStorage,
+    settings: Settings,
+    client: SessionClient,
+    registered: SessionKey,
+    missing: str,
+) -> None:
+    headers = client.headers("POST", "/i", BODY)
+    del headers[missing]
+    _rejected("must be sent together", storage, settings, headers, required=False)
+
+
+def test_repeated_header_is_refused(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    class TwoValued(dict[str, str]):
+        """A multi-dict view whose items() yields one header twice, as WSGI environs can."""
+
+        def items(self) -> Any:
+            return [*super().items(), ("X-Session-Nonce", "99")]
+
+    headers = TwoValued(client.headers("POST", "/i", BODY))
+    _rejected("sent more than once", storage, settings, headers)
+
+
+def test_expired_key_is_refused_at_its_expiry_second(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    last = registered.expires_at - 1
+    assert _auth(storage, settings, client.headers("POST", "/i", BODY), now=last) is not None
+    headers = client.headers("POST", "/i", BODY)
+    _rejected("session key expired", storage, settings, headers, now=registered.expires_at)
+
+
+def test_expired_key_is_refused_in_soft_mode_too(
+    storage: MemoryStorage, client: SessionClient, registered: SessionKey
+) -> None:
+    soft = Settings(auth_mode="soft")
+    headers = client.headers("POST", "/i", BODY)
+    _rejected("session key expired", storage, soft, headers, now=registered.expires_at + 10)
+
+
+def test_unregistered_key_is_refused_in_soft_mode_never_anonymous(
+    storage: MemoryStorage, client: SessionClient
+) -> None:
+    soft = Settings(auth_mode="soft")
+    _rejected("unknown session key", storage, soft, client.headers("POST", "/i", BODY))
+    _rejected(
+        "unknown session key", storage, soft, client.headers("POST", "/i", BODY), required=False
+    )
+
+
+def test_strict_mode_requires_headers_soft_mode_does_not(storage: MemoryStorage) -> None:
+    strict = Settings(auth_mode="strict")
+    soft = Settings(auth_mode="soft")
+    _rejected("missing x-session-nonce", storage, strict, {"content-type": "application/json"})
+    assert _auth(storage, soft, {"content-type": "application/json"}) is None
+    # Explicit choices override the mode both ways.
+    assert _auth(storage, strict, {}, required=False) is None
+    _rejected("missing", storage, soft, {}, required=True)
+
+
+def test_soft_mode_with_valid_headers_authenticates(
+    storage: MemoryStorage, client: SessionClient, registered: SessionKey
+) -> None:
+    soft = Settings(auth_mode="soft")
+    key = _auth(storage, soft, client.headers("POST", "/i", BODY))
+    assert key is not None and key.owner == registered.owner
+
+
+def test_pubkey_header_matching_the_signer_is_accepted(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    headers = client.headers("POST", "/i", BODY, with_pubkey=True)
+    assert _auth(storage, settings, headers) is not None
+
+
+def test_pubkey_header_of_another_key_is_refused(
+    storage: MemoryStorage,
+    settings: Settings,
+    owner: Any,
+    client: SessionClient,
+    registered: SessionKey,
+) -> None:
+    other = SessionClient(account("session-2"))
+    register_pubkey(storage, settings, registration_body(owner, other.key), now=NOW)
+    headers = client.headers("POST", "/i", BODY)
+    headers["x-session-pubkey"] = other.public_key
+    _rejected("does not match the signing key", storage, settings, headers)
+    # Nothing was consumed by the refused request.
+    headers["x-session-pubkey"] = client.public_key
+    assert _auth(storage, settings, headers) is not None
+
+
+def test_malformed_pubkey_header_is_a_401_not_a_400(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    headers = client.headers("POST", "/i", BODY)
+    headers["x-session-pubkey"] = "0x04nothex"
+    _rejected("x-session-pubkey: must be 0x04", storage, settings, headers)
+
+
+def test_pubkey_header_alone_counts_as_sent_headers(
+    storage: MemoryStorage, client: SessionClient
+) -> None:
+    soft = Settings(auth_mode="soft")
+    headers = {"x-session-pubkey": client.public_key}
+    _rejected("must be sent together", storage, soft, headers)
+
+
+def test_verify_session_serves_a_websocket_challenge(
+    storage: MemoryStorage, client: SessionClient, registered: SessionKey
+) -> None:
+    challenge = b"4f1c2a"
+    signature = sign(client.key, session_message(7, challenge))
+    key = verify_session(storage, nonce="7", signature=signature, payload=challenge, now=NOW)
+    assert key.owner == registered.owner and key.last_seen_nonce == 7
+    with pytest.raises(AuthError, match="not greater"):
+        verify_session(storage, nonce="7", signature=signature, payload=challenge, now=NOW)
