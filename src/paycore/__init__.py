@@ -1,10 +1,27 @@
 """paycore: a non-custodial crypto invoice gateway for Flask and Litestar apps.
 
 The core imports no web framework. Adapters (``paycore_flask``, ``paycore_litestar``) and the
-storage plugin (``paycore_storage``) sit on top of it; :class:`paycore.gateway.Gateway` is the
-one object they talk to.
+storage plugin (``paycore_storage``) sit on top of it; :class:`Gateway` is the one object
+they talk to, and the one a Python caller needs.
 """
 
 from __future__ import annotations
 
+from .config import ChainConfig, Settings
+from .gateway import Gateway
+from .model import Deposit, Invoice, Payment, Status
+from .tokens import NATIVE
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "NATIVE",
+    "ChainConfig",
+    "Deposit",
+    "Gateway",
+    "Invoice",
+    "Payment",
+    "Settings",
+    "Status",
+    "__version__",
+]

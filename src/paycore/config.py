@@ -71,7 +71,7 @@ class Settings:
     underpayment_tolerance: Decimal = Decimal(0)
     chains: Mapping[int, ChainConfig] = attrs.field(factory=_default_chains)
     #: Static prices ``{chainId}:{token}`` -> Decimal in ``vs_currency``; the static source.
-    prices: Mapping[str, Decimal] = attrs.field(factory=dict)
+    prices: Mapping[str, Decimal] = attrs.field(factory=dict, converter=lambda v: _prices(v))
     blocked_plugins: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
@@ -100,6 +100,14 @@ class Settings:
         return cls(**values)
 
 
+def _prices(raw: Mapping[str, object]) -> dict[str, Decimal]:
+    """Accept ``{"1:0xabc..": "3000"}`` with any address case; keys end up canonical."""
+    from .money import parse_amount
+    from .tokens import TokenId
+
+    return {str(TokenId.parse(k, "prices")): parse_amount(v, f"prices[{k}]") for k, v in raw.items()}
+
+
 def _parse_env(name: str, type_: Any, raw: str) -> Any:
     type_text = str(type_)
     try:
@@ -110,7 +118,7 @@ def _parse_env(name: str, type_: Any, raw: str) -> Any:
         if type_text.startswith("tuple"):
             return tuple(p.strip() for p in raw.split(",") if p.strip())
         if name == "prices":
-            return {k: Decimal(str(v)) for k, v in json.loads(raw).items()}
+            return dict(json.loads(raw))
         if name == "chains":
             return {int(k): ChainConfig(chain_id=int(k), **v) for k, v in json.loads(raw).items()}
     except (ValueError, ArithmeticError, TypeError) as exc:

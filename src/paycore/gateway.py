@@ -191,6 +191,10 @@ class Gateway:
         with self.storage.transaction() as tx:
             tx.open_queue(consumer, owner)
 
+    def close_queue(self, consumer: str) -> None:
+        with self.storage.transaction() as tx:
+            tx.close_queue(consumer)
+
     def drain_events(self, consumer: str) -> list[OutboxEvent]:
         with self.storage.transaction() as tx:
             return tx.drain_queue(consumer, self.settings.event_retention)

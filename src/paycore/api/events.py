@@ -1,0 +1,50 @@
+"""Handlers for polling (SPEC.md section 6), with the legacy token flow of DESIGN.md."""
+
+from __future__ import annotations
+
+import secrets
+
+from ..auth import poll_register_message, verify_wallet_signature
+from ..errors import AuthError
+from ..model import Json, PollToken
+from ..tokens import normalize_owner
+from .params import body_str
+from .routing import Call
+from .sessions import consumer_of_key
+
+
+def consumer_of_token(token: str) -> str:
+    return f"token:{token}"
+
+
+def poll_register(call: Call) -> Json:
+    gw = call.gateway
+    body = call.body()
+    owner = normalize_owner(body_str(body, "ownerAddress"), "ownerAddress")
+    verify_wallet_signature(poll_register_message(owner), body.get("signature"), owner)
+    token = PollToken(secrets.token_hex(24), owner, gw.now())
+    with gw.storage.transaction() as tx:
+        tx.put_poll_token(token)
+        tx.open_queue(consumer_of_token(token.token), owner)
+    return {"ownerAddress": owner, "token": token.token}
+
+
+def poll_events(call: Call) -> Json:
+    gw = call.gateway
+    if call.caller is not None:
+        owner, consumer = call.caller.owner, consumer_of_key(call.caller.address)
+    else:
+        body = call.body()
+        token_text = body.get("token")
+        if token_text is None and gw.settings.auth_mode == "strict":
+            raise AuthError("missing x-session-nonce and x-session-signature headers")
+        owner = normalize_owner(body_str(body, "ownerAddress"), "ownerAddress")
+        token_text = body_str(body, "token")
+        with gw.storage.transaction() as tx:
+            token = tx.get_poll_token(token_text)
+        if token is None or token.owner != owner:
+            raise AuthError("unknown poll token for this ownerAddress", prefix="poll token")
+        consumer = consumer_of_token(token.token)
+    gw.open_queue(consumer, owner)
+    events = gw.drain_events(consumer)
+    return {"ownerAddress": owner, "events": [e.payload for e in events]}

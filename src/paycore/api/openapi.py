@@ -1,0 +1,107 @@
+"""The OpenAPI 3.1 document, generated from the route table so it cannot drift from it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import __version__
+from .routing import Call, Route
+
+_ERROR_TEXT = {
+    400: "invalid request: <field>: <reason>",
+    401: "session signature: <reason> (or wallet signature: <reason>)",
+    403: "forbidden: <reason>",
+    404: "invoice {guid} not found",
+    409: "Conflict",
+    413: "payload too large",
+}
+
+SESSION_HEADERS = [
+    {
+        "name": "x-session-nonce",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+        "description": "strictly increasing integer per session key",
+    },
+    {
+        "name": "x-session-signature",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "EIP-191 signature over sess:{nonce}:{sha256hex(body or request URI)}",
+    },
+    {"name": "x-session-pubkey", "in": "header", "required": False, "schema": {"type": "string"}},
+    {
+        "name": "x-encryption",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "enum": ["none"]},
+    },
+]
+
+
+def document(routes: Sequence[Route], server_url: str = "") -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for route in routes:
+        for method in route.methods:
+            paths.setdefault(route.path, {})[method.lower()] = _operation(route)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "paycore",
+            "version": __version__,
+            "description": "Non-custodial crypto invoice gateway (SPEC.md).",
+        },
+        "servers": [{"url": server_url or "/"}],
+        "paths": paths,
+    }
+
+
+def _operation(route: Route) -> dict[str, Any]:
+    params: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in route.pattern.groupindex
+    ]
+    params += [
+        {"name": n, "in": "query", "required": req, "schema": {"type": t}, "description": d}
+        for n, t, req, d in route.query
+    ]
+    if route.session != "none":
+        params += SESSION_HEADERS
+    op: dict[str, Any] = {
+        "summary": route.summary,
+        "operationId": route.handler.__module__.rsplit(".", 1)[-1] + "_" + route.handler.__name__,
+        "parameters": params,
+        "responses": {
+            str(route.status): {
+                "description": "success",
+                "content": {"application/json": {"schema": route.response or {}}},
+            },
+            **{
+                str(code): {
+                    "description": _ERROR_TEXT.get(code, "error"),
+                    "content": {"text/plain": {"schema": {"type": "string"}}},
+                }
+                for code in sorted({*route.errors, 413} if route.request_body else route.errors)
+            },
+        },
+    }
+    if route.request_body is not None:
+        op["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": route.request_body}},
+        }
+    return op
+
+
+def openapi_route() -> Route:
+    from .table import ROUTES
+
+    def serve(call: Call) -> dict[str, Any]:
+        uri_path = call.request.uri.split("?", 1)[0]
+        prefix = uri_path[: -len(call.request.path)] if uri_path.endswith(call.request.path) else ""
+        return document(ROUTES, prefix)
+
+    return Route(("GET",), "/openapi.json", serve, "This document", session="none")

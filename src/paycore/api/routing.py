@@ -1,0 +1,166 @@
+"""The route table's machinery: Route, Call, and the dispatcher every adapter calls.
+
+One function, :func:`dispatch`, decides everything about a request that is not the endpoint's
+own business: body size, route and method matching, session-header verification, the owner
+scope, response encryption, and turning typed errors into one-line text bodies. Adapters call
+it once per request, so Flask and Litestar cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..auth import authenticate
+from ..errors import AuthError, Forbidden, InvalidInput, PaycoreError, PayloadTooLarge
+from ..model import SessionKey
+from ..tokens import normalize_owner
+from .http import MAX_BODY, Request, Response, json_response, text_response
+
+if TYPE_CHECKING:
+    from ..gateway import Gateway
+
+log = logging.getLogger("paycore.api")
+
+
+@attrs.frozen
+class Call:
+    """What a handler gets: the gateway, the request, path parameters and the verified caller."""
+
+    gateway: Gateway
+    request: Request
+    params: Mapping[str, str]
+    caller: SessionKey | None
+
+    def owner_scope(self, claimed: object, field: str = "owner") -> str:
+        """The owner this call may act for.
+
+        With a session: its owner, and ``claimed`` (when given) must be the same one. Without:
+        a 401 in strict mode; in soft mode the claimed owner, which is then required.
+        """
+        if self.caller is not None:
+            if claimed is not None and normalize_owner(claimed, field) != self.caller.owner:
+                raise Forbidden(f"{field} does not match the session key's owner")
+            return self.caller.owner
+        if self.gateway.settings.auth_mode == "strict":
+            raise AuthError("missing x-session-nonce and x-session-signature headers")
+        if claimed is None:
+            raise InvalidInput(field, "required")
+        return normalize_owner(claimed, field)
+
+    def body(self) -> dict[str, Any]:
+        return self.request.json()
+
+
+Handler = Callable[[Call], Any]
+
+
+@attrs.frozen
+class Route:
+    methods: tuple[str, ...]
+    path: str
+    handler: Handler
+    summary: str
+    status: int = 200
+    #: OpenAPI fragments, kept next to the route so the document cannot drift from the table.
+    query: Sequence[tuple[str, str, bool, str]] = ()  # (name, type, required, description)
+    request_body: Mapping[str, Any] | None = None
+    response: Mapping[str, Any] | None = None
+    errors: Sequence[int] = ()
+    session: str = "optional"  # "owner" (per auth_mode), "optional", or "none" (body-signed)
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path)
+        return re.compile(f"^{regex}$")
+
+
+@attrs.define
+class Router:
+    routes: list[Route]
+    _compiled: list[tuple[re.Pattern[str], Route]] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._compiled = [(r.pattern, r) for r in self.routes]
+
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
+        allowed: list[str] = []
+        for pattern, route in self._compiled:
+            found = pattern.match(path)
+            if found is None:
+                continue
+            if method in route.methods or (method == "HEAD" and "GET" in route.methods):
+                return route, found.groupdict()
+            allowed.extend(route.methods)
+        if allowed:
+            raise MethodNotAllowed(path, allowed)
+        raise RouteNotFound(path)
+
+
+class RouteNotFound(PaycoreError):
+    status = 404
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"not found: {path[:200]}")
+
+
+class MethodNotAllowed(PaycoreError):
+    status = 405
+
+    def __init__(self, path: str, allowed: list[str]) -> None:
+        self.allowed = sorted(set(allowed))
+        super().__init__(f"method not allowed: {path[:200]} takes {', '.join(self.allowed)}")
+
+
+def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
+    """Answer one request. Never raises; never puts a stack trace in a body."""
+    caller: SessionKey | None = None
+    try:
+        if len(request.body) > MAX_BODY:
+            raise PayloadTooLarge(MAX_BODY)
+        route, params = router.match(request.method, request.path)
+        if route.session != "none":
+            caller = authenticate(
+                gateway.storage,
+                gateway.settings,
+                method=request.method,
+                uri=request.uri,
+                body=request.body,
+                headers=request.headers,
+                now=gateway.now(),
+                required=False,
+            )
+        result = route.handler(Call(gateway, request, params, caller))
+        response = result if isinstance(result, Response) else json_response(result, route.status)
+    except MethodNotAllowed as exc:
+        response = attrs.evolve(
+            text_response(exc.text, exc.status), headers={"allow": ", ".join(exc.allowed)}
+        )
+    except PaycoreError as exc:
+        response = text_response(exc.text, exc.status)
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return text_response("internal error", 500)
+    return _maybe_encrypt(gateway, request, caller, response)
+
+
+def _maybe_encrypt(
+    gateway: Gateway, request: Request, caller: SessionKey | None, response: Response
+) -> Response:
+    """Encrypt a successful JSON answer for a caller that registered an encryption key,
+    unless the request opted out with ``x-encryption: none`` (DESIGN.md)."""
+    if (
+        caller is None
+        or not caller.encryption_public_key
+        or request.headers.get("x-encryption", "").lower() == "none"
+        or response.status >= 300
+        or response.content_type != "application/json"
+    ):
+        return response
+    from .encryption import encrypt_response
+
+    return encrypt_response(caller.encryption_public_key, response)

@@ -1,0 +1,171 @@
+"""JSON Schemas of SPEC.md's records, for the OpenAPI document. Names match the wire form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+S = dict[str, Any]
+
+STRING: S = {"type": "string"}
+INTEGER: S = {"type": "integer"}
+NUMBER: S = {"type": "number"}
+DECIMAL: S = {"type": "string", "pattern": r"^[0-9]+(\.[0-9]+)?$"}
+ADDRESS: S = {"type": "string", "description": "EVM 0x address or Tron base58 address"}
+TOKEN_ID: S = {"type": "string", "description": "{chainId}:{tokenAddress}"}
+SIGNATURE: S = {"type": "string", "description": "65-byte EIP-191 signature, 0x hex"}
+PUBLIC_KEY: S = {"type": "string", "description": "uncompressed SEC1 secp256k1 key, 0x04..."}
+
+
+def obj(required: list[str], **props: S) -> S:
+    return {"type": "object", "required": required, "properties": props}
+
+
+PAYMENT = obj(
+    ["txHash", "logIndex", "chainId", "token", "from", "amount", "vsValue", "timestamp"],
+    txHash=STRING,
+    logIndex=INTEGER,
+    chainId=STRING,
+    token=STRING,
+    amount=DECIMAL,
+    vsValue=NUMBER,
+    timestamp=INTEGER,
+    **{"from": STRING},
+)
+INVOICE = obj(
+    [
+        "guid",
+        "createdAt",
+        "deadline",
+        "status",
+        "value",
+        "token",
+        "chainId",
+        "data",
+        "description",
+        "address",
+        "owner",
+        "paidAmount",
+        "payments",
+        "acceptedTokens",
+    ],
+    guid=STRING,
+    createdAt=INTEGER,
+    deadline=INTEGER,
+    status={"type": "string", "enum": ["init", "partialPaid", "paid", "expired"]},
+    value=DECIMAL,
+    token=TOKEN_ID,
+    chainId=INTEGER,
+    data={"type": "object"},
+    description=STRING,
+    address=ADDRESS,
+    owner=ADDRESS,
+    paidAmount=DECIMAL,
+    payments={"type": "array", "items": PAYMENT},
+    acceptedTokens={"type": "array", "items": TOKEN_ID},
+    paymentUrl=STRING,
+)
+INVOICE_PAGE = obj(
+    ["items", "total", "offset", "limit"],
+    items={"type": "array", "items": INVOICE},
+    total=INTEGER,
+    offset=INTEGER,
+    limit=INTEGER,
+)
+TRANSACTION = obj(
+    ["type", "txHash", "logIndex", "chainId", "token", "from", "amount", "vsValue", "timestamp"],
+    type={"type": "string", "enum": ["deposit", "withdraw"]},
+    txHash=STRING,
+    logIndex=INTEGER,
+    chainId=STRING,
+    token=STRING,
+    to=STRING,
+    amount=DECIMAL,
+    vsValue=NUMBER,
+    timestamp=INTEGER,
+    guid=STRING,
+    **{"from": STRING},
+)
+TRANSACTION_PAGE = obj(
+    ["items", "total", "offset", "limit"],
+    items={"type": "array", "items": TRANSACTION},
+    total=INTEGER,
+    offset=INTEGER,
+    limit=INTEGER,
+)
+PRICES = obj(
+    ["vsCurrency", "fetchedAt", "prices"],
+    vsCurrency=STRING,
+    fetchedAt=INTEGER,
+    prices={"type": "object", "additionalProperties": NUMBER},
+)
+CREATE_INVOICE = obj(
+    ["value", "chainId", "description", "acceptedTokens"],
+    value=DECIMAL,
+    chainId=INTEGER,
+    description=STRING,
+    acceptedTokens={"type": "array", "items": TOKEN_ID, "minItems": 1},
+    deadlineSecs=INTEGER,
+    data={"type": "object"},
+    address=ADDRESS,
+    owner=ADDRESS,
+    token=TOKEN_ID,
+    challenge=STRING,
+    nonce={"type": ["integer", "string"]},
+)
+CHALLENGE = obj(
+    ["challenge", "difficulty", "expiresInSecs", "algorithm"],
+    challenge=STRING,
+    difficulty=INTEGER,
+    expiresInSecs=INTEGER,
+    algorithm=STRING,
+)
+REGISTER_PUBKEY = obj(
+    ["ownerAddress", "publicKey", "signature"],
+    ownerAddress=ADDRESS,
+    publicKey=PUBLIC_KEY,
+    signature=SIGNATURE,
+    encryptionPublicKey=PUBLIC_KEY,
+)
+REGISTERED = obj(
+    ["registered", "ownerAddress", "publicKey", "expiresAt"],
+    registered={"type": "boolean"},
+    ownerAddress=ADDRESS,
+    publicKey=PUBLIC_KEY,
+    expiresAt=INTEGER,
+)
+DEREGISTER_PUBKEY = obj([], ownerAddress=ADDRESS, publicKey=PUBLIC_KEY, signature=SIGNATURE)
+DEREGISTERED = obj(
+    ["deregistered", "ownerAddress", "publicKey"],
+    deregistered={"type": "boolean"},
+    ownerAddress=ADDRESS,
+    publicKey=PUBLIC_KEY,
+)
+PUBKEYS = obj(
+    ["ownerAddress", "pubkeys"],
+    ownerAddress=ADDRESS,
+    pubkeys={
+        "type": "array",
+        "items": obj(
+            ["publicKey", "registeredAt", "expiresAt", "lastSeenNonce"],
+            publicKey=PUBLIC_KEY,
+            registeredAt=INTEGER,
+            expiresAt=INTEGER,
+            lastSeenNonce=INTEGER,
+        ),
+    },
+)
+CALLBACK = obj(["url"], url=STRING, ownerAddress=ADDRESS)
+WEBHOOK_SET = obj(
+    ["ownerAddress", "url", "signature"], ownerAddress=ADDRESS, url=STRING, signature=SIGNATURE
+)
+WEBHOOK_OWNER = obj(["ownerAddress", "signature"], ownerAddress=ADDRESS, signature=SIGNATURE)
+WEBHOOK = obj(["ownerAddress", "url"], ownerAddress=ADDRESS, url=STRING, secret=STRING)
+REMOVED = obj(["removed"], removed={"type": "boolean"})
+OWNER_URL = obj(["ownerAddress", "url"], ownerAddress=ADDRESS, url=STRING)
+POLL_REGISTER = obj(["ownerAddress", "signature"], ownerAddress=ADDRESS, signature=SIGNATURE)
+POLL_TOKEN = obj(["ownerAddress", "token"], ownerAddress=ADDRESS, token=STRING)
+POLL_EVENTS_BODY = obj([], ownerAddress=ADDRESS, token=STRING)
+EVENTS = obj(
+    ["ownerAddress", "events"], ownerAddress=ADDRESS, events={"type": "array", "items": INVOICE}
+)
+ADDRESS_BODY = obj(["address"], address=ADDRESS)

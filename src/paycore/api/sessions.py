@@ -1,0 +1,49 @@
+"""Handlers for session keys (SPEC.md section 4, Session keys; DESIGN.md section 2)."""
+
+from __future__ import annotations
+
+from ..auth import (
+    deregister_pubkey,
+    deregistration_wire,
+    list_pubkeys,
+    register_pubkey,
+    registration_wire,
+)
+from ..model import Json
+from ..webhooks import set_webhook, validate_url
+from .routing import Call
+
+
+def consumer_of_key(address: str) -> str:
+    """The poll queue of a session key (DESIGN.md: one queue per key)."""
+    return f"key:{address}"
+
+
+def register(call: Call) -> Json:
+    gw = call.gateway
+    key = register_pubkey(gw.storage, gw.settings, call.body(), now=gw.now())
+    gw.open_queue(consumer_of_key(key.address), key.owner)
+    return registration_wire(key)
+
+
+def deregister(call: Call) -> Json:
+    gw = call.gateway
+    key = deregister_pubkey(gw.storage, call.body(), now=gw.now(), session=call.caller)
+    gw.close_queue(consumer_of_key(key.address))
+    return deregistration_wire(key)
+
+
+def pubkeys(call: Call) -> Json:
+    gw = call.gateway
+    owner = call.request.query("owner")
+    if call.caller is None:
+        # Strict mode needs the owner's session; soft mode serves the list without one.
+        call.owner_scope(owner)
+    return list_pubkeys(gw.storage, owner, session=call.caller).to_wire()
+
+
+def register_callback(call: Call) -> Json:
+    body = call.body()
+    owner = call.owner_scope(body.get("ownerAddress"), "ownerAddress")
+    config = set_webhook(call.gateway.storage, owner, validate_url(body.get("url")))
+    return {"ownerAddress": config.owner, "url": config.url}

@@ -1,0 +1,42 @@
+"""Handlers for the wallet-signed webhook configuration (SPEC.md section 4, Webhooks)."""
+
+from __future__ import annotations
+
+from ..auth import (
+    clear_webhook_message,
+    get_webhook_message,
+    set_webhook_message,
+    verify_wallet_signature,
+)
+from ..model import Json
+from ..tokens import normalize_owner
+from ..webhooks import clear_webhook, get_webhook, set_webhook, validate_url
+from .params import body_str
+from .routing import Call
+
+
+def _owner(body: dict[str, object]) -> str:
+    return normalize_owner(body_str(body, "ownerAddress"), "ownerAddress")
+
+
+def set_(call: Call) -> Json:
+    body = call.body()
+    owner, url = _owner(body), body_str(body, "url")
+    verify_wallet_signature(set_webhook_message(owner, url), body.get("signature"), owner)
+    config = set_webhook(call.gateway.storage, owner, validate_url(url))
+    return config.to_wire()
+
+
+def get(call: Call) -> Json:
+    body = call.body()
+    owner = _owner(body)
+    verify_wallet_signature(get_webhook_message(owner), body.get("signature"), owner)
+    return get_webhook(call.gateway.storage, owner).to_wire()
+
+
+def clear(call: Call) -> Json:
+    body = call.body()
+    owner = _owner(body)
+    verify_wallet_signature(clear_webhook_message(owner), body.get("signature"), owner)
+    clear_webhook(call.gateway.storage, owner)
+    return {"removed": True}

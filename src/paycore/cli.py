@@ -1,0 +1,108 @@
+"""The ``paycore`` command. Sub-commands grow with the project: quickstart and migrate now;
+serve, worker and demo arrive with the HTTP, events and demo work."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+
+from .config import Settings
+from .errors import PaycoreError
+from .gateway import Gateway
+from .model import Deposit
+from .tokens import NATIVE
+
+DEV_CHAIN = 31337
+MERCHANT = "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359"
+BUYER = "0x1111111111111111111111111111111111111111"
+DEPOSIT_ADDRESS = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
+
+
+def quickstart(database_url: str) -> int:
+    """Create an invoice on the embedded SQLite default, pay it in two parts, show each step."""
+    eth = f"{DEV_CHAIN}:{NATIVE}"
+    gateway = Gateway(Settings(database_url=database_url, prices={eth: "2000"}))
+    say = _printer()
+    say(f"storage: {database_url}; 1 ETH = 2000 {gateway.settings.vs_currency.upper()}")
+    invoice = gateway.create_invoice(
+        MERCHANT,
+        {
+            "value": "25",
+            "chainId": DEV_CHAIN,
+            "description": "T-shirt, size M",
+            "acceptedTokens": [eth],
+            "address": DEPOSIT_ADDRESS,
+        },
+    )
+    say(f"created invoice {invoice.guid}: {invoice.value} USD to {invoice.address}")
+    say(f"  pay at {gateway.invoice_wire(invoice)['paymentUrl']}")
+    for n, amount in enumerate(("0.005", "0.0075"), start=1):
+        deposit = Deposit(
+            chain_id=DEV_CHAIN,
+            tx_hash="0x" + f"{time.time_ns():x}{n}".rjust(64, "0"),
+            log_index=-1,
+            token=NATIVE,
+            from_=BUYER,
+            to=invoice.address,
+            amount=Decimal(amount),
+            timestamp=gateway.now(),
+        )
+        changes = gateway.record_deposit(deposit)
+        current = changes[-1]
+        say(
+            f"deposit {n}: {amount} ETH -> status {current.status.value}, "
+            f"paid {current.paid_amount} of {current.value} USD"
+        )
+    final = gateway.get_invoice(invoice.guid)
+    gateway.close()
+    say(f"invoice {final.guid} is {final.status.value}")
+    return 0 if final.status.value == "paid" else 1
+
+
+def _printer() -> Callable[[str], None]:
+    step = 0
+
+    def say(text: str) -> None:
+        nonlocal step
+        step += 1
+        print(f"[{step}] {text}", flush=True)
+
+    return say
+
+
+def migrate(database_url: str) -> int:
+    from paycore_storage import migrate as run_migrations
+
+    run_migrations(database_url)
+    print(f"migrated {database_url}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="paycore", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, helptext in (
+        ("quickstart", "create an invoice on SQLite and pay it with two simulated deposits"),
+        ("migrate", "create or upgrade the database schema"),
+    ):
+        cmd = sub.add_parser(name, help=helptext)
+        cmd.add_argument(
+            "--database-url",
+            default=Settings.from_env().database_url,
+            help="SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3",
+        )
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "quickstart":
+            return quickstart(args.database_url)
+        return migrate(args.database_url)
+    except PaycoreError as exc:
+        print(f"paycore: {exc.text}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
