@@ -86,14 +86,14 @@ def main() -> None:
 
     _log(f"pre-signing {count} requests")
     body_hash = hashlib.sha256(BODY).hexdigest()
-    requests = []
-    digests = []
+    requests: list[dict[str, str]] = []
+    digests: list[tuple[bytes, bytes]] = []
     for nonce in range(1, count + 1):
         message = f"sess:{nonce}:{body_hash}"
         signature = _eip191_sign(session, message)
         requests.append({"x-session-nonce": str(nonce), "x-session-signature": signature})
-        raw = bytes.fromhex(signature[2:])
-        digests.append((raw[:64] + bytes((raw[64] - 27,)), personal_message_hash(message)))
+        sig65 = bytes.fromhex(signature[2:])
+        digests.append((sig65[:64] + bytes((sig65[64] - 27,)), personal_message_hash(message)))
 
     def raw_recoveries() -> None:
         for signature, digest in digests:

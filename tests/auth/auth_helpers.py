@@ -20,7 +20,8 @@ NOW = 1_700_000_000
 
 
 def account(label: str) -> LocalAccount:
-    return Account.from_key(hashlib.sha256(label.encode()).digest())
+    acct: LocalAccount = Account.from_key(hashlib.sha256(label.encode()).digest())
+    return acct
 
 
 def public_key_of(acct: LocalAccount) -> str:

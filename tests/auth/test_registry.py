@@ -24,7 +24,9 @@ from paycore.memory import MemoryStorage
 from paycore.model import SessionKey
 
 
-def _register(storage: MemoryStorage, settings: Settings, body: dict[str, Any], now: int = NOW):
+def _register(
+    storage: MemoryStorage, settings: Settings, body: dict[str, Any], now: int = NOW
+) -> SessionKey:
     return register_pubkey(storage, settings, body, now=now)
 
 
