@@ -52,10 +52,20 @@ def encrypt(public_key: str | bytes | PublicKey, plaintext: bytes) -> dict[str, 
     ``public_key`` is hex (``0x`` optional) or bytes: 65-byte uncompressed ``04...`` (the form
     paycore stores), the bare 64-byte ``x || y`` eth-crypto uses, or a 33-byte compressed key.
     """
-    recipient = _public_key(public_key)
-    ephemeral = PrivateKey()  # fresh per message: reusing one would reuse the AES/HMAC keys
+    # A fresh ephemeral key per message: reusing one would reuse the AES and HMAC keys.
+    return encrypt_with(_public_key(public_key), plaintext, PrivateKey(), os.urandom(IV_SIZE))
+
+
+def encrypt_with(
+    recipient: PublicKey, plaintext: bytes, ephemeral: PrivateKey, iv: bytes
+) -> dict[str, str]:
+    """:func:`encrypt` with the ephemeral key and iv given: only for known-answer tests.
+
+    Never call this with a key or iv that was used before; :func:`encrypt` is the API.
+    """
+    if len(iv) != IV_SIZE:
+        raise EciesError("iv must be 16 bytes")
     enc_key, mac_key = _derive(ephemeral, recipient)
-    iv = os.urandom(IV_SIZE)
     ciphertext = AES.new(enc_key, AES.MODE_CBC, iv).encrypt(pad(plaintext, AES.block_size))
     ephem_public = ephemeral.public_key.format(compressed=False)
     mac = _mac(mac_key, iv, ephem_public, ciphertext)
