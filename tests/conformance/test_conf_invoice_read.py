@@ -1,0 +1,77 @@
+"""GET /invoice/{guid}: public read, 404 text, lazy expiry, optional session headers."""
+
+from __future__ import annotations
+
+import uuid
+
+from conf_env import Env, MakeEnv
+from conf_keys import session
+
+
+def test_public_read_returns_the_created_record(env: Env) -> None:
+    _, [key] = env.merchant("m", "k")
+    created = env.create(key, data={"sku": "A-1"})
+    read = env.api.get(f"/invoice/{created['guid']}").ok()
+    assert read == created
+
+
+def test_unknown_guid_is_a_404_with_the_spec_text(env: Env) -> None:
+    guid = str(uuid.uuid4())
+    env.api.get(f"/invoice/{guid}").error(404, f"invoice {guid} not found")
+
+
+def test_lazy_expiry_on_read_emits_exactly_one_event(env: Env) -> None:
+    _, [key] = env.merchant("m", "k")
+    created = env.create(key, deadlineSecs=60)
+    guid = created["guid"]
+    env.clock.advance(60)  # at the deadline it has not passed yet
+    assert env.api.get(f"/invoice/{guid}").ok()["status"] == "init"
+    assert env.poll(key) == []
+    env.clock.advance(1)
+    first = env.api.get(f"/invoice/{guid}").ok()
+    assert first["status"] == "expired"
+    again = env.api.get(f"/invoice/{guid}").ok()
+    assert again == first
+    events = env.poll(key)
+    assert [e["guid"] for e in events] == [guid]
+    assert events[0]["status"] == "expired"
+    assert env.poll(key) == []
+
+
+def test_paid_invoice_does_not_expire(env: Env) -> None:
+    _, [key] = env.merchant("m", "k")
+    created = env.create(key, deadlineSecs=60, value="20")
+    env.deposit(created["address"], "0.01")  # 0.01 ETH at 2000 = 20 usd
+    env.poll(key)
+    env.clock.advance(3600)
+    assert env.api.get(f"/invoice/{created['guid']}").ok()["status"] == "paid"
+    assert env.poll(key) == []
+
+
+def test_read_with_valid_session_headers(env: Env) -> None:
+    _, [key] = env.merchant("m", "k")
+    created = env.create(key)
+    read = env.api.get(f"/invoice/{created['guid']}", session=key, headers={"x-encryption": "none"})
+    assert read.ok() == created
+
+
+def test_read_with_headers_that_do_not_validate_is_a_401(env: Env) -> None:
+    _, [key] = env.merchant("m", "k")
+    guid = env.create(key)["guid"]
+    stranger = session("never-registered")
+    env.api.get(f"/invoice/{guid}", session=stranger).error(401, prefix="session signature: ")
+    env.api.get(f"/invoice/{guid}", session=key, sign_uri=f"/paycore/invoice/{guid}x").error(
+        401, prefix="session signature: "
+    )
+    env.api.get(f"/invoice/{guid}", headers={"x-session-nonce": "5"}).error(
+        401, prefix="session signature: "
+    )
+
+
+def test_read_with_headers_in_soft_mode_must_validate_too(make_env: MakeEnv) -> None:
+    env = make_env(auth_mode="soft")
+    _, [key] = env.merchant("m", "k")
+    guid = env.create(key)["guid"]
+    env.api.get(f"/invoice/{guid}", session=session("never-registered")).error(
+        401, prefix="session signature: "
+    )
