@@ -1,0 +1,122 @@
+"""``PayCore``: the Flask extension, in the usual ``PayCore(app)`` / ``init_app(app)`` shape.
+
+The extension object holds configuration only, never an app: everything per app (its
+gateway, its prefix) lives in ``app.extensions["paycore"]``, so one extension instance can
+serve an application factory that builds many apps (tests, multi-tenant hosts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from flask import Blueprint, Flask, current_app
+
+from paycore import Gateway, Settings
+
+from .view import EXTENSION_KEY, METHODS, paycore_view
+
+
+@attrs.frozen
+class PayCoreState:
+    """What ``app.extensions["paycore"]`` holds for one app."""
+
+    extension: PayCore
+    gateway: Gateway
+    prefix: str
+    blueprint: Blueprint
+
+
+class PayCore:
+    """Mount paycore's HTTP interface under ``prefix`` of a Flask app.
+
+    Give a ready ``gateway`` (shared by every app this extension is bound to), or
+    ``settings`` (a gateway is built per app), or neither: settings then come from
+    ``PAYCORE_*`` keys of ``app.config`` over ``PAYCORE_*`` environment variables.
+    Only one blueprint with one catch-all view is added; the host's other routes, error
+    handlers and JSON provider are left alone.
+    """
+
+    def __init__(
+        self,
+        app: Flask | None = None,
+        *,
+        gateway: Gateway | None = None,
+        settings: Settings | None = None,
+        prefix: str = "/paycore",
+    ) -> None:
+        if gateway is not None and settings is not None:
+            raise TypeError("PayCore takes a gateway or settings, not both")
+        self._gateway = gateway
+        self._settings = settings
+        self.prefix = normalize_prefix(prefix)
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app: Flask) -> None:
+        if EXTENSION_KEY in app.extensions:
+            raise RuntimeError(
+                "paycore is already registered on this Flask app; use the existing "
+                "PayCore instance (app.extensions['paycore']) instead of adding another"
+            )
+        gateway = self._gateway or Gateway(self._settings or settings_from_config(app.config))
+        blueprint = Blueprint(EXTENSION_KEY, __name__, url_prefix=self.prefix or None)
+        # One endpoint, two rules: the prefix itself and everything below it.
+        blueprint.add_url_rule(
+            "/",
+            "api",
+            paycore_view,
+            methods=METHODS,
+            defaults={"subpath": ""},
+            strict_slashes=False,
+        )
+        blueprint.add_url_rule("/<path:subpath>", "api", paycore_view, methods=METHODS)
+        app.extensions[EXTENSION_KEY] = PayCoreState(self, gateway, self.prefix, blueprint)
+        app.register_blueprint(blueprint)
+
+    @property
+    def gateway(self) -> Gateway:
+        """The gateway of the current app (needs an app context)."""
+        return state(current_app).gateway
+
+
+def state(app: Flask) -> PayCoreState:
+    try:
+        found: PayCoreState = app.extensions[EXTENSION_KEY]
+    except KeyError:
+        raise RuntimeError(
+            "paycore is not registered on this Flask app; call PayCore(app) or init_app(app)"
+        ) from None
+    return found
+
+
+def normalize_prefix(prefix: str) -> str:
+    """``"paycore/"`` -> ``"/paycore"``; ``""`` or ``"/"`` mounts at the root."""
+    stripped = prefix.strip().strip("/")
+    return "/" + stripped if stripped else ""
+
+
+def settings_from_config(config: Mapping[str, Any]) -> Settings:
+    """Settings from ``PAYCORE_*`` app.config keys over ``PAYCORE_*`` environment variables.
+
+    Flask apps are configured through app.config; the values are turned into the same text
+    form the environment uses so that ``Settings.from_env`` stays the only parser.
+    """
+    environ = dict(os.environ)
+    for key, value in config.items():
+        if key.startswith("PAYCORE_"):
+            environ[key] = _as_env_text(value)
+    return Settings.from_env(environ)
+
+
+def _as_env_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple | set | frozenset):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, Mapping):
+        return json.dumps(dict(value), default=str)
+    return str(value)

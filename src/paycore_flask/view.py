@@ -1,0 +1,116 @@
+"""The one catch-all view: copy Flask's request into a paycore Request, and back.
+
+Everything a paycore endpoint decides (routing, auth, errors, JSON) happens in
+``paycore.api.handle``; this module only knows how WSGI carries a request, so that the
+Flask and Litestar adapters cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import IO
+
+from flask import Response as FlaskResponse
+from flask import current_app, request
+from werkzeug.datastructures import EnvironHeaders
+from werkzeug.wsgi import get_content_length, get_input_stream
+
+from paycore.api import MAX_BODY, Request, Response, handle
+from paycore.api.http import text_response
+from paycore.errors import PayloadTooLarge
+
+#: Every method reaches paycore, which answers 404/405 itself with its own one-line texts.
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+EXTENSION_KEY = "paycore"
+
+_READ_CHUNK = 16 * 1024
+
+
+def paycore_view(subpath: str = "") -> FlaskResponse:
+    """Answer any request under the prefix. ``subpath`` is the path below it, decoded."""
+    gateway = current_app.extensions[EXTENSION_KEY].gateway
+    body = read_capped_body(request.environ)
+    if body is None:
+        return to_flask(payload_too_large())
+    return to_flask(handle(gateway, to_paycore(request.environ, "/" + subpath, body)))
+
+
+def read_capped_body(environ: dict[str, object]) -> bytes | None:
+    """The body, or ``None`` once it is known to exceed MAX_BODY.
+
+    A declared Content-Length over the limit is refused before a single byte is read. A
+    chunked body (no Content-Length, server-terminated input) is read in slices and dropped
+    as soon as it passes the limit, so a client cannot make us buffer more than 64 KiB + one
+    slice. The host's MAX_CONTENT_LENGTH is deliberately not applied: paycore's limit and
+    its 413 text are the same under every framework.
+    """
+    declared = get_content_length(environ)
+    if declared is not None and declared > MAX_BODY:
+        return None
+    stream: IO[bytes] = get_input_stream(environ, max_content_length=None)
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = stream.read(_READ_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_BODY:
+            return None
+        chunks.append(chunk)
+
+
+def to_paycore(environ: dict[str, object], path: str, body: bytes) -> Request:
+    return Request(
+        method=str(environ["REQUEST_METHOD"]).upper(),
+        path=path,
+        query_string=_wsgi_text(environ.get("QUERY_STRING", "")),
+        headers=dict(EnvironHeaders(environ)),
+        body=body,
+        raw_uri=raw_uri(environ),
+    )
+
+
+def raw_uri(environ: dict[str, object]) -> str:
+    """The request target exactly as the client sent it: a GET's session signature covers it.
+
+    Servers that keep it put it in RAW_URI (gunicorn, werkzeug) or REQUEST_URI (werkzeug,
+    uWSGI, mod_wsgi). Otherwise rebuild it from the decoded pieces, re-quoting the way
+    clients do; the query string is never decoded by WSGI, so it is copied as is.
+    """
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if raw:
+        text = _wsgi_text(raw)
+        if "://" in text.split("?", 1)[0]:  # absolute-form target (a proxy request)
+            scheme_end = text.index("://") + 3
+            slash = text.find("/", scheme_end)
+            text = text[slash:] if slash != -1 else "/"
+        return text
+    from urllib.parse import quote
+
+    path = quote(
+        _wsgi_text(environ.get("SCRIPT_NAME", "")) + _wsgi_text(environ.get("PATH_INFO", "")),
+        safe="/:@!$&'()*+,;=~",
+    )
+    query = _wsgi_text(environ.get("QUERY_STRING", ""))
+    return path + ("?" + query if query else "")
+
+
+def _wsgi_text(value: object) -> str:
+    """WSGI hands raw bytes over as latin-1 text (PEP 3333); recover the client's UTF-8."""
+    return str(value).encode("latin-1", "replace").decode("utf-8", "replace")
+
+
+def payload_too_large() -> Response:
+    """The core's own 413 answer, so the text is paycore's and not Flask's HTML page."""
+    return text_response(PayloadTooLarge(MAX_BODY).text, PayloadTooLarge.status)
+
+
+def to_flask(response: Response) -> FlaskResponse:
+    """Status, body, content type and headers copied as is (werkzeug drops a HEAD's body)."""
+    return FlaskResponse(
+        response.body,
+        status=response.status,
+        headers=list(response.headers.items()),
+        content_type=response.content_type,
+    )

@@ -1,0 +1,130 @@
+"""The catch-all route handler: copy Litestar's request into a paycore Request, and back.
+
+Everything a paycore endpoint decides happens in ``paycore.api.handle``; this module only
+knows how ASGI carries a request. The handler is async for one reason: the body is read
+with a cap as it streams in, which needs ``await``. The core call itself is blocking and
+runs in a worker thread (anyio's pool, the one ``sync_to_thread=True`` uses).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from anyio import to_thread
+from litestar import Request, Router, route
+from litestar import Response as LitestarResponse
+from litestar.enums import HttpMethod
+
+from paycore import Gateway
+from paycore.api import MAX_BODY, handle
+from paycore.api import Request as PaycoreRequest
+from paycore.api import Response as PaycoreResponse
+from paycore.api.http import text_response
+from paycore.errors import PayloadTooLarge
+
+#: Every method reaches paycore, which answers 404/405 itself with its own one-line texts.
+METHODS = [
+    HttpMethod.GET,
+    HttpMethod.POST,
+    HttpMethod.PUT,
+    HttpMethod.PATCH,
+    HttpMethod.DELETE,
+    HttpMethod.HEAD,
+    HttpMethod.OPTIONS,
+]
+AnyRequest = Request[Any, Any, Any]
+
+
+def build_router(prefix: str, gateway: Gateway) -> Router:
+    """A Router under ``prefix`` with one handler for ``/`` and ``/{subpath:path}``.
+
+    ``request_max_body_size=None`` switches Litestar's own limit off for these routes only:
+    our cap (and our 413 text) must win, and Litestar's would raise through the host's
+    exception handlers. ``include_in_schema=False``: paycore serves its own OpenAPI document.
+    """
+
+    @route(
+        ["/", "/{subpath:path}"],
+        http_method=METHODS,
+        name="paycore",
+        include_in_schema=False,
+        request_max_body_size=None,
+    )
+    async def paycore_handler(request: AnyRequest) -> LitestarResponse[bytes]:
+        body = await read_capped_body(request)
+        if body is None:
+            return to_litestar(payload_too_large())
+        answer = await to_thread.run_sync(handle, gateway, to_paycore(request, body))
+        return to_litestar(answer)
+
+    return Router(prefix or "/", route_handlers=[paycore_handler])
+
+
+async def read_capped_body(request: AnyRequest) -> bytes | None:
+    """The body, or ``None`` once it is known to exceed MAX_BODY.
+
+    A declared content-length over the limit is refused before anything is received; a
+    streamed body is dropped as soon as it passes the limit.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        return None
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def to_paycore(request: AnyRequest, body: bytes) -> PaycoreRequest:
+    subpath = request.path_params.get("subpath") or "/"
+    return PaycoreRequest(
+        method=request.method.upper(),
+        path=subpath if subpath.startswith("/") else "/" + subpath,
+        query_string=request.scope.get("query_string", b"").decode("utf-8", "replace"),
+        headers=dict(request.headers),
+        body=body,
+        raw_uri=raw_uri(request),
+    )
+
+
+def raw_uri(request: AnyRequest) -> str:
+    """The request target exactly as the client sent it: a GET's session signature covers it.
+
+    ASGI's ``raw_path`` is the path undecoded (some test transports leave the query on it,
+    and a raw path cannot hold a literal ``?``, so that case is recognised); without one the
+    decoded path is re-quoted the way clients do.
+    """
+    scope = request.scope
+    query = scope.get("query_string", b"")
+    raw = scope.get("raw_path")
+    if raw:
+        if b"?" in raw:
+            return raw.decode("utf-8", "replace")
+        target = raw
+    else:
+        target = quote(scope["path"], safe="/:@!$&'()*+,;=~").encode()
+    return (target + (b"?" + query if query else b"")).decode("utf-8", "replace")
+
+
+def payload_too_large() -> PaycoreResponse:
+    """The core's own 413 answer, so the text is paycore's and not Litestar's."""
+    return text_response(PayloadTooLarge(MAX_BODY).text, PayloadTooLarge.status)
+
+
+def to_litestar(response: PaycoreResponse) -> LitestarResponse[bytes]:
+    """Status, body, content type and headers copied as is.
+
+    The content type goes in as a header too: Litestar would otherwise append its own
+    ``; charset=`` to a ``text/*`` type that already has one.
+    """
+    return LitestarResponse(
+        content=response.body,
+        status_code=response.status,
+        media_type=response.content_type,
+        headers={**response.headers, "content-type": response.content_type},
+    )

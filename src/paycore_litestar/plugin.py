@@ -1,0 +1,66 @@
+"""``PayCorePlugin``: the Litestar plugin, in the usual ``plugins=[PayCorePlugin(config)]`` shape.
+
+``on_app_init`` only adds: one Router under the prefix, the gateway in ``app.state``, and
+(when the plugin built the gateway) a shutdown hook that closes it. It never touches the
+host's exception handlers, middleware, serialisation or other routes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from litestar.config.app import AppConfig
+from litestar.exceptions import ImproperlyConfiguredException
+from litestar.plugins import InitPluginProtocol
+
+from paycore import Gateway, Settings
+
+from .handler import build_router
+
+STATE_KEY = "paycore"
+
+
+@dataclass
+class PayCoreConfig:
+    """A ready ``gateway``, or ``settings`` to build one from (default: ``PAYCORE_*``
+    environment variables), and the path prefix the interface is mounted under."""
+
+    gateway: Gateway | None = None
+    settings: Settings | None = None
+    prefix: str = "/paycore"
+
+    def __post_init__(self) -> None:
+        if self.gateway is not None and self.settings is not None:
+            raise TypeError("PayCoreConfig takes a gateway or settings, not both")
+        stripped = self.prefix.strip().strip("/")
+        self.prefix = "/" + stripped if stripped else ""
+
+
+class PayCorePlugin(InitPluginProtocol):
+    """Mount paycore's HTTP interface; the gateway is ``app.state.paycore`` for host code."""
+
+    def __init__(self, config: PayCoreConfig | None = None) -> None:
+        self.config = config or PayCoreConfig()
+        self._gateway = self.config.gateway
+        self._owns_gateway = False
+
+    @property
+    def gateway(self) -> Gateway:
+        """The plugin's gateway: the one given, or the one built on the first app init."""
+        if self._gateway is None:
+            self._gateway = Gateway(self.config.settings or Settings.from_env())
+            self._owns_gateway = True
+        return self._gateway
+
+    def on_app_init(self, app_config: AppConfig) -> AppConfig:
+        if STATE_KEY in app_config.state:
+            raise ImproperlyConfiguredException(
+                "paycore is already registered on this Litestar app (app.state.paycore); "
+                "pass a single PayCorePlugin"
+            )
+        gateway = self.gateway
+        app_config.state[STATE_KEY] = gateway
+        app_config.route_handlers.append(build_router(self.config.prefix, gateway))
+        if self._owns_gateway:
+            app_config.on_shutdown.append(gateway.close)
+        return app_config
