@@ -1,0 +1,96 @@
+"""Engines configured for what the storage contract relies on, per database.
+
+SQLite: WAL so readers never block the writer, a busy timeout so a second writer waits
+instead of failing with "database is locked", and ``BEGIN IMMEDIATE`` on every transaction
+(SQLAlchemy's documented pysqlite recipe) so the write lock is taken up front. A deferred
+BEGIN would let two transactions both read and then deadlock when both try to write; taking
+the lock first makes every transaction serial, which is what turns the contract's
+compare-and-set methods atomic on SQLite.
+
+PostgreSQL: the psycopg 3 driver and READ COMMITTED pinned explicitly, because the row
+locking in ``sql.py`` is reasoned for it (a statement that waited on a lock sees the row as
+committed by the holder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import StaticPool
+
+SUPPORTED = ("sqlite", "postgresql")
+#: Seconds a SQLite writer waits for the lock before giving up.
+SQLITE_BUSY_TIMEOUT = 30.0
+
+
+def advisory_key(name: str) -> int:
+    """A stable signed 64-bit key for ``pg_advisory_xact_lock``, named so it reads in code."""
+    digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def database_url(url: str | URL) -> URL:
+    """``postgresql://`` (and the old ``postgres://``) mean psycopg 3 here; an explicit
+    driver such as ``postgresql+psycopg2://`` is left alone."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def handles(url: str | URL) -> bool:
+    try:
+        return database_url(url).get_backend_name() in SUPPORTED
+    except Exception:  # not a URL SQLAlchemy can even parse: some other plugin's business
+        return False
+
+
+def is_memory_sqlite(url: URL) -> bool:
+    """An in-memory SQLite database exists only inside its one connection."""
+    return url.get_backend_name() == "sqlite" and (
+        url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
+    )
+
+
+def make_engine(url: str | URL, **options: Any) -> Engine:
+    """An engine for ``url``; ``options`` go to ``create_engine`` and win over defaults."""
+    parsed = database_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(parsed, options)
+    if backend == "postgresql":
+        defaults: dict[str, Any] = {"isolation_level": "READ COMMITTED", "pool_pre_ping": True}
+        return create_engine(parsed, **{**defaults, **options})
+    raise ValueError(f"paycore_storage supports {', '.join(SUPPORTED)}, not {backend!r}")
+
+
+def _sqlite_engine(url: URL, options: dict[str, Any]) -> Engine:
+    defaults: dict[str, Any] = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT}}
+    if is_memory_sqlite(url):
+        # One shared connection, or every thread would see its own empty database.
+        defaults = {
+            "poolclass": StaticPool,
+            "connect_args": {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT},
+        }
+    engine = create_engine(url, **{**defaults, **options})
+    busy_ms = int(SQLITE_BUSY_TIMEOUT * 1000)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Stop pysqlite from issuing its own (deferred) BEGIN; _on_begin issues ours.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine

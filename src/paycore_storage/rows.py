@@ -1,0 +1,147 @@
+"""Records <-> table rows. The only place that knows how a field is laid out in a column.
+
+Payments travel inside the invoice row as JSON. ``Payment.to_wire`` is not used for that on
+purpose: the wire form makes ``vsValue`` a float, and storage must not lose a digit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from sqlalchemy import RowMapping
+
+from paycore.model import (
+    Invoice,
+    Json,
+    OutboxEvent,
+    Payment,
+    PollToken,
+    PowChallenge,
+    SessionKey,
+    Status,
+    Transaction,
+    TxType,
+    WebhookConfig,
+)
+
+from .decimals import exact, exact_text
+
+Row = RowMapping
+
+
+def payment_json(payment: Payment) -> Json:
+    return {
+        "tx_hash": payment.tx_hash,
+        "log_index": payment.log_index,
+        "chain_id": payment.chain_id,
+        "token": payment.token,
+        "from": payment.from_,
+        "amount": exact_text(payment.amount),
+        "vs_value": exact_text(payment.vs_value),
+        "timestamp": payment.timestamp,
+    }
+
+
+def payment_from_json(data: Json) -> Payment:
+    return Payment(
+        tx_hash=data["tx_hash"],
+        log_index=data["log_index"],
+        chain_id=data["chain_id"],
+        token=data["token"],
+        from_=data["from"],
+        amount=exact(data["amount"]),
+        vs_value=exact(data["vs_value"]),
+        timestamp=data["timestamp"],
+    )
+
+
+def invoice_row(invoice: Invoice) -> dict[str, Any]:
+    return {
+        "guid": invoice.guid,
+        "created_at": invoice.created_at,
+        "deadline": invoice.deadline,
+        "status": invoice.status.value,
+        "value": invoice.value,
+        "token": invoice.token,
+        "chain_id": invoice.chain_id,
+        "description": invoice.description,
+        "address": invoice.address,
+        "owner": invoice.owner,
+        "accepted_tokens": list(invoice.accepted_tokens),
+        "data": invoice.data,
+        "paid_amount": invoice.paid_amount,
+        "payments": [payment_json(p) for p in invoice.payments],
+        "vs_currency": invoice.vs_currency,
+    }
+
+
+def invoice_from_row(row: Row) -> Invoice:
+    return Invoice(
+        guid=row["guid"],
+        created_at=row["created_at"],
+        deadline=row["deadline"],
+        status=Status(row["status"]),
+        value=row["value"],
+        token=row["token"],
+        chain_id=row["chain_id"],
+        description=row["description"],
+        address=row["address"],
+        owner=row["owner"],
+        accepted_tokens=tuple(row["accepted_tokens"]),
+        data=row["data"],
+        paid_amount=row["paid_amount"],
+        payments=tuple(payment_from_json(p) for p in row["payments"]),
+        vs_currency=row["vs_currency"],
+    )
+
+
+def transaction_row(tx: Transaction) -> dict[str, Any]:
+    return {
+        "type": tx.type.value,
+        "tx_hash": tx.tx_hash,
+        "log_index": tx.log_index,
+        "chain_id": tx.chain_id,
+        "token": tx.token,
+        "from_address": tx.from_,
+        "to_address": tx.to,
+        "amount": tx.amount,
+        "vs_value": tx.vs_value,
+        "timestamp": tx.timestamp,
+        "owner": tx.owner,
+        "guid": tx.guid,
+        "counted": tx.counted,
+    }
+
+
+def transaction_from_row(row: Row) -> Transaction:
+    return Transaction(
+        type=TxType(row["type"]),
+        tx_hash=row["tx_hash"],
+        log_index=row["log_index"],
+        chain_id=row["chain_id"],
+        token=row["token"],
+        from_=row["from_address"],
+        amount=row["amount"],
+        vs_value=row["vs_value"],
+        timestamp=row["timestamp"],
+        owner=row["owner"],
+        to=row["to_address"],
+        guid=row["guid"],
+        counted=bool(row["counted"]),
+    )
+
+
+def plain_row(record: SessionKey | PowChallenge | WebhookConfig | PollToken) -> dict[str, Any]:
+    """For the records whose table mirrors them field for field."""
+    return attrs.asdict(record, recurse=False)
+
+
+def event_from_row(row: Row) -> OutboxEvent:
+    return OutboxEvent(
+        id=row["id"],
+        owner=row["owner"],
+        guid=row["guid"],
+        payload=row["payload"],
+        created_at=row["created_at"],
+    )

@@ -1,0 +1,198 @@
+"""SQLAlchemy Core tables: the schema that the initial Alembic revision creates.
+
+Every name is prefixed ``paycore_`` because the storage usually shares a database with the
+merchant's own app, whose tables are as likely as ours to be called ``invoices``.
+
+Identifiers (guids, addresses, hashes) use the "C" collation on PostgreSQL so that ORDER BY
+and equality are bytewise, as they are in SQLite and in Python: the tie-break order of two
+pages must not depend on the server's locale.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Dialect,
+    Index,
+    Integer,
+    MetaData,
+    Numeric,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from .decimals import exact, exact_text
+
+#: Same precision as ``paycore.money``: integer part below 10**30, 18 places used of 30.
+MONEY_PRECISION, MONEY_SCALE = 60, 30
+
+
+class Money(TypeDecorator[Decimal]):
+    """An exact Decimal column: NUMERIC(60, 30) where the database has exact decimals, text
+    on SQLite, whose NUMERIC affinity would turn 0.000000000000000001 into a float."""
+
+    impl = Numeric(MONEY_PRECISION, MONEY_SCALE, asdecimal=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(80))
+        return dialect.type_descriptor(Numeric(MONEY_PRECISION, MONEY_SCALE, asdecimal=True))
+
+    def process_bind_param(self, value: Decimal | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        return exact_text(value) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        return None if value is None else exact(value)
+
+
+def Key(length: int = 255) -> TypeEngine[str]:  # noqa: N802 - reads as a type in Column()
+    """A bytewise-ordered identifier string (see the module docstring)."""
+    return String(length).with_variant(String(length, collation="C"), "postgresql")
+
+
+#: SQLite only auto-increments an ``INTEGER PRIMARY KEY``; elsewhere ids need 64 bits.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+#: Deterministic constraint names, so the migration and this module agree on every name.
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+invoices = Table(
+    "paycore_invoices",
+    metadata,
+    Column("guid", Key(64), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("deadline", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("value", Money, nullable=False),
+    Column("token", Key(), nullable=False),
+    Column("chain_id", BigInteger, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("address", Key(), nullable=False),
+    Column("owner", Key(), nullable=False),
+    Column("accepted_tokens", JSON, nullable=False),
+    Column("data", JSON, nullable=False),
+    Column("paid_amount", Money, nullable=False),
+    Column("payments", JSON, nullable=False),
+    Column("vs_currency", String(16), nullable=False),
+    Index(None, "owner", "created_at"),
+    Index(None, "chain_id", "address", "created_at"),
+    Index(None, "status", "deadline"),
+)
+
+transactions = Table(
+    "paycore_transactions",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("chain_id", BigInteger, nullable=False),
+    Column("tx_hash", Key(), nullable=False),
+    Column("log_index", BigInteger, nullable=False),
+    Column("token", Key(), nullable=False),
+    Column("type", String(16), nullable=False),
+    Column("from_address", Key(), nullable=False),
+    Column("to_address", Key(), nullable=True),
+    Column("amount", Money, nullable=False),
+    Column("vs_value", Money, nullable=False),
+    Column("timestamp", BigInteger, nullable=False),
+    Column("owner", Key(), nullable=False),
+    Column("guid", Key(64), nullable=True),
+    Column("counted", Boolean, nullable=False),
+    # One transfer, however often a watcher sees it (paycore.storage: insert_transaction).
+    UniqueConstraint(
+        "chain_id", "tx_hash", "log_index", "token", name="uq_paycore_transactions_transfer"
+    ),
+    Index(None, "owner", "timestamp"),
+)
+
+session_keys = Table(
+    "paycore_session_keys",
+    metadata,
+    Column("address", Key(), primary_key=True),
+    Column("public_key", String(255), nullable=False),
+    Column("owner", Key(), nullable=False),
+    Column("registered_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("last_seen_nonce", BigInteger, nullable=False),
+    Column("encryption_public_key", String(255), nullable=True),
+    Index(None, "owner", "registered_at"),
+)
+
+wallet_indexes = Table(
+    "paycore_wallet_indexes",
+    metadata,
+    Column("owner", Key(), primary_key=True),
+    Column("chain_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("next_index", BigInteger, nullable=False),
+)
+
+pow_challenges = Table(
+    "paycore_pow_challenges",
+    metadata,
+    Column("challenge", Key(), primary_key=True),
+    Column("address", Key(), nullable=False),
+    Column("difficulty", Integer, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+)
+
+seen_signatures = Table(
+    "paycore_seen_signatures",
+    metadata,
+    Column("digest", Key(), primary_key=True),
+    Column("expires_at", BigInteger, nullable=False),
+)
+
+webhooks = Table(
+    "paycore_webhooks",
+    metadata,
+    Column("owner", Key(), primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("secret", String(255), nullable=False),
+)
+
+#: ``id`` is handed out at insert; ``seq`` at commit, in commit order (see ``sql.py``), and
+#: is what queue cursors count, so an event committed late is never skipped.
+outbox = Table(
+    "paycore_outbox",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("seq", BigInteger, nullable=True, unique=True),
+    Column("owner", Key(), nullable=False),
+    Column("guid", Key(64), nullable=False),
+    Column("payload", JSON, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index(None, "owner", "seq"),
+    sqlite_autoincrement=True,  # ids strictly increase even after the newest row is deleted
+)
+
+event_queues = Table(
+    "paycore_event_queues",
+    metadata,
+    Column("consumer", Key(), primary_key=True),
+    Column("owner", Key(), nullable=False),
+    Column("last_seq", BigInteger, nullable=False),
+)
+
+poll_tokens = Table(
+    "paycore_poll_tokens",
+    metadata,
+    Column("token", Key(), primary_key=True),
+    Column("owner", Key(), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
