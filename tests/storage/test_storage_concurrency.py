@@ -10,13 +10,15 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
 from typing import TypeVar
 
 import attrs
+import pytest
 from storage_records import OWNER, invoice, payment, session_key, transaction
 
-from paycore.model import PowChallenge, Status
-from paycore.storage import Storage
+from paycore.model import Invoice, PowChallenge, Status
+from paycore.storage import Storage, StorageTx
 
 T = TypeVar("T")
 
@@ -51,7 +53,7 @@ def test_parallel_replays_of_one_nonce_accept_exactly_one(storage: Storage) -> N
 def test_a_deposit_seen_by_two_workers_is_counted_once(storage: Storage) -> None:
     """The attribution pattern of the core: lock the invoice, record the transfer, and only
     if it was new add it to the invoice."""
-    target = attrs.evolve(invoice(), paid_amount=0, payments=(), status=Status.INIT)
+    target = attrs.evolve(invoice(), paid_amount=Decimal(0), payments=(), status=Status.INIT)
     with storage.transaction() as tx:
         tx.insert_invoice(target)
     seen = transaction()
@@ -79,6 +81,40 @@ def test_a_deposit_seen_by_two_workers_is_counted_once(storage: Storage) -> None
     assert stored is not None
     assert stored.paid_amount == seen.amount
     assert len(stored.payments) == 1
+
+
+@pytest.mark.parametrize("read", ["get_invoice", "invoices_at_address"])
+def test_a_locked_invoice_is_read_only_after_the_holder_commits(
+    storage: Storage, read: str
+) -> None:
+    """Without the row lock the second reader would see the invoice as it was before the
+    first transaction changed it, and both would attribute on top of the same old total."""
+    with storage.transaction() as tx:
+        tx.insert_invoice(invoice())
+    locked = threading.Event()
+
+    def read_locked(tx: StorageTx) -> Invoice:
+        if read == "get_invoice":
+            found = tx.get_invoice(invoice().guid, for_update=True)
+            assert found is not None
+            return found
+        [found] = tx.invoices_at_address(invoice().chain_id, invoice().address, for_update=True)
+        return found
+
+    def holder() -> Status:
+        with storage.transaction() as tx:
+            current = read_locked(tx)
+            locked.set()
+            time.sleep(0.3)
+            tx.update_invoice(attrs.evolve(current, status=Status.PAID))
+        return current.status
+
+    def waiter() -> Status:
+        assert locked.wait(timeout=30)
+        with storage.transaction() as tx:
+            return read_locked(tx).status
+
+    assert race(2, lambda i: (holder, waiter)[i]()) == [Status.INIT, Status.PAID]
 
 
 def test_parallel_wallet_index_allocations_are_distinct_and_consecutive(

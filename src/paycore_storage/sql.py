@@ -1,0 +1,445 @@
+"""``SqlStorage``: the ``paycore.storage`` contract on SQLAlchemy Core, SQLite or PostgreSQL.
+
+Each atomicity promise of the contract is one statement the database makes atomic, rather
+than a read followed by a write that another transaction could slip between:
+
+- ``advance_nonce``: ``UPDATE .. WHERE last_seen_nonce < :n``; the row count says who won.
+- ``insert_transaction`` / ``insert_invoice``: ``INSERT .. ON CONFLICT DO NOTHING RETURNING``,
+  which also keeps the transaction usable (a unique violation would abort it on PostgreSQL).
+- ``allocate_wallet_index``: an upsert that increments and returns the counter.
+- ``take_challenge``: ``DELETE .. RETURNING``. ``remember_signature``: an upsert that only
+  overwrites an expired row.
+- ``for_update`` reads and ``drain_queue`` lock rows with ``SELECT .. FOR UPDATE``.
+
+On SQLite those statements are serial anyway (``BEGIN IMMEDIATE``, see ``engine.py``) and
+``FOR UPDATE`` renders as nothing.
+
+Event order. Queue cursors count ``seq``, not ``id``. On PostgreSQL an ``id`` comes from a
+sequence at INSERT time, so transaction A can take id 5, B take id 6 and commit first; a
+drain in between would move the cursor past 6 and A's event 5 would never be delivered.
+``seq`` is therefore given out as late as possible -- just before commit, under a
+transaction-scoped advisory lock -- so seq order is commit order. The lock is taken after
+every row lock the transaction will ever hold, so waiting on it cannot close a deadlock
+cycle. If a transaction reads the queues after adding events, its events are sequenced at
+that point instead, so it sees its own events just as the in-memory storage does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    RowMapping,
+    Select,
+    Table,
+    delete,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import URL
+
+from paycore.model import (
+    Invoice,
+    Json,
+    OutboxEvent,
+    PollToken,
+    PowChallenge,
+    SessionKey,
+    Status,
+    Transaction,
+    WebhookConfig,
+)
+from paycore.storage import StorageTx
+
+from .engine import advisory_key, database_url, is_memory_sqlite, make_engine
+from .migrations import migrate
+from .rows import (
+    event_from_row,
+    invoice_from_row,
+    invoice_row,
+    plain_row,
+    transaction_from_row,
+    transaction_row,
+)
+from .tables import (
+    event_queues,
+    invoices,
+    outbox,
+    poll_tokens,
+    pow_challenges,
+    seen_signatures,
+    session_keys,
+    transactions,
+    wallet_indexes,
+    webhooks,
+)
+
+log = logging.getLogger("paycore.events")
+
+OUTBOX_LOCK = advisory_key("paycore.outbox.seq")
+_OPEN_STATUSES = (Status.INIT.value, Status.PARTIAL_PAID.value)
+
+
+class SqlStorage:
+    """A ``paycore.storage.Storage`` on the database at ``url``.
+
+    ``auto_migrate`` (default on) brings the schema to the newest revision before the first
+    transaction, so an embedded SQLite setup needs no separate step; turn it off where
+    deployments run ``paycore_storage.migrate`` themselves. ``clock`` (unix seconds) decides
+    when a remembered signature has expired. ``engine_options`` go to ``create_engine``.
+    """
+
+    def __init__(
+        self,
+        url: str | URL,
+        *,
+        auto_migrate: bool = True,
+        clock: Callable[[], float] = time.time,
+        **engine_options: Any,
+    ) -> None:
+        self.url = database_url(url)
+        self.engine = make_engine(self.url, **engine_options)
+        self._clock = clock
+        self._migrated = not auto_migrate
+        self._migrate_lock = threading.Lock()
+        # All threads share the one connection of an in-memory SQLite database, and a
+        # connection holds one transaction at a time.
+        self._shared_connection = threading.Lock() if is_memory_sqlite(self.url) else None
+
+    def migrate(self) -> None:
+        """Upgrade the schema to the newest revision now."""
+        migrate(self.engine)
+        self._migrated = True
+
+    def _ensure_schema(self) -> None:
+        if self._migrated:
+            return
+        with self._migrate_lock:
+            if not self._migrated:
+                self.migrate()
+
+    def _exclusive(self) -> AbstractContextManager[Any]:
+        return self._shared_connection or nullcontext()
+
+    @contextmanager
+    def transaction(self) -> Iterator[StorageTx]:
+        self._ensure_schema()
+        with self._exclusive(), self.engine.connect() as connection, connection.begin():
+            tx = SqlTx(connection, self._clock)
+            try:
+                yield tx
+                tx.before_commit()
+            finally:
+                tx.close()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+class SqlTx:
+    """One unit of work on one connection; only valid inside its ``with`` block."""
+
+    def __init__(self, connection: Connection, clock: Callable[[], float]) -> None:
+        self._connection: Connection | None = connection
+        self._clock = clock
+        self._postgres = connection.dialect.name == "postgresql"
+        self._insert = pg_insert if self._postgres else sqlite_insert
+        self._unsequenced: list[int] = []
+
+    @property
+    def _c(self) -> Connection:
+        if self._connection is None:
+            raise RuntimeError("storage transaction used after it ended")
+        return self._connection
+
+    def close(self) -> None:
+        self._connection = None
+
+    def before_commit(self) -> None:
+        self._sequence_events()
+
+    # -- statement helpers ----------------------------------------------------------------
+    def _one(self, query: Select[Any]) -> RowMapping | None:
+        row = self._c.execute(query).first()
+        return None if row is None else row._mapping
+
+    def _all(self, query: Select[Any]) -> list[RowMapping]:
+        return [row._mapping for row in self._c.execute(query)]
+
+    def _count(self, table: Table, *where: ColumnElement[bool]) -> int:
+        return self._c.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
+
+    def _put(self, table: Table, row: Mapping[str, Any]) -> None:
+        """Insert, or replace every column of the row with the same primary key."""
+        key = [c.name for c in table.primary_key.columns]
+        stmt = self._insert(table).values(row)
+        self._c.execute(
+            stmt.on_conflict_do_update(
+                index_elements=key,
+                set_={name: stmt.excluded[name] for name in row if name not in key},
+            )
+        )
+
+    def _insert_new(self, table: Table, row: Mapping[str, Any], unique: Sequence[str]) -> bool:
+        """Insert unless a row with the same ``unique`` columns exists; says which."""
+        stmt = (
+            self._insert(table)
+            .values(row)
+            .on_conflict_do_nothing(index_elements=unique)
+            .returning(*[table.c[name] for name in unique])
+        )
+        return self._c.execute(stmt).first() is not None
+
+    def _delete(self, table: Table, *where: ColumnElement[bool]) -> bool:
+        return self._c.execute(delete(table).where(*where)).rowcount > 0
+
+    # -- invoices -------------------------------------------------------------------------
+    def insert_invoice(self, invoice: Invoice) -> None:
+        if not self._insert_new(invoices, invoice_row(invoice), ["guid"]):
+            raise ValueError(f"invoice {invoice.guid} already exists")
+
+    def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None:
+        query = select(invoices).where(invoices.c.guid == guid)
+        row = self._one(query.with_for_update() if for_update else query)
+        return None if row is None else invoice_from_row(row)
+
+    def update_invoice(self, invoice: Invoice) -> None:
+        """Raises ``KeyError`` for an unknown guid: an update that silently did nothing
+        would hide a lost invoice."""
+        row = invoice_row(invoice)
+        del row["guid"]
+        result = self._c.execute(
+            update(invoices).where(invoices.c.guid == invoice.guid).values(row)
+        )
+        if result.rowcount == 0:
+            raise KeyError(invoice.guid)
+
+    def invoices_at_address(
+        self, chain_id: int, address: str, *, for_update: bool = False
+    ) -> list[Invoice]:
+        query = (
+            select(invoices)
+            .where(invoices.c.chain_id == chain_id, invoices.c.address == address)
+            .order_by(invoices.c.created_at, invoices.c.guid)
+        )
+        return [
+            invoice_from_row(r) for r in self._all(query.with_for_update() if for_update else query)
+        ]
+
+    def list_invoices(
+        self,
+        *,
+        owner: str | None = None,
+        chain_id: int | None = None,
+        address: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> tuple[list[Invoice], int]:
+        where = [
+            column == wanted
+            for column, wanted in (
+                (invoices.c.owner, owner),
+                (invoices.c.chain_id, chain_id),
+                (invoices.c.address, address),
+            )
+            if wanted is not None
+        ]
+        order = [invoices.c.created_at, invoices.c.guid]
+        query = (
+            select(invoices)
+            .where(*where)
+            .order_by(*[c.desc() for c in order] if newest_first else order)
+            .offset(offset)
+            .limit(limit)
+        )
+        return [invoice_from_row(r) for r in self._all(query)], self._count(invoices, *where)
+
+    def due_for_expiry(self, now: int, limit: int) -> list[str]:
+        query = (
+            select(invoices.c.guid)
+            .where(invoices.c.status.in_(_OPEN_STATUSES), invoices.c.deadline < now)
+            .order_by(invoices.c.deadline, invoices.c.guid)
+            .limit(limit)
+        )
+        return list(self._c.execute(query).scalars())
+
+    # -- transactions ---------------------------------------------------------------------
+    def insert_transaction(self, tx: Transaction) -> bool:
+        return self._insert_new(
+            transactions, transaction_row(tx), ["chain_id", "tx_hash", "log_index", "token"]
+        )
+
+    def list_transactions(
+        self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
+    ) -> tuple[list[Transaction], int]:
+        where = [transactions.c.owner == owner]
+        if chain_id is not None:
+            where.append(transactions.c.chain_id == chain_id)
+        newest_first = [
+            transactions.c[name].desc()
+            for name in ("timestamp", "tx_hash", "log_index", "chain_id", "token")
+        ]
+        query = (
+            select(transactions).where(*where).order_by(*newest_first).offset(offset).limit(limit)
+        )
+        items = [transaction_from_row(r) for r in self._all(query)]
+        return items, self._count(transactions, *where)
+
+    # -- session keys ---------------------------------------------------------------------
+    def get_session_key(self, address: str) -> SessionKey | None:
+        row = self._one(select(session_keys).where(session_keys.c.address == address))
+        return None if row is None else SessionKey(**row)
+
+    def session_keys_of(self, owner: str) -> list[SessionKey]:
+        query = (
+            select(session_keys)
+            .where(session_keys.c.owner == owner)
+            .order_by(session_keys.c.registered_at, session_keys.c.address)
+        )
+        return [SessionKey(**row) for row in self._all(query)]
+
+    def put_session_key(self, key: SessionKey) -> None:
+        self._put(session_keys, plain_row(key))
+
+    def delete_session_key(self, address: str) -> bool:
+        return self._delete(session_keys, session_keys.c.address == address)
+
+    def advance_nonce(self, address: str, nonce: int) -> bool:
+        result = self._c.execute(
+            update(session_keys)
+            .where(session_keys.c.address == address, session_keys.c.last_seen_nonce < nonce)
+            .values(last_seen_nonce=nonce)
+        )
+        return result.rowcount == 1
+
+    # -- smart-wallet deposit indexes -------------------------------------------------------
+    def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
+        first = self._insert(wallet_indexes).values(owner=owner, chain_id=chain_id, next_index=1)
+        counted = first.on_conflict_do_update(
+            index_elements=["owner", "chain_id"],
+            set_={"next_index": wallet_indexes.c.next_index + 1},
+        ).returning(wallet_indexes.c.next_index)
+        next_index: int = self._c.execute(counted).scalar_one()
+        return next_index - 1
+
+    # -- proof of work --------------------------------------------------------------------
+    def put_challenge(self, challenge: PowChallenge) -> None:
+        self._put(pow_challenges, plain_row(challenge))
+
+    def take_challenge(self, challenge: str) -> PowChallenge | None:
+        stmt = (
+            delete(pow_challenges)
+            .where(pow_challenges.c.challenge == challenge)
+            .returning(*pow_challenges.c)
+        )
+        row = self._c.execute(stmt).first()
+        return None if row is None else PowChallenge(**row._mapping)
+
+    # -- salt-signed calls ----------------------------------------------------------------
+    def remember_signature(self, digest: str, expires_at: int) -> bool:
+        seen = self._insert(seen_signatures).values(digest=digest, expires_at=expires_at)
+        unless_live = seen.on_conflict_do_update(
+            index_elements=["digest"],
+            set_={"expires_at": seen.excluded.expires_at},
+            where=seen_signatures.c.expires_at <= self._clock(),
+        ).returning(seen_signatures.c.digest)
+        return self._c.execute(unless_live).first() is not None
+
+    # -- webhooks -------------------------------------------------------------------------
+    def get_webhook(self, owner: str) -> WebhookConfig | None:
+        row = self._one(select(webhooks).where(webhooks.c.owner == owner))
+        return None if row is None else WebhookConfig(**row)
+
+    def put_webhook(self, config: WebhookConfig) -> None:
+        self._put(webhooks, plain_row(config))
+
+    def delete_webhook(self, owner: str) -> bool:
+        return self._delete(webhooks, webhooks.c.owner == owner)
+
+    # -- events ---------------------------------------------------------------------------
+    def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
+        stmt = (
+            outbox.insert()
+            .values(owner=owner, guid=guid, payload=payload, created_at=created_at)
+            .returning(outbox.c.id)
+        )
+        event_id: int = self._c.execute(stmt).scalar_one()
+        self._unsequenced.append(event_id)
+        return event_id
+
+    def _sequence_events(self) -> None:
+        """Give this transaction's new events their ``seq`` (module docstring, Event order)."""
+        if not self._unsequenced:
+            return
+        if self._postgres:
+            self._c.execute(select(func.pg_advisory_xact_lock(OUTBOX_LOCK)))
+        next_seq = select(func.coalesce(func.max(outbox.c.seq), 0) + 1).scalar_subquery()
+        for event_id in self._unsequenced:
+            self._c.execute(update(outbox).where(outbox.c.id == event_id).values(seq=next_seq))
+        self._unsequenced.clear()
+
+    def open_queue(self, consumer: str, owner: str) -> None:
+        self._sequence_events()
+        newest = select(func.coalesce(func.max(outbox.c.seq), 0)).scalar_subquery()
+        self._c.execute(
+            self._insert(event_queues)
+            .values(consumer=consumer, owner=owner, last_seq=newest)
+            .on_conflict_do_nothing(index_elements=["consumer"])
+        )
+
+    def drain_queue(self, consumer: str, cap: int) -> list[OutboxEvent]:
+        """An unknown consumer has nothing queued, so it drains to ``[]``."""
+        if cap < 1:
+            raise ValueError("cap must be at least 1")
+        self._sequence_events()
+        # The lock makes a concurrent drain of this queue wait here, then read the cursor
+        # this one leaves behind.
+        queue = self._one(
+            select(event_queues.c.owner, event_queues.c.last_seq)
+            .where(event_queues.c.consumer == consumer)
+            .with_for_update()
+        )
+        if queue is None:
+            return []
+        pending = [outbox.c.owner == queue["owner"], outbox.c.seq > queue["last_seq"]]
+        newest = self._all(select(outbox).where(*pending).order_by(outbox.c.seq.desc()).limit(cap))
+        if not newest:
+            return []
+        last_seq = newest[0]["seq"]
+        if len(newest) == cap:
+            dropped = self._count(outbox, *pending, outbox.c.seq <= last_seq) - cap
+            if dropped:
+                log.warning(
+                    "event queue %s over its cap of %d: dropped %d oldest events",
+                    consumer,
+                    cap,
+                    dropped,
+                )
+        self._c.execute(
+            update(event_queues)
+            .where(event_queues.c.consumer == consumer)
+            .values(last_seq=last_seq)
+        )
+        return [event_from_row(row) for row in reversed(newest)]
+
+    def close_queue(self, consumer: str) -> None:
+        self._delete(event_queues, event_queues.c.consumer == consumer)
+
+    # -- legacy poll tokens ---------------------------------------------------------------
+    def put_poll_token(self, token: PollToken) -> None:
+        self._put(poll_tokens, plain_row(token))
+
+    def get_poll_token(self, token: str) -> PollToken | None:
+        row = self._one(select(poll_tokens).where(poll_tokens.c.token == token))
+        return None if row is None else PollToken(**row)

@@ -1,0 +1,259 @@
+"""What only the SQL storage has: migrations, URL handling, the plugin, SQLite's locking and
+PostgreSQL's late-commit event order."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pluggy
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import Numeric, create_engine, inspect, text
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
+from storage_records import OWNER, invoice
+
+import paycore.hookspecs
+from paycore.config import Settings
+from paycore_storage import SqlStorage, migrate
+from paycore_storage.engine import database_url, handles, make_engine
+from paycore_storage.migrations import VERSION_TABLE
+from paycore_storage.tables import metadata
+
+BOTH = pytest.mark.parametrize(
+    "sql_url",
+    ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
+    indirect=True,
+)
+POSTGRES_ONLY = pytest.mark.parametrize(
+    "sql_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
+
+
+def version_rows(url: URL, table: str) -> list[str]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            return list(connection.execute(text(f"SELECT version_num FROM {table}")).scalars())
+    finally:
+        engine.dispose()
+
+
+# -- migrations -------------------------------------------------------------------------------
+
+
+@BOTH
+def test_migration_creates_exactly_the_tables_of_tables_py(sql_url: URL) -> None:
+    migrate(sql_url)
+    engine = make_engine(sql_url)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(
+                connection,
+                opts={
+                    "version_table": VERSION_TABLE,
+                    "compare_type": True,
+                    "include_name": lambda name, type_, _parent: (
+                        type_ != "table" or name.startswith("paycore_")
+                    ),
+                },
+            )
+            assert compare_metadata(context, metadata) == []
+            names = set(inspect(connection).get_table_names())
+    finally:
+        engine.dispose()
+    assert names == {*metadata.tables, VERSION_TABLE}
+
+
+@BOTH
+def test_migrate_is_repeatable_and_leaves_the_host_apps_alembic_alone(sql_url: URL) -> None:
+    engine = make_engine(sql_url)
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32))"))
+        connection.execute(text("INSERT INTO alembic_version VALUES ('host_app_rev')"))
+    engine.dispose()
+    migrate(sql_url)
+    migrate(str(sql_url.render_as_string(hide_password=False)))
+    assert version_rows(sql_url, VERSION_TABLE) == ["0001"]
+    assert version_rows(sql_url, "alembic_version") == ["host_app_rev"]
+
+
+@BOTH
+def test_workers_migrating_at_once_upgrade_once(sql_url: URL) -> None:
+    barrier = threading.Barrier(4)
+
+    def start(_: int) -> None:
+        barrier.wait(timeout=30)
+        migrate(sql_url)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(start, range(4)))
+    assert version_rows(sql_url, VERSION_TABLE) == ["0001"]
+
+
+@BOTH
+def test_auto_migrate_runs_on_first_use_and_can_be_turned_off(sql_url: URL) -> None:
+    manual = SqlStorage(sql_url, auto_migrate=False)
+    with pytest.raises(DBAPIError), manual.transaction() as tx:
+        tx.get_invoice(invoice().guid)
+    automatic = SqlStorage(sql_url)
+    with automatic.transaction() as tx:
+        tx.insert_invoice(invoice())
+    with manual.transaction() as tx:
+        assert tx.get_invoice(invoice().guid) == invoice()
+    manual.close()
+    automatic.close()
+
+
+# -- URLs and the plugin ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "driver"),
+    [
+        ("postgresql://u@db/shop", "postgresql+psycopg"),
+        ("postgres://u@db/shop", "postgresql+psycopg"),
+        ("postgresql+psycopg2://u@db/shop", "postgresql+psycopg2"),
+        ("sqlite:///paycore.sqlite3", "sqlite"),
+    ],
+)
+def test_urls_map_to_psycopg_3_unless_a_driver_is_named(given: str, driver: str) -> None:
+    assert database_url(given).drivername == driver
+    assert handles(given)
+
+
+def test_other_urls_are_left_to_other_plugins() -> None:
+    for url in ("memory:", "mysql://u@db/shop", "not a url", ""):
+        assert not handles(url)
+
+
+@pytest.fixture
+def plugins() -> pluggy.PluginManager:
+    """The plugin manager as an installed paycore sees it: hooks found by entry point."""
+    manager = pluggy.PluginManager(paycore.hookspecs.PROJECT)
+    manager.add_hookspecs(paycore.hookspecs)
+    manager.load_setuptools_entrypoints(paycore.hookspecs.PROJECT)
+    return manager
+
+
+def test_the_entry_point_plugin_answers_for_sql_urls(
+    plugins: pluggy.PluginManager, tmp_path: Path
+) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'paycore.sqlite3'}")
+    found = plugins.hook.paycore_storage(settings=settings)
+    assert isinstance(found, SqlStorage)
+    with found.transaction() as tx:
+        assert tx.allocate_wallet_index(OWNER, 1) == 0
+    found.close()
+    assert plugins.hook.paycore_storage(settings=Settings(database_url="memory:")) is None
+
+
+# -- SQLite -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_storage(tmp_path: Path) -> Iterator[SqlStorage]:
+    store = SqlStorage(f"sqlite:///{tmp_path / 'paycore.sqlite3'}")
+    yield store
+    store.close()
+
+
+def test_sqlite_runs_in_wal_with_a_busy_timeout(sqlite_storage: SqlStorage) -> None:
+    with sqlite_storage.engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+
+
+def test_sqlite_transactions_take_the_write_lock_up_front(sqlite_storage: SqlStorage) -> None:
+    """A reading transaction already holds the lock, so a second one waits for it entirely;
+    with a deferred BEGIN both would read, then one would fail when it came to write."""
+    inside = threading.Event()
+    order: list[str] = []
+
+    def first() -> None:
+        with sqlite_storage.transaction() as tx:
+            tx.get_invoice(invoice().guid)
+            inside.set()
+            time.sleep(0.3)
+            order.append("first ends")
+
+    def second() -> None:
+        assert inside.wait(timeout=30)
+        with sqlite_storage.transaction() as tx:
+            order.append("second begins")
+            tx.get_invoice(invoice().guid)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for future in [pool.submit(first), pool.submit(second)]:
+            future.result()
+    assert order == ["first ends", "second begins"]
+
+
+def test_in_memory_sqlite_is_one_database_for_every_thread() -> None:
+    store = SqlStorage("sqlite://")
+
+    def allocate(_: int) -> int:
+        with store.transaction() as tx:
+            return tx.allocate_wallet_index(OWNER, 1)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert sorted(pool.map(allocate, range(8))) == list(range(8))
+    store.close()
+
+
+# -- PostgreSQL -------------------------------------------------------------------------------
+
+
+@POSTGRES_ONLY
+def test_an_event_committed_after_a_newer_one_is_still_delivered(sql_url: URL) -> None:
+    """Transaction A writes its event first but commits last. A cursor over insert ids would
+    have moved past A's event by the time it became visible and lost it."""
+    store = SqlStorage(sql_url)
+    with store.transaction() as tx:
+        tx.open_queue("key-a", OWNER)
+    a_added, b_committed = threading.Event(), threading.Event()
+
+    def slow_writer() -> int:
+        with store.transaction() as tx:
+            event_id = tx.add_event(OWNER, "guid-a", {"who": "a"}, 1)
+            a_added.set()
+            assert b_committed.wait(timeout=30)
+        return event_id
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        a = pool.submit(slow_writer)
+        assert a_added.wait(timeout=30)
+        with store.transaction() as tx:
+            b_id = tx.add_event(OWNER, "guid-b", {"who": "b"}, 2)
+        with store.transaction() as tx:
+            first_drain = [e.id for e in tx.drain_queue("key-a", 100)]
+        b_committed.set()
+        a_id = a.result()
+    with store.transaction() as tx:
+        second_drain = [e.id for e in tx.drain_queue("key-a", 100)]
+    store.close()
+    assert a_id < b_id
+    assert first_drain == [b_id]
+    assert second_drain == [a_id]
+
+
+@POSTGRES_ONLY
+def test_money_is_numeric_60_30_on_postgres(sql_url: URL) -> None:
+    migrate(sql_url)
+    engine = create_engine(sql_url)
+    try:
+        with engine.connect() as connection:
+            columns = {
+                c["name"]: c["type"]
+                for c in inspect(connection).get_columns("paycore_transactions")
+            }
+    finally:
+        engine.dispose()
+    amount = columns["amount"]
+    assert isinstance(amount, Numeric)
+    assert (amount.precision, amount.scale) == (60, 30)
