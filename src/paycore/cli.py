@@ -1,9 +1,12 @@
-"""The ``paycore`` command. Sub-commands grow with the project: quickstart and migrate now;
-serve, worker and demo arrive with the HTTP, events and demo work."""
+"""The ``paycore`` command: quickstart, migrate and serve; worker and demo arrive with the
+events and demo work. Every option also reads its ``PAYCORE_*`` environment variable; a flag
+given on the command line wins."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -81,6 +84,43 @@ def migrate(database_url: str) -> int:
     return 0
 
 
+def serve(args: argparse.Namespace) -> int:
+    from .serve import serve as run_server
+
+    overrides = {"database_url": args.database_url} if args.database_url else {}
+    settings = Settings.from_env(**overrides)
+    with contextlib.suppress(KeyboardInterrupt):
+        run_server(args.framework, settings, host=args.host, port=args.port, prefix=args.prefix)
+    return 0
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get("PAYCORE_" + name, default)
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .serve import FRAMEWORKS
+
+    cmd = sub.add_parser("serve", help="serve the HTTP interface from a small standalone app")
+    cmd.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        default=_env("FRAMEWORK", "litestar"),
+        help="litestar (under uvicorn) or flask (under werkzeug's threaded server); "
+        "env PAYCORE_FRAMEWORK; default litestar",
+    )
+    cmd.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="env PAYCORE_HOST")
+    cmd.add_argument("--port", type=int, default=int(_env("PORT", "8000")), help="env PAYCORE_PORT")
+    cmd.add_argument(
+        "--prefix", default=_env("PREFIX", "/paycore"), help="mount path; env PAYCORE_PREFIX"
+    )
+    cmd.add_argument(
+        "--database-url",
+        default=None,
+        help="storage URL (env PAYCORE_DATABASE_URL); memory:// keeps everything in memory",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paycore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -91,14 +131,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         cmd = sub.add_parser(name, help=helptext)
         cmd.add_argument(
             "--database-url",
-            default=Settings.from_env().database_url,
+            default=None,
             help="SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3",
         )
+    _add_serve(sub)
     args = parser.parse_args(argv)
     try:
+        if args.command == "serve":
+            return serve(args)
+        database_url = args.database_url or Settings.from_env().database_url
         if args.command == "quickstart":
-            return quickstart(args.database_url)
-        return migrate(args.database_url)
+            return quickstart(database_url)
+        return migrate(database_url)
     except PaycoreError as exc:
         print(f"paycore: {exc.text}", file=sys.stderr)
         return 2

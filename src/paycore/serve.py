@@ -1,0 +1,65 @@
+"""``paycore serve``: a small standalone host app under a real server.
+
+The core imports no web framework, so each framework is imported only when chosen. The
+host apps themselves are the adapters' ``create_app``; this module only picks a server:
+uvicorn for Litestar, and for Flask werkzeug's threaded server, the one WSGI server every
+Flask install has. For production Flask, run ``paycore_flask.create_app`` under a WSGI
+server such as gunicorn instead (see README).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from typing import Any
+
+from .config import Settings
+from .gateway import Gateway
+
+FRAMEWORKS = ("flask", "litestar")
+
+
+def create_app(framework: str, gateway: Gateway, prefix: str) -> Any:
+    """The standalone host app of ``framework`` around an existing gateway."""
+    if framework == "flask":
+        from paycore_flask import create_app as flask_app
+
+        return flask_app(prefix=prefix, gateway=gateway)
+    if framework == "litestar":
+        from paycore_litestar import create_app as litestar_app
+
+        return litestar_app(prefix=prefix, gateway=gateway)
+    raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
+
+
+def serve(framework: str, settings: Settings, *, host: str, port: int, prefix: str) -> None:
+    """Serve until interrupted; the gateway (and its storage) is closed on the way out."""
+    gateway = Gateway(settings)
+    try:
+        app = create_app(framework, gateway, prefix)
+        shown = prefix.strip("/")
+        print(
+            f"paycore: {framework} on http://{host}:{port}/{shown + '/' if shown else ''} "
+            f"(storage {settings.database_url})",
+            file=sys.stderr,
+            flush=True,
+        )
+        if framework == "flask":
+            from werkzeug.serving import run_simple
+
+            # werkzeug only stops on Ctrl-C; make SIGTERM (a supervisor's stop) as clean.
+            signal.signal(signal.SIGTERM, _stop)
+            # No access log under either server: quiet by default, like uvicorn below.
+            logging.getLogger("werkzeug").setLevel(logging.WARNING)
+            run_simple(host, port, app, threaded=True, use_reloader=False, use_debugger=False)
+        else:
+            import uvicorn
+
+            uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        gateway.close()
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(0)
