@@ -29,7 +29,7 @@ from coincurve import PrivateKey, PublicKey
 from Crypto.Cipher import AES
 from Crypto.Util.Padding import pad, unpad
 
-__all__ = ["EciesError", "decrypt", "encrypt", "parse", "stringify"]
+__all__ = ["FIELDS", "EciesError", "decrypt", "encrypt", "encrypt_with", "parse", "stringify"]
 
 IV_SIZE = 16
 MAC_SIZE = 32
