@@ -17,13 +17,14 @@ Rules in one place:
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from enum import StrEnum
 
 import attrs
 
 from .errors import IllegalTransition
 from .model import Invoice, Payment, Status
+from .money import MONEY_CONTEXT
 
 
 class Move(StrEnum):
@@ -71,12 +72,14 @@ def expire(invoice: Invoice) -> Invoice:
 def _reaches_value(invoice: Invoice, paid: Decimal, tolerance: Decimal) -> bool:
     if invoice.is_tip_jar:
         return True
-    return paid >= invoice.value * (1 - tolerance)
+    with localcontext(MONEY_CONTEXT):
+        return paid >= invoice.value * (1 - tolerance)
 
 
 def add_payment(invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0)) -> Invoice:
     """Record one counted payment; the move is chosen by the status and the new total."""
-    paid = invoice.paid_amount + payment.vs_value
+    with localcontext(MONEY_CONTEXT):
+        paid = invoice.paid_amount + payment.vs_value
     if invoice.status in SETTLED:
         move = Move.SETTLED_DEPOSIT
     elif _reaches_value(invoice, paid, tolerance):

@@ -6,7 +6,7 @@ that a payment system must refuse, so every amount from outside comes through he
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation, localcontext
 
 from .errors import InvalidInput
 
@@ -15,6 +15,9 @@ from .errors import InvalidInput
 MAX_AMOUNT = Decimal(10) ** 30
 #: Most fractional digits kept: ERC20 tokens use at most 18, fiat far fewer.
 MAX_SCALE = 18
+#: Arithmetic precision for money: 30 integer + 30 fractional digits and then some. Python's
+#: default 28 digits would round (or refuse) amounts this module itself accepts.
+MONEY_CONTEXT = Context(prec=80)
 
 
 def parse_amount(raw: object, field: str, *, allow_zero: bool = True) -> Decimal:
@@ -44,8 +47,9 @@ def parse_amount(raw: object, field: str, *, allow_zero: bool = True) -> Decimal
         raise InvalidInput(field, "is too large")
     exponent = value.as_tuple().exponent
     assert isinstance(exponent, int)
-    if -exponent > MAX_SCALE and value != value.quantize(Decimal(1).scaleb(-MAX_SCALE)):
-        raise InvalidInput(field, f"has more than {MAX_SCALE} decimal places")
+    with localcontext(MONEY_CONTEXT):
+        if -exponent > MAX_SCALE and value != value.quantize(Decimal(1).scaleb(-MAX_SCALE)):
+            raise InvalidInput(field, f"has more than {MAX_SCALE} decimal places")
     if value == 0 and not allow_zero:
         raise InvalidInput(field, "must be greater than 0")
     return normalize(value)
@@ -55,11 +59,12 @@ def normalize(value: Decimal) -> Decimal:
     """Canonical form: no exponent notation, no trailing zeros, ``0`` for any zero."""
     if value == 0:
         return Decimal(0)
-    value = value.normalize()
-    exponent = value.as_tuple().exponent
-    assert isinstance(exponent, int)
-    if exponent > 0:
-        value = value.quantize(Decimal(1))
+    with localcontext(MONEY_CONTEXT):
+        value = value.normalize()
+        exponent = value.as_tuple().exponent
+        assert isinstance(exponent, int)
+        if exponent > 0:
+            value = value.quantize(Decimal(1))
     return value
 
 
@@ -70,12 +75,14 @@ def to_text(value: Decimal) -> str:
 
 def from_base_units(units: int, decimals: int) -> Decimal:
     """Token base units (wei, SUN) to a whole-token Decimal, exactly."""
-    return normalize(Decimal(units).scaleb(-decimals))
+    with localcontext(MONEY_CONTEXT):
+        return normalize(Decimal(units).scaleb(-decimals))
 
 
 def to_base_units(amount: Decimal, decimals: int, field: str = "amount") -> int:
     """Whole-token Decimal to base units; refuses amounts finer than the token can carry."""
-    scaled = amount.scaleb(decimals)
+    with localcontext(MONEY_CONTEXT):
+        scaled = amount.scaleb(decimals)
     if scaled != scaled.to_integral_value():
         raise InvalidInput(field, f"has more than {decimals} decimal places for this token")
     return int(scaled)

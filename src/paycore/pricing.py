@@ -9,13 +9,14 @@ deposit unattributed until a price exists instead of valuing it at zero.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import Protocol
 
 import attrs
 
 from .errors import PriceUnavailable
 from .model import PriceSnapshot
+from .money import MONEY_CONTEXT
 from .tokens import TokenId
 
 #: Fractional digits of a vsValue. Eight keeps sub-cent payments visible in any fiat.
@@ -47,7 +48,9 @@ class PriceTable:
 
     def value(self, token: str, amount: Decimal) -> Decimal:
         """vsCurrency value of ``amount`` whole tokens, rounded half-even to VS_PLACES."""
-        return (amount * self.price(token)).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN)
+        price = self.price(token)
+        with localcontext(MONEY_CONTEXT):
+            return (amount * price).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN)
 
     def snapshot(self) -> PriceSnapshot:
         return PriceSnapshot(self.vs_currency, self.fetched_at, dict(self.prices))

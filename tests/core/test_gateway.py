@@ -115,9 +115,17 @@ def test_unknown_guid(gw: Gateway) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("value", "NaN"), ("value", "1e400"), ("value", "-1"), ("value", "ten"),
-     ("acceptedTokens", []), ("acceptedTokens", ["31337:0xnothex"]), ("chainId", 999),
-     ("address", "0x5AAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"), ("token", ETH)],
+    [
+        ("value", "NaN"),
+        ("value", "1e400"),
+        ("value", "-1"),
+        ("value", "ten"),
+        ("acceptedTokens", []),
+        ("acceptedTokens", ["31337:0xnothex"]),
+        ("chainId", 999),
+        ("address", "0x5AAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"),
+        ("token", ETH),
+    ],
 )
 def test_bad_creation_input_is_typed(gw: Gateway, field: str, value: object) -> None:
     with pytest.raises(InvalidInput) as err:
@@ -145,8 +153,12 @@ class CountingBackend:
 
 
 def test_plugin_backend_allocates_distinct_addresses(clock: Clock) -> None:
-    gw = Gateway(Settings(database_url="memory://"), plugins=[CountingBackend()],
-                 entry_points=False, clock=clock)
+    gw = Gateway(
+        Settings(database_url="memory://"),
+        plugins=[CountingBackend()],
+        entry_points=False,
+        clock=clock,
+    )
     fields = {"value": "1", "chainId": CHAIN, "description": "d", "acceptedTokens": [ETH]}
     addresses = [gw.create_invoice(OWNER, fields).address for _ in range(3)]
     assert addresses == ["0x" + f"{i:040x}" for i in (1, 2, 3)]

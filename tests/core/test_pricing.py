@@ -43,3 +43,14 @@ def test_sources_are_tried_in_order_and_first_answer_wins() -> None:
 def test_non_finite_or_negative_prices_are_ignored() -> None:
     bad = StaticPriceSource({ETH: Decimal("NaN"), USDT: Decimal("-1")})
     assert build_table([bad], "usd", [ETH, USDT], now=1).prices == {}
+
+
+def test_valuation_keeps_precision_beyond_28_digits() -> None:
+    table = PriceTable("usd", 10, {ETH: Decimal("3000.5")})
+    amount = Decimal("123456789012345678901.000000000000000001")
+    # Exact product by integer arithmetic: 123456789012345678901000000000000000001e-18 * 30005e-1,
+    # truncated to 8 places (the digits dropped are below half a unit, so half-even agrees).
+    exact = 123456789012345678901000000000000000001 * 30005
+    expected = Decimal(exact // 10**11).scaleb(-8)
+    assert table.value(ETH, amount) == expected
+    assert str(expected).startswith("370432095431543209542450.5")
