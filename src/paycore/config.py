@@ -105,7 +105,9 @@ def _prices(raw: Mapping[str, object]) -> dict[str, Decimal]:
     from .money import parse_amount
     from .tokens import TokenId
 
-    return {str(TokenId.parse(k, "prices")): parse_amount(v, f"prices[{k}]") for k, v in raw.items()}
+    return {
+        str(TokenId.parse(k, "prices")): parse_amount(v, f"prices[{k}]") for k, v in raw.items()
+    }
 
 
 def _parse_env(name: str, type_: Any, raw: str) -> Any:
