@@ -94,9 +94,12 @@ class Env:
         chain_id: int = 1,
         token: str = NATIVE,
         payer: str | None = None,
+        again: bool = False,
     ) -> list[Any]:
-        """Feed one confirmed deposit to the gateway, as a chain watcher would."""
-        self._tx += 1
+        """Feed one confirmed deposit to the gateway, as a chain watcher would; ``again``
+        reports the previous transfer (same txHash and logIndex) a second time."""
+        if not again:
+            self._tx += 1
         return self.gateway.record_deposit(
             Deposit(
                 chain_id=chain_id,
