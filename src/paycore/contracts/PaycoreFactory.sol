@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {PaycoreWallet} from "./PaycoreWallet.sol";
+
+/// @title One per chain: deploys merchants' wallets at predictable addresses and holds the
+///        operator's withdrawal fee.
+/// @notice A merchant's wallet address is CREATE2(factory, bytes32(owner), keccak256(wallet
+///         init code ++ abi.encode(owner))), so paycore can hand out deposit addresses before
+///         the owner ever sends a transaction. Anyone may deploy the wallet of any owner: the
+///         owner is fixed by the argument, so a sponsored deployment gives nobody else a right.
+contract PaycoreFactory {
+    /// @notice May change the fee settings and hand this role on.
+    address public admin;
+    /// @notice Receives the native fee of every withdrawal; the zero address turns fees off.
+    address public feeRecipient;
+    /// @notice Native coin (wei) charged per withdrawal, paid from the withdrawal's msg.value.
+    uint256 public withdrawFee;
+
+    event WalletDeployed(address indexed owner, address indexed wallet);
+    event FeeChanged(address indexed recipient, uint256 fee);
+    event AdminChanged(address indexed previousAdmin, address indexed newAdmin);
+
+    /// @notice The caller is not the admin.
+    error NotAdmin();
+    /// @notice The owner already has a wallet under this factory.
+    error WalletExists(address owner, address wallet);
+    /// @notice The zero address cannot own a wallet or administer the factory.
+    error ZeroAddress();
+
+    constructor(address initialFeeRecipient, uint256 initialWithdrawFee) {
+        admin = msg.sender;
+        feeRecipient = initialFeeRecipient;
+        withdrawFee = initialWithdrawFee;
+        emit AdminChanged(address(0), msg.sender);
+        emit FeeChanged(initialFeeRecipient, initialWithdrawFee);
+    }
+
+    /// @notice Creates `owner`'s wallet at `walletAddress(owner)`.
+    function deployWallet(address owner) external returns (address wallet) {
+        if (owner == address(0)) revert ZeroAddress();
+        address expected = walletAddress(owner);
+        if (expected.code.length != 0) revert WalletExists(owner, expected);
+        wallet = address(new PaycoreWallet{salt: _salt(owner)}(owner));
+        emit WalletDeployed(owner, wallet);
+    }
+
+    /// @notice Where `owner`'s wallet is, or will be once deployed.
+    function walletAddress(address owner) public view returns (address) {
+        bytes32 initCodeHash = keccak256(
+            abi.encodePacked(type(PaycoreWallet).creationCode, abi.encode(owner))
+        );
+        bytes32 digest = keccak256(
+            abi.encodePacked(bytes1(0xff), address(this), _salt(owner), initCodeHash)
+        );
+        return address(uint160(uint256(digest)));
+    }
+
+    /// @notice Sets who receives the withdrawal fee and how much it is, in wei.
+    function setFee(address recipient, uint256 fee) external {
+        if (msg.sender != admin) revert NotAdmin();
+        feeRecipient = recipient;
+        withdrawFee = fee;
+        emit FeeChanged(recipient, fee);
+    }
+
+    /// @notice Hands the admin role to `newAdmin`.
+    function changeAdmin(address newAdmin) external {
+        if (msg.sender != admin) revert NotAdmin();
+        if (newAdmin == address(0)) revert ZeroAddress();
+        emit AdminChanged(admin, newAdmin);
+        admin = newAdmin;
+    }
+
+    /// @notice What a wallet reads before charging: the recipient and the fee in one call.
+    function feeSettings() external view returns (address recipient, uint256 fee) {
+        return (feeRecipient, withdrawFee);
+    }
+
+    function _salt(address owner) private pure returns (bytes32) {
+        return bytes32(uint256(uint160(owner)));
+    }
+}
