@@ -1,0 +1,1 @@
+"""EVM chains: deposit-address derivation now; the watcher and transaction builders later."""
