@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -128,3 +128,5 @@ class Env:
 
 
 MakeEnv = Callable[..., Env]
+#: ``xfail_for({"litestar": "reason"})``: a strict xfail on those transports only.
+XfailFor = Callable[[Mapping[str, str]], None]

@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 import paycore.api
 from paycore.gateway import Gateway
@@ -80,7 +81,7 @@ class CoreTransport:
             self.gateway,
             paycore.api.Request(
                 method=method,
-                path=path,
+                path=unquote(path),  # servers hand adapters the decoded path
                 query_string=query or "",
                 headers=sent,
                 body=body,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from typing import Any
 
 import pytest
 from conf_api import Api
-from conf_env import CHECKOUT, PRICES, Env, FakeClock, MakeEnv
+from conf_env import CHECKOUT, PRICES, Env, FakeClock, MakeEnv, XfailFor
 from conf_transport import TRANSPORTS, adapter_missing, open_transport
 
 from paycore.config import Settings
@@ -61,3 +61,14 @@ def mode(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def mode_env(make_env: MakeEnv, mode: str) -> Env:
     return make_env(auth_mode=mode)
+
+
+@pytest.fixture
+def xfail_for(request: pytest.FixtureRequest, transport_name: str) -> XfailFor:
+    """Mark this test as a known, strict failure on the named transports (a reported bug)."""
+
+    def mark(reasons: Mapping[str, str]) -> None:
+        if transport_name in reasons:
+            request.node.add_marker(pytest.mark.xfail(strict=True, reason=reasons[transport_name]))
+
+    return mark

@@ -215,3 +215,25 @@ def test_owner_scoped_without_headers_per_mode(mode_env: Env, endpoint: str) -> 
         answer.error(401, prefix=AUTH)
     else:
         assert answer.status == 200, answer.body
+
+
+def test_get_signature_covers_the_query_exactly_as_sent(mode_env: Env) -> None:
+    env = mode_env
+    owner, [key] = env.merchant("m", "k")
+    made = env.create(key)
+    query = f"owner={owner.address}&note=a%2Fb%20c+d"
+    assert env.api.get("/invoices", query, session=key).ok() == [made]
+    # the decoded form of the same query is another text, so another signature
+    decoded = f"/paycore/invoices?owner={owner.address}&note=a/b c d"
+    env.api.get("/invoices", query, session=key, sign_uri=decoded).error(401, prefix=AUTH)
+
+
+def test_owner_query_matches_the_session_in_any_case(mode_env: Env) -> None:
+    env = mode_env
+    owner, [key] = env.merchant("m", "k")
+    made = env.create(key)
+    assert env.api.get("/invoices", f"owner={owner.address.lower()}", session=key).ok() == [made]
+    bad_checksum = "0x" + owner.address[2:].swapcase()
+    env.api.get("/invoices", f"owner={bad_checksum}", session=key).error(
+        400, prefix="invalid request: owner: "
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conf_env import Env
 from conf_keys import account, sign_text
 from eth_account.signers.local import LocalAccount
@@ -102,3 +103,28 @@ def test_webhook_calls_need_no_session_in_strict_mode(env: Env) -> None:
     assert env.settings.auth_mode == "strict"
     owner = account("owner:m")
     assert env.api.post("/webhook/set", _set(owner, URL)).ok()["url"] == URL
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DESIGN.md 2: webhook URLs on private, loopback or link-local addresses are refused "
+    "unless the operator allows them; paycore.webhooks.validate_url only checks scheme and "
+    "host, there is no such check and no Settings field to allow them",
+)
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/hook",
+        "http://localhost/hook",
+        "http://10.0.0.5/hook",
+        "http://192.168.1.10/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/hook",
+    ],
+)
+def test_private_and_loopback_webhook_urls_are_refused(env: Env, url: str) -> None:
+    owner, [key] = env.merchant("m", "k")
+    env.api.post("/webhook/set", _set(owner, url)).error(400, prefix="invalid request: url: ")
+    env.api.post("/auth/register-callback", {"url": url}, session=key).error(
+        400, prefix="invalid request: url: "
+    )
