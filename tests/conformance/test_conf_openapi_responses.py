@@ -1,0 +1,78 @@
+"""Every success answer conforms to the schema the served OpenAPI document declares for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conf_api import Answer
+from conf_env import Env, invoice_body
+from conf_keys import sign_text
+from conf_schema import problems
+
+
+class Checked:
+    """Calls through ``env.api`` and checks each 2xx body against the document."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.paths: dict[str, Any] = env.api.get("/openapi.json").ok()["paths"]
+        self.seen: set[tuple[str, str]] = set()
+
+    def check(self, method: str, template: str, answer: Answer) -> Any:
+        operation = self.paths[template][method.lower()]
+        declared = operation["responses"]
+        assert str(answer.status) in declared, (template, answer.status, list(declared))
+        schema = declared[str(answer.status)]["content"]["application/json"]["schema"]
+        body = answer.json()
+        assert problems(body, schema) == [], (template, problems(body, schema))
+        self.seen.add((method, template))
+        return body
+
+
+def test_success_answers_match_their_declared_schemas(env: Env) -> None:
+    checked = Checked(env)
+    api = env.api
+    owner, [key] = env.merchant("m", "k")
+    lower = owner.address.lower()
+
+    pk = key.public_key
+    body = {"ownerAddress": owner.address, "publicKey": pk, "signature": sign_text(owner, pk)}
+    checked.check("POST", "/auth/register-pubkey", api.post("/auth/register-pubkey", body))
+    invoice = checked.check(
+        "POST", "/invoice", api.post("/invoice", invoice_body(value="1"), session=key)
+    )
+    env.deposit(invoice["address"], "0.001")
+    guid = invoice["guid"]
+    checked.check("GET", "/invoice/{guid}", api.get(f"/invoice/{guid}"))
+    q = f"owner={owner.address}"
+    checked.check("GET", "/invoices", api.get("/invoices", q, session=key))
+    checked.check("GET", "/invoices", api.get("/invoices", q + "&limit=1", session=key))
+    checked.check("GET", "/transactions", api.get("/transactions", q, session=key))
+    checked.check("GET", "/prices", api.get("/prices"))
+    events = checked.check("POST", "/poll/events", api.post("/poll/events", session=key))
+    assert events["events"], "the deposit should have produced an event to check"
+    reg = {"ownerAddress": owner.address, "signature": sign_text(owner, f"poll-register:{lower}")}
+    checked.check("POST", "/poll/register", api.post("/poll/register", reg))
+    checked.check("POST", "/invoice/challenge", api.post("/invoice/challenge", {"address": lower}))
+    checked.check("GET", "/auth/pubkeys", api.get("/auth/pubkeys", q, session=key))
+    url = "https://merchant.example.test/h"
+    checked.check(
+        "POST",
+        "/auth/register-callback",
+        api.post("/auth/register-callback", {"url": url}, session=key),
+    )
+    signed = {"ownerAddress": owner.address, "url": url}
+    signed["signature"] = sign_text(owner, f"set-webhook:{lower}:{url}")
+    checked.check("POST", "/webhook/set", api.post("/webhook/set", signed))
+    for op in ("get", "clear"):
+        body = {
+            "ownerAddress": owner.address,
+            "signature": sign_text(owner, f"{op}-webhook:{lower}"),
+        }
+        checked.check("POST", f"/webhook/{op}", api.post(f"/webhook/{op}", body))
+    checked.check(
+        "POST", "/auth/deregister-pubkey", api.post("/auth/deregister-pubkey", {}, session=key)
+    )
+
+    every = {(m.upper(), p) for p, item in checked.paths.items() for m in item}
+    assert every - checked.seen == set(), "add the missing operations to this walk"
