@@ -236,3 +236,16 @@ def test_register_callback_refusals(env: Env) -> None:
     env.api.post(
         "/auth/register-callback", {"url": url, "ownerAddress": other.address}, session=key
     ).error(403, prefix="forbidden: ")
+
+
+def test_expired_key_is_honoured_again_after_reregistration(mode_env: Env) -> None:
+    env = mode_env
+    owner, [key] = env.merchant("m", "k")
+    env.api.post("/poll/events", session=key, nonce=4000).ok()
+    env.clock.advance(env.settings.session_key_ttl)
+    env.api.post("/poll/events", session=key).error(401, prefix="session signature: ")
+    assert env.api.register_key(owner, key).ok()["expiresAt"] == (
+        env.clock.now + env.settings.session_key_ttl
+    )
+    env.api.post("/poll/events", session=key, nonce=4000).error(401, prefix="session signature: ")
+    assert env.api.post("/poll/events", session=key, nonce=4001).ok()["events"] == []
