@@ -33,6 +33,13 @@ from .model import (
     WebhookConfig,
 )
 from .storage import StorageTx
+from .webhook_records import (
+    ClaimedDelivery,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryStatus,
+    Settlement,
+)
 
 log = logging.getLogger("paycore.events")
 
@@ -45,6 +52,15 @@ _OPEN_STATUSES = (Status.INIT, Status.PARTIAL_PAID)
 class _Queue:
     owner: str
     cursor: int  # id of the last event this consumer has been handed
+
+
+@attrs.frozen
+class _DeliveryRow:
+    """A delivery as stored: the public record plus its lease."""
+
+    delivery: Delivery
+    lease_token: str | None = None
+    lease_until: int | None = None
 
 
 @attrs.define
@@ -61,7 +77,10 @@ class _Tables:
     events: list[OutboxEvent] = attrs.field(factory=list)  # ascending id
     queues: dict[str, _Queue] = attrs.field(factory=dict)
     poll_tokens: dict[str, PollToken] = attrs.field(factory=dict)
+    deliveries: dict[int, _DeliveryRow] = attrs.field(factory=dict)  # ascending id
+    attempts: list[DeliveryAttempt] = attrs.field(factory=list)
     last_event_id: int = 0
+    last_delivery_id: int = 0
 
     def snapshot(self) -> _Tables:
         copied: dict[str, Any] = {}
@@ -300,6 +319,116 @@ class _MemoryTx:
 
     def close_queue(self, consumer: str) -> None:
         self._t.queues.pop(consumer, None)
+
+    # -- webhook deliveries -----------------------------------------------------------------
+    def enqueue_delivery(
+        self, event_id: int, owner: str, guid: str, webhook_id: str, body: str, now: int
+    ) -> int | None:
+        config = self._t.webhooks.get(owner)
+        if config is None or not config.url:
+            return None
+        self._t.last_delivery_id += 1
+        delivery = Delivery(
+            id=self._t.last_delivery_id,
+            webhook_id=webhook_id,
+            event_id=event_id,
+            owner=owner,
+            guid=guid,
+            body=body,
+            status=DeliveryStatus.PENDING,
+            attempts=0,
+            created_at=now,
+            next_attempt_at=now,
+            retry_from=now,
+        )
+        self._t.deliveries[delivery.id] = _DeliveryRow(delivery)
+        return delivery.id
+
+    def claim_deliveries(
+        self, now: int, lease_ms: int, token: str, limit: int
+    ) -> list[ClaimedDelivery]:
+        """The lock held for the whole transaction is what makes the claim exclusive."""
+        earliest_pending: dict[str, int] = {}
+        for row in self._t.deliveries.values():  # ascending id, so the first seen is lowest
+            if row.delivery.status is DeliveryStatus.PENDING:
+                earliest_pending.setdefault(row.delivery.guid, row.delivery.id)
+        due = [
+            row
+            for row in self._t.deliveries.values()
+            if row.delivery.status is DeliveryStatus.PENDING
+            and earliest_pending[row.delivery.guid] == row.delivery.id
+            and (row.delivery.next_attempt_at or 0) <= now
+            and (row.lease_until is None or row.lease_until <= now)
+        ]
+        due.sort(key=lambda row: (row.delivery.next_attempt_at or 0, row.delivery.id))
+        claimed: list[ClaimedDelivery] = []
+        for row in due[:limit]:
+            delivery = attrs.evolve(row.delivery, attempts=row.delivery.attempts + 1)
+            self._t.deliveries[delivery.id] = _DeliveryRow(delivery, token, now + lease_ms)
+            config = self._t.webhooks.get(delivery.owner)
+            claimed.append(
+                ClaimedDelivery(
+                    id=delivery.id,
+                    webhook_id=delivery.webhook_id,
+                    owner=delivery.owner,
+                    guid=delivery.guid,
+                    body=delivery.body,
+                    attempts=delivery.attempts,
+                    retry_from=delivery.retry_from,
+                    lease_token=token,
+                    lease_until=now + lease_ms,
+                    url=config.url if config else "",
+                    secret=config.secret if config else "",
+                )
+            )
+        return claimed
+
+    def finish_delivery(
+        self, delivery_id: int, token: str, attempt: DeliveryAttempt, settlement: Settlement
+    ) -> bool:
+        self._t.attempts.append(attempt)
+        row = self._t.deliveries.get(delivery_id)
+        if row is None or row.lease_token != token:
+            return False
+        next_at = settlement.next_at if settlement.status is DeliveryStatus.PENDING else None
+        delivery = attrs.evolve(row.delivery, status=settlement.status, next_attempt_at=next_at)
+        self._t.deliveries[delivery_id] = _DeliveryRow(delivery)
+        return True
+
+    def list_deliveries(
+        self,
+        owner: str,
+        *,
+        status: DeliveryStatus | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[Delivery], int]:
+        matches = [
+            row.delivery
+            for row in reversed(self._t.deliveries.values())
+            if row.delivery.owner == owner and (status is None or row.delivery.status is status)
+        ]
+        page = _page(matches, offset, limit)
+        wanted = {d.id for d in page}
+        logs: dict[int, list[DeliveryAttempt]] = {}
+        for attempt in self._t.attempts:
+            if attempt.delivery_id in wanted:
+                logs.setdefault(attempt.delivery_id, []).append(attempt)
+        return [attrs.evolve(d, log=tuple(logs.get(d.id, ()))) for d in page], len(matches)
+
+    def redeliver(self, delivery_id: int, owner: str, now: int) -> Delivery | None:
+        row = self._t.deliveries.get(delivery_id)
+        if row is None or row.delivery.owner != owner:
+            return None
+        delivery = attrs.evolve(
+            row.delivery,
+            status=DeliveryStatus.PENDING,
+            attempts=0,
+            next_attempt_at=now,
+            retry_from=now,
+        )
+        self._t.deliveries[delivery_id] = attrs.evolve(row, delivery=delivery)
+        return delivery
 
     # -- legacy poll tokens ---------------------------------------------------------------
     def put_poll_token(self, token: PollToken) -> None:

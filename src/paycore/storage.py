@@ -12,6 +12,8 @@ several threads and processes (row locks / atomic statements), because the core 
   the transaction ends, so two attributions to one invoice serialise.
 - ``allocate_wallet_index`` never hands out the same index twice for an (owner, chain).
 - ``take_challenge`` and ``remember_signature`` succeed once per value.
+- ``claim_deliveries`` hands a due webhook delivery to one claimant at a time, and only the
+  earliest pending delivery of an invoice (see the webhook deliveries section below).
 
 Addresses and owners arrive already normalised (checksummed / base58); storage compares them
 as plain strings. Exceptions raised inside the ``with`` block roll everything back.
@@ -32,6 +34,7 @@ from .model import (
     Transaction,
     WebhookConfig,
 )
+from .webhook_records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus, Settlement
 
 
 class StorageTx(Protocol):
@@ -123,6 +126,56 @@ class StorageTx(Protocol):
         consumed, atomically: two concurrent drains never return the same event."""
 
     def close_queue(self, consumer: str) -> None: ...
+
+    # -- webhook deliveries -----------------------------------------------------------------
+    # A delivery is one outbox event queued for the owner's webhook. ``enqueue_delivery`` runs
+    # inside the invoice change's own transaction, so the change, its event and its delivery
+    # commit together or not at all. Dispatchers then take work with ``claim_deliveries`` (a
+    # lease, in its own short transaction), POST without any transaction open, and report
+    # with ``finish_delivery``. A dispatcher that dies holding a lease simply lets it lapse:
+    # the delivery is claimed again, with the same webhook id (at-least-once).
+
+    def enqueue_delivery(
+        self, event_id: int, owner: str, guid: str, webhook_id: str, body: str, now: int
+    ) -> int | None:
+        """Queue ``body`` (event ``event_id``) for ``owner``'s webhook, due at ``now`` (ms),
+        if and only if ``owner`` has a non-empty webhook URL as read in this transaction.
+        Returns the delivery id (strictly increasing), or ``None`` when nothing was queued."""
+
+    def claim_deliveries(
+        self, now: int, lease_ms: int, token: str, limit: int
+    ) -> list[ClaimedDelivery]:
+        """Lease up to ``limit`` deliveries that are pending, due (``next_attempt_at <= now``),
+        not under a live lease, and the lowest-id pending delivery of their invoice -- so a
+        later event of an invoice waits while an earlier one awaits its retry. Each claimed
+        delivery gets ``lease_until = now + lease_ms``, lease ``token`` and one more attempt
+        counted. Atomic against concurrent claims from any thread or process: no delivery is
+        ever under two live leases (PostgreSQL: ``FOR UPDATE SKIP LOCKED``). Oldest due
+        first. The owner's current webhook URL and secret come back with each claim."""
+
+    def finish_delivery(
+        self, delivery_id: int, token: str, attempt: DeliveryAttempt, settlement: Settlement
+    ) -> bool:
+        """Append ``attempt`` to the log, and settle the delivery as ``settlement`` says and
+        release the lease -- but only while ``token`` still holds it: a dispatcher whose lease
+        lapsed and was re-claimed by another must not overwrite the newer claim's outcome.
+        Returns whether the delivery was settled (the attempt is logged either way)."""
+
+    def list_deliveries(
+        self,
+        owner: str,
+        *,
+        status: DeliveryStatus | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[Delivery], int]:
+        """A page of ``owner``'s deliveries, newest first, each with its attempt log (oldest
+        attempt first), and the match count."""
+
+    def redeliver(self, delivery_id: int, owner: str, now: int) -> Delivery | None:
+        """Make ``owner``'s delivery pending again, due at ``now``, with its attempt count
+        reset (a new retry schedule) and its webhook id unchanged; a live lease is left to
+        finish. ``None`` if there is no such delivery of that owner."""
 
     # -- legacy poll tokens ---------------------------------------------------------------
     def put_poll_token(self, token: PollToken) -> None: ...

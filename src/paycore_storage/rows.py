@@ -24,6 +24,7 @@ from paycore.model import (
     TxType,
     WebhookConfig,
 )
+from paycore.webhook_records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus
 
 from .decimals import exact, exact_text
 
@@ -144,4 +145,51 @@ def event_from_row(row: Row) -> OutboxEvent:
         guid=row["guid"],
         payload=row["payload"],
         created_at=row["created_at"],
+    )
+
+
+def delivery_from_row(row: Row) -> Delivery:
+    return Delivery(
+        id=row["id"],
+        webhook_id=row["webhook_id"],
+        event_id=row["event_id"],
+        owner=row["owner"],
+        guid=row["guid"],
+        body=row["body"],
+        status=DeliveryStatus(row["status"]),
+        attempts=row["attempts"],
+        created_at=row["created_at"],
+        next_attempt_at=row["next_attempt_at"],
+        retry_from=row["retry_from"],
+    )
+
+
+def claimed_from_row(row: Row, url: str, secret: str) -> ClaimedDelivery:
+    return ClaimedDelivery(
+        id=row["id"],
+        webhook_id=row["webhook_id"],
+        owner=row["owner"],
+        guid=row["guid"],
+        body=row["body"],
+        attempts=row["attempts"],
+        retry_from=row["retry_from"],
+        lease_token=row["lease_token"],
+        lease_until=row["lease_until"],
+        url=url,
+        secret=secret,
+    )
+
+
+def attempt_row(attempt: DeliveryAttempt) -> dict[str, Any]:
+    return attrs.asdict(attempt, recurse=False)
+
+
+def attempt_from_row(row: Row) -> DeliveryAttempt:
+    return DeliveryAttempt(
+        delivery_id=row["delivery_id"],
+        attempted_at=row["attempted_at"],
+        url=row["url"],
+        status_code=row["status_code"],
+        error=row["error"],
+        latency_ms=row["latency_ms"],
     )

@@ -10,6 +10,12 @@ than a read followed by a write that another transaction could slip between:
 - ``take_challenge``: ``DELETE .. RETURNING``. ``remember_signature``: an upsert that only
   overwrites an expired row.
 - ``for_update`` reads and ``drain_queue`` lock rows with ``SELECT .. FOR UPDATE``.
+- ``enqueue_delivery``: one ``INSERT .. SELECT`` from the owner's webhook row, so "queue it
+  only if a URL is set" is decided by the same statement that queues.
+- ``claim_deliveries``: ``SELECT .. FOR UPDATE SKIP LOCKED`` of due, unleased rows, then an
+  ``UPDATE`` that writes the lease, in one transaction: a concurrent claimant skips the rows
+  being claimed, and once committed the lease itself keeps them out of its ``WHERE``.
+  ``finish_delivery`` settles with ``UPDATE .. WHERE lease_token = :token``.
 
 On SQLite those statements are serial anyway (``BEGIN IMMEDIATE``, see ``engine.py``) and
 ``FOR UPDATE`` renders as nothing.
@@ -33,14 +39,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
+import attrs
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Connection,
     RowMapping,
     Select,
     Table,
+    Text,
     delete,
     func,
+    insert,
+    literal,
+    or_,
     select,
     update,
 )
@@ -60,10 +72,21 @@ from paycore.model import (
     WebhookConfig,
 )
 from paycore.storage import StorageTx
+from paycore.webhook_records import (
+    ClaimedDelivery,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryStatus,
+    Settlement,
+)
 
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine
 from .migrations import migrate
 from .rows import (
+    attempt_from_row,
+    attempt_row,
+    claimed_from_row,
+    delivery_from_row,
     event_from_row,
     invoice_from_row,
     invoice_row,
@@ -81,6 +104,8 @@ from .tables import (
     session_keys,
     transactions,
     wallet_indexes,
+    webhook_attempts,
+    webhook_deliveries,
     webhooks,
 )
 
@@ -88,6 +113,7 @@ log = logging.getLogger("paycore.events")
 
 OUTBOX_LOCK = advisory_key("paycore.outbox.seq")
 _OPEN_STATUSES = (Status.INIT.value, Status.PARTIAL_PAID.value)
+_PENDING = DeliveryStatus.PENDING.value
 
 
 class SqlStorage:
@@ -435,6 +461,122 @@ class SqlTx:
 
     def close_queue(self, consumer: str) -> None:
         self._delete(event_queues, event_queues.c.consumer == consumer)
+
+    # -- webhook deliveries -----------------------------------------------------------------
+    def enqueue_delivery(
+        self, event_id: int, owner: str, guid: str, webhook_id: str, body: str, now: int
+    ) -> int | None:
+        d = webhook_deliveries
+        values = {
+            "webhook_id": literal(webhook_id, d.c.webhook_id.type),
+            "event_id": literal(event_id, BigInteger()),
+            "owner": webhooks.c.owner,
+            "guid": literal(guid, d.c.guid.type),
+            "body": literal(body, Text()),
+            "status": literal(_PENDING, d.c.status.type),
+            "attempts": literal(0, d.c.attempts.type),
+            "created_at": literal(now, BigInteger()),
+            "next_attempt_at": literal(now, BigInteger()),
+            "retry_from": literal(now, BigInteger()),
+        }
+        source = select(*values.values()).where(webhooks.c.owner == owner, webhooks.c.url != "")
+        stmt = insert(d).from_select(list(values), source).returning(d.c.id)
+        delivery_id: int | None = self._c.execute(stmt).scalar_one_or_none()
+        return delivery_id
+
+    def claim_deliveries(
+        self, now: int, lease_ms: int, token: str, limit: int
+    ) -> list[ClaimedDelivery]:
+        d = webhook_deliveries
+        earlier = d.alias("earlier")
+        earlier_pending = (
+            select(earlier.c.id)
+            .where(earlier.c.guid == d.c.guid, earlier.c.status == _PENDING, earlier.c.id < d.c.id)
+            .exists()
+        )
+        due = (
+            select(d.c.id)
+            .where(
+                d.c.status == _PENDING,
+                d.c.next_attempt_at <= now,
+                or_(d.c.lease_until.is_(None), d.c.lease_until <= now),
+                ~earlier_pending,
+            )
+            .order_by(d.c.next_attempt_at, d.c.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True, of=d)
+        )
+        ids = list(self._c.execute(due).scalars())
+        if not ids:
+            return []
+        leased = self._c.execute(
+            update(d)
+            .where(d.c.id.in_(ids))
+            .values(attempts=d.c.attempts + 1, lease_token=token, lease_until=now + lease_ms)
+            .returning(*d.c)
+        )
+        rows = sorted((r._mapping for r in leased), key=lambda r: ids.index(r["id"]))
+        owners = {r["owner"] for r in rows}
+        targets = {
+            t["owner"]: (t["url"], t["secret"])
+            for t in self._all(select(webhooks).where(webhooks.c.owner.in_(owners)))
+        }
+        return [claimed_from_row(r, *targets.get(r["owner"], ("", ""))) for r in rows]
+
+    def finish_delivery(
+        self, delivery_id: int, token: str, attempt: DeliveryAttempt, settlement: Settlement
+    ) -> bool:
+        self._c.execute(webhook_attempts.insert().values(attempt_row(attempt)))
+        d = webhook_deliveries
+        pending = settlement.status is DeliveryStatus.PENDING
+        result = self._c.execute(
+            update(d)
+            .where(d.c.id == delivery_id, d.c.lease_token == token)
+            .values(
+                status=settlement.status.value,
+                next_attempt_at=settlement.next_at if pending else None,
+                lease_token=None,
+                lease_until=None,
+            )
+        )
+        return result.rowcount == 1
+
+    def list_deliveries(
+        self,
+        owner: str,
+        *,
+        status: DeliveryStatus | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[Delivery], int]:
+        d = webhook_deliveries
+        where = [d.c.owner == owner]
+        if status is not None:
+            where.append(d.c.status == status.value)
+        page = [
+            delivery_from_row(r)
+            for r in self._all(
+                select(d).where(*where).order_by(d.c.id.desc()).offset(offset).limit(limit)
+            )
+        ]
+        logs: dict[int, list[DeliveryAttempt]] = {}
+        if page:
+            a = webhook_attempts
+            query = select(a).where(a.c.delivery_id.in_([x.id for x in page])).order_by(a.c.id)
+            for row in self._all(query):
+                logs.setdefault(row["delivery_id"], []).append(attempt_from_row(row))
+        items = [attrs.evolve(x, log=tuple(logs.get(x.id, ()))) for x in page]
+        return items, self._count(d, *where)
+
+    def redeliver(self, delivery_id: int, owner: str, now: int) -> Delivery | None:
+        d = webhook_deliveries
+        row = self._c.execute(
+            update(d)
+            .where(d.c.id == delivery_id, d.c.owner == owner)
+            .values(status=_PENDING, attempts=0, next_attempt_at=now, retry_from=now)
+            .returning(*d.c)
+        ).first()
+        return None if row is None else delivery_from_row(row._mapping)
 
     # -- legacy poll tokens ---------------------------------------------------------------
     def put_poll_token(self, token: PollToken) -> None:

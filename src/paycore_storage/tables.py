@@ -196,3 +196,43 @@ poll_tokens = Table(
     Column("owner", Key(), nullable=False),
     Column("created_at", BigInteger, nullable=False),
 )
+
+#: One row per outbox event queued for an owner's webhook (``paycore.storage``: webhook
+#: deliveries). ``lease_token``/``lease_until`` are a dispatcher's claim, which lapses on its
+#: own if that dispatcher dies. The (guid, status, id) index serves the claim's "is an earlier
+#: event of this invoice still pending?" test; (status, next_attempt_at) finds due work.
+webhook_deliveries = Table(
+    "paycore_webhook_deliveries",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("webhook_id", Key(64), nullable=False, unique=True),
+    Column("event_id", BigInteger, nullable=False),
+    Column("owner", Key(), nullable=False),
+    Column("guid", Key(64), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("next_attempt_at", BigInteger, nullable=True),
+    Column("retry_from", BigInteger, nullable=False),
+    Column("lease_token", String(64), nullable=True),
+    Column("lease_until", BigInteger, nullable=True),
+    Index(None, "status", "next_attempt_at"),
+    Index(None, "guid", "status", "id"),
+    Index(None, "owner", "id"),
+    sqlite_autoincrement=True,
+)
+
+#: The delivery log: one row per attempt, kept after the delivery settles.
+webhook_attempts = Table(
+    "paycore_webhook_attempts",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("delivery_id", BigInteger, nullable=False),
+    Column("attempted_at", BigInteger, nullable=False),
+    Column("url", Text, nullable=False),
+    Column("status_code", Integer, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("latency_ms", Integer, nullable=False),
+    Index(None, "delivery_id", "id"),
+)
