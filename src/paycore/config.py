@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -50,6 +50,30 @@ def _default_chains() -> dict[int, ChainConfig]:
     return chains
 
 
+def _positive(raw: float | str) -> float:
+    """Seconds from a number or an environment string; zero or less makes no schedule."""
+    value = float(raw)
+    if not value > 0:
+        raise InvalidInput("settings", f"expected a positive number of seconds, got {raw!r}")
+    return value
+
+
+def _flag(raw: bool | str) -> bool:
+    """``PAYCORE_WEBHOOK_ALLOW_PRIVATE=0`` must mean off, which ``bool("0")`` would not."""
+    if isinstance(raw, str):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    return bool(raw)
+
+
+def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
+    """A tuple of delays from a sequence or a comma-separated string (``"5,30,120"``)."""
+    items = raw.split(",") if isinstance(raw, str) else raw
+    delays = tuple(_positive(item) for item in items if str(item).strip())
+    if not delays:
+        raise InvalidInput("webhook_retry_schedule", "needs at least one delay")
+    return delays
+
+
 AUTH_MODES = ("strict", "soft")
 
 
@@ -73,6 +97,43 @@ class Settings:
     #: Static prices ``{chainId}:{token}`` -> Decimal in ``vs_currency``; the static source.
     prices: Mapping[str, Decimal] = attrs.field(factory=dict, converter=lambda v: _prices(v))
     blocked_plugins: tuple[str, ...] = ()
+    # -- webhook delivery and the worker (DESIGN.md section 2, Webhooks) -----------------------
+    #: Seconds a webhook receiver has to answer; anything but a 2xx in time is a failure.
+    webhook_timeout: float = attrs.field(default=10.0, converter=_positive)
+    #: Allow webhook URLs that resolve to private, loopback or link-local addresses. Off,
+    #: they are refused when set and again at each delivery (DNS answers change).
+    webhook_allow_private: bool = attrs.field(default=False, converter=_flag)
+    #: Seconds before the 2nd, 3rd, ... attempt; after the last, ``webhook_retry_every``.
+    webhook_retry_schedule: tuple[float, ...] = attrs.field(
+        default=(5, 30, 120, 600, 1800, 3600), converter=_schedule
+    )
+    webhook_retry_every: float = attrs.field(default=7200.0, converter=_positive)
+    #: A delivery whose next attempt would come later than this many seconds after it was
+    #: queued (or redelivered) is marked failed instead.
+    webhook_retry_horizon: float = attrs.field(default=86400.0, converter=_positive)
+    #: Each delay is scaled by a random factor in [1 - jitter, 1 + jitter], so receivers
+    #: coming back from an outage are not hit by every retry at the same instant.
+    webhook_retry_jitter: float = attrs.field(default=0.2, converter=float)
+    #: Seconds a dispatcher's claim on a delivery lasts: a killed dispatcher's claims are
+    #: retried after it. Longer than ``webhook_timeout``, or live claims would lapse.
+    webhook_lease: float = attrs.field(default=60.0, converter=_positive)
+    #: Concurrent POSTs of one dispatcher (events of one invoice always go one at a time).
+    webhook_concurrency: int = attrs.field(default=8, converter=int)
+    #: Seconds the worker waits when nothing is due; changes made in its own process wake
+    #: it at once.
+    worker_poll_interval: float = attrs.field(default=1.0, converter=_positive)
+    #: Seconds between the worker's expiry sweeps (``Gateway.expire_due``).
+    worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
+
+    @webhook_lease.validator
+    def _delivery_settings_agree(self, _attribute: object, lease: float) -> None:
+        """attrs runs validators once every field is set, so this one can compare fields."""
+        if lease <= self.webhook_timeout:
+            raise InvalidInput("webhook_lease", "must be longer than webhook_timeout")
+        if not 0 <= self.webhook_retry_jitter < 1:
+            raise InvalidInput("webhook_retry_jitter", "must be at least 0 and below 1")
+        if self.webhook_concurrency < 1:
+            raise InvalidInput("webhook_concurrency", "must be at least 1")
 
     def __attrs_post_init__(self) -> None:
         if self.auth_mode not in AUTH_MODES:
