@@ -15,6 +15,7 @@ from typing import Any
 from . import invoice as machine
 from .chains import ChainBackend
 from .config import Settings
+from .dispatcher import enqueue_webhook
 from .errors import InvalidInput, InvoiceNotFound, PaycoreError
 from .invoices import attribute_deposit, parse_new_invoice
 from .model import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
@@ -176,7 +177,9 @@ class Gateway:
         now = self.now()
         payloads = [self.invoice_wire(inv) for inv in changes]
         for inv, payload in zip(changes, payloads, strict=True):
-            tx.add_event(inv.owner, inv.guid, payload, now)
+            event_id = tx.add_event(inv.owner, inv.guid, payload, now)
+            # Same transaction: the change and its webhook delivery commit together.
+            enqueue_webhook(tx, event_id, inv.owner, inv.guid, payload, round(self.clock() * 1000))
         return payloads
 
     def _notify(self, owner: str, payloads: list[Json]) -> None:
