@@ -45,17 +45,17 @@ REVERT_GAS = 1_000_000
 def find_anvil() -> Path | None:
     """The anvil executable that ``npm ci`` installed, or None.
 
-    ``@foundry-rs/anvil`` puts a Node wrapper at ``node_modules/.bin/anvil`` that spawns the
-    binary of the matching platform package (``@foundry-rs/anvil-linux-amd64/bin/anvil`` and
-    so on). The binary itself is preferred, so the process we stop is anvil and not a wrapper;
-    the wrapper is the fallback for layouts where the binary sits elsewhere.
+    package.json pins ``@foundry-rs/anvil-linux-amd64``, whose ``bin/anvil`` is the binary
+    itself (linked as ``node_modules/.bin/anvil``). The ``@foundry-rs/anvil`` wrapper is not
+    used: its lock entry needs platform packages the registry here does not serve. The
+    ``.bin/anvil`` fallback covers another platform package or the wrapper installed by hand.
     """
     for candidate in sorted(NODE_MODULES.glob("@foundry-rs/anvil-*/bin/anvil")):
         if os.access(candidate, os.X_OK):
             return candidate
-    wrapper = NODE_MODULES / ".bin" / "anvil"
-    if wrapper.exists() and shutil.which("node"):
-        return wrapper
+    linked = NODE_MODULES / ".bin" / "anvil"
+    if linked.exists() and (linked.resolve().suffix != ".mjs" or shutil.which("node")):
+        return linked
     return None
 
 
@@ -290,6 +290,8 @@ def connect(rpc_url: str) -> Chain:
 
 #: The operator's fee in the default deployment: 0.001 ETH per withdrawal.
 DEFAULT_FEE = 10**15
+#: The factory's immutable fee cap in the default deployment: 10 ETH.
+DEFAULT_MAX_FEE = 10 * 10**18
 
 
 @dataclass
@@ -306,6 +308,7 @@ class Deployment:
     token: Contract  # 6 decimals, returns bool, like USDC
     token_no_return: Contract  # 6 decimals, transfer returns nothing, like USDT on Ethereum
     fee: int = DEFAULT_FEE
+    max_fee: int = DEFAULT_MAX_FEE
 
     @property
     def admin(self) -> LocalAccount:
@@ -342,12 +345,19 @@ class Deployment:
         self.chain.transact(self.admin, token.functions.mint(to, amount))
 
 
-def deploy_paycore(chain: Chain, fee: int = DEFAULT_FEE) -> Deployment:
+def deploy_paycore(
+    chain: Chain, fee: int = DEFAULT_FEE, max_fee: int = DEFAULT_MAX_FEE
+) -> Deployment:
     """Deploys the factory (fee settings set) and two 6-decimal test tokens."""
     admin, fee_recipient = chain.accounts[0], chain.accounts[1]
-    factory = chain.deploy(admin, "PaycoreFactory", fee_recipient.address, fee)
+    factory = chain.deploy(admin, "PaycoreFactory", fee_recipient.address, fee, max_fee)
     token = chain.deploy(admin, "TestToken", "Test USD Coin", "TUSDC", 6, True)
     token_no_return = chain.deploy(admin, "TestToken", "Test Tether", "TUSDT", 6, False)
     return Deployment(
-        chain=chain, factory=factory, token=token, token_no_return=token_no_return, fee=fee
+        chain=chain,
+        factory=factory,
+        token=token,
+        token_no_return=token_no_return,
+        fee=fee,
+        max_fee=max_fee,
     )

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import pytest
 from eth_account import Account
-from evm_chain import Deployment
+from evm_chain import Deployment, error_selector
+from hexbytes import HexBytes
 from web3 import Web3
 from web3.contract import Contract
-from web3.exceptions import Web3RPCError
+from web3.exceptions import ContractLogicError, Web3RPCError
 from web3.logs import DISCARD
 from web3.types import TxReceipt
 
 from paycore.chains.evm import create2
+from paycore.contracts import load_artifact
+
+pytestmark = pytest.mark.node  # anvil comes from npm
 
 NATIVE = "0x0000000000000000000000000000000000000000"
 ETH = 10**18
@@ -377,6 +381,18 @@ def test_an_owner_without_native_funds_cannot_withdraw(evm: Deployment) -> None:
     assert evm.token.functions.balanceOf(owner.address).call() == 10 * USD
 
 
+def test_a_factory_cannot_start_above_its_fee_cap(evm: Deployment) -> None:
+    artifact = load_artifact("PaycoreFactory")
+    factory = evm.chain.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+    deploy = factory.constructor(evm.fee_recipient.address, 2, 1)
+    data = deploy.build_transaction({"from": evm.admin.address, "gas": 5_000_000})["data"]
+    with pytest.raises(ContractLogicError) as raised:
+        evm.chain.w3.eth.call({"from": evm.admin.address, "data": data})
+    assert HexBytes(str(raised.value.data))[:4] == error_selector(artifact["abi"], "FeeTooHigh")
+    receipt = evm.chain.send_tx(evm.admin, {"data": data, "gas": 5_000_000})
+    assert receipt["status"] == 0 and receipt["gasUsed"] < 5_000_000
+
+
 def test_fee_settings_belong_to_the_factory_admin(evm: Deployment) -> None:
     chain = evm.chain
     factory = evm.factory
@@ -402,6 +418,12 @@ def test_fee_settings_belong_to_the_factory_admin(evm: Deployment) -> None:
     chain.transact(evm.admin, factory.functions.setFee(NATIVE, 5 * evm.fee))
     receipt = chain.transact(evm.owner, call, value=0)
     assert _events(wallet, "Withdrawn", receipt)[0]["fee"] == 0
+
+    # The cap is fixed at deployment: not even the admin can go past it.
+    assert factory.functions.maxWithdrawFee().call() == evm.max_fee
+    too_high = factory.functions.setFee(new_recipient.address, evm.max_fee + 1)
+    chain.expect_revert(evm.admin, too_high, "FeeTooHigh")
+    chain.transact(evm.admin, factory.functions.setFee(new_recipient.address, evm.max_fee))
 
     chain.transact(evm.admin, factory.functions.changeAdmin(new_admin.address))
     assert factory.functions.admin().call() == new_admin.address

@@ -9,6 +9,8 @@ import {PaycoreWallet} from "./PaycoreWallet.sol";
 ///         init code ++ abi.encode(owner))), so paycore can hand out deposit addresses before
 ///         the owner ever sends a transaction. Anyone may deploy the wallet of any owner: the
 ///         owner is fixed by the argument, so a sponsored deployment gives nobody else a right.
+///         The fee can never exceed `maxWithdrawFee`, fixed at deployment, so merchants can see
+///         that the operator cannot price them out of their own funds later.
 contract PaycoreFactory {
     /// @notice May change the fee settings and hand this role on.
     address public admin;
@@ -16,6 +18,8 @@ contract PaycoreFactory {
     address public feeRecipient;
     /// @notice Native coin (wei) charged per withdrawal, paid from the withdrawal's msg.value.
     uint256 public withdrawFee;
+    /// @notice The highest `withdrawFee` the admin may ever set; immutable by design.
+    uint256 public immutable maxWithdrawFee;
 
     event WalletDeployed(address indexed owner, address indexed wallet);
     event FeeChanged(address indexed recipient, uint256 fee);
@@ -27,8 +31,12 @@ contract PaycoreFactory {
     error WalletExists(address owner, address wallet);
     /// @notice The zero address cannot own a wallet or administer the factory.
     error ZeroAddress();
+    /// @notice A fee above `maxWithdrawFee` was asked for.
+    error FeeTooHigh(uint256 fee, uint256 maxFee);
 
-    constructor(address initialFeeRecipient, uint256 initialWithdrawFee) {
+    constructor(address initialFeeRecipient, uint256 initialWithdrawFee, uint256 maxFee) {
+        if (initialWithdrawFee > maxFee) revert FeeTooHigh(initialWithdrawFee, maxFee);
+        maxWithdrawFee = maxFee;
         admin = msg.sender;
         feeRecipient = initialFeeRecipient;
         withdrawFee = initialWithdrawFee;
@@ -56,9 +64,11 @@ contract PaycoreFactory {
         return address(uint160(uint256(digest)));
     }
 
-    /// @notice Sets who receives the withdrawal fee and how much it is, in wei.
+    /// @notice Sets who receives the withdrawal fee and how much it is, in wei, up to
+    ///         `maxWithdrawFee`.
     function setFee(address recipient, uint256 fee) external {
         if (msg.sender != admin) revert NotAdmin();
+        if (fee > maxWithdrawFee) revert FeeTooHigh(fee, maxWithdrawFee);
         feeRecipient = recipient;
         withdrawFee = fee;
         emit FeeChanged(recipient, fee);

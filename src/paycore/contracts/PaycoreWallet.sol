@@ -41,7 +41,9 @@ contract PaycoreWallet {
     event WalletIndexDisabled(uint256 indexed index);
     event WalletIndexEnabled(uint256 indexed index);
     /// @notice A forwarder's balance of `token` moved into this wallet.
-    event Collected(uint256 indexed index, address indexed forwarder, address indexed token, uint256 amount);
+    event Collected(
+        uint256 indexed index, address indexed forwarder, address indexed token, uint256 amount
+    );
     /// @notice `amount` of `token` paid to `to`; `fee` wei went to the operator.
     event Withdrawn(address indexed token, address indexed to, uint256 amount, uint256 fee);
 
