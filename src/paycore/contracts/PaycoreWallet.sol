@@ -17,8 +17,9 @@ interface IPaycoreFees {
 ///         holds a key that can move these funds.
 /// @dev App keys (SPEC.md, "App keys"): at most 10. Before any app key exists only the owner can
 ///      add one, so the owner (the wallet's deployer in SPEC.md's words) creates the first; after
-///      that an app key acts for the owner, adding keys and withdrawing included. Only the owner
-///      removes keys, so a leaked app key cannot lock the owner's other keys out.
+///      that an app key acts for the owner, adding keys and withdrawing included (the owner
+///      keeps every right). Only the owner removes keys: a leaked app key cannot remove the
+///      others, and the owner can always cut it off.
 contract PaycoreWallet {
     /// @notice The most app keys a wallet holds at once.
     uint256 public constant MAX_APP_KEYS = 10;
