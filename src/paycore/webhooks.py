@@ -2,7 +2,9 @@
 
 The secret is made once, when an owner first sets a URL, and kept across URL changes so a
 receiver does not have to rotate it with every move; clearing the webhook drops both.
-Delivery (signing, retries, the log) lives with the event dispatcher.
+Delivery (signing, retries, the log) lives with the event dispatcher. A URL whose host is or
+resolves to a private, loopback or link-local address is refused here already (``netguard``),
+unless the operator allows such targets; delivery checks again, as DNS answers change.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from urllib.parse import urlsplit
 
 from .errors import InvalidInput
 from .model import WebhookConfig
+from .netguard import check_webhook_url
 from .storage import Storage
 
 MAX_URL = 2048
@@ -37,7 +40,10 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode("ascii")
 
 
-def set_webhook(storage: Storage, owner: str, url: str) -> WebhookConfig:
+def set_webhook(
+    storage: Storage, owner: str, url: str, *, allow_private: bool = False
+) -> WebhookConfig:
+    check_webhook_url(url, allow_private=allow_private)
     with storage.transaction() as tx:
         current = tx.get_webhook(owner)
         config = WebhookConfig(owner, url, current.secret if current else new_secret())

@@ -45,5 +45,8 @@ def pubkeys(call: Call) -> Json:
 def register_callback(call: Call) -> Json:
     body = call.body()
     owner = call.owner_scope(body.get("ownerAddress"), "ownerAddress")
-    config = set_webhook(call.gateway.storage, owner, validate_url(body.get("url")))
+    allow_private = call.gateway.settings.webhook_allow_private
+    config = set_webhook(
+        call.gateway.storage, owner, validate_url(body.get("url")), allow_private=allow_private
+    )
     return {"ownerAddress": config.owner, "url": config.url}

@@ -23,7 +23,10 @@ def set_(call: Call) -> Json:
     body = call.body()
     owner, url = _owner(body), body_str(body, "url")
     verify_wallet_signature(set_webhook_message(owner, url), body.get("signature"), owner)
-    config = set_webhook(call.gateway.storage, owner, validate_url(url))
+    allow_private = call.gateway.settings.webhook_allow_private
+    config = set_webhook(
+        call.gateway.storage, owner, validate_url(url), allow_private=allow_private
+    )
     return config.to_wire()
 
 
