@@ -15,50 +15,53 @@ import sys
 from typing import Any
 
 from .config import Settings
-from .gateway import Gateway
 
 FRAMEWORKS = ("flask", "litestar")
 
 
-def create_app(framework: str, gateway: Gateway, prefix: str) -> Any:
-    """The standalone host app of ``framework`` around an existing gateway."""
+def create_app(framework: str, settings: Settings, prefix: str) -> Any:
+    """The standalone host app of ``framework``; it owns a gateway built from ``settings``."""
     if framework == "flask":
         from paycore_flask import create_app as flask_app
 
-        return flask_app(prefix=prefix, gateway=gateway)
+        return flask_app(settings, prefix=prefix)
     if framework == "litestar":
         from paycore_litestar import create_app as litestar_app
 
-        return litestar_app(prefix=prefix, gateway=gateway)
+        return litestar_app(settings, prefix=prefix)
     raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
 
 
 def serve(framework: str, settings: Settings, *, host: str, port: int, prefix: str) -> None:
-    """Serve until interrupted; the gateway (and its storage) is closed on the way out."""
-    gateway = Gateway(settings)
+    """Serve until interrupted (Ctrl-C or SIGTERM), then close the gateway's storage."""
+    app = create_app(framework, settings, prefix)
+    shown = prefix.strip("/")
+    print(
+        f"paycore: {framework} on http://{host}:{port}/{shown + '/' if shown else ''} "
+        f"(storage {settings.database_url})",
+        file=sys.stderr,
+        flush=True,
+    )
+    if framework == "litestar":
+        import uvicorn
+
+        # The plugin closes the gateway in the app's lifespan shutdown. After a graceful
+        # stop uvicorn re-raises the signal it caught, so SIGTERM ends the process as such.
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        return
+
+    from werkzeug.serving import run_simple
+
+    from paycore_flask import state
+
+    # werkzeug only stops on Ctrl-C; make SIGTERM (a supervisor's stop) as clean.
+    signal.signal(signal.SIGTERM, _stop)
+    # No access log under either server: quiet by default, like uvicorn above.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     try:
-        app = create_app(framework, gateway, prefix)
-        shown = prefix.strip("/")
-        print(
-            f"paycore: {framework} on http://{host}:{port}/{shown + '/' if shown else ''} "
-            f"(storage {settings.database_url})",
-            file=sys.stderr,
-            flush=True,
-        )
-        if framework == "flask":
-            from werkzeug.serving import run_simple
-
-            # werkzeug only stops on Ctrl-C; make SIGTERM (a supervisor's stop) as clean.
-            signal.signal(signal.SIGTERM, _stop)
-            # No access log under either server: quiet by default, like uvicorn below.
-            logging.getLogger("werkzeug").setLevel(logging.WARNING)
-            run_simple(host, port, app, threaded=True, use_reloader=False, use_debugger=False)
-        else:
-            import uvicorn
-
-            uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        run_simple(host, port, app, threaded=True, use_reloader=False, use_debugger=False)
     finally:
-        gateway.close()
+        state(app).gateway.close()
 
 
 def _stop(signum: int, frame: object) -> None:

@@ -62,5 +62,10 @@ class PayCorePlugin(InitPluginProtocol):
         app_config.state[STATE_KEY] = gateway
         app_config.route_handlers.append(build_router(self.config.prefix, gateway))
         if self._owns_gateway:
-            app_config.on_shutdown.append(gateway.close)
+            app_config.on_shutdown.append(self._close)
         return app_config
+
+    def _close(self) -> None:
+        """Release the storage of a gateway this plugin built (a given one is the host's)."""
+        if self._gateway is not None:
+            self._gateway.close()

@@ -1,0 +1,67 @@
+"""``paycore serve`` as a real process on a loopback port, spoken to over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from adapter_helpers import ETH_1, free_port
+
+
+@pytest.fixture(params=["flask", "litestar"])
+def server(request: pytest.FixtureRequest) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "PAYCORE_PRICES": json.dumps({ETH_1: "2500"}), "PAYCORE_PREFIX": "/pay"}
+    command = [sys.executable, "-m", "paycore.cli", "serve", "--framework", request.param]
+    command += ["--port", str(port), "--database-url", "memory://"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(proc, base + "/health")
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            code = proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a hung server fails the test
+            proc.kill()
+            raise
+        output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    # A clean stop: werkzeug's exits 0; uvicorn, after its graceful shutdown, re-raises the
+    # signal it caught so the process ends "killed by SIGTERM" as a supervisor expects.
+    assert code == (0 if request.param == "flask" else -signal.SIGTERM), output
+    assert f"paycore: {request.param} on {base}/pay/" in output
+
+
+def _wait_until_up(proc: subprocess.Popen[bytes], url: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            raise AssertionError(f"paycore serve exited with {proc.returncode}:\n{out}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"paycore serve did not answer {url} within 30 s")
+
+
+def test_serve_answers_over_real_http(server: str) -> None:
+    with httpx.Client(base_url=server, timeout=10) as client:
+        prices = client.get("/pay/prices")
+        assert prices.status_code == 200
+        assert prices.headers["content-type"] == "application/json"
+        assert prices.json()["prices"] == {ETH_1: 2500}  # PAYCORE_PRICES reached the gateway
+        assert client.get("/pay/openapi.json").json()["servers"] == [{"url": "/pay"}]
+        big = client.post("/pay/invoice", content=b"x" * (70 * 1024))
+        assert (big.status_code, big.text) == (413, "payload too large: the limit is 65536 bytes")
+        assert client.get("/health").json() == {"ok": True}
