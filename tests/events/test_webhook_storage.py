@@ -1,0 +1,220 @@
+"""The delivery-queue part of ``paycore.storage`` on memory, SQLite and PostgreSQL alike:
+enqueue only with a URL, leases that exclude and lapse, per-invoice order, settling only
+under one's own lease, the log and redelivery."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+from paycore.model import WebhookConfig
+from paycore.storage import Storage
+from paycore.webhook_records import DeliveryAttempt, DeliveryStatus, Settlement
+
+OWNER = "0x1111111111111111111111111111111111111111"
+OTHER = "0x2222222222222222222222222222222222222222"
+LEASE = 1000
+
+
+def _with_webhook(store: Storage, owner: str = OWNER) -> None:
+    with store.transaction() as tx:
+        tx.put_webhook(WebhookConfig(owner, "https://merchant.example.test/h", "whsec_AAAA"))
+
+
+def _enqueue(store: Storage, guid: str, n: int, owner: str = OWNER, now: int = 0) -> int | None:
+    with store.transaction() as tx:
+        return tx.enqueue_delivery(n, owner, guid, f"msg_{owner[-4:]}_{n}", f'{{"n":{n}}}', now)
+
+
+def _claim(store: Storage, now: int, token: str = "t", limit: int = 100) -> list[int]:
+    with store.transaction() as tx:
+        return [c.id for c in tx.claim_deliveries(now, LEASE, token, limit)]
+
+
+def _finish(store: Storage, delivery_id: int, token: str, settlement: Settlement) -> bool:
+    ok = settlement.status is DeliveryStatus.DELIVERED
+    attempt = DeliveryAttempt(delivery_id, 5, "u", 200 if ok else 500, None, 7)
+    with store.transaction() as tx:
+        return tx.finish_delivery(delivery_id, token, attempt, settlement)
+
+
+DELIVERED = Settlement(DeliveryStatus.DELIVERED)
+
+
+def test_nothing_is_queued_for_an_owner_without_a_url(store: Storage) -> None:
+    assert _enqueue(store, "g1", 1) is None
+    with store.transaction() as tx:
+        tx.put_webhook(WebhookConfig(OWNER, "", ""))
+    assert _enqueue(store, "g1", 2) is None
+    _with_webhook(store)
+    first = _enqueue(store, "g1", 3)
+    second = _enqueue(store, "g2", 4)
+    assert first is not None and second is not None and second > first
+    with store.transaction() as tx:
+        items, total = tx.list_deliveries(OWNER)
+    assert total == 2 and [d.event_id for d in items] == [4, 3]  # newest first
+
+
+def test_a_rolled_back_change_leaves_no_delivery(store: Storage) -> None:
+    _with_webhook(store)
+
+    class Boom(Exception):
+        pass
+
+    try:
+        with store.transaction() as tx:
+            tx.enqueue_delivery(1, OWNER, "g1", "msg_x", "{}", 0)
+            raise Boom
+    except Boom:
+        pass
+    with store.transaction() as tx:
+        assert tx.list_deliveries(OWNER) == ([], 0)
+
+
+def test_a_claim_carries_body_target_and_a_counted_attempt(store: Storage) -> None:
+    _with_webhook(store)
+    _enqueue(store, "g1", 1, now=10)
+    with store.transaction() as tx:
+        [claimed] = tx.claim_deliveries(20, LEASE, "tok", 10)
+    assert (claimed.webhook_id, claimed.body, claimed.attempts) == ("msg_1111_1", '{"n":1}', 1)
+    assert (claimed.url, claimed.secret) == ("https://merchant.example.test/h", "whsec_AAAA")
+    assert (claimed.lease_token, claimed.lease_until, claimed.retry_from) == ("tok", 1020, 10)
+
+
+def test_a_lease_excludes_other_claims_until_it_lapses(store: Storage) -> None:
+    _with_webhook(store)
+    [delivery] = [_enqueue(store, "g1", 1)]
+    assert _claim(store, 0, "a") == [delivery]
+    assert _claim(store, LEASE - 1, "b") == []
+    # The claimant died: its lease lapses and the delivery goes out again.
+    assert _claim(store, LEASE, "c") == [delivery]
+    with store.transaction() as tx:
+        [item], _ = tx.list_deliveries(OWNER)
+    assert item.attempts == 2 and item.status is DeliveryStatus.PENDING
+
+
+def test_not_due_yet_is_not_claimed(store: Storage) -> None:
+    _with_webhook(store)
+    _enqueue(store, "g1", 1, now=500)
+    assert _claim(store, 499) == []
+    assert len(_claim(store, 500)) == 1
+
+
+def test_a_later_event_of_an_invoice_waits_for_the_earlier_one(store: Storage) -> None:
+    _with_webhook(store)
+    a1, a2, b1 = _enqueue(store, "ga", 1), _enqueue(store, "ga", 2), _enqueue(store, "gb", 3)
+    assert a1 is not None and a2 is not None and b1 is not None
+    assert _claim(store, 0, "t1") == [a1, b1]
+    assert _finish(store, b1, "t1", DELIVERED)
+    # a1 fails and waits for its retry: a2 must not overtake it, however long it takes.
+    assert _finish(store, a1, "t1", Settlement(DeliveryStatus.PENDING, 5000))
+    assert _claim(store, 4999, "t2") == []
+    assert _claim(store, 5000, "t3") == [a1]
+    assert _finish(store, a1, "t3", DELIVERED)
+    assert _claim(store, 5001, "t4") == [a2]
+
+
+def test_a_failed_delivery_no_longer_holds_back_its_invoice(store: Storage) -> None:
+    _with_webhook(store)
+    a1, a2 = _enqueue(store, "ga", 1), _enqueue(store, "ga", 2)
+    assert a1 is not None
+    assert _claim(store, 0) == [a1]
+    assert _finish(store, a1, "t", Settlement(DeliveryStatus.FAILED))
+    assert _claim(store, 1) == [a2]
+
+
+def test_only_the_current_lease_settles(store: Storage) -> None:
+    _with_webhook(store)
+    delivery = _enqueue(store, "g1", 1)
+    assert delivery is not None
+    _claim(store, 0, "old")
+    _claim(store, LEASE, "new")  # the old claimant's lease lapsed
+    assert not _finish(store, delivery, "old", DELIVERED)
+    with store.transaction() as tx:
+        [item], _ = tx.list_deliveries(OWNER)
+    assert item.status is DeliveryStatus.PENDING and len(item.log) == 1  # logged, not settled
+    assert _finish(store, delivery, "new", DELIVERED)
+    with store.transaction() as tx:
+        [item], _ = tx.list_deliveries(OWNER, status=DeliveryStatus.DELIVERED)
+    assert item.next_attempt_at is None and len(item.log) == 2
+
+
+def test_log_lists_attempts_oldest_first_per_owner(store: Storage) -> None:
+    _with_webhook(store)
+    _with_webhook(store, OTHER)
+    mine = _enqueue(store, "g1", 1)
+    _enqueue(store, "g2", 2, owner=OTHER)
+    assert mine is not None
+    for now, token in ((0, "a"), (10_000, "b")):
+        _claim(store, now, token)
+        _finish(store, mine, token, Settlement(DeliveryStatus.PENDING, now + 1))
+    with store.transaction() as tx:
+        [item], total = tx.list_deliveries(OWNER)
+        others, _ = tx.list_deliveries(OTHER)
+        failed, none = tx.list_deliveries(OWNER, status=DeliveryStatus.FAILED)
+    assert total == 1 and [a.status_code for a in item.log] == [500, 500]
+    assert item.log[0].to_wire() == {
+        "attemptedAt": 5,
+        "url": "u",
+        "statusCode": 500,
+        "error": None,
+        "latencyMs": 7,
+    }
+    assert [d.guid for d in others] == ["g2"] and (failed, none) == ([], 0)
+
+
+def test_list_pages(store: Storage) -> None:
+    _with_webhook(store)
+    for n in range(1, 6):
+        _enqueue(store, f"g{n}", n)
+    with store.transaction() as tx:
+        page, total = tx.list_deliveries(OWNER, offset=1, limit=2)
+    assert total == 5 and [d.event_id for d in page] == [4, 3]
+
+
+def test_redeliver_requeues_with_the_same_webhook_id(store: Storage) -> None:
+    _with_webhook(store)
+    delivery = _enqueue(store, "g1", 1)
+    assert delivery is not None
+    _claim(store, 0)
+    _finish(store, delivery, "t", DELIVERED)
+    with store.transaction() as tx:
+        assert tx.redeliver(delivery, OTHER, 50) is None  # not that owner's
+        again = tx.redeliver(delivery, OWNER, 50)
+    assert again is not None
+    assert (again.status, again.attempts, again.next_attempt_at) == (DeliveryStatus.PENDING, 0, 50)
+    with store.transaction() as tx:
+        [claimed] = tx.claim_deliveries(50, LEASE, "t2", 10)
+    assert (claimed.webhook_id, claimed.attempts, claimed.retry_from) == ("msg_1111_1", 1, 50)
+
+
+def test_a_cleared_webhook_claims_with_an_empty_target(store: Storage) -> None:
+    _with_webhook(store)
+    _enqueue(store, "g1", 1)
+    with store.transaction() as tx:
+        tx.delete_webhook(OWNER)
+    with store.transaction() as tx:
+        [claimed] = tx.claim_deliveries(0, LEASE, "t", 10)
+    assert (claimed.url, claimed.secret) == ("", "")
+
+
+def test_concurrent_claims_never_share_a_delivery(store: Storage) -> None:
+    """Sixteen claimants released together over 60 deliveries of 60 invoices: every
+    delivery is claimed once, none twice."""
+    _with_webhook(store)
+    for n in range(60):
+        _enqueue(store, f"g{n}", n)
+    barrier = threading.Barrier(16)
+
+    def claim(i: int) -> list[int]:
+        barrier.wait(timeout=30)
+        got: list[int] = []
+        for _ in range(10):
+            got += _claim(store, 0, f"w{i}", limit=2)
+        return got
+
+    with ThreadPoolExecutor(16) as pool:
+        claims = [d for got in pool.map(claim, range(16)) for d in got]
+    counts = Counter(claims)
+    assert len(counts) == 60 and max(counts.values()) == 1
