@@ -15,7 +15,25 @@ from typing import Any
 import attrs
 
 from .errors import InvalidInput
-from .tokens import TRON_CHAIN_IDS, ChainKind, chain_kind
+from .tokens import TRON_CHAIN_IDS, ChainKind, chain_kind, to_checksum
+
+#: Chains where ``faucet_key`` may be set: local dev chains, whose coin is worth nothing.
+FAUCET_CHAIN_IDS = frozenset({1337, 31337})
+
+
+def _optional_address(raw: str | None) -> str | None:
+    """An EVM contract address from config, checksummed; a typo fails at startup."""
+    return None if raw in (None, "") else to_checksum(str(raw), "factory")
+
+
+def _token_addresses(raw: Iterable[str] | str) -> tuple[str, ...]:
+    """ERC20 addresses from a sequence or a comma-separated string, checksummed."""
+    items = raw.split(",") if isinstance(raw, str) else raw
+    return tuple(to_checksum(item.strip(), "tokens") for item in items if str(item).strip())
+
+
+def _optional_int(raw: int | str | None) -> int | None:
+    return None if raw in (None, "") else int(raw)  # type: ignore[arg-type]
 
 
 @attrs.frozen
@@ -26,6 +44,45 @@ class ChainConfig:
     rpc_url: str | None = None
     native_symbol: str = "ETH"
     native_decimals: int = 18
+    # -- EVM backend (paycore.chains.evm): on for a chain with both rpc_url and factory -------
+    #: The chain's ``PaycoreFactory``: every wallet and deposit address derives from it.
+    factory: str | None = attrs.field(default=None, converter=_optional_address)
+    #: ERC20 contracts the watcher follows and /getBalances lists, besides the priced ones
+    #: (a payment in a token nobody accepts is still recorded when its contract is here).
+    tokens: tuple[str, ...] = attrs.field(default=(), converter=_token_addresses)
+    #: Dev chains only (FAUCET_CHAIN_IDS): the funded key /getFaucet pays from, 0x hex.
+    faucet_key: str | None = attrs.field(default=None, repr=False)
+    #: Native coin, in whole units, one /getFaucet call sends.
+    faucet_amount: Decimal = attrs.field(default=Decimal(1), converter=lambda v: Decimal(str(v)))
+    #: Blocks per eth_getLogs range: bigger ranges mean fewer round trips, until the node's
+    #: own response limits (often 10,000 logs or 2,000 blocks on hosted RPC) bite.
+    block_batch: int = attrs.field(default=500, converter=int)
+    #: JSON-RPC calls sent in one HTTP batch (balances, full blocks, receipts).
+    rpc_batch: int = attrs.field(default=100, converter=int)
+    #: Seconds a watcher sleeps when it has caught up with the confirmed head.
+    poll_interval: float = attrs.field(default=2.0, converter=float)
+    #: First block a watcher with no cursor scans; None starts at the confirmed head, since
+    #: a new install has no invoice that an older block could pay.
+    start_block: int | None = attrs.field(default=None, converter=_optional_int)
+    #: Seconds after its deadline an invoice's address is still watched, so late payments
+    #: are recorded (DESIGN.md section 2) without watching every address ever issued.
+    watch_grace: int = attrs.field(default=7 * 24 * 3600, converter=int)
+    #: Seconds one watcher's claim on this chain lasts unless renewed; a killed watcher's
+    #: chain is picked up by another process after at most this long.
+    watcher_lease: float = attrs.field(default=30.0, converter=float)
+    #: Blocks re-scanned when the cursor's block turns out replaced (a reorg deeper than
+    #: ``confirmations``): attribution is idempotent, so re-scanning costs only time.
+    reorg_rewind: int = attrs.field(default=64, converter=int)
+    #: Scan full blocks for native-coin transfers (off: tokens only, far fewer RPC bytes).
+    scan_native: bool = attrs.field(default=True, converter=lambda v: _flag(v))
+
+    def __attrs_post_init__(self) -> None:
+        if self.faucet_key and self.chain_id not in FAUCET_CHAIN_IDS:
+            raise InvalidInput("faucet_key", f"only allowed on chains {sorted(FAUCET_CHAIN_IDS)}")
+        if self.block_batch < 1 or self.rpc_batch < 1:
+            raise InvalidInput("block_batch", "block_batch and rpc_batch must be at least 1")
+        if self.confirmations < 0 or self.reorg_rewind < 0:
+            raise InvalidInput("confirmations", "must not be negative")
 
     @property
     def kind(self) -> ChainKind:
