@@ -113,7 +113,9 @@ class Receiver:
         server.daemon_threads = True
         self.port = server.server_address[1]
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
