@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from flask import Blueprint, Flask, current_app
+from flask import Blueprint, Flask, current_app, has_app_context
 
 from paycore import Gateway, Settings
 
@@ -79,8 +79,13 @@ class PayCore:
 
     @property
     def gateway(self) -> Gateway:
-        """The gateway of the current app (needs an app context)."""
-        return state(current_app).gateway
+        """The current app's gateway; outside an app context, the one given to the
+        constructor (scripts and workers that share it), if any."""
+        if has_app_context():
+            return state(current_app).gateway
+        if self._gateway is not None:
+            return self._gateway
+        raise RuntimeError("PayCore.gateway needs an app context, or pass gateway=")
 
 
 def state(app: Flask) -> PayCoreState:

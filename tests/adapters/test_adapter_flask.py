@@ -95,6 +95,12 @@ def test_gateway_or_settings_not_both(gateway: Gateway) -> None:
         PayCore(gateway=gateway, settings=Settings(database_url="memory://"))
 
 
+def test_gateway_outside_an_app_context(gateway: Gateway) -> None:
+    assert PayCore(Flask("host"), gateway=gateway).gateway is gateway
+    with pytest.raises(RuntimeError, match="app context"):
+        _ = PayCore(Flask("host"), settings=Settings(database_url="memory://")).gateway
+
+
 def test_settings_from_app_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PAYCORE_VS_CURRENCY", "eur")
     app = Flask("host")
