@@ -33,6 +33,7 @@ from .model import (
     WebhookConfig,
 )
 from .storage import StorageTx
+from .watch_records import ChainCursor
 from .webhook_records import (
     ClaimedDelivery,
     Delivery,
@@ -77,6 +78,7 @@ class _Tables:
     events: list[OutboxEvent] = attrs.field(factory=list)  # ascending id
     queues: dict[str, _Queue] = attrs.field(factory=dict)
     poll_tokens: dict[str, PollToken] = attrs.field(factory=dict)
+    chain_cursors: dict[int, ChainCursor] = attrs.field(factory=dict)
     deliveries: dict[int, _DeliveryRow] = attrs.field(factory=dict)  # ascending id
     attempts: list[DeliveryAttempt] = attrs.field(factory=list)
     last_event_id: int = 0
@@ -436,3 +438,49 @@ class _MemoryTx:
 
     def get_poll_token(self, token: str) -> PollToken | None:
         return self._t.poll_tokens.get(token)
+
+    # -- chain watchers -------------------------------------------------------------------
+    def claim_chain(
+        self, chain_id: int, holder: str, now: int, lease_ms: int
+    ) -> ChainCursor | None:
+        row = self._t.chain_cursors.get(chain_id) or ChainCursor(chain_id, None, None)
+        if row.holder not in (None, holder) and row.lease_until > now:
+            return None
+        row = attrs.evolve(row, holder=holder, lease_until=now + lease_ms)
+        self._t.chain_cursors[chain_id] = row
+        return row
+
+    def advance_chain(
+        self,
+        chain_id: int,
+        holder: str,
+        block_number: int,
+        block_hash: str | None,
+        now: int,
+        lease_ms: int,
+    ) -> bool:
+        row = self._t.chain_cursors.get(chain_id)
+        if row is None or row.holder != holder:
+            return False
+        self._t.chain_cursors[chain_id] = attrs.evolve(
+            row, block_number=block_number, block_hash=block_hash, lease_until=now + lease_ms
+        )
+        return True
+
+    def release_chain(self, chain_id: int, holder: str) -> None:
+        row = self._t.chain_cursors.get(chain_id)
+        if row is not None and row.holder == holder:
+            self._t.chain_cursors[chain_id] = attrs.evolve(row, holder=None, lease_until=0)
+
+    def get_chain_cursor(self, chain_id: int) -> ChainCursor | None:
+        return self._t.chain_cursors.get(chain_id)
+
+    def watched_addresses(self, chain_id: int, deadline_after: int) -> list[str]:
+        return sorted(
+            {
+                inv.address
+                for inv in self._t.invoices.values()
+                if inv.chain_id == chain_id
+                and (inv.status in _OPEN_STATUSES or inv.deadline >= deadline_after)
+            }
+        )

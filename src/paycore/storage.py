@@ -14,6 +14,8 @@ several threads and processes (row locks / atomic statements), because the core 
 - ``take_challenge`` and ``remember_signature`` succeed once per value.
 - ``claim_deliveries`` hands a due webhook delivery to one claimant at a time, and only the
   earliest pending delivery of an invoice (see the webhook deliveries section below).
+- ``claim_chain`` gives a chain's scanning lease to one holder at a time, and
+  ``advance_chain`` moves the cursor only while that holder still has it.
 
 Addresses and owners arrive already normalised (checksummed / base58); storage compares them
 as plain strings. Exceptions raised inside the ``with`` block roll everything back.
@@ -34,6 +36,7 @@ from .model import (
     Transaction,
     WebhookConfig,
 )
+from .watch_records import ChainCursor
 from .webhook_records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus, Settlement
 
 
@@ -181,6 +184,43 @@ class StorageTx(Protocol):
     def put_poll_token(self, token: PollToken) -> None: ...
 
     def get_poll_token(self, token: str) -> PollToken | None: ...
+
+    # -- chain watchers ---------------------------------------------------------------------
+    # One row per chain: the cursor (last block scanned and its hash) and the lease that lets
+    # one watcher at a time scan the chain, across processes. Times are unix milliseconds. A
+    # watcher that dies holding the lease lets it lapse; the next one resumes at the cursor.
+
+    def claim_chain(
+        self, chain_id: int, holder: str, now: int, lease_ms: int
+    ) -> ChainCursor | None:
+        """Take or renew ``chain_id``'s lease for ``holder`` -- when nobody holds it, it has
+        lapsed (``lease_until <= now``), or it is ``holder``'s already -- until ``now +
+        lease_ms``, and return the cursor (``block_number`` None on first use). ``None`` while
+        another holder's lease is live. Atomic against concurrent claims: one winner."""
+
+    def advance_chain(
+        self,
+        chain_id: int,
+        holder: str,
+        block_number: int,
+        block_hash: str | None,
+        now: int,
+        lease_ms: int,
+    ) -> bool:
+        """Set the cursor (forward, or back after a reorg) and renew the lease to ``now +
+        lease_ms``, only while ``holder`` is still the holder (a lapsed lease nobody took over
+        is still its own). ``False``, changing nothing, once another holder has claimed it."""
+
+    def release_chain(self, chain_id: int, holder: str) -> None:
+        """Give up ``holder``'s lease (the cursor stays), so another watcher need not wait
+        for it to lapse. A no-op when ``holder`` does not hold it."""
+
+    def get_chain_cursor(self, chain_id: int) -> ChainCursor | None: ...
+
+    def watched_addresses(self, chain_id: int, deadline_after: int) -> list[str]:
+        """The distinct deposit addresses of ``chain_id``'s invoices that are open (init,
+        partialPaid) or whose deadline is at or after ``deadline_after`` (late payments and
+        overpayments are still recorded for a while), sorted."""
 
 
 @runtime_checkable

@@ -12,6 +12,8 @@ than a read followed by a write that another transaction could slip between:
 - ``for_update`` reads and ``drain_queue`` lock rows with ``SELECT .. FOR UPDATE``.
 - ``enqueue_delivery``: one ``INSERT .. SELECT`` from the owner's webhook row, so "queue it
   only if a URL is set" is decided by the same statement that queues.
+- ``claim_chain``: an upsert whose ``DO UPDATE .. WHERE`` only takes a free, lapsed or own
+  lease; ``advance_chain``: ``UPDATE .. WHERE holder = :holder``.
 - ``claim_deliveries``: ``SELECT .. FOR UPDATE SKIP LOCKED`` of due, unleased rows, then an
   ``UPDATE`` that writes the lease, in one transaction: a concurrent claimant skips the rows
   being claimed, and once committed the lease itself keeps them out of its ``WHERE``.
@@ -72,6 +74,7 @@ from paycore.model import (
     WebhookConfig,
 )
 from paycore.storage import StorageTx
+from paycore.watch_records import ChainCursor
 from paycore.webhook_records import (
     ClaimedDelivery,
     Delivery,
@@ -95,6 +98,7 @@ from .rows import (
     transaction_row,
 )
 from .tables import (
+    chain_cursors,
     event_queues,
     invoices,
     outbox,
@@ -585,3 +589,64 @@ class SqlTx:
     def get_poll_token(self, token: str) -> PollToken | None:
         row = self._one(select(poll_tokens).where(poll_tokens.c.token == token))
         return None if row is None else PollToken(**row)
+
+    # -- chain watchers -------------------------------------------------------------------
+    def claim_chain(
+        self, chain_id: int, holder: str, now: int, lease_ms: int
+    ) -> ChainCursor | None:
+        first = self._insert(chain_cursors).values(
+            chain_id=chain_id, holder=holder, lease_until=now + lease_ms
+        )
+        claimed = first.on_conflict_do_update(
+            index_elements=["chain_id"],
+            set_={"holder": holder, "lease_until": now + lease_ms},
+            where=or_(
+                chain_cursors.c.holder.is_(None),
+                chain_cursors.c.holder == holder,
+                chain_cursors.c.lease_until <= now,
+            ),
+        ).returning(*chain_cursors.c)
+        row = self._c.execute(claimed).first()
+        return None if row is None else ChainCursor(**row._mapping)
+
+    def advance_chain(
+        self,
+        chain_id: int,
+        holder: str,
+        block_number: int,
+        block_hash: str | None,
+        now: int,
+        lease_ms: int,
+    ) -> bool:
+        result = self._c.execute(
+            update(chain_cursors)
+            .where(chain_cursors.c.chain_id == chain_id, chain_cursors.c.holder == holder)
+            .values(block_number=block_number, block_hash=block_hash, lease_until=now + lease_ms)
+        )
+        return result.rowcount == 1
+
+    def release_chain(self, chain_id: int, holder: str) -> None:
+        self._c.execute(
+            update(chain_cursors)
+            .where(chain_cursors.c.chain_id == chain_id, chain_cursors.c.holder == holder)
+            .values(holder=None, lease_until=0)
+        )
+
+    def get_chain_cursor(self, chain_id: int) -> ChainCursor | None:
+        row = self._one(select(chain_cursors).where(chain_cursors.c.chain_id == chain_id))
+        return None if row is None else ChainCursor(**row)
+
+    def watched_addresses(self, chain_id: int, deadline_after: int) -> list[str]:
+        query = (
+            select(invoices.c.address)
+            .where(
+                invoices.c.chain_id == chain_id,
+                or_(
+                    invoices.c.status.in_(_OPEN_STATUSES),
+                    invoices.c.deadline >= deadline_after,
+                ),
+            )
+            .distinct()
+            .order_by(invoices.c.address)
+        )
+        return list(self._c.execute(query).scalars())

@@ -95,6 +95,7 @@ invoices = Table(
     Index(None, "owner", "created_at"),
     Index(None, "chain_id", "address", "created_at"),
     Index(None, "status", "deadline"),
+    Index(None, "chain_id", "deadline"),  # the watched set (revision 0003)
 )
 
 transactions = Table(
@@ -235,4 +236,17 @@ webhook_attempts = Table(
     Column("error", Text, nullable=True),
     Column("latency_ms", Integer, nullable=False),
     Index(None, "delivery_id", "id"),
+)
+
+#: One row per chain a watcher scans (revision 0003): the cursor -- the last block scanned and
+#: its hash, re-checked for reorgs -- and the lease that keeps one watcher per chain. Kept in
+#: one row so that moving the cursor and proving the lease are a single UPDATE.
+chain_cursors = Table(
+    "paycore_chain_cursors",
+    metadata,
+    Column("chain_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("block_number", BigInteger, nullable=True),
+    Column("block_hash", Key(66), nullable=True),
+    Column("holder", Key(), nullable=True),
+    Column("lease_until", BigInteger, nullable=False),
 )
