@@ -237,3 +237,11 @@ def test_owner_query_matches_the_session_in_any_case(mode_env: Env) -> None:
     env.api.get("/invoices", f"owner={bad_checksum}", session=key).error(
         400, prefix="invalid request: owner: "
     )
+
+
+def test_largest_nonce_is_accepted_and_the_next_refused(mode_env: Env) -> None:
+    env = mode_env
+    _, [first, second] = env.merchant("m", "k1", "k2")
+    env.api.post("/poll/events", session=first, nonce=2**63 - 1).ok()
+    env.api.post("/poll/events", session=first, nonce=2**63 - 1).error(401, prefix=AUTH)
+    env.api.post("/poll/events", session=second, nonce=2**63).error(401, prefix=AUTH)

@@ -9,6 +9,17 @@ from conf_env import Env, invoice_body
 from conf_keys import sign_text
 from conf_schema import problems
 
+WALLET_HELPERS = {
+    "/getAddress",
+    "/initWallet",
+    "/deployWallet",
+    "/getBalances",
+    "/initWithdraw",
+    "/history",
+    "/withdraw",
+    "/getFaucet",
+}
+
 
 class Checked:
     """Calls through ``env.api`` and checks each 2xx body against the document."""
@@ -75,4 +86,7 @@ def test_success_answers_match_their_declared_schemas(env: Env) -> None:
     )
 
     every = {(m.upper(), p) for p, item in checked.paths.items() for m in item}
+    # The smart-wallet helpers answer only with a chain node behind them: tests/evm checks
+    # their answers against this same served document, on anvil.
+    every = {(m, p) for m, p in every if p not in WALLET_HELPERS}
     assert every - checked.seen == set(), "add the missing operations to this walk"

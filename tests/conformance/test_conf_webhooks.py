@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conf_env import Env
+from conf_env import Env, MakeEnv
 from conf_keys import account, sign_text
 from eth_account.signers.local import LocalAccount
 
@@ -105,12 +105,6 @@ def test_webhook_calls_need_no_session_in_strict_mode(env: Env) -> None:
     assert env.api.post("/webhook/set", _set(owner, URL)).ok()["url"] == URL
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DESIGN.md 2: webhook URLs on private, loopback or link-local addresses are refused "
-    "unless the operator allows them; paycore.webhooks.validate_url only checks scheme and "
-    "host, there is no such check and no Settings field to allow them",
-)
 @pytest.mark.parametrize(
     "url",
     [
@@ -122,9 +116,17 @@ def test_webhook_calls_need_no_session_in_strict_mode(env: Env) -> None:
         "http://[::1]/hook",
     ],
 )
-def test_private_and_loopback_webhook_urls_are_refused(env: Env, url: str) -> None:
+def test_private_and_loopback_webhook_urls_are_refused(make_env: MakeEnv, url: str) -> None:
+    """DESIGN.md 2: refused unless the operator allows them (webhook_allow_private)."""
+    env = make_env()
     owner, [key] = env.merchant("m", "k")
     env.api.post("/webhook/set", _set(owner, url)).error(400, prefix="invalid request: url: ")
     env.api.post("/auth/register-callback", {"url": url}, session=key).error(
         400, prefix="invalid request: url: "
     )
+
+    allowing = make_env(webhook_allow_private=True)
+    owner, [key] = allowing.merchant("m", "k")
+    assert allowing.api.post("/webhook/set", _set(owner, url)).ok()["url"] == url
+    answer = allowing.api.post("/auth/register-callback", {"url": url}, session=key)
+    assert answer.ok()["url"] == url
