@@ -1,12 +1,22 @@
 """What a chain backend offers the core; backends are plugins (``paycore_chain_backends``).
 
-Only deposit-address derivation is needed by the core today (POST /invoice without an
-``address``); the watcher and transaction builders join this Protocol with the chain issues.
+``ChainBackend`` is the least a backend does: derive deposit addresses without RPC (POST
+/invoice without an ``address``). ``WalletBackend`` adds SPEC.md's smart-wallet helpers
+(/getAddress, /initWallet, /deployWallet, /getBalances, /initWithdraw, /getFaucet); the HTTP
+handlers call them through this Protocol, so a Tron backend slots in beside the EVM one.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from decimal import Decimal
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import attrs
+
+from ..model import Json
+
+if TYPE_CHECKING:
+    from ..gateway import Gateway
 
 
 class ChainBackend(Protocol):
@@ -15,3 +25,44 @@ class ChainBackend(Protocol):
 
     def deposit_address(self, owner: str, chain_id: int, index: int) -> str:
         """The owner's deposit address number ``index``, computed without any RPC."""
+
+
+@attrs.frozen
+class WithdrawRequest:
+    """A parsed /initWithdraw: exactly one of ``amount`` (whole tokens, Decimal) and
+    ``value`` (base units) is set; ``token`` is normalised, the native coin is NATIVE."""
+
+    to: str
+    token: str
+    amount: Decimal | None = None
+    value: int | None = None
+    contract_type: str = "deposit"
+
+
+@runtime_checkable
+class WalletBackend(Protocol):
+    """The smart-wallet helpers. Methods that read the owner's invoices take the gateway."""
+
+    chain_ids: frozenset[int]
+
+    def deposit_address(self, owner: str, chain_id: int, index: int) -> str: ...
+
+    def get_address(self, owner: str, chain_id: int, index: int, contract_type: str) -> str:
+        """/getAddress: pure computation, no RPC."""
+
+    def init_wallet(self, owner: str, chain_id: int) -> Json:
+        """/initWallet: the unsigned wallet deployment."""
+
+    def deploy_wallet(self, chain_id: int, raw_tx: object) -> Json:
+        """/deployWallet: relay a signed deployment; refuse anything else."""
+
+    def balances(self, gateway: Gateway, owner: str, chain_id: int) -> list[Json]:
+        """/getBalances: one entry per known token."""
+
+    def init_withdraw(
+        self, gateway: Gateway, owner: str, chain_id: int, request: WithdrawRequest
+    ) -> Json:
+        """/initWithdraw: the unsigned withdrawal."""
+
+    def faucet(self, chain_id: int, to: str) -> Json:
+        """/getFaucet: dev chains only."""

@@ -1,0 +1,25 @@
+"""The EVM chain plugin: one ``EvmBackend`` for every EVM chain with an RPC URL and a factory.
+
+Registered under the ``paycore`` entry-point group (``evm_chains``), so an operator can
+block it by that name (``PAYCORE_BLOCKED_PLUGINS=evm_chains``) like any other plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from paycore.config import Settings
+from paycore.hookspecs import hookimpl
+from paycore.tokens import ChainKind
+
+
+@hookimpl
+def paycore_chain_backends(settings: Settings, register: Callable[[Any], None]) -> None:
+    configs = [
+        c for c in settings.chains.values() if c.kind is ChainKind.EVM and c.rpc_url and c.factory
+    ]
+    if configs:
+        from .backend import EvmBackend  # web3 is imported only where a chain is configured
+
+        register(EvmBackend(configs))
