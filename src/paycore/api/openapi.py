@@ -14,7 +14,9 @@ _ERROR_TEXT = {
     403: "forbidden: <reason>",
     404: "invoice {guid} not found",
     409: "Conflict",
+    410: "deprecated: <what to use instead>",
     413: "payload too large",
+    502: "chain node: <method>: <reason>",
 }
 
 SESSION_HEADERS = [
@@ -46,7 +48,7 @@ def document(routes: Sequence[Route], server_url: str = "") -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
         for method in route.methods:
-            paths.setdefault(route.path, {})[method.lower()] = _operation(route)
+            paths.setdefault(route.path, {})[method.lower()] = _operation(route, method)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -59,7 +61,9 @@ def document(routes: Sequence[Route], server_url: str = "") -> dict[str, Any]:
     }
 
 
-def _operation(route: Route) -> dict[str, Any]:
+def _operation(route: Route, method: str) -> dict[str, Any]:
+    # A route served as GET and POST takes its body's fields as query parameters on GET.
+    as_query = method == "GET" and route.request_body is not None
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         for name in route.pattern.groupindex
@@ -68,11 +72,13 @@ def _operation(route: Route) -> dict[str, Any]:
         {"name": n, "in": "query", "required": req, "schema": {"type": t}, "description": d}
         for n, t, req, d in route.query
     ]
+    if as_query and route.request_body is not None:
+        params += _body_as_query(route.request_body)
     if route.session != "none":
         params += SESSION_HEADERS
     op: dict[str, Any] = {
         "summary": route.summary,
-        "operationId": route.handler.__module__.rsplit(".", 1)[-1] + "_" + route.handler.__name__,
+        "operationId": _operation_id(route, method),
         "parameters": params,
         "responses": {
             str(route.status): {
@@ -88,12 +94,41 @@ def _operation(route: Route) -> dict[str, Any]:
             },
         },
     }
-    if route.request_body is not None:
+    if route.request_body is not None and not as_query:
         op["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": route.request_body}},
         }
     return op
+
+
+def _operation_id(route: Route, method: str) -> str:
+    """Module and handler name; a route with several methods adds the method to keep ids
+    unique."""
+    base = route.handler.__module__.rsplit(".", 1)[-1] + "_" + route.handler.__name__
+    return f"{base}_{method.lower()}" if len(route.methods) > 1 else base
+
+
+def _body_as_query(schema: dict[str, Any] | Any) -> list[dict[str, Any]]:
+    """Query parameters from a JSON body schema's scalar properties (GET form of a route)."""
+    required = set(schema.get("required", ()))
+    params: list[dict[str, Any]] = []
+    for name, prop in schema.get("properties", {}).items():
+        kinds = prop.get("type")
+        kinds = kinds if isinstance(kinds, list) else [kinds]
+        if "object" in kinds or "array" in kinds:
+            continue
+        query_schema: dict[str, Any] = {"type": "string"}
+        if "integer" in kinds:
+            query_schema["pattern"] = "^[0-9]+$"
+        elif "pattern" in prop:
+            query_schema["pattern"] = prop["pattern"]
+        elif "enum" in prop:
+            query_schema["enum"] = prop["enum"]
+        params.append(
+            {"name": name, "in": "query", "required": name in required, "schema": query_schema}
+        )
+    return params
 
 
 def openapi_route() -> Route:

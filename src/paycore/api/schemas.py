@@ -169,3 +169,88 @@ EVENTS = obj(
     ["ownerAddress", "events"], ownerAddress=ADDRESS, events={"type": "array", "items": INVOICE}
 )
 ADDRESS_BODY = obj(["address"], address=ADDRESS)
+
+# -- smart-wallet helpers (SPEC.md section 4; GET takes the same fields as query parameters) --
+UINT_TEXT: S = {"type": ["integer", "string"], "description": "non-negative integer"}
+HEX: S = {"type": "string", "pattern": "^0x[0-9a-fA-F]*$"}
+OWNER_CHAIN = obj(["ownerAddress", "chainId"], ownerAddress=ADDRESS, chainId=UINT_TEXT)
+GET_ADDRESS = obj(
+    ["ownerAddress", "chainId"],
+    ownerAddress=ADDRESS,
+    chainId=UINT_TEXT,
+    index={**UINT_TEXT, "description": "deposit index; required for contractType deposit"},
+    contractType={"type": "string", "enum": ["deposit", "wallet"]},
+)
+DEPOSIT_ADDRESS = obj(
+    ["depositAddress", "contractType"],
+    depositAddress=ADDRESS,
+    contractType=STRING,
+    index={"oneOf": [INTEGER, {"type": "null"}]},
+)
+UNSIGNED_TX = obj(
+    ["to", "data", "gas", "gasPrice", "nonce"],
+    to=ADDRESS,
+    data=HEX,
+    gas=HEX,
+    gasPrice=HEX,
+    nonce=INTEGER,
+    value={**HEX, "description": "wei to send: the withdrawal fee (0x0 for a deployment)"},
+    chainId=INTEGER,
+    **{"from": ADDRESS},
+)
+INIT_WALLET_TX = {
+    **UNSIGNED_TX,
+    "properties": {**UNSIGNED_TX["properties"], "walletAddress": ADDRESS},
+}
+INIT_WITHDRAW_TX = {
+    **UNSIGNED_TX,
+    "properties": {
+        **UNSIGNED_TX["properties"],
+        "indexes": {"type": "array", "items": INTEGER},
+        "amount": DECIMAL,
+        "fee": DECIMAL,
+    },
+}
+DEPLOY_WALLET = obj(["rawTx", "chainId"], rawTx=HEX, chainId=UINT_TEXT)
+DEPLOYED = obj(
+    ["txHash", "owner", "walletAddress"],
+    txHash=HEX,
+    owner=ADDRESS,
+    walletAddress=ADDRESS,
+    **{"from": ADDRESS},
+)
+BALANCE = obj(
+    ["token", "tokenId", "symbol", "decimals", "balance", "walletBalance", "depositBalance"],
+    token=STRING,
+    tokenId=TOKEN_ID,
+    symbol=STRING,
+    decimals=INTEGER,
+    balance=DECIMAL,
+    walletBalance=DECIMAL,
+    depositBalance=DECIMAL,
+    vsValue={"oneOf": [NUMBER, {"type": "null"}], "description": "null: no price"},
+)
+BALANCES = {"type": "array", "items": BALANCE}
+INIT_WITHDRAW = obj(
+    ["to", "ownerAddress", "chainId"],
+    to=ADDRESS,
+    ownerAddress=ADDRESS,
+    chainId=UINT_TEXT,
+    tokenAddress={**ADDRESS, "description": "token contract; the zero address for the coin"},
+    token={**STRING, "description": "alias of tokenAddress"},
+    amount=DECIMAL,
+    value={**UINT_TEXT, "description": "base units, in place of amount"},
+    contractType={"type": "string", "enum": ["deposit", "wallet"]},
+)
+HISTORY_QUERY = obj(
+    ["ownerAddress"],
+    ownerAddress=ADDRESS,
+    chainId=UINT_TEXT,
+    offset=UINT_TEXT,
+    limit=UINT_TEXT,
+)
+HISTORY = {"type": "array", "items": TRANSACTION}
+FAUCET = obj(["chainId", "to"], chainId=UINT_TEXT, to=ADDRESS)
+FAUCET_SENT = obj(
+    ["txHash", "to", "token", "amount"], txHash=HEX, to=ADDRESS, token=STRING, amount=DECIMAL
+)

@@ -6,9 +6,10 @@ here; both adapters and the OpenAPI document pick it up.
 
 from __future__ import annotations
 
-from . import events, invoices, schemas, sessions, webhooks
+from . import events, invoices, schemas, sessions, wallet, webhooks
 from .routing import Route, Router
 
+GET_POST = ("GET", "POST")
 OWNER_Q = ("owner", "string", False, "merchant address; must match the session key's owner")
 PAGE_Q = [
     ("offset", "integer", False, "zero-based cursor"),
@@ -158,6 +159,80 @@ ROUTES: list[Route] = [
         response=schemas.REMOVED,
         errors=(400, 401),
         session="none",
+    ),
+    # -- smart-wallet and withdrawal helpers: GET (query) or POST (JSON body) -----------------
+    Route(
+        GET_POST,
+        "/getAddress",
+        wallet.get_address,
+        "A deposit address (or the wallet itself), computed offline",
+        request_body=schemas.GET_ADDRESS,
+        response=schemas.DEPOSIT_ADDRESS,
+        errors=(400,),
+    ),
+    Route(
+        GET_POST,
+        "/initWallet",
+        wallet.init_wallet,
+        "The unsigned transaction that deploys the owner's wallet",
+        request_body=schemas.OWNER_CHAIN,
+        response=schemas.INIT_WALLET_TX,
+        errors=(400, 502),
+    ),
+    Route(
+        GET_POST,
+        "/deployWallet",
+        wallet.deploy_wallet,
+        "Relay a signed wallet deployment (to the factory only)",
+        request_body=schemas.DEPLOY_WALLET,
+        response=schemas.DEPLOYED,
+        errors=(400, 502),
+    ),
+    Route(
+        GET_POST,
+        "/getBalances",
+        wallet.get_balances,
+        "Balances of the owner's wallet and deposit addresses, per token",
+        request_body=schemas.OWNER_CHAIN,
+        response=schemas.BALANCES,
+        errors=(400, 401, 403, 502),
+        session="owner",
+    ),
+    Route(
+        GET_POST,
+        "/initWithdraw",
+        wallet.init_withdraw,
+        "The unsigned withdrawal transaction (fee in msg.value)",
+        request_body=schemas.INIT_WITHDRAW,
+        response=schemas.INIT_WITHDRAW_TX,
+        errors=(400, 401, 403, 502),
+        session="owner",
+    ),
+    Route(
+        GET_POST,
+        "/history",
+        wallet.history,
+        "The owner's deposits and withdrawals, newest first",
+        request_body=schemas.HISTORY_QUERY,
+        response=schemas.HISTORY,
+        errors=(400, 401, 403),
+        session="owner",
+    ),
+    Route(
+        GET_POST,
+        "/withdraw",
+        wallet.withdraw,
+        "Deprecated: use /initWithdraw",
+        errors=(410,),
+    ),
+    Route(
+        GET_POST,
+        "/getFaucet",
+        wallet.get_faucet,
+        "Dev chains (1337, 31337) only: native coin from the operator's dev key",
+        request_body=schemas.FAUCET,
+        response=schemas.FAUCET_SENT,
+        errors=(400, 502),
     ),
 ]
 
