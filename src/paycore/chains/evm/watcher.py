@@ -1,0 +1,438 @@
+"""The deposit watcher of one EVM chain (DESIGN.md section 3).
+
+One pass (:meth:`EvmWatcher.step`):
+
+1. Claim (or renew) the chain's lease in storage. Another live holder means another process
+   is scanning this chain: do nothing. The same row holds the cursor: the last block scanned
+   and its hash.
+2. Read the head; only blocks at least ``confirmations`` deep are scanned ("safe").
+3. Re-check the cursor block's hash. A different hash means the chain reorganised below the
+   cursor (deeper than ``confirmations``): rewind ``reorg_rewind`` blocks and scan again.
+   Attribution is idempotent on (chain, txHash, logIndex, token), so a re-scan counts
+   nothing twice; what it adds are the replacement chain's transfers.
+4. Load the watched addresses from storage -- after reading the head, so an invoice created
+   later cannot have been paid in a block this pass scans.
+5. For each range of ``block_batch`` blocks up to the safe head, one JSON-RPC batch fetches
+   the ``Transfer`` logs of the watched token contracts, the ``Withdrawn``/``Collected`` logs
+   of any contract, and the blocks (full, when native coin is scanned). Logs whose block hash
+   disagrees with the block fetched in the same batch mean the chain moved mid-read: the
+   range is dropped and retried on the next pass, never attributed half-old, half-new.
+6. Matches are attributed in chain order through ``Gateway.record_deposit``; ``Withdrawn``
+   events of genuine paycore wallets are recorded as withdraw transactions. Then the cursor
+   moves to the range's last block -- in the same statement that proves the lease is still
+   ours. A watcher killed mid-range leaves the cursor where it was; its successor re-scans
+   the range and the idempotent attribution makes every deposit count exactly once.
+
+``EvmWatcher.run`` loops over passes until told to stop; :func:`run_watchers` runs one per
+configured chain on threads (``python -m paycore.chains.evm.watcher`` as a process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from paycore.errors import PriceUnavailable
+from paycore.model import Deposit, Transaction, TxType
+from paycore.money import from_base_units
+from paycore.tokens import NATIVE
+
+from . import abi, scan
+from .chain import EvmChain
+from .rpc import Call
+
+if TYPE_CHECKING:
+    from paycore.gateway import Gateway
+    from paycore.watch_records import ChainCursor
+
+log = logging.getLogger("paycore.watcher")
+
+
+def default_holder() -> str:
+    """A lease holder id unique to this watcher instance, readable in the database."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@attrs.frozen
+class StepReport:
+    """What one pass did; ``caught_up`` means a caller may sleep before the next."""
+
+    held: bool
+    scanned_from: int | None = None
+    scanned_to: int | None = None
+    deposits: int = 0
+    withdrawals: int = 0
+    rewound_to: int | None = None
+    caught_up: bool = True
+    error: str | None = None
+
+
+@attrs.frozen
+class _Range:
+    """A fetched and checked block range, ready for attribution."""
+
+    end_hash: str
+    transfers: list[scan.Transfer]
+    timestamps: dict[int, int]
+    withdrawals: list[scan.RawLog]
+
+
+class _Inconsistent(Exception):
+    """The node's answers within one batch disagree (a reorg mid-read): retry the range."""
+
+
+class EvmWatcher:
+    def __init__(
+        self,
+        gateway: Gateway,
+        chain: EvmChain,
+        *,
+        holder: str | None = None,
+        record: Callable[[Deposit], object] | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.chain = chain
+        self.config = chain.config
+        self.holder = holder or default_holder()
+        #: Where a matched deposit goes; a test swaps it to simulate a crash mid-range.
+        self.record = record or gateway.record_deposit
+        self._wallet_owners: dict[str, str | None] = {}
+
+    # -- lease and cursor -----------------------------------------------------------------
+    def _now_ms(self) -> int:
+        return int(self.gateway.clock() * 1000)
+
+    def _lease_ms(self) -> int:
+        return int(self.config.watcher_lease * 1000)
+
+    def _claim(self) -> ChainCursor | None:
+        with self.gateway.storage.transaction() as tx:
+            return tx.claim_chain(
+                self.chain.chain_id, self.holder, self._now_ms(), self._lease_ms()
+            )
+
+    def _advance(self, number: int, block_hash: str | None) -> bool:
+        with self.gateway.storage.transaction() as tx:
+            return tx.advance_chain(
+                self.chain.chain_id,
+                self.holder,
+                number,
+                block_hash,
+                self._now_ms(),
+                self._lease_ms(),
+            )
+
+    def release(self) -> None:
+        with self.gateway.storage.transaction() as tx:
+            tx.release_chain(self.chain.chain_id, self.holder)
+
+    # -- one pass -------------------------------------------------------------------------
+    def step(self, stop: threading.Event | None = None) -> StepReport:
+        cursor = self._claim()
+        if cursor is None:
+            return StepReport(held=False)
+        rpc = self.chain.rpc
+        head = int(rpc.call("eth_blockNumber"), 16)
+        safe = head - self.config.confirmations
+        if safe < 0:
+            return StepReport(held=True)
+        last, last_hash = cursor.block_number, cursor.block_hash
+        rewound_to = None
+        if last is None:
+            if self.config.start_block is None:
+                header = self._header(safe)
+                self._advance(safe, header["hash"])
+                log.info("chain %d: first pass starts after block %d", self.chain.chain_id, safe)
+                return StepReport(held=True, scanned_to=safe)
+            last, last_hash = self.config.start_block - 1, None
+        elif last_hash is not None and last >= 0:
+            header = rpc.call("eth_getBlockByNumber", [hex(last), False])
+            if header is None or header["hash"] != last_hash:
+                rewound_to = self._rewind(last)
+                last = rewound_to
+        watched = scan.watch_keys(self._watched_addresses())
+        tokens = self._token_decimals()
+        report = StepReport(held=True, scanned_from=last + 1, rewound_to=rewound_to)
+        while last < safe:
+            if stop is not None and stop.is_set():
+                return attrs.evolve(report, caught_up=False)
+            end = min(last + self.config.block_batch, safe)
+            try:
+                fetched = self._fetch(last + 1, end, watched, tokens)
+            except _Inconsistent as exc:
+                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
+                return attrs.evolve(report, caught_up=False, error=str(exc))
+            try:
+                deposits = self._attribute(fetched, tokens)
+            except PriceUnavailable as exc:
+                log.error("chain %d: deposit not valued, will retry: %s", self.chain.chain_id, exc)
+                return attrs.evolve(report, caught_up=False, error=str(exc))
+            withdrawals = self._record_withdrawals(fetched)
+            if not self._advance(end, fetched.end_hash):
+                log.warning("chain %d: lease lost to another watcher", self.chain.chain_id)
+                return attrs.evolve(report, held=False, caught_up=False)
+            last = end
+            report = attrs.evolve(
+                report,
+                scanned_to=end,
+                deposits=report.deposits + deposits,
+                withdrawals=report.withdrawals + withdrawals,
+            )
+        return report
+
+    def _header(self, number: int) -> dict[str, Any]:
+        header: dict[str, Any] | None = self.chain.rpc.call(
+            "eth_getBlockByNumber", [hex(number), False]
+        )
+        if header is None:
+            raise _Inconsistent(f"block {number} is missing")
+        return header
+
+    def _rewind(self, last: int) -> int:
+        floor = (self.config.start_block or 0) - 1
+        target = max(last - max(self.config.reorg_rewind, 1), floor)
+        target_hash = self._header(target)["hash"] if target >= 0 else None
+        self._advance(target, target_hash)
+        log.warning(
+            "chain %d: block %d was replaced (reorg); re-scanning from %d",
+            self.chain.chain_id,
+            last,
+            target + 1,
+        )
+        return target
+
+    def _watched_addresses(self) -> list[str]:
+        deadline_after = int(self.gateway.clock()) - self.config.watch_grace
+        with self.gateway.storage.transaction() as tx:
+            return tx.watched_addresses(self.chain.chain_id, deadline_after)
+
+    def _token_decimals(self) -> dict[str, int]:
+        """Decimals of every ERC20 this chain watches: configured, then priced."""
+        erc20 = [t for t in self.chain.known_tokens(self.gateway.prices.prices) if t != NATIVE]
+        metas = self.chain.token_meta(erc20)
+        return {NATIVE: self.config.native_decimals} | {t: m.decimals for t, m in metas.items()}
+
+    # -- fetching -------------------------------------------------------------------------
+    def _fetch(
+        self, start: int, end: int, watched: dict[str, str], tokens: dict[str, int]
+    ) -> _Range:
+        window = {"fromBlock": hex(start), "toBlock": hex(end)}
+        erc20 = [t for t in tokens if t != NATIVE]
+        calls: list[Call] = [
+            ("eth_getLogs", [{**window, "topics": [[abi.WITHDRAWN_TOPIC, abi.COLLECTED_TOPIC]]}])
+        ]
+        if erc20:
+            calls.append(
+                ("eth_getLogs", [{**window, "address": erc20, "topics": [abi.TRANSFER_TOPIC]}])
+            )
+        native = self.config.scan_native
+        numbers = range(start, end + 1) if native else range(end, end + 1)
+        calls += [("eth_getBlockByNumber", [hex(n), native]) for n in numbers]
+        results = self.chain.rpc.batch(calls)
+        wallet_logs: list[scan.RawLog] = results[0]
+        token_logs: list[scan.RawLog] = results[1] if erc20 else []
+        blocks: list[scan.RawBlock] = results[2 if erc20 else 1 :]
+        if any(b is None for b in blocks):
+            raise _Inconsistent(f"a block in {start}..{end} is not available yet")
+        hashes = {int(b["number"], 16): b["hash"] for b in blocks}
+        timestamps = {int(b["number"], 16): int(b["timestamp"], 16) for b in blocks}
+        for entry in (*wallet_logs, *token_logs):
+            number = int(entry["blockNumber"], 16)
+            if entry.get("removed") or hashes.get(number, entry["blockHash"]) != entry["blockHash"]:
+                raise _Inconsistent(f"logs of block {number} changed while reading")
+        transfers = scan.match_transfers(token_logs, watched, scan.sweep_keys(wallet_logs))
+        if native:
+            transfers += self._succeeded(scan.match_native(blocks, watched))
+        transfers.sort(key=lambda t: t.order)
+        withdrawals = [w for w in wallet_logs if w["topics"][0] == abi.WITHDRAWN_TOPIC]
+        missing = {t.block_number for t in transfers} | {
+            int(w["blockNumber"], 16) for w in withdrawals
+        }
+        self._fill_timestamps(missing - timestamps.keys(), timestamps)
+        return _Range(hashes[end], transfers, timestamps, withdrawals)
+
+    def _succeeded(self, transfers: list[scan.Transfer]) -> list[scan.Transfer]:
+        """Native transfers whose transaction did not revert (one batch of receipts)."""
+        if not transfers:
+            return []
+        receipts = self.chain.rpc.batch(
+            [("eth_getTransactionReceipt", [t.tx_hash]) for t in transfers]
+        )
+        return [
+            t
+            for t, receipt in zip(transfers, receipts, strict=True)
+            if receipt is not None and receipt.get("status") == "0x1"
+        ]
+
+    def _fill_timestamps(self, numbers: set[int], timestamps: dict[int, int]) -> None:
+        if not numbers:
+            return
+        ordered = sorted(numbers)
+        headers = self.chain.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in ordered])
+        for number, header in zip(ordered, headers, strict=True):
+            if header is None:
+                raise _Inconsistent(f"block {number} is missing")
+            timestamps[number] = int(header["timestamp"], 16)
+
+    # -- recording ------------------------------------------------------------------------
+    def _attribute(self, fetched: _Range, tokens: dict[str, int]) -> int:
+        for transfer in fetched.transfers:
+            self.record(
+                Deposit(
+                    chain_id=self.chain.chain_id,
+                    tx_hash=transfer.tx_hash,
+                    log_index=transfer.log_index,
+                    token=transfer.token,
+                    from_=transfer.from_,
+                    to=transfer.to,
+                    amount=from_base_units(transfer.units, tokens[transfer.token]),
+                    timestamp=fetched.timestamps[transfer.block_number],
+                    block_number=transfer.block_number,
+                    block_hash=transfer.block_hash,
+                )
+            )
+        return len(fetched.transfers)
+
+    def _record_withdrawals(self, fetched: _Range) -> int:
+        """``Withdrawn`` events of genuine paycore wallets, as withdraw transactions."""
+        if not fetched.withdrawals:
+            return 0
+        owners = self._owners_of({w["address"] for w in fetched.withdrawals})
+        records: list[Transaction] = []
+        for entry in fetched.withdrawals:
+            owner = owners.get(entry["address"].lower())
+            if owner is None or len(entry["topics"]) != 3:
+                continue
+            token = abi.topic_address(entry["topics"][1])
+            meta = self.chain.token_meta([token]).get(token)
+            if meta is None:
+                continue
+            amount = from_base_units(abi.word_int(entry["data"], 0), meta.decimals)
+            try:
+                vs_value = self.gateway.prices.value(f"{self.chain.chain_id}:{token}", amount)
+            except PriceUnavailable:
+                vs_value = Decimal(0)  # recorded all the same, valued at nothing
+            records.append(
+                Transaction(
+                    type=TxType.WITHDRAW,
+                    tx_hash=entry["transactionHash"],
+                    log_index=int(entry["logIndex"], 16),
+                    chain_id=self.chain.chain_id,
+                    token=token,
+                    from_=self.chain.wallet_of(owner),
+                    amount=amount,
+                    vs_value=vs_value,
+                    timestamp=fetched.timestamps[int(entry["blockNumber"], 16)],
+                    owner=owner,
+                    to=abi.topic_address(entry["topics"][2]),
+                )
+            )
+        with self.gateway.storage.transaction() as tx:
+            return sum(1 for record in records if tx.insert_transaction(record))
+
+    def _owners_of(self, emitters: set[str]) -> dict[str, str | None]:
+        """Which emitters are paycore wallets of this factory, and whose: ``owner()`` is
+        asked on chain, then the wallet's CREATE2 address is recomputed from it, which no
+        other contract can match. Answers are kept: a wallet's owner never changes."""
+        unknown = sorted(e.lower() for e in emitters if e.lower() not in self._wallet_owners)
+        if unknown:
+            outcomes = self.chain.rpc.batch_outcomes(
+                [
+                    ("eth_call", [{"to": e, "data": abi.view_data("owner()")}, "latest"])
+                    for e in unknown
+                ]
+            )
+            for emitter, outcome in zip(unknown, outcomes, strict=True):
+                owner = None
+                if isinstance(outcome, str) and len(outcome) == 66:
+                    candidate = abi.topic_address(outcome)
+                    if self.chain.wallet_of(candidate).lower() == emitter:
+                        owner = candidate
+                self._wallet_owners[emitter] = owner
+        return {e.lower(): self._wallet_owners[e.lower()] for e in emitters}
+
+    # -- loop -----------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        """Pass after pass until ``stop`` is set; sleeps ``poll_interval`` once caught up
+        (or after an error, which is logged: a node outage must not end the watcher)."""
+        try:
+            while not stop.is_set():
+                try:
+                    report = self.step(stop)
+                except Exception:
+                    log.exception("chain %d: watcher pass failed", self.chain.chain_id)
+                    report = StepReport(held=True, error="exception")
+                if report.caught_up or not report.held or report.error:
+                    stop.wait(self.config.poll_interval)
+        finally:
+            try:
+                self.release()
+            except Exception:  # storage gone at shutdown: the lease lapses on its own
+                log.exception("chain %d: could not release the lease", self.chain.chain_id)
+
+
+def watchers(gateway: Gateway, holder: str | None = None) -> list[EvmWatcher]:
+    """One watcher per EVM chain the gateway's backends serve."""
+    from .backend import EvmBackend
+
+    found: dict[int, EvmWatcher] = {}
+    for backend in gateway.chains.values():
+        if isinstance(backend, EvmBackend):
+            for chain_id, chain in backend.chains.items():
+                found.setdefault(chain_id, EvmWatcher(gateway, chain, holder=holder))
+    return list(found.values())
+
+
+def run_watchers(gateway: Gateway, stop_event: threading.Event) -> None:
+    """Run every chain's watcher on its own thread until ``stop_event`` is set; blocks."""
+    threads = [
+        threading.Thread(
+            target=w.run, args=(stop_event,), name=f"paycore-watch-{w.chain.chain_id}", daemon=True
+        )
+        for w in watchers(gateway)
+    ]
+    for thread in threads:
+        thread.start()
+    while not stop_event.wait(0.5):
+        pass
+    for thread in threads:
+        thread.join()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m paycore.chains.evm.watcher``: watch every configured EVM chain until
+    SIGTERM or SIGINT. Settings come from ``PAYCORE_*`` variables (``PAYCORE_CHAINS``)."""
+    from paycore.config import Settings
+    from paycore.gateway import Gateway
+
+    parser = argparse.ArgumentParser(prog="paycore-watcher", description=main.__doc__)
+    parser.add_argument("--database-url", default=None)
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    overrides = {"database_url": args.database_url} if args.database_url else {}
+    gateway = Gateway(Settings.from_env(**overrides))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        run_watchers(gateway, stop)
+    finally:
+        gateway.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
