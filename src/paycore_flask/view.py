@@ -19,7 +19,7 @@ from paycore.api.http import text_response
 from paycore.errors import PayloadTooLarge
 
 #: Every method reaches paycore, which answers 404/405 itself with its own one-line texts.
-METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"]
 
 EXTENSION_KEY = "paycore"
 

@@ -32,6 +32,7 @@ METHODS = [
     HttpMethod.DELETE,
     HttpMethod.HEAD,
     HttpMethod.OPTIONS,
+    HttpMethod.TRACE,
 ]
 AnyRequest = Request[Any, Any, Any]
 
