@@ -14,6 +14,8 @@ Why it is built this way:
   so a later event waits while an earlier one is retried; different invoices go in
   parallel, up to ``webhook_concurrency`` POSTs at a time on a thread pool (storage and
   ``http.client`` are blocking, and the core is sync).
+- Few transactions: the loop settles every finished attempt and claims the next work in one
+  transaction per round, which matters most on SQLite, where write transactions are serial.
 - Prompt without busy polling: the loop sleeps ``worker_poll_interval`` when idle, but a
   finished POST or ``wake()`` (called by the worker's notifier on every change committed in
   this process) starts the next claim at once.
@@ -40,6 +42,8 @@ from .webhook_records import ClaimedDelivery, DeliveryAttempt, DeliveryStatus, S
 log = logging.getLogger("paycore.webhooks")
 
 Sender = Callable[..., Outcome]
+#: A finished attempt waiting to be settled: the claim, what happened, what it means.
+_Done = tuple[ClaimedDelivery, DeliveryAttempt, Settlement]
 
 
 def webhook_body(payload: Json) -> str:
@@ -87,7 +91,8 @@ class Dispatcher:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._busy = 0
-        self._busy_lock = threading.Lock()
+        self._busy_lock = threading.Lock()  # guards _busy and _done
+        self._done: list[_Done] = []  # finished attempts the loop has yet to settle
 
     def now_ms(self) -> int:
         return round(self.clock() * 1000)
@@ -104,23 +109,34 @@ class Dispatcher:
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> None:
+        """Claim, POST on the pool, settle; until ``stop()``.
+
+        Finished attempts are settled by this loop, together with the next claim, in one
+        transaction, rather than one transaction each from the pool threads: on SQLite every
+        write transaction is serial and costs a sync, so batching is what keeps one
+        dispatcher ahead of the changes being committed.
+        """
         concurrency = self.settings.webhook_concurrency
         with ThreadPoolExecutor(concurrency, thread_name_prefix="paycore-webhook") as pool:
             while not self._stopping.is_set():
                 self._wake.clear()
+                done = self._take_done()
                 with self._busy_lock:
                     free = concurrency - self._busy
-                claimed = self._claim(free) if free > 0 else []
+                claimed = self._settle_and_claim(done, free)
                 for delivery in claimed:
                     self._start(pool, delivery)
                 if free > 0 and len(claimed) == free:
                     continue  # the pool is full now; more may be due once a slot frees
+                if done:
+                    continue  # settling may have released an invoice's next event
                 self._wake.wait(self.settings.worker_poll_interval)
+        self._settle_and_claim(self._take_done(), 0)  # the POSTs that finished while stopping
 
     def run_once(self, limit: int | None = None) -> int:
         """Claim what is due now and deliver it, one after another; for tests and scripts
         that want a deterministic step rather than a loop."""
-        claimed = self._claim(limit or self.settings.webhook_concurrency)
+        claimed = self._settle_and_claim([], limit or self.settings.webhook_concurrency)
         for delivery in claimed:
             self.deliver(delivery)
         return len(claimed)
@@ -128,27 +144,51 @@ class Dispatcher:
     def _start(self, pool: ThreadPoolExecutor, delivery: ClaimedDelivery) -> None:
         with self._busy_lock:
             self._busy += 1
-        future = pool.submit(self.deliver, delivery)
-        future.add_done_callback(self._finished)
+        pool.submit(self._attempt_for_loop, delivery)
 
-    def _finished(self, _future: object) -> None:
+    def _attempt_for_loop(self, delivery: ClaimedDelivery) -> None:
+        try:
+            result = self.attempt(delivery)
+        except Exception:  # a bug, not a receiver's failure: let the lease lapse and retry
+            log.exception("webhook delivery %d: attempt crashed", delivery.id)
+            result = None
         with self._busy_lock:
             self._busy -= 1
-        self._wake.set()  # a slot is free, and the invoice's next event may now be due
+            if result is not None:
+                self._done.append((delivery, *result))
+        self._wake.set()  # a slot is free, and an outcome waits to be settled
 
-    def _claim(self, limit: int) -> list[ClaimedDelivery]:
+    def _take_done(self) -> list[_Done]:
+        with self._busy_lock:
+            done, self._done = self._done, []
+        return done
+
+    def _settle_and_claim(self, done: list[_Done], limit: int) -> list[ClaimedDelivery]:
+        """One transaction: record finished attempts, then lease up to ``limit`` more."""
+        if not done and limit <= 0:
+            return []
         lease_ms = round(self.settings.webhook_lease * 1000)
         try:
             with self.storage.transaction() as tx:
-                return tx.claim_deliveries(self.now_ms(), lease_ms, secrets.token_hex(16), limit)
-        except Exception:  # storage down: keep the loop alive and try again after the wait
-            log.exception("claiming webhook deliveries failed")
+                settled = [
+                    tx.finish_delivery(d.id, d.lease_token, attempt, settlement)
+                    for d, attempt, settlement in done
+                ]
+                claimed = (
+                    tx.claim_deliveries(self.now_ms(), lease_ms, secrets.token_hex(16), limit)
+                    if limit > 0
+                    else []
+                )
+        except Exception:  # storage down: the leases lapse and the deliveries go out again
+            log.exception("settling or claiming webhook deliveries failed")
             return []
+        for (delivery, attempt, settlement), ok in zip(done, settled, strict=True):
+            self._report(delivery, attempt, settlement, ok)
+        return claimed
 
     # -- one attempt ----------------------------------------------------------------------
-    def deliver(self, delivery: ClaimedDelivery) -> DeliveryAttempt:
-        """POST one claimed delivery and settle it. Never raises: a failure to record the
-        outcome leaves the lease to lapse, and the delivery is simply attempted again."""
+    def attempt(self, delivery: ClaimedDelivery) -> tuple[DeliveryAttempt, Settlement]:
+        """POST one claimed delivery; what happened and what it means for the delivery."""
         started = self.now_ms()
         if not delivery.url:
             outcome = Outcome(None, "webhook cleared: no URL to deliver to", 0)
@@ -173,19 +213,23 @@ class Dispatcher:
             outcome.error,
             outcome.latency_ms,
         )
-        self._record(delivery, attempt, settlement)
+        return attempt, settlement
+
+    def deliver(self, delivery: ClaimedDelivery) -> DeliveryAttempt:
+        """POST one claimed delivery and settle it in its own transaction. Never raises: a
+        failure to record the outcome leaves the lease to lapse, and it goes out again."""
+        attempt, settlement = self.attempt(delivery)
+        self._settle_and_claim([(delivery, attempt, settlement)], 0)
         return attempt
 
-    def _record(
-        self, delivery: ClaimedDelivery, attempt: DeliveryAttempt, settlement: Settlement
+    def _report(
+        self,
+        delivery: ClaimedDelivery,
+        attempt: DeliveryAttempt,
+        settlement: Settlement,
+        settled: bool,
     ) -> None:
         host = urlsplit(delivery.url).hostname or "-"  # the host only: a query may hold a token
-        try:
-            with self.storage.transaction() as tx:
-                settled = tx.finish_delivery(delivery.id, delivery.lease_token, attempt, settlement)
-        except Exception:
-            log.exception("recording webhook delivery %d failed; it will be retried", delivery.id)
-            return
         if not settled:
             log.warning(
                 "webhook delivery %d: lease lapsed before the attempt finished; "

@@ -83,7 +83,7 @@ from paycore.webhook_records import (
     Settlement,
 )
 
-from .engine import advisory_key, database_url, is_memory_sqlite, make_engine
+from .engine import advisory_key, database_url, make_engine
 from .migrations import migrate
 from .rows import (
     attempt_from_row,
@@ -142,9 +142,13 @@ class SqlStorage:
         self._clock = clock
         self._migrated = not auto_migrate
         self._migrate_lock = threading.Lock()
-        # All threads share the one connection of an in-memory SQLite database, and a
-        # connection holds one transaction at a time.
-        self._shared_connection = threading.Lock() if is_memory_sqlite(self.url) else None
+        # SQLite runs one write transaction at a time, and every transaction here is one
+        # (BEGIN IMMEDIATE). Threads of this process queue on a lock for it rather than in
+        # SQLite's busy handler, which sleeps up to 100 ms between tries and lets a steady
+        # writer starve the others; other processes still meet the busy handler. An
+        # in-memory database also needs it because all threads share its one connection.
+        sqlite = self.url.get_backend_name() == "sqlite"
+        self._shared_connection = threading.Lock() if sqlite else None
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision now."""
