@@ -75,16 +75,25 @@ class Outcome:
 
 
 class _PinnedHTTP(http.client.HTTPConnection):
-    """Talks to ``address`` while naming ``host`` in the request, as if DNS had answered."""
+    """Talks to the checked ``addresses`` (the first that accepts, in resolver order, as a
+    dual-stack client would) while naming ``host`` in the request, as if DNS had answered."""
 
-    def __init__(self, host: str, port: int, address: IPAddress, timeout: float) -> None:
+    def __init__(self, host: str, port: int, addresses: list[IPAddress], timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
-        self.address = address
+        self.addresses = addresses
 
     def _open(self) -> socket.socket:
-        sock = socket.create_connection((str(self.address), self.port), self.timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock
+        failure: OSError | None = None
+        for address in self.addresses:
+            try:
+                sock = socket.create_connection((str(address), self.port), self.timeout)
+            except OSError as exc:
+                failure = exc
+                continue
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock
+        assert failure is not None  # netguard never returns an empty list
+        raise failure
 
     def connect(self) -> None:
         self.sock = self._open()
@@ -105,8 +114,7 @@ def post(
 ) -> Outcome:
     """POST ``body`` to ``url``, checking the target's addresses first (``netguard``).
 
-    ``timeout`` bounds the connect and each read. The first approved address is used; a
-    receiver with several addresses gets the next attempt's fresh resolution.
+    ``timeout`` bounds each connect and each read.
     """
     started = time.monotonic()
 
@@ -115,11 +123,11 @@ def post(
 
     try:
         host, port = url_host_port(url)
-        address = allowed_addresses(host, port, allow_private=allow_private)[0]
+        addresses = allowed_addresses(host, port, allow_private=allow_private)
     except (RefusedTarget, ValueError) as exc:
         return outcome(None, f"refused: {exc}")
     https = urlsplit(url).scheme == "https"
-    connection = (_PinnedHTTPS if https else _PinnedHTTP)(host, port, address, timeout)
+    connection = (_PinnedHTTPS if https else _PinnedHTTP)(host, port, addresses, timeout)
     try:
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -132,7 +140,7 @@ def post(
     except TimeoutError:
         return outcome(None, f"no answer within {timeout:g} s")
     except ConnectionRefusedError:
-        return outcome(None, f"connection refused by {address}")
+        return outcome(None, f"connection refused by {host}:{port}")
     except (OSError, http.client.HTTPException) as exc:
         return outcome(None, f"{type(exc).__name__}: {exc}"[:500])
     finally:
