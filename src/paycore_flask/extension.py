@@ -14,10 +14,19 @@ from typing import Any
 
 import attrs
 from flask import Blueprint, Flask, current_app, has_app_context
+from werkzeug.routing import PathConverter
 
 from paycore import Gateway, Settings
 
 from .view import EXTENSION_KEY, METHODS, paycore_view
+
+CONVERTER = "paycore_path"
+
+
+class AnyPathConverter(PathConverter):
+    """Like ``path``, newlines included."""
+
+    regex = "[^/][\\s\\S]*?"
 
 
 @attrs.frozen
@@ -73,7 +82,10 @@ class PayCore:
             defaults={"subpath": ""},
             strict_slashes=False,
         )
-        blueprint.add_url_rule("/<path:subpath>", "api", paycore_view, methods=METHODS)
+        # werkzeug's own path converter stops at a newline; ours takes any character, so
+        # every path under the prefix reaches paycore and gets its one-line answers.
+        app.url_map.converters.setdefault(CONVERTER, AnyPathConverter)
+        blueprint.add_url_rule(f"/<{CONVERTER}:subpath>", "api", paycore_view, methods=METHODS)
         app.extensions[EXTENSION_KEY] = PayCoreState(self, gateway, self.prefix, blueprint)
         app.register_blueprint(blueprint)
 

@@ -83,9 +83,13 @@ async def read_capped_body(request: AnyRequest) -> bytes | None:
 
 def to_paycore(request: AnyRequest, body: bytes) -> PaycoreRequest:
     subpath = request.path_params.get("subpath") or "/"
+    path = subpath if subpath.startswith("/") else "/" + subpath
+    sent = raw_uri(request).split("?", 1)[0]
+    if sent.endswith("/") and not path.endswith("/"):
+        path += "/"  # Litestar's router drops it; paycore treats /x/ and /x as two paths
     return PaycoreRequest(
         method=request.method.upper(),
-        path=subpath if subpath.startswith("/") else "/" + subpath,
+        path=path,
         query_string=request.scope.get("query_string", b"").decode("utf-8", "replace"),
         headers=dict(request.headers),
         body=body,

@@ -49,7 +49,10 @@ def test_mounting_leaves_host_routes_handlers_and_json_alone(gateway: Gateway) -
     PayCore(app, gateway=gateway, prefix=PREFIX)
 
     added = {(r.rule, r.endpoint) for r in app.url_map.iter_rules()} - rules_before
-    assert added == {(PREFIX + "/", "paycore.api"), (PREFIX + "/<path:subpath>", "paycore.api")}
+    assert added == {
+        (PREFIX + "/", "paycore.api"),
+        (PREFIX + "/<paycore_path:subpath>", "paycore.api"),
+    }
     assert {code: dict(h) for code, h in app.error_handler_spec[None].items()} == handlers_before
     assert app.json is json_before and app.json.sort_keys is False  # type: ignore[attr-defined]
     assert app.before_request_funcs == {} and app.after_request_funcs == {}

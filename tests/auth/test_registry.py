@@ -236,7 +236,7 @@ def test_parallel_registrations_never_exceed_the_cap(
     assert len(list_pubkeys(storage, owner.address).keys) == 2
 
 
-def test_active_key_of_another_owner_cannot_be_taken_over(
+def test_key_of_another_owner_cannot_be_taken_over(
     storage: MemoryStorage,
     settings: Settings,
     owner: LocalAccount,
@@ -247,10 +247,16 @@ def test_active_key_of_another_owner_cannot_be_taken_over(
     with pytest.raises(Forbidden, match="registered to another owner"):
         _register(storage, settings, registration_body(thief, client.key))
     assert _use(storage, settings, client, NOW + 1).owner == owner.address
-    # Once it has expired, the key is free, and its nonce counter carries over.
-    later = registered.expires_at
-    key = _register(storage, settings, registration_body(thief, client.key), now=later)
-    assert key.owner == thief.address and key.last_seen_nonce == 1
+    # Not even once it has expired: a key stays bound to its first owner for life.
+    with pytest.raises(Forbidden, match="registered to another owner"):
+        _register(
+            storage, settings, registration_body(thief, client.key), now=registered.expires_at
+        )
+    # ...while its own owner may still refresh it, keeping the nonce counter.
+    key = _register(
+        storage, settings, registration_body(owner, client.key), now=registered.expires_at
+    )
+    assert key.owner == owner.address and key.last_seen_nonce == 1
 
 
 def _deregister_body(owner: LocalAccount, public_key: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from conf_env import NATIVE as ETH_ZERO
-from conf_env import Env, XfailFor, invoice_body
+from conf_env import Env, invoice_body
 
 from paycore.api import MAX_BODY, ROUTES
 
@@ -123,38 +123,16 @@ def test_openapi_is_public_and_ignores_session_headers(env: Env) -> None:
     assert env.api.get("/openapi.json", headers=headers).ok()["openapi"].startswith("3.1")
 
 
-def test_trailing_slash_is_another_path(env: Env, xfail_for: XfailFor) -> None:
-    xfail_for(
-        {
-            "litestar": "paycore_litestar: Litestar strips the trailing slash before the "
-            "catch-all handler, so GET /paycore/prices/ answers 200 where core and Flask "
-            "answer 404"
-        }
-    )
+def test_trailing_slash_is_another_path(env: Env) -> None:
     env.api.get("/prices/").error(404)
     env.api.get("/invoice/").error(404)
 
 
-def test_path_with_an_encoded_newline_is_not_the_route(env: Env, xfail_for: XfailFor) -> None:
-    bug = (
-        "paycore.api.routing.Route.pattern ends in '$' and is used with re.match, so a "
-        "path with a trailing newline ('/prices\\n', sent as /paycore/prices%0A) is routed "
-        "to /prices; needs \\Z or fullmatch"
-    )
-    xfail_for({"core": bug, "litestar": bug})
+def test_path_with_an_encoded_newline_is_not_the_route(env: Env) -> None:
     assert env.api.get("/prices%0A").status == 404
     assert env.api.get("/invoices%0A", f"address={ETH_ZERO}&chainId=1").status == 404
 
 
-def test_paths_any_framework_cannot_route_still_get_paycore_text(
-    env: Env, xfail_for: XfailFor
-) -> None:
-    xfail_for(
-        {
-            "flask": "paycore_flask: the '<path:subpath>' rule does not match a path holding "
-            "a newline (werkzeug's path converter uses '.'), so Flask answers its own "
-            "multi-line HTML 404 page instead of paycore's one-line text/plain"
-        }
-    )
+def test_paths_any_framework_cannot_route_still_get_paycore_text(env: Env) -> None:
     env.api.get("/invoice/abc%0Adef").error(404)
     env.api.get("/nope%0A").error(404)

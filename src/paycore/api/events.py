@@ -32,7 +32,7 @@ def poll_register(call: Call) -> Json:
 def poll_events(call: Call) -> Json:
     gw = call.gateway
     if call.caller is not None:
-        owner, consumer = call.caller.owner, consumer_of_key(call.caller.address)
+        owner, consumer = call.caller.owner, consumer_of_key(call.caller)
     else:
         body = call.body()
         token_text = body.get("token")

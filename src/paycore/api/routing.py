@@ -52,6 +52,12 @@ class Call:
             raise InvalidInput(field, "required")
         return normalize_owner(claimed, field)
 
+    def session(self) -> SessionKey:
+        """The verified session key, for calls that must never run on a claimed owner."""
+        if self.caller is None:
+            raise AuthError("missing x-session-nonce and x-session-signature headers")
+        return self.caller
+
     def body(self) -> dict[str, Any]:
         return self.request.json()
 
@@ -76,7 +82,7 @@ class Route:
     @property
     def pattern(self) -> re.Pattern[str]:
         regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path)
-        return re.compile(f"^{regex}$")
+        return re.compile(regex)
 
 
 @attrs.define
@@ -90,7 +96,7 @@ class Router:
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
         allowed: list[str] = []
         for pattern, route in self._compiled:
-            found = pattern.match(path)
+            found = pattern.fullmatch(path)
             if found is None:
                 continue
             if method in route.methods or (method == "HEAD" and "GET" in route.methods):

@@ -9,27 +9,31 @@ from ..auth import (
     register_pubkey,
     registration_wire,
 )
-from ..model import Json
+from ..model import Json, SessionKey
 from ..webhooks import set_webhook, validate_url
 from .routing import Call
 
 
-def consumer_of_key(address: str) -> str:
-    """The poll queue of a session key (DESIGN.md: one queue per key)."""
-    return f"key:{address}"
+def consumer_of_key(key: SessionKey) -> str:
+    """The poll queue of a session key (DESIGN.md: one queue per key).
+
+    The owner is part of the name so that no queue can ever outlive the binding it was
+    made for: a queue holds exactly one owner's events, whatever happens to the key.
+    """
+    return f"key:{key.owner}:{key.address}"
 
 
 def register(call: Call) -> Json:
     gw = call.gateway
     key = register_pubkey(gw.storage, gw.settings, call.body(), now=gw.now())
-    gw.open_queue(consumer_of_key(key.address), key.owner)
+    gw.open_queue(consumer_of_key(key), key.owner)
     return registration_wire(key)
 
 
 def deregister(call: Call) -> Json:
     gw = call.gateway
     key = deregister_pubkey(gw.storage, call.body(), now=gw.now(), session=call.caller)
-    gw.close_queue(consumer_of_key(key.address))
+    gw.close_queue(consumer_of_key(key))
     return deregistration_wire(key)
 
 

@@ -37,7 +37,7 @@ def register_pubkey(
     The owner signs the publicKey string exactly as sent (SPEC.md). Registering a key again
     refreshes its window and keeps its nonce counter, so a refresh can never reopen replays.
     Raises InvalidInput (malformed fields), AuthError (signature), Forbidden (the key is
-    active for another owner, or was deregistered), Conflict (the owner's cap of active keys).
+    registered to another owner, or was deregistered), Conflict (the owner's cap of active keys).
     """
     raw_key = _required(body, "publicKey")
     public_key = parse_public_key(raw_key)
@@ -57,7 +57,10 @@ def register_pubkey(
                 # deregistration would let anyone who saw it revive a key that was dropped,
                 # perhaps because it leaked. A fresh key costs the client nothing.
                 raise Forbidden("this session key was deregistered; register a new key")
-            if existing.owner != owner and is_active(existing, now):
+            if existing.owner != owner:
+                # Bound for life: were an expired key free to move, anyone who saw its
+                # public key (any signature reveals it) could claim it, and the old
+                # client's next requests would then act for the new owner.
                 raise Forbidden("this session key is registered to another owner")
         others = [
             k for k in tx.session_keys_of(owner) if k.address != address and is_active(k, now)
