@@ -423,7 +423,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
     overrides = {"database_url": args.database_url} if args.database_url else {}
-    gateway = Gateway(Settings.from_env(**overrides))
+    gateway = Gateway(Settings.from_env(**overrides), plugins=_plugin_unless_installed())
+    if not watchers(gateway):
+        log.warning("no EVM chain has both rpc_url and factory configured: nothing to watch")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -432,6 +434,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         gateway.close()
     return 0
+
+
+def _plugin_unless_installed() -> list[object]:
+    """The EVM plugin, unless its entry point already brings it (registering it twice fails)."""
+    from importlib.metadata import entry_points
+
+    from . import plugin
+
+    installed = any(ep.value == plugin.__name__ for ep in entry_points(group="paycore"))
+    return [] if installed else [plugin]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,319 @@
+"""The watcher's promises on a real chain: confirmations and reorgs, exactly-once counting
+across crashes and restarts, one scanner per chain, and resuming at the cursor."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evm_chain import Deployment
+from evm_gateway import (
+    ADAPTERS,
+    CHAIN_ID,
+    USD,
+    Clock,
+    Env,
+    chain_config,
+    drain,
+    make_gateway,
+    open_env,
+    watcher,
+)
+from web3.exceptions import TransactionNotFound
+
+from paycore import Gateway
+from paycore.memory import MemoryStorage
+from paycore.model import Status
+from paycore.storage import Storage
+from paycore_storage import SqlStorage
+
+pytestmark = pytest.mark.node  # anvil comes from npm
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def rpc(evm: Deployment, method: str, *params: Any) -> Any:
+    return evm.chain.w3.provider.make_request(method, list(params))["result"]  # type: ignore[arg-type]
+
+
+def usdc_invoice(gateway: Gateway, owner: str, value: str = "10") -> Any:
+    token = gateway.settings.chains[CHAIN_ID].tokens[0]
+    return gateway.create_invoice(
+        owner,
+        {
+            "value": value,
+            "chainId": CHAIN_ID,
+            "description": "order",
+            "acceptedTokens": [f"{CHAIN_ID}:{token}"],
+        },
+    )
+
+
+def paid_amounts(gateway: Gateway, guids: list[str]) -> list[tuple[Decimal, int]]:
+    with gateway.storage.transaction() as tx:
+        found = [tx.get_invoice(g) for g in guids]
+    return [(i.paid_amount, len(i.payments)) for i in found if i is not None]
+
+
+# -- confirmations and reorgs -----------------------------------------------------------------
+
+
+@pytest.fixture(params=ADAPTERS)
+def env2(request: pytest.FixtureRequest, evm: Deployment) -> Iterator[Env]:
+    """Two confirmations: a transfer is attributed once two blocks are on top of it."""
+    with open_env(request.param, evm, confirmations=2) as opened:
+        yield opened
+
+
+def test_a_reorg_before_confirmation_attributes_only_the_replacement(env2: Env) -> None:
+    env, evm = env2, env2.evm
+    owner, key = env.merchant()
+    body = {
+        "value": "10",
+        "chainId": CHAIN_ID,
+        "description": "reorg",
+        "acceptedTokens": [f"{CHAIN_ID}:{evm.token.address}"],
+    }
+    invoice = env.api.post("/invoice", body, session=key).ok(201)
+    w = watcher(env.gateway)
+    drain(w)
+    snapshot = rpc(evm, "evm_snapshot")
+    vanished = env.pay_token(evm.token, invoice["address"], 10 * USD)
+    assert drain(w)[-1].deposits == 0  # on the chain, but not two blocks deep
+    assert env.api.get(f"/invoice/{invoice['guid']}").ok()["status"] == "init"
+
+    assert rpc(evm, "evm_revert", snapshot) is True
+    with pytest.raises(TransactionNotFound):
+        evm.chain.w3.eth.get_transaction_receipt(vanished)  # type: ignore[arg-type]
+    replacement = env.pay_token(evm.token, invoice["address"], 7 * USD)
+    assert drain(w)[-1].deposits == 0
+    rpc(evm, "anvil_mine", "0x2")
+    assert sum(r.deposits for r in drain(w)) == 1
+    assert sum(r.deposits for r in drain(w)) == 0
+    got = env.api.get(f"/invoice/{invoice['guid']}").ok()
+    assert (got["status"], got["paidAmount"]) == ("partialPaid", "7")
+    assert [p["txHash"] for p in got["payments"]] == [replacement]
+    events = env.api.post("/poll/events", session=key).ok()["events"]
+    assert [(e["status"], e["paidAmount"]) for e in events] == [("partialPaid", "7")]
+
+
+def test_a_replaced_cursor_block_rewinds_the_scan(evm: Deployment) -> None:
+    """A reorg deeper than ``confirmations`` (here 0): the cursor's block hash no longer
+    matches, the watcher rewinds and picks up the replacement chain's transfer, once."""
+    gateway = make_gateway(evm, reorg_rewind=8)
+    owner = evm.owner.address
+    invoice = usdc_invoice(gateway, owner, "100")
+    w = watcher(gateway)
+    drain(w)
+    snapshot = rpc(evm, "evm_snapshot")
+    env = Env(api=None, gateway=gateway, evm=evm, clock=Clock())  # type: ignore[arg-type]
+    env.pay_token(evm.token, invoice.address, 3 * USD)
+    drain(w)  # attributed at depth 0: the operator chose no confirmations
+    assert rpc(evm, "evm_revert", snapshot) is True
+    replacement = env.pay_token(evm.token, invoice.address, 4 * USD)
+    reports = drain(w)
+    assert reports[0].rewound_to is not None
+    assert sum(r.deposits for r in reports) == 1
+    drain(w)
+    with gateway.storage.transaction() as tx:
+        stored = tx.get_invoice(invoice.guid)
+    assert stored is not None
+    assert [p.tx_hash for p in stored.payments].count(replacement) == 1
+
+    # The chain may also come back shorter than the cursor: the same rewind.
+    snapshot = rpc(evm, "evm_snapshot")
+    env.pay_token(evm.token, invoice.address, 1)
+    drain(w)
+    rpc(evm, "evm_revert", snapshot)
+    assert drain(w)[0].rewound_to is not None
+
+
+# -- crashes, restarts and the lease ---------------------------------------------------------
+
+
+class Crash(Exception):
+    """Stands in for a watcher process dying between two attributions."""
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
+    store: Storage = (
+        MemoryStorage() if request.param == "memory" else SqlStorage(f"sqlite:///{tmp_path}/p.db")
+    )
+    yield store
+    store.close()
+
+
+def test_a_watcher_killed_mid_range_loses_and_doubles_nothing(
+    evm: Deployment, storage: Storage
+) -> None:
+    clock = Clock()
+    gateway = make_gateway(evm, storage=storage, clock=clock, watcher_lease=30)
+    env = Env(api=None, gateway=gateway, evm=evm, clock=clock)  # type: ignore[arg-type]
+    invoices = [usdc_invoice(gateway, evm.owner.address, str(n)) for n in range(1, 7)]
+    for n, invoice in enumerate(invoices, start=1):
+        env.pay_token(evm.token, invoice.address, n * USD)
+
+    recorded = 0
+
+    def dies_after_three(deposit: Any) -> Any:
+        nonlocal recorded
+        if recorded == 3:
+            raise Crash
+        recorded += 1
+        return gateway.record_deposit(deposit)
+
+    first = watcher(gateway, holder="first", record=dies_after_three)
+    with pytest.raises(Crash):
+        first.step()
+    assert [amount for amount, _ in paid_amounts(gateway, [i.guid for i in invoices])] == [
+        Decimal(n) if n <= 3 else Decimal(0) for n in range(1, 7)
+    ]
+    with gateway.storage.transaction() as tx:
+        cursor = tx.get_chain_cursor(CHAIN_ID)
+    assert cursor is not None and cursor.block_number is None  # the range never completed
+
+    second = watcher(gateway, holder="second")
+    assert second.step().held is False  # the dead watcher's lease has not lapsed yet
+    clock.advance(31)
+    assert sum(r.deposits for r in drain(second)) == 6  # the whole range again
+    assert paid_amounts(gateway, [i.guid for i in invoices]) == [
+        (Decimal(n), 1) for n in range(1, 7)
+    ]
+    items, total, *_ = gateway.list_transactions(evm.owner.address, offset=0, limit=50)
+    assert total == 6 and len({t.tx_hash for t in items}) == 6
+    # The first watcher, were it to wake up, finds its lease taken and moves nothing.
+    assert first.step().held is False
+
+
+def test_a_restarted_watcher_resumes_at_its_cursor(evm: Deployment, storage: Storage) -> None:
+    gateway = make_gateway(evm, storage=storage)
+    env = Env(api=None, gateway=gateway, evm=evm, clock=Clock())  # type: ignore[arg-type]
+    invoice = usdc_invoice(gateway, evm.owner.address)
+    env.pay_token(evm.token, invoice.address, 1 * USD)
+    old = watcher(gateway)
+    reports = drain(old)
+    assert reports[-1].deposits == 1 and reports[-1].scanned_to is not None
+    old.release()
+    env.pay_token(evm.token, invoice.address, 2 * USD)
+    new = watcher(gateway)  # another holder: a new process
+    report = new.step()
+    assert report.scanned_from == reports[-1].scanned_to + 1
+    assert report.deposits == 1
+    assert paid_amounts(gateway, [invoice.guid]) == [(Decimal(3), 2)]
+
+
+def test_without_a_start_block_a_new_watcher_starts_at_the_head(evm: Deployment) -> None:
+    gateway = make_gateway(evm, start_block=None)
+    env = Env(api=None, gateway=gateway, evm=evm, clock=Clock())  # type: ignore[arg-type]
+    invoice = usdc_invoice(gateway, evm.owner.address)
+    env.pay_token(evm.token, invoice.address, USD)  # before the watcher's first pass
+    w = watcher(gateway)
+    first = w.step()
+    assert first.scanned_to == evm.chain.w3.eth.block_number and first.deposits == 0
+    env.pay_token(evm.token, invoice.address, USD)
+    assert sum(r.deposits for r in drain(w)) == 1
+
+
+def test_watchers_in_threads_share_one_chain(evm: Deployment, tmp_path: Path) -> None:
+    """Three watcher loops on one database: one scans, and every deposit counts once."""
+    import threading
+
+    storage = SqlStorage(f"sqlite:///{tmp_path}/p.db")
+    gateway = make_gateway(evm, storage=storage, block_batch=2)
+    env = Env(api=None, gateway=gateway, evm=evm, clock=Clock())  # type: ignore[arg-type]
+    invoices = [usdc_invoice(gateway, evm.owner.address, "5") for _ in range(4)]
+    stop = threading.Event()
+    loops = [watcher(gateway, holder=f"t{i}") for i in range(3)]
+    threads = [threading.Thread(target=w.run, args=(stop,)) for w in loops]
+    for thread in threads:
+        thread.start()
+    try:
+        for invoice in invoices:
+            env.pay_token(evm.token, invoice.address, 5 * USD)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if all(n == 1 for _, n in paid_amounts(gateway, [i.guid for i in invoices])):
+                break
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=20)
+    assert paid_amounts(gateway, [i.guid for i in invoices]) == [(Decimal(5), 1)] * 4
+    with gateway.storage.transaction() as tx:
+        for invoice in invoices:
+            stored = tx.get_invoice(invoice.guid)
+            assert stored is not None and stored.status is Status.PAID
+        cursor = tx.get_chain_cursor(CHAIN_ID)
+    assert cursor is not None and cursor.holder is None  # released on the way out
+    storage.close()
+
+
+def test_a_killed_watcher_process_is_taken_over_by_another(evm: Deployment, tmp_path: Path) -> None:
+    """Real processes on one SQLite file: SIGKILL one mid-scan, start another; it waits for
+    the lease to lapse, resumes at the cursor, and every deposit counts exactly once."""
+    url = f"sqlite:///{tmp_path}/watch.db"
+    storage = SqlStorage(url)
+    clock = Clock()
+    config = chain_config(evm, block_batch=1, watcher_lease=1.5, poll_interval=0.05)
+    gateway = make_gateway(evm, storage=storage, clock=clock, block_batch=1, watcher_lease=1.5)
+    env = Env(api=None, gateway=gateway, evm=evm, clock=clock)  # type: ignore[arg-type]
+    count = 12
+    invoices = [usdc_invoice(gateway, evm.owner.address, "1") for _ in range(count)]
+    for invoice in invoices:
+        env.pay_token(evm.token, invoice.address, USD)
+    chain_json = {
+        str(CHAIN_ID): {
+            "name": config.name,
+            "confirmations": 0,
+            "rpc_url": config.rpc_url,
+            "factory": config.factory,
+            "tokens": list(config.tokens),
+            "start_block": config.start_block,
+            "block_batch": 1,
+            "watcher_lease": 1.5,
+            "poll_interval": 0.05,
+        }
+    }
+    environ = {
+        **os.environ,
+        "PAYCORE_DATABASE_URL": url,
+        "PAYCORE_CHAINS": json.dumps(chain_json),
+        "PAYCORE_PRICES": json.dumps({k: str(v) for k, v in gateway.settings.prices.items()}),
+    }
+    command = [sys.executable, "-m", "paycore.chains.evm.watcher", "--log-level", "WARNING"]
+
+    def counted() -> int:
+        return sum(n for _, n in paid_amounts(gateway, [i.guid for i in invoices]))
+
+    first = subprocess.Popen(command, env=environ, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 30
+        while counted() == 0 and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.005)
+        first.kill()  # SIGKILL: no release, no clean-up
+        first.wait(timeout=10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    at_kill = counted()
+    assert 0 < at_kill <= count
+    second = subprocess.Popen(command, env=environ, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 30
+        while counted() < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        second.terminate()
+        second.wait(timeout=20)
+    assert paid_amounts(gateway, [i.guid for i in invoices]) == [(Decimal(1), 1)] * count
+    storage.close()
