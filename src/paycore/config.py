@@ -36,6 +36,18 @@ def _optional_int(raw: int | str | None) -> int | None:
     return None if raw in (None, "") else int(raw)  # type: ignore[arg-type]
 
 
+def _optional_text(raw: str | None) -> str | None:
+    """``PAYCORE_REDIS_URL=`` (set but empty) means unset, as leaving it out does."""
+    return (raw.strip() or None) if isinstance(raw, str) else raw
+
+
+def _queue_size(raw: int | str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise InvalidInput("ws_queue_size", "must be at least 1")
+    return value
+
+
 @attrs.frozen
 class ChainConfig:
     chain_id: int
@@ -181,6 +193,21 @@ class Settings:
     worker_poll_interval: float = attrs.field(default=1.0, converter=_positive)
     #: Seconds between the worker's expiry sweeps (``Gateway.expire_due``).
     worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
+    # -- WebSocket pushes (GET /ws) and their fan-out (DESIGN.md section 4) ------------------
+    #: Redis that carries every committed change to the web workers' sockets, whichever
+    #: process made it (another worker, ``paycore worker``'s sweeper). Unset, a change
+    #: reaches only the sockets of the process that made it: right for one process.
+    redis_url: str | None = attrs.field(default=None, converter=_optional_text)
+    #: The pub/sub channel: one per deployment, so deployments sharing a Redis stay apart.
+    redis_channel: str = "paycore:events"
+    #: Events waiting to be written to one socket. A client that falls this far behind is
+    #: disconnected (close 1013, it catches up by reading) instead of growing our memory.
+    ws_queue_size: int = attrs.field(default=256, converter=_queue_size)
+    #: Seconds a new socket has to send its register frame before it is closed (4401).
+    ws_register_timeout: float = attrs.field(default=30.0, converter=_positive)
+    #: Seconds between re-reads of a registered socket's session key, so a deregistered
+    #: key stops receiving pushes; an expiring one is cut at its ``expiresAt`` regardless.
+    ws_recheck_interval: float = attrs.field(default=60.0, converter=_positive)
 
     @webhook_lease.validator
     def _delivery_settings_agree(self, _attribute: object, lease: float) -> None:
