@@ -105,6 +105,18 @@ def drain(w: EvmWatcher) -> list[StepReport]:
     return reports
 
 
+def pay_token(evm: Deployment, token: Any, to: str, units: int) -> str:
+    """The payer mints ``units`` and sends them to ``to`` (two blocks); returns the tx hash."""
+    evm.mint(token, evm.payer.address, units)
+    receipt = evm.chain.transact(evm.payer, token.functions.transfer(to, units))
+    return "0x" + bytes(receipt["transactionHash"]).hex()
+
+
+def pay_native(evm: Deployment, to: str, wei: int) -> str:
+    receipt = evm.chain.send_value(evm.payer, to, wei)
+    return "0x" + bytes(receipt["transactionHash"]).hex()
+
+
 @attrs.define
 class Env:
     """One gateway, its chain, and one adapter in front of it."""
@@ -137,14 +149,10 @@ class Env:
         return body
 
     def pay_token(self, token: Any, to: str, units: int) -> str:
-        """The payer mints ``units`` and sends them to ``to``; returns the tx hash."""
-        self.evm.mint(token, self.evm.payer.address, units)
-        receipt = self.evm.chain.transact(self.evm.payer, token.functions.transfer(to, units))
-        return "0x" + bytes(receipt["transactionHash"]).hex()
+        return pay_token(self.evm, token, to, units)
 
     def pay_native(self, to: str, wei: int) -> str:
-        receipt = self.evm.chain.send_value(self.evm.payer, to, wei)
-        return "0x" + bytes(receipt["transactionHash"]).hex()
+        return pay_native(self.evm, to, wei)
 
     def sign_and_send(self, signer: LocalAccount, unsigned: dict[str, Any]) -> Any:
         """What a merchant's wallet does with /initWallet or /initWithdraw: sign, send, wait."""

@@ -37,11 +37,15 @@ def usdc(env: Env) -> str:
 def create(env: Env, key: Any, **fields: Any) -> dict[str, Any]:
     body = {"value": "10", "chainId": CHAIN_ID, "description": "order", **fields}
     body.setdefault("acceptedTokens", [usdc(env)])
-    return env.checked("POST", "/invoice", env.api.post("/invoice", body, session=key), 201)
+    created: dict[str, Any] = env.checked(
+        "POST", "/invoice", env.api.post("/invoice", body, session=key), 201
+    )
+    return created
 
 
 def read(env: Env, guid: str) -> dict[str, Any]:
-    return env.checked("GET", "/invoice/{guid}", env.api.get(f"/invoice/{guid}"))
+    invoice: dict[str, Any] = env.checked("GET", "/invoice/{guid}", env.api.get(f"/invoice/{guid}"))
+    return invoice
 
 
 def poll(env: Env, key: Any) -> list[dict[str, Any]]:
@@ -187,7 +191,7 @@ def test_several_invoices_paid_in_one_block_each_get_theirs(env: Env) -> None:
         for n, invoice in enumerate(invoices, start=1):
             call = env.evm.token.functions.transfer(invoice["address"], n * USD)
             tx = call.build_transaction(
-                {
+                {  # type: ignore[arg-type]
                     "from": env.evm.payer.address,
                     "nonce": nonce + n - 1,
                     "gas": 100_000,
@@ -195,7 +199,7 @@ def test_several_invoices_paid_in_one_block_each_get_theirs(env: Env) -> None:
                     "chainId": CHAIN_ID,
                 }
             )
-            signed = env.evm.payer.sign_transaction(tx)
+            signed = env.evm.payer.sign_transaction(tx)  # type: ignore[arg-type]
             chain.w3.eth.send_raw_transaction(signed.raw_transaction)
         chain.w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
     finally:

@@ -25,6 +25,7 @@ from evm_gateway import (
     drain,
     make_gateway,
     open_env,
+    pay_token,
     watcher,
 )
 from web3.exceptions import TransactionNotFound
@@ -86,14 +87,14 @@ def test_a_reorg_before_confirmation_attributes_only_the_replacement(env2: Env) 
     w = watcher(env.gateway)
     drain(w)
     snapshot = rpc(evm, "evm_snapshot")
-    vanished = env.pay_token(evm.token, invoice["address"], 10 * USD)
+    vanished = pay_token(evm, evm.token, invoice["address"], 10 * USD)
     assert drain(w)[-1].deposits == 0  # on the chain, but not two blocks deep
     assert env.api.get(f"/invoice/{invoice['guid']}").ok()["status"] == "init"
 
     assert rpc(evm, "evm_revert", snapshot) is True
     with pytest.raises(TransactionNotFound):
         evm.chain.w3.eth.get_transaction_receipt(vanished)  # type: ignore[arg-type]
-    replacement = env.pay_token(evm.token, invoice["address"], 7 * USD)
+    replacement = pay_token(evm, evm.token, invoice["address"], 7 * USD)
     assert drain(w)[-1].deposits == 0
     rpc(evm, "anvil_mine", "0x2")
     assert sum(r.deposits for r in drain(w)) == 1
@@ -114,11 +115,10 @@ def test_a_replaced_cursor_block_rewinds_the_scan(evm: Deployment) -> None:
     w = watcher(gateway)
     drain(w)
     snapshot = rpc(evm, "evm_snapshot")
-    env = Env(api=None, gateway=gateway, evm=evm, clock=Clock())  # type: ignore[arg-type]
-    env.pay_token(evm.token, invoice.address, 3 * USD)
+    pay_token(evm, evm.token, invoice.address, 3 * USD)
     drain(w)  # attributed at depth 0: the operator chose no confirmations
     assert rpc(evm, "evm_revert", snapshot) is True
-    replacement = env.pay_token(evm.token, invoice.address, 4 * USD)
+    replacement = pay_token(evm, evm.token, invoice.address, 4 * USD)
     reports = drain(w)
     assert reports[0].rewound_to is not None
     assert sum(r.deposits for r in reports) == 1
@@ -130,7 +130,7 @@ def test_a_replaced_cursor_block_rewinds_the_scan(evm: Deployment) -> None:
 
     # The chain may also come back shorter than the cursor: the same rewind.
     snapshot = rpc(evm, "evm_snapshot")
-    env.pay_token(evm.token, invoice.address, 1)
+    pay_token(evm, evm.token, invoice.address, 1)
     drain(w)
     rpc(evm, "evm_revert", snapshot)
     assert drain(w)[0].rewound_to is not None
@@ -157,10 +157,9 @@ def test_a_watcher_killed_mid_range_loses_and_doubles_nothing(
 ) -> None:
     clock = Clock()
     gateway = make_gateway(evm, storage=storage, clock=clock, watcher_lease=30)
-    env = Env(api=None, gateway=gateway, evm=evm, clock=clock)  # type: ignore[arg-type]
     invoices = [usdc_invoice(gateway, evm.owner.address, str(n)) for n in range(1, 7)]
     for n, invoice in enumerate(invoices, start=1):
-        env.pay_token(evm.token, invoice.address, n * USD)
+        pay_token(evm, evm.token, invoice.address, n * USD)
 
     recorded = 0
 
@@ -196,14 +195,13 @@ def test_a_watcher_killed_mid_range_loses_and_doubles_nothing(
 
 def test_a_restarted_watcher_resumes_at_its_cursor(evm: Deployment, storage: Storage) -> None:
     gateway = make_gateway(evm, storage=storage)
-    env = Env(api=None, gateway=gateway, evm=evm, clock=Clock())  # type: ignore[arg-type]
     invoice = usdc_invoice(gateway, evm.owner.address)
-    env.pay_token(evm.token, invoice.address, 1 * USD)
+    pay_token(evm, evm.token, invoice.address, 1 * USD)
     old = watcher(gateway)
     reports = drain(old)
     assert reports[-1].deposits == 1 and reports[-1].scanned_to is not None
     old.release()
-    env.pay_token(evm.token, invoice.address, 2 * USD)
+    pay_token(evm, evm.token, invoice.address, 2 * USD)
     new = watcher(gateway)  # another holder: a new process
     report = new.step()
     assert report.scanned_from == reports[-1].scanned_to + 1
@@ -213,13 +211,12 @@ def test_a_restarted_watcher_resumes_at_its_cursor(evm: Deployment, storage: Sto
 
 def test_without_a_start_block_a_new_watcher_starts_at_the_head(evm: Deployment) -> None:
     gateway = make_gateway(evm, start_block=None)
-    env = Env(api=None, gateway=gateway, evm=evm, clock=Clock())  # type: ignore[arg-type]
     invoice = usdc_invoice(gateway, evm.owner.address)
-    env.pay_token(evm.token, invoice.address, USD)  # before the watcher's first pass
+    pay_token(evm, evm.token, invoice.address, USD)  # before the watcher's first pass
     w = watcher(gateway)
     first = w.step()
     assert first.scanned_to == evm.chain.w3.eth.block_number and first.deposits == 0
-    env.pay_token(evm.token, invoice.address, USD)
+    pay_token(evm, evm.token, invoice.address, USD)
     assert sum(r.deposits for r in drain(w)) == 1
 
 
@@ -229,7 +226,6 @@ def test_watchers_in_threads_share_one_chain(evm: Deployment, tmp_path: Path) ->
 
     storage = SqlStorage(f"sqlite:///{tmp_path}/p.db")
     gateway = make_gateway(evm, storage=storage, block_batch=2)
-    env = Env(api=None, gateway=gateway, evm=evm, clock=Clock())  # type: ignore[arg-type]
     invoices = [usdc_invoice(gateway, evm.owner.address, "5") for _ in range(4)]
     stop = threading.Event()
     loops = [watcher(gateway, holder=f"t{i}") for i in range(3)]
@@ -238,7 +234,7 @@ def test_watchers_in_threads_share_one_chain(evm: Deployment, tmp_path: Path) ->
         thread.start()
     try:
         for invoice in invoices:
-            env.pay_token(evm.token, invoice.address, 5 * USD)
+            pay_token(evm, evm.token, invoice.address, 5 * USD)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if all(n == 1 for _, n in paid_amounts(gateway, [i.guid for i in invoices])):
@@ -266,11 +262,10 @@ def test_a_killed_watcher_process_is_taken_over_by_another(evm: Deployment, tmp_
     clock = Clock()
     config = chain_config(evm, block_batch=1, watcher_lease=1.5, poll_interval=0.05)
     gateway = make_gateway(evm, storage=storage, clock=clock, block_batch=1, watcher_lease=1.5)
-    env = Env(api=None, gateway=gateway, evm=evm, clock=clock)  # type: ignore[arg-type]
     count = 12
     invoices = [usdc_invoice(gateway, evm.owner.address, "1") for _ in range(count)]
     for invoice in invoices:
-        env.pay_token(evm.token, invoice.address, USD)
+        pay_token(evm, evm.token, invoice.address, USD)
     chain_json = {
         str(CHAIN_ID): {
             "name": config.name,

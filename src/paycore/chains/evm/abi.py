@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
-import eth_abi
+from eth_abi.abi import decode as abi_decode
+from eth_abi.abi import encode as abi_encode
 
 from paycore.hashing import keccak256
 from paycore.tokens import to_checksum
@@ -43,7 +44,7 @@ WITHDRAW = "withdraw(address,address,uint256,uint256[])"
 
 def encode_call(signature: str, types: Sequence[str], args: Sequence[object]) -> bytes:
     """Calldata: the selector of ``signature`` followed by the ABI-encoded ``args``."""
-    return selector(signature) + eth_abi.encode(list(types), list(args))
+    return selector(signature) + abi_encode(list(types), list(args))
 
 
 def deploy_wallet_data(owner: str) -> bytes:
@@ -54,7 +55,7 @@ def decode_deploy_wallet(data: bytes) -> str | None:
     """The owner a ``deployWallet`` calldata deploys for, or None for any other calldata."""
     if len(data) != 36 or data[:4] != selector(DEPLOY_WALLET):
         return None
-    (owner,) = eth_abi.decode(["address"], data[4:])
+    (owner,) = abi_decode(["address"], data[4:])
     return to_checksum(owner)
 
 
@@ -101,7 +102,7 @@ def decode_string(result: str) -> str | None:
     if len(raw) == 32:
         return raw.rstrip(b"\0").decode("utf-8", "replace") or None
     try:
-        (text,) = eth_abi.decode(["string"], raw)
+        (text,) = abi_decode(["string"], raw)
     except Exception:  # a token with an odd symbol() is still a token
         return None
     return str(text)

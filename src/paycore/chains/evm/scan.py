@@ -8,7 +8,7 @@ are decoded further (amount, sender, checksum). No I/O here; ``watcher`` feeds i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 import attrs
@@ -56,7 +56,9 @@ def sweep_keys(wallet_logs: Iterable[RawLog]) -> set[tuple[str, str]]:
 
 
 def match_transfers(
-    logs: Iterable[RawLog], watched: Mapping[str, str], sweeps: set[tuple[str, str]] = frozenset()
+    logs: Iterable[RawLog],
+    watched: Mapping[str, str],
+    sweeps: Set[tuple[str, str]] = frozenset(),
 ) -> list[Transfer]:
     """ERC20 ``Transfer`` logs whose recipient is watched. Logs with another shape (an
     ERC721 ``Transfer`` has a third indexed topic) are ignored."""
