@@ -202,10 +202,12 @@ def test_body_owner_of_another_owner_is_403(mode_env: Env, endpoint: str) -> Non
     ENDPOINTS[endpoint](env, other, key).error(403, prefix="forbidden: ")
 
 
-@pytest.mark.parametrize(
-    "endpoint",
-    ["GET /invoices", "GET /transactions", "GET /auth/pubkeys", "POST /auth/register-callback"],
-)
+def test_register_callback_needs_a_session_in_both_modes(mode_env: Env) -> None:
+    owner, _ = mode_env.merchant("m")
+    ENDPOINTS["POST /auth/register-callback"](mode_env, owner, None).error(401, prefix=AUTH)
+
+
+@pytest.mark.parametrize("endpoint", ["GET /invoices", "GET /transactions", "GET /auth/pubkeys"])
 def test_owner_scoped_without_headers_per_mode(mode_env: Env, endpoint: str) -> None:
     env = mode_env
     owner, _ = env.merchant("m")

@@ -47,7 +47,10 @@ def pubkeys(call: Call) -> Json:
 
 
 def register_callback(call: Call) -> Json:
+    # Session-signed always (DESIGN.md), soft mode included: a merely claimed owner must
+    # never be able to redirect another merchant's webhooks.
     body = call.body()
+    call.session()
     owner = call.owner_scope(body.get("ownerAddress"), "ownerAddress")
     allow_private = call.gateway.settings.webhook_allow_private
     config = set_webhook(
