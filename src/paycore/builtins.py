@@ -1,4 +1,5 @@
-"""Plugins that ship inside the core: in-memory storage and the static price source."""
+"""Plugins that ship inside the core: in-memory storage, the static price source and the
+WebSocket Hub (the notifier behind GET /ws)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,12 @@ def paycore_storage(settings: Settings) -> Any:
 def paycore_price_sources(settings: Settings, register: Callable[[Any], None]) -> None:
     if settings.prices:
         register(StaticPriceSource(dict(settings.prices)))
+
+
+@hookimpl(trylast=True)
+def paycore_notifiers(settings: Settings, register: Callable[[Any], None]) -> None:
+    """The WebSocket Hub, in every process: web workers push to their sockets, and any
+    process with ``redis_url`` set (``paycore worker`` too) publishes for the others."""
+    from .realtime.hub import Hub
+
+    register(Hub.from_settings(settings))

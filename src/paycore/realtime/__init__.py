@@ -1,0 +1,53 @@
+"""Real-time pushes: GET /ws (SPEC.md sections 4 and 6, DESIGN.md sections 2 and 4).
+
+- :mod:`.frames`: the frame protocol as a pure state machine (``Conversation``).
+- :mod:`.hub`: the per-process ``Hub`` (subscriptions by owner, bounded queues), which is
+  also the notifier the gateway calls after each committed change.
+- :mod:`.redis_fanout`: ``RedisFanout``, carrying changes between processes when
+  ``settings.redis_url`` is set; without it a change reaches the sockets of its own process.
+- :mod:`.connection`: ``serve_sync`` / ``serve_async``, one socket from challenge to close,
+  behind the two-method socket shapes the adapters wrap their framework's socket in.
+
+The built-in plugin registers a Hub for every gateway; ``hub_for(gateway)`` finds it.
+"""
+
+from __future__ import annotations
+
+from .connection import (
+    AsyncSocket,
+    Disconnected,
+    SocketSession,
+    SyncSocket,
+    serve_async,
+    serve_sync,
+)
+from .frames import (
+    CLOSE_AUTH,
+    CLOSE_BAD_FRAME,
+    CLOSE_TOO_SLOW,
+    Close,
+    Conversation,
+    Register,
+    State,
+)
+from .hub import Fanout, Hub, Subscription, hub_for
+
+__all__ = [
+    "CLOSE_AUTH",
+    "CLOSE_BAD_FRAME",
+    "CLOSE_TOO_SLOW",
+    "AsyncSocket",
+    "Close",
+    "Conversation",
+    "Disconnected",
+    "Fanout",
+    "Hub",
+    "Register",
+    "SocketSession",
+    "State",
+    "Subscription",
+    "SyncSocket",
+    "hub_for",
+    "serve_async",
+    "serve_sync",
+]
