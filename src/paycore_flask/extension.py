@@ -17,8 +17,10 @@ from flask import Blueprint, Flask, current_app, has_app_context
 from werkzeug.routing import PathConverter
 
 from paycore import Gateway, Settings
+from paycore.realtime import hub_for
 
 from .view import EXTENSION_KEY, METHODS, paycore_view
+from .ws import add_websocket_route
 
 CONVERTER = "paycore_path"
 
@@ -45,8 +47,8 @@ class PayCore:
     Give a ready ``gateway`` (shared by every app this extension is bound to), or
     ``settings`` (a gateway is built per app), or neither: settings then come from
     ``PAYCORE_*`` keys of ``app.config`` over ``PAYCORE_*`` environment variables.
-    Only one blueprint with one catch-all view is added; the host's other routes, error
-    handlers and JSON provider are left alone.
+    Only one blueprint is added, with one catch-all view and the ``{prefix}/ws`` WebSocket
+    route; the host's other routes, error handlers and JSON provider are left alone.
     """
 
     def __init__(
@@ -86,6 +88,8 @@ class PayCore:
         # every path under the prefix reaches paycore and gets its one-line answers.
         app.url_map.converters.setdefault(CONVERTER, AnyPathConverter)
         blueprint.add_url_rule(f"/<{CONVERTER}:subpath>", "api", paycore_view, methods=METHODS)
+        hub_for(gateway)  # the Hub exists before the first change, even with builtins blocked
+        add_websocket_route(blueprint)
         app.extensions[EXTENSION_KEY] = PayCoreState(self, gateway, self.prefix, blueprint)
         app.register_blueprint(blueprint)
 

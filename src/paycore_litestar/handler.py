@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+import attrs
 from anyio import to_thread
 from litestar import Request, Router, route
 from litestar import Response as LitestarResponse
@@ -22,6 +23,8 @@ from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api.http import text_response
 from paycore.errors import PayloadTooLarge
+
+from .ws import WS_PATH, websocket_handler
 
 #: Every method reaches paycore, which answers 404/405 itself with its own one-line texts.
 METHODS = [
@@ -59,7 +62,23 @@ def build_router(prefix: str, gateway: Gateway) -> Router:
         answer = await to_thread.run_sync(handle, gateway, to_paycore(request, body))
         return to_litestar(answer)
 
-    return Router(prefix or "/", route_handlers=[paycore_handler])
+    @route(
+        WS_PATH,
+        http_method=METHODS,
+        name="paycore-ws-http",
+        include_in_schema=False,
+        request_max_body_size=None,
+    )
+    async def ws_path_over_http(request: AnyRequest) -> LitestarResponse[bytes]:
+        """``{prefix}/ws`` without an upgrade: the core's answer, as under Flask. Without this
+        Litestar would answer 405 itself, the path belonging to the websocket handler."""
+        plain = attrs.evolve(to_paycore(request, b""), path=WS_PATH)
+        return to_litestar(await to_thread.run_sync(handle, gateway, plain))
+
+    return Router(
+        prefix or "/",
+        route_handlers=[paycore_handler, ws_path_over_http, websocket_handler(gateway)],
+    )
 
 
 async def read_capped_body(request: AnyRequest) -> bytes | None:

@@ -52,6 +52,7 @@ def test_mounting_leaves_host_routes_handlers_and_json_alone(gateway: Gateway) -
     assert added == {
         (PREFIX + "/", "paycore.api"),
         (PREFIX + "/<paycore_path:subpath>", "paycore.api"),
+        (PREFIX + "/ws", "paycore.ws"),  # the WebSocket route, on the same blueprint
     }
     assert {code: dict(h) for code, h in app.error_handler_spec[None].items()} == handlers_before
     assert app.json is json_before and app.json.sort_keys is False  # type: ignore[attr-defined]

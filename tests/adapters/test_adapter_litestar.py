@@ -67,7 +67,11 @@ def test_mounting_leaves_host_routes_and_handlers_alone(
     assert app.state.paycore is gateway
     paths = {r.path for r in app.routes}
     assert {"/hello", "/echo"} <= paths
-    assert {p for p in paths if p.startswith(PREFIX)} == {PREFIX, PREFIX + "/{subpath:path}"}
+    assert {p for p in paths if p.startswith(PREFIX)} == {
+        PREFIX,
+        PREFIX + "/{subpath:path}",
+        PREFIX + "/ws",  # the WebSocket route (and its plain-HTTP answer)
+    }
     assert not any(p.startswith(PREFIX) for p in app.openapi_schema.paths or {})
 
     assert client.get("/hello").json() == {"z": 1, "a": 2}

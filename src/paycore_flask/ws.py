@@ -1,0 +1,58 @@
+"""GET {prefix}/ws for Flask: flask-sock accepts the socket, ``paycore.realtime`` runs it.
+
+The route goes on paycore's own blueprint through a ``Sock`` that is never bound to the
+app, so the host's routes and its own flask-sock setup (if any) are untouched. Flask-sock
+reads ``SOCK_SERVER_OPTIONS`` from the host's config; ``max_message_size`` there bounds what
+a client can make the server buffer before paycore sees a frame (ours are a few hundred
+bytes), ``ping_interval`` keeps idle sockets alive through proxies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from typing import Any
+
+from flask import Blueprint, current_app
+from flask_sock import Sock
+from simple_websocket import ConnectionClosed
+
+from paycore.realtime import Disconnected, serve_sync
+
+from .view import EXTENSION_KEY
+
+_sock = Sock()
+
+
+def add_websocket_route(blueprint: Blueprint) -> None:
+    @_sock.route("/ws", bp=blueprint, endpoint="ws")
+    def paycore_ws(ws: Any) -> None:
+        serve_sync(FlaskSocket(ws), current_app.extensions[EXTENSION_KEY].gateway)
+
+
+class FlaskSocket:
+    """simple-websocket's ``Server`` in the shape ``serve_sync`` expects."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        # Pushes are small frames written one at a time: without TCP_NODELAY, Nagle's
+        # algorithm holds each behind the client's delayed ACK of the last (~40 ms).
+        with contextlib.suppress(AttributeError, OSError):
+            ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def send(self, text: str) -> None:
+        try:
+            self.ws.send(text)
+        except (ConnectionClosed, OSError):
+            raise Disconnected from None
+
+    def receive(self, timeout: float) -> str | bytes | None:
+        try:
+            data: str | bytes | None = self.ws.receive(timeout=timeout)
+        except (ConnectionClosed, OSError):
+            raise Disconnected from None
+        return data
+
+    def close(self, code: int, reason: str) -> None:
+        with contextlib.suppress(ConnectionClosed, OSError):
+            self.ws.close(reason=code, message=reason)
