@@ -9,6 +9,7 @@ are decoded further (amount, sender, checksum). No I/O here; ``watcher`` feeds i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Set
+from functools import lru_cache
 from typing import Any
 
 import attrs
@@ -19,6 +20,9 @@ from . import abi
 
 RawLog = Mapping[str, Any]
 RawBlock = Mapping[str, Any]
+
+#: EIP-55 costs a keccak per address; token contracts and payers repeat across logs.
+_checksum = lru_cache(maxsize=1 << 16)(to_checksum)
 
 
 def watch_keys(addresses: Iterable[str]) -> dict[str, str]:
@@ -80,8 +84,8 @@ def match_transfers(
                 tx_index=int(log["transactionIndex"], 16),
                 block_number=int(log["blockNumber"], 16),
                 block_hash=log["blockHash"],
-                token=to_checksum(log["address"]),
-                from_=abi.topic_address(topics[1]),
+                token=_checksum(log["address"]),
+                from_=_checksum("0x" + topics[1][-40:]),
                 to=to,
                 units=abi.word_int(log["data"]),
             )
@@ -119,7 +123,7 @@ def match_native(blocks: Iterable[RawBlock], watched: Mapping[str, str]) -> list
                     block_number=number,
                     block_hash=block["hash"],
                     token=NATIVE,
-                    from_=to_checksum(tx["from"]),
+                    from_=_checksum(tx["from"]),
                     to=to,
                     units=units,
                 )
