@@ -288,3 +288,33 @@ def test_get_address_needs_an_index_for_a_deposit_address(env: Env) -> None:
     env.api.post("/getAddress", {"ownerAddress": owner, "chainId": 1, "index": 0}).error(
         400, "invalid request: chainId: unsupported chain 1"
     )
+
+
+def test_a_disabled_index_is_left_out_of_withdrawals(env: Env) -> None:
+    evm, token = env.evm, env.evm.token
+    owner, key = env.merchant()
+    fund(env, owner.address)
+    wallet = evm.chain.contract("PaycoreWallet", deploy(env, owner))
+    usdc = f"{CHAIN_ID}:{token.address}"
+    for n in (1, 2, 3):
+        body = {"value": "9", "chainId": CHAIN_ID, "description": "x", "acceptedTokens": [usdc]}
+        invoice = env.api.post("/invoice", body, session=key).ok(201)
+        env.pay_token(token, invoice["address"], n * USD)
+    evm.chain.transact(owner, wallet.functions.disableWalletIndex(1))
+
+    held = balances(env, owner.address, key)[token.address]
+    assert held["balance"] == "6"  # the funds at a disabled index are still the owner's
+    ask = {
+        "to": Account.create().address,
+        "ownerAddress": owner.address,
+        "tokenAddress": token.address,
+        "amount": "4",
+        "chainId": CHAIN_ID,
+    }
+    unsigned = env.api.post("/initWithdraw", ask, session=key).ok()
+    assert unsigned["indexes"] == [0, 2]
+    env.api.post("/initWithdraw", {**ask, "amount": "5"}, session=key).error(
+        400, "invalid request: amount: more than the 4 TUSDC available to withdraw"
+    )
+    assert env.sign_and_send(owner, unsigned)["status"] == 1
+    assert token.functions.balanceOf(ask["to"]).call() == 4 * USD

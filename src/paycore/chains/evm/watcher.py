@@ -175,7 +175,10 @@ class EvmWatcher:
             try:
                 deposits = self._attribute(fetched, tokens)
             except PriceUnavailable as exc:
+                # Nothing is skipped: the range is retried (after a fresh price table) until
+                # the token is priced, since a deposit valued wrongly cannot be taken back.
                 log.error("chain %d: deposit not valued, will retry: %s", self.chain.chain_id, exc)
+                self.gateway.refresh_prices()
                 return attrs.evolve(report, caught_up=False, error=str(exc))
             withdrawals = self._record_withdrawals(fetched)
             if not self._advance(end, fetched.end_hash):
