@@ -1,0 +1,96 @@
+"""Handlers of the hosted checkout page: the HTML shell, its static assets, and QR codes.
+
+The page is public, like the reads it makes (SPEC.md section 1: a payer needs no
+authentication), so these routes take no session headers. Each answer carries the headers
+a browser needs: a Content-Security-Policy that allows this origin only (the page ships
+everything it runs), no Referer (the URL holds the invoice id), and revalidation by ETag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import checkout
+from ..checkout.qr import payment_qr_svg
+from ..config import Settings
+from ..errors import NotFound
+from .http import Response
+from .routing import Call
+
+#: How often the page re-reads the invoice: SPEC.md recommends 2 to 5 seconds.
+POLL_MS = 2500
+
+PAGE_HEADERS = {
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'"
+    ),
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+    "cache-control": "no-cache",
+}
+#: An SVG opened on its own is a document: let it run nothing.
+QR_HEADERS = {
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'",
+    "x-content-type-options": "nosniff",
+    "cache-control": "public, max-age=86400, immutable",
+}
+
+
+def page(call: Call) -> Response:
+    """``/checkout/``: SPEC.md's paymentUrl form; assets sit next to the page."""
+    return _page(call, "assets/")
+
+
+def page_no_slash(call: Call) -> Response:
+    """``/checkout``: the same page; relative URLs resolve one level up from here."""
+    return _page(call, "checkout/assets/")
+
+
+def _page(call: Call, asset_base: str) -> Response:
+    body = checkout.page(asset_base, page_config(call.gateway.settings))
+    return Response(200, body, "text/html; charset=utf-8", dict(PAGE_HEADERS))
+
+
+def page_config(settings: Settings) -> Mapping[str, Any]:
+    """What the page cannot read from the public API: the chains' names and native coins
+    (symbol and decimals, needed to turn an amount into wei or sun) and the fallback currency."""
+    return {
+        "vsCurrency": settings.vs_currency,
+        "pollMs": POLL_MS,
+        "chains": {
+            str(c.chain_id): {
+                "name": c.name,
+                "symbol": c.native_symbol,
+                "decimals": c.native_decimals,
+                "kind": c.kind.value,
+            }
+            for c in settings.chains.values()
+        },
+    }
+
+
+def asset(call: Call) -> Response:
+    """``/checkout/assets/{name}``: only files shipped in the package's assets/ folder."""
+    name = call.params["name"]
+    found = checkout.assets().get(name)
+    if found is None:
+        raise NotFound(f"not found: checkout asset {name[:100]}")
+    headers = {
+        "etag": found.etag,
+        "cache-control": "no-cache",
+        "x-content-type-options": "nosniff",
+    }
+    if found.etag in _etags(call.request.headers.get("if-none-match", "")):
+        return Response(304, b"", found.content_type, headers)
+    return Response(200, found.body, found.content_type, headers)
+
+
+def _etags(header: str) -> set[str]:
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
+
+
+def qr(call: Call) -> Response:
+    """``/checkout/qr?data=<payment link>``: the link's QR code as SVG."""
+    return Response(200, payment_qr_svg(call.request.query("data")), "image/svg+xml", QR_HEADERS)

@@ -1,0 +1,312 @@
+/**
+ * The checkout page: read the invoice named by ?invoice=<guid>, show what to pay and where,
+ * and follow its status by polling the public read until it is paid or expired.
+ *
+ * Why polling and not GET /ws: the WebSocket is owner-scoped (it needs a session key), and a
+ * payer has none. SPEC.md recommends polling every 2 to 5 seconds during a payment.
+ */
+
+import { HttpError, apiBase, getJson, invoiceUrl, pricesUrl, qrUrl } from "./api.js";
+import { formatDecimal, parseDecimal } from "./decimal.js";
+import { formatCountdown, formatVs } from "./format.js";
+import { quote, tokenFacts } from "./quote.js";
+
+const config = readConfig();
+const base = apiBase(window.location.href);
+const POLL_MS = config.pollMs || 2500;
+const MAX_BACKOFF_MS = 30000;
+const PRICES_EVERY_MS = 60000;
+/** Clock differences below this are Date-header rounding, not a wrong clock. */
+const SKEW_TOLERANCE_MS = 3000;
+const FINAL = new Set(["paid", "expired"]);
+
+const STATUS = {
+  init: ["Awaiting payment", "Send the amount below to the address shown. This page updates by itself."],
+  partialPaid: ["Partially paid", "Part of the payment has arrived. Send the rest to complete it."],
+  paid: ["Paid", "Payment received. Thank you! You can close this page."],
+  expired: [
+    "Expired",
+    "This invoice expired before it was paid in full. Do not send anything to this address; " +
+      "ask the merchant for a new invoice.",
+  ],
+};
+
+const REASONS = {
+  tip: "Any amount is welcome: the code holds the address only. Enter the amount in your wallet.",
+  price: "No price for this token is available right now, so the code holds the address only. " +
+    "Choose another token, or wait a moment.",
+  decimals: "The code holds the address only (this token's decimals are not known here): " +
+    "in your wallet choose TOKEN and enter the amount shown.",
+  "tron-token": "The code holds the address only: in your wallet choose TOKEN and enter the amount shown.",
+  other: "The code holds the address only: enter the amount in your wallet.",
+};
+
+const state = {
+  guid: null,
+  invoice: null,
+  prices: null,
+  pricesAt: 0,
+  chosen: null,
+  skewMs: 0,
+  failures: 0,
+  pollTimer: null,
+  clockTimer: null,
+  lastUri: null,
+};
+
+const $ = (id) => document.getElementById(id);
+
+function readConfig() {
+  try {
+    return JSON.parse(document.getElementById("paycore-config").textContent || "{}");
+  } catch {
+    return {};
+  }
+}
+
+function setState(name) {
+  $("checkout").dataset.state = name;
+}
+
+function showProblem(text) {
+  setState("problem");
+  $("loading").hidden = true;
+  $("invoice").hidden = true;
+  $("problem").hidden = false;
+  $("problem-text").textContent = text;
+  document.title = "Payment: invoice not available";
+}
+
+async function main() {
+  const guid = new URL(window.location.href).searchParams.get("invoice");
+  if (!guid) {
+    showProblem("This payment link names no invoice. It should end in ?invoice= followed by the invoice id.");
+    return;
+  }
+  state.guid = guid.trim();
+  $("invoice-id").textContent = `Invoice ${state.guid}`;
+  if (!/^[A-Za-z0-9-]{1,100}$/.test(state.guid)) {
+    showProblem(`No invoice "${state.guid.slice(0, 100)}" exists. Check the link, or ask the merchant for a new one.`);
+    return;
+  }
+  await Promise.all([refreshInvoice(), refreshPrices()]);
+}
+
+async function refreshPrices() {
+  try {
+    const { body } = await getJson(pricesUrl(base));
+    state.prices = body;
+    state.pricesAt = Date.now();
+  } catch {
+    // Without prices the page still shows the address and the vsCurrency amount.
+  }
+  if (state.invoice) render();
+}
+
+/** One read of the invoice; schedules the next while the invoice can still change. */
+async function refreshInvoice() {
+  window.clearTimeout(state.pollTimer);
+  try {
+    const { body, serverTime } = await getJson(invoiceUrl(base, state.guid));
+    if (serverTime !== null) {
+      const skew = serverTime - Date.now();
+      state.skewMs = Math.abs(skew) > SKEW_TOLERANCE_MS ? skew : 0;
+    }
+    state.failures = 0;
+    $("connection").textContent = "";
+    state.invoice = body;
+    render();
+  } catch (error) {
+    if (error instanceof HttpError && error.status === 404) {
+      showProblem(`No invoice "${state.guid}" exists. Check the link, or ask the merchant for a new one.`);
+      return;
+    }
+    state.failures += 1;
+    const message = "Connection to the payment service lost; retrying…";
+    if (state.invoice) $("connection").textContent = message;
+    else $("loading").textContent = message;
+  }
+  if (state.invoice && FINAL.has(state.invoice.status)) return;
+  if (Date.now() - state.pricesAt > PRICES_EVERY_MS && state.invoice) refreshPrices();
+  const delay = Math.min(POLL_MS * 2 ** state.failures, MAX_BACKOFF_MS);
+  state.pollTimer = window.setTimeout(refreshInvoice, delay);
+}
+
+function currency() {
+  return (state.prices && state.prices.vsCurrency) || config.vsCurrency || "usd";
+}
+
+function chainName(chainId) {
+  const chain = (config.chains || {})[String(chainId)];
+  return chain && chain.name ? `${chain.name} (chain ${chainId})` : `chain ${chainId}`;
+}
+
+/** Accepted tokens a payer can send to this address: those on the invoice's own chain. */
+function choices(invoice) {
+  const chains = config.chains || {};
+  const own = invoice.acceptedTokens.filter((t) => t.startsWith(`${invoice.chainId}:`));
+  return (own.length ? own : [invoice.token]).map((id) => tokenFacts(id, invoice, chains));
+}
+
+function render() {
+  const invoice = state.invoice;
+  const status = STATUS[invoice.status] ? invoice.status : "init";
+  setState(status);
+  $("loading").hidden = true;
+  $("problem").hidden = true;
+  $("invoice").hidden = false;
+  $("invoice").dataset.status = invoice.status;
+  $("description").textContent = invoice.description || "";
+  $("description").hidden = !invoice.description;
+
+  const [badge, text] = STATUS[status];
+  $("status-badge").textContent = badge;
+  $("status-text").textContent = text;
+  document.title = `${badge}: ${invoice.description || "Payment"}`;
+
+  renderAmounts(invoice);
+  const options = choices(invoice);
+  if (!options.some((o) => o.id === state.chosen)) {
+    state.chosen = (options.find((o) => o.id === invoice.token) || options[0]).id;
+  }
+  renderChoices(options);
+  renderPayment(invoice, options.find((o) => o.id === state.chosen));
+  tick();
+  if (!state.clockTimer) state.clockTimer = window.setInterval(tick, 1000);
+}
+
+function renderAmounts(invoice) {
+  const value = parseDecimal(invoice.value);
+  const tip = !value || value.units === 0n;
+  $("amount-vs").textContent = tip ? "Any amount" : formatVs(invoice.value, currency());
+  const paid = parseDecimal(invoice.paidAmount);
+  const anyPaid = paid !== null && paid.units > 0n;
+  $("paid-row").hidden = !anyPaid;
+  if (anyPaid) $("paid-vs").textContent = formatVs(formatDecimal(paid), currency());
+}
+
+function renderChoices(options) {
+  const box = $("token-choices");
+  const ids = options.map((o) => o.id).join(",");
+  if (box.dataset.ids !== ids) {
+    box.dataset.ids = ids;
+    box.replaceChildren(
+      ...options.map((option, i) => {
+        const label = document.createElement("label");
+        label.className = "choice";
+        const input = document.createElement("input");
+        input.type = "radio";
+        input.name = "token";
+        input.value = option.id;
+        input.id = `token-${i}`;
+        input.addEventListener("change", () => {
+          state.chosen = option.id;
+          render();
+        });
+        const name = document.createElement("span");
+        name.textContent = option.symbol;
+        label.append(input, name);
+        label.title = option.id;
+        return label;
+      }),
+    );
+  }
+  for (const input of box.querySelectorAll("input")) input.checked = input.value === state.chosen;
+  $("tokens").hidden = options.length < 2;
+}
+
+function renderPayment(invoice, facts) {
+  const offer = quote(invoice, facts, state.prices);
+  const due = offer.due === null ? null : formatDecimal(offer.due);
+  $("amount-token-label").textContent = invoice.status === "partialPaid" ? "Still to send" : "Send";
+  let amountText;
+  if (offer.amountText !== null) amountText = `${offer.amountText} ${facts.symbol}`;
+  else if (offer.reason === "tip") amountText = `Any amount of ${facts.symbol}`;
+  else amountText = `${facts.symbol}: no price available (${formatVs(due, currency())} due)`;
+  $("amount-token").textContent = amountText;
+  $("copy-amount").hidden = offer.amountText === null;
+  $("copy-amount").dataset.copy = offer.amountText || "";
+
+  $("network").textContent = chainName(invoice.chainId);
+  $("address").textContent = invoice.address;
+  $("copy-address").dataset.copy = invoice.address;
+
+  const reason = offer.exact ? null : offer.reason || "other";
+  $("qr-note").textContent = reason
+    ? REASONS[reason].replace("TOKEN", facts.symbol)
+    : `Scan with your wallet: the code holds the address, the network and ${amountText}.`;
+  $("qr-note").dataset.reason = reason || "exact";
+  if (state.lastUri !== offer.uri) {
+    state.lastUri = offer.uri;
+    $("qr").src = qrUrl(base, offer.uri).href;
+    $("qr").alt = reason
+      ? `QR code with the deposit address ${invoice.address}`
+      : `QR code of a payment of ${amountText} to ${invoice.address}`;
+    $("wallet-link").href = offer.uri;
+  }
+}
+
+/** Once a second: the countdown, and an early read when the deadline has just passed. */
+function tick() {
+  const invoice = state.invoice;
+  if (!invoice) return;
+  const countdown = $("countdown");
+  if (FINAL.has(invoice.status)) {
+    countdown.textContent = invoice.status === "paid" ? "Paid" : "Expired";
+    window.clearInterval(state.clockTimer);
+    state.clockTimer = null;
+    return;
+  }
+  const left = (invoice.deadline * 1000 - (Date.now() + state.skewMs)) / 1000;
+  const { text, iso } = formatCountdown(left);
+  countdown.textContent = text;
+  countdown.setAttribute("datetime", iso);
+  countdown.dataset.seconds = String(Math.max(0, Math.floor(left)));
+  if (left <= 0 && !state.expiryAsked) {
+    state.expiryAsked = true; // the read applies the expiry (SPEC.md's lazy expiry)
+    refreshInvoice();
+  }
+}
+
+async function copy(button) {
+  const text = button.dataset.copy;
+  if (!text) return;
+  let done = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    done = true;
+  } catch {
+    done = legacyCopy(text);
+  }
+  const original = button.dataset.label || button.textContent;
+  button.dataset.label = original;
+  button.textContent = done ? "Copied" : "Select and copy";
+  $("copied").textContent = done ? `Copied ${text}` : "Copy failed: select the text and copy it.";
+  window.setTimeout(() => {
+    button.textContent = original;
+  }, 2000);
+}
+
+/** For browsers without the async clipboard (an http:// page that is not localhost). */
+function legacyCopy(text) {
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.className = "visually-hidden";
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand("copy");
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+for (const id of ["copy-address", "copy-amount"]) {
+  $(id).addEventListener("click", (event) => copy(event.currentTarget));
+}
+
+main();
