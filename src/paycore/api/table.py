@@ -6,7 +6,7 @@ here; both adapters and the OpenAPI document pick it up.
 
 from __future__ import annotations
 
-from . import events, invoices, schemas, sessions, wallet, webhooks
+from . import checkout, events, invoices, schemas, sessions, wallet, webhooks
 from .routing import Route, Router
 
 GET_POST = ("GET", "POST")
@@ -233,6 +233,26 @@ ROUTES: list[Route] = [
         request_body=schemas.FAUCET,
         response=schemas.FAUCET_SENT,
         errors=(400, 502),
+    ),
+    # -- the hosted checkout page (public, HTML): paymentUrl is {checkout_url}/?invoice=<guid> --
+    Route(("GET",), "/checkout/", checkout.page, "The checkout page (HTML)", session="none"),
+    Route(("GET",), "/checkout", checkout.page_no_slash, "The same page", session="none"),
+    Route(
+        ("GET",),
+        "/checkout/assets/{name}",
+        checkout.asset,
+        "A file of the checkout page (JS, CSS), shipped in the package",
+        errors=(404,),
+        session="none",
+    ),
+    Route(
+        ("GET",),
+        "/checkout/qr",
+        checkout.qr,
+        "The QR code (SVG) of an ethereum: or tron: payment link",
+        query=[("data", "string", True, "the link, at most 512 URI characters")],
+        errors=(400,),
+        session="none",
     ),
 ]
 
