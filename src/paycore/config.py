@@ -150,7 +150,7 @@ AUTH_MODES = ("strict", "soft")
 class Settings:
     database_url: str = "sqlite:///paycore.sqlite3"
     vs_currency: str = "usd"
-    checkout_url: str = "http://127.0.0.1:8000/checkout"
+    checkout_url: str = "http://127.0.0.1:8000/paycore/checkout"
     auth_mode: str = "strict"
     session_key_ttl: int = 30 * 24 * 3600
     session_key_cap: int = 5
