@@ -135,8 +135,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             help="SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3",
         )
     _add_serve(sub)
-    args = parser.parse_args(argv)
+    sub.add_parser(
+        "worker",
+        add_help=False,
+        help="deliver webhooks and expire overdue invoices (paycore worker --help)",
+    )
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "worker":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        if args.command == "worker":
+            from .worker import main as worker_main
+
+            return worker_main(extra)
         if args.command == "serve":
             return serve(args)
         database_url = args.database_url or Settings.from_env().database_url

@@ -30,6 +30,7 @@ from types import FrameType
 
 import anyio
 
+from .chains import WatchingBackend
 from .config import Settings
 from .dispatcher import Dispatcher
 from .errors import PaycoreError
@@ -71,8 +72,10 @@ def run_worker(
     stop_event: threading.Event,
     dispatch: bool = True,
     sweep: bool = True,
+    watch: bool = True,
 ) -> None:
-    """Run the dispatcher and the sweeper until ``stop_event`` is set; blocks.
+    """Run the dispatcher, the sweeper and the chain watchers until ``stop_event`` is set;
+    blocks.
 
     In-flight POSTs are allowed to finish (each is bounded by ``webhook_timeout``) before
     this returns. If a loop dies of an unexpected error the other one is stopped too and
@@ -100,6 +103,10 @@ def run_worker(
         gateway.notifiers.append(waker)
     if sweep:
         loops.append(functools.partial(sweep_expired, gateway, halt_sweep))
+    if watch:
+        # One loop per backend object: a backend serving several chains runs them all.
+        backends = {id(b): b for b in gateway.chains.values() if isinstance(b, WatchingBackend)}
+        loops.extend(functools.partial(b.watch, gateway, stop_event) for b in backends.values())
     threads = [
         threading.Thread(target=guarded(loop), name=f"paycore-worker-{i}", daemon=True)
         for i, loop in enumerate(loops)
@@ -170,6 +177,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-dispatch", action="store_true", help="do not deliver webhooks")
     parser.add_argument("--no-sweep", action="store_true", help="do not expire invoices")
+    parser.add_argument("--no-watch", action="store_true", help="do not scan chains for deposits")
     parser.add_argument("--log-level", default="INFO", help="logging level on stderr; default INFO")
     return parser
 
@@ -201,7 +209,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         not args.no_sweep,
     )
     try:
-        run_worker(gateway, stop_event=stop, dispatch=not args.no_dispatch, sweep=not args.no_sweep)
+        run_worker(
+            gateway,
+            stop_event=stop,
+            dispatch=not args.no_dispatch,
+            sweep=not args.no_sweep,
+            watch=not args.no_watch,
+        )
     finally:
         gateway.close()
     return 0

@@ -8,6 +8,7 @@ handlers call them through this Protocol, so a Tron backend slots in beside the 
 
 from __future__ import annotations
 
+import threading
 from decimal import Decimal
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -25,6 +26,14 @@ class ChainBackend(Protocol):
 
     def deposit_address(self, owner: str, chain_id: int, index: int) -> str:
         """The owner's deposit address number ``index``, computed without any RPC."""
+
+
+@runtime_checkable
+class WatchingBackend(Protocol):
+    """A backend that finds deposits itself; ``paycore worker`` runs its ``watch`` loop."""
+
+    def watch(self, gateway: Gateway, stop_event: threading.Event) -> None:
+        """Attribute confirmed deposits through ``gateway.record_deposit`` until stopped."""
 
 
 @attrs.frozen

@@ -8,6 +8,7 @@ that needs the node reports it (502).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,12 @@ class EvmBackend:
             raise InvalidInput("chainId", f"no EVM backend for chain {chain_id}") from None
 
     # -- ChainBackend ---------------------------------------------------------------------
+    def watch(self, gateway: Gateway, stop_event: threading.Event) -> None:
+        """Scan every chain of this backend for deposits until ``stop_event`` is set."""
+        from .watcher import run_watchers
+
+        run_watchers(gateway, stop_event)
+
     def deposit_address(self, owner: str, chain_id: int, index: int) -> str:
         return self.chain(chain_id).deposit_of(owner, index)
 
