@@ -8,14 +8,12 @@ unless ``PAYCORE_REQUIRE_POSTGRES=1``, as in CI, where it fails them.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from events_helpers import Receiver
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from paycore.memory import MemoryStorage
@@ -24,60 +22,8 @@ from paycore_storage import SqlStorage
 from paycore_storage.engine import database_url
 from paycore_storage.tables import metadata
 
-DEFAULT_POSTGRES_URLS = (
-    "postgresql://postgres@127.0.0.1:5432/test",
-    "postgresql://root@127.0.0.1:5432/test",
-)
 BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 SQL_BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
-
-
-def _reachable(candidates: list[str]) -> tuple[URL | None, list[str]]:
-    errors: list[str] = []
-    for candidate in candidates:
-        url = database_url(candidate)
-        engine = create_engine(url, connect_args={"connect_timeout": 3})
-        try:
-            with engine.connect() as connection:
-                connection.execute(text("SELECT 1"))
-            return url, errors
-        except Exception as exc:  # any failure to connect means "not this one"
-            errors.append(f"{url.render_as_string(hide_password=True)}: {exc}".splitlines()[0])
-        finally:
-            engine.dispose()
-    return None, errors
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> URL:
-    override = os.environ.get("PAYCORE_TEST_POSTGRES_URL")
-    url, errors = _reachable([override] if override else list(DEFAULT_POSTGRES_URLS))
-    if url is None:
-        reason = "PostgreSQL unreachable: " + "; ".join(errors)
-        if os.environ.get("PAYCORE_REQUIRE_POSTGRES", "").lower() in ("1", "true", "yes"):
-            pytest.fail(reason + " (PAYCORE_REQUIRE_POSTGRES is set)", pytrace=False)
-        pytest.skip(reason)
-    return url
-
-
-@pytest.fixture(scope="session")
-def postgres_schema(postgres_server: URL) -> Iterator[Callable[[], URL]]:
-    """A factory of URLs, each on a new empty schema; all dropped at session end."""
-    admin = create_engine(postgres_server)
-    created: list[str] = []
-
-    def new_schema() -> URL:
-        name = f"paycore_events_{uuid.uuid4().hex[:16]}"
-        with admin.begin() as connection:
-            connection.execute(text(f'CREATE SCHEMA "{name}"'))
-        created.append(name)
-        return postgres_server.update_query_dict({"options": f"-csearch_path={name}"})
-
-    yield new_schema
-    with admin.begin() as connection:
-        for name in created:
-            connection.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
-    admin.dispose()
 
 
 @pytest.fixture(scope="session")
