@@ -14,7 +14,7 @@ from typing import Any
 from . import invoice as machine
 from .config import Settings
 from .errors import Forbidden, InvalidInput, PriceUnavailable
-from .model import Deposit, Invoice, Payment, Status, Transaction, TxType
+from .model import Deposit, Invoice, Payment, Status, Transaction
 from .money import parse_amount
 from .pricing import PriceTable
 from .storage import StorageTx
@@ -155,22 +155,6 @@ def attribute_deposit(
             vs_value = prices.value(token_id, deposit.amount)
         except PriceUnavailable:  # an unpriced foreign token is still recorded, at no value
             vs_value = Decimal(0)
-    record = Transaction(
-        type=TxType.DEPOSIT,
-        tx_hash=deposit.tx_hash,
-        log_index=deposit.log_index,
-        chain_id=deposit.chain_id,
-        token=deposit.token,
-        from_=deposit.from_,
-        amount=deposit.amount,
-        vs_value=vs_value,
-        timestamp=deposit.timestamp,
-        owner=target.owner,
-        guid=target.guid,
-        counted=counted,
-    )
-    if not tx.insert_transaction(record) or not counted:
-        return []
     payment = Payment(
         tx_hash=deposit.tx_hash,
         log_index=deposit.log_index,
@@ -181,6 +165,9 @@ def attribute_deposit(
         vs_value=vs_value,
         timestamp=deposit.timestamp,
     )
+    record = Transaction.of_deposit(payment, owner=target.owner, guid=target.guid, counted=counted)
+    if not tx.insert_transaction(record) or not counted:
+        return []
     changes = machine.attribute(target, payment, tolerance)
     tx.update_invoice(changes[-1])
     return changes

@@ -174,6 +174,24 @@ class Transaction:
     guid: str | None = None
     counted: bool = True  # False: a deposit in a token outside acceptedTokens
 
+    @classmethod
+    def of_deposit(cls, payment: Payment, *, owner: str, guid: str, counted: bool) -> Transaction:
+        """The GET /transactions row of a deposit attributed to invoice ``guid``."""
+        return cls(
+            type=TxType.DEPOSIT,
+            tx_hash=payment.tx_hash,
+            log_index=payment.log_index,
+            chain_id=payment.chain_id,
+            token=payment.token,
+            from_=payment.from_,
+            amount=payment.amount,
+            vs_value=payment.vs_value,
+            timestamp=payment.timestamp,
+            owner=owner,
+            guid=guid,
+            counted=counted,
+        )
+
     def to_wire(self) -> Json:
         wire: Json = {
             "type": self.type.value,
