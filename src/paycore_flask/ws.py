@@ -23,9 +23,12 @@ from .view import EXTENSION_KEY
 
 _sock = Sock()
 
+#: Seconds a closing socket waits for the client's answering close frame.
+CLOSE_WAIT = 2.0
+
 
 def add_websocket_route(blueprint: Blueprint) -> None:
-    @_sock.route("/ws", bp=blueprint, endpoint="ws")
+    @_sock.route("/ws", bp=blueprint, endpoint="ws")  # type: ignore[untyped-decorator]
     def paycore_ws(ws: Any) -> None:
         serve_sync(FlaskSocket(ws), current_app.extensions[EXTENSION_KEY].gateway)
 
@@ -56,3 +59,12 @@ class FlaskSocket:
     def close(self, code: int, reason: str) -> None:
         with contextlib.suppress(ConnectionClosed, OSError):
             self.ws.close(reason=code, message=reason)
+        # RFC 6455 has the server end the TCP connection once the client has answered the
+        # close. simple-websocket's reader does so when that answer arrives, but a WSGI
+        # server still holding the socket (werkzeug's) keeps it open, and the client waits
+        # out its close timeout; shutting it down ends it for every holder.
+        reader = getattr(self.ws, "thread", None)
+        if reader is not None:
+            reader.join(timeout=CLOSE_WAIT)
+        with contextlib.suppress(AttributeError, OSError):
+            self.ws.sock.shutdown(socket.SHUT_RDWR)

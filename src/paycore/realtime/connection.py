@@ -287,8 +287,10 @@ async def _pump(socket: AsyncSocket, session: SocketSession, woken: asyncio.Even
                     break
                 for frame in out:
                     await socket.send(frame)
-                if session.check_due() and await to_thread.run_sync(session.check_key):
-                    break
+                if session.check_due():
+                    revoked = await to_thread.run_sync(session.check_key)
+                    if revoked is not None:
+                        break
         except Disconnected:
             pass
         tasks.cancel_scope.cancel()

@@ -37,7 +37,7 @@ class Fanout(Protocol):
     def publish(self, owner: str, event: str) -> None:
         """Send one encoded event to every other process; must not raise."""
 
-    def listen(self, deliver: Callable[[str, str], None]) -> None:
+    def listen(self, deliver: Callable[[str, str], object]) -> None:
         """Make sure events from other processes reach ``deliver(owner, event)``.
 
         Idempotent, and cheap once listening; called when a socket subscribes, so a process

@@ -54,7 +54,7 @@ class RedisFanout:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._ready = threading.Event()
-        self._deliver: Callable[[str, str], None] | None = None
+        self._deliver: Callable[[str, str], object] | None = None
         #: Changes not published because Redis was down or paused (for tests and metrics).
         self.dropped = 0
 
@@ -77,11 +77,17 @@ class RedisFanout:
 
     # -- listening ------------------------------------------------------------------------
     @property
+    def listener_name(self) -> str:
+        """The listener's CLIENT SETNAME, so an operator can tell paycore's connections
+        (and which process's) apart in CLIENT LIST."""
+        return f"paycore-ws-{self.origin}"
+
+    @property
     def listening(self) -> bool:
         """Subscribed right now (false while connecting or reconnecting)."""
         return self._ready.is_set()
 
-    def listen(self, deliver: Callable[[str, str], None]) -> None:
+    def listen(self, deliver: Callable[[str, str], object]) -> None:
         """Start the listener thread if it is not running (or died with a fork), and wait
         for its subscription once, so the first socket's "registered" means "receiving"."""
         with self._lock:
@@ -108,7 +114,10 @@ class RedisFanout:
             pubsub: Any = None
             try:
                 client = redis.Redis.from_url(
-                    self.url, socket_connect_timeout=2.0, health_check_interval=30
+                    self.url,
+                    socket_connect_timeout=2.0,
+                    health_check_interval=30,
+                    client_name=self.listener_name,
                 )
                 pubsub = client.pubsub()
                 pubsub.subscribe(self.channel)
