@@ -15,21 +15,37 @@ from typing import Any
 import attrs
 
 from .errors import InvalidInput
-from .tokens import TRON_CHAIN_IDS, ChainKind, chain_kind, to_checksum
+from .tokens import (
+    TRON_CHAIN_IDS,
+    ChainKind,
+    chain_kind,
+    normalize_tron,
+    to_checksum,
+    tron_from_hex,
+)
 
 #: Chains where ``faucet_key`` may be set: local dev chains, whose coin is worth nothing.
 FAUCET_CHAIN_IDS = frozenset({1337, 31337})
 
 
+def _contract_address(raw: str, field: str) -> str:
+    """A contract address from config: Tron base58 (``T...``) or ``41...`` hex stays Tron
+    (base58), anything else is an EVM address, checksummed; a typo fails at startup. A
+    chain's kind is checked (and a 0x address on a Tron chain converted) after all fields
+    are set, in ``ChainConfig.__attrs_post_init__``."""
+    if raw.startswith("T") or (len(raw) == 42 and raw[:2] == "41"):
+        return normalize_tron(raw, field)
+    return to_checksum(raw, field)
+
+
 def _optional_address(raw: str | None) -> str | None:
-    """An EVM contract address from config, checksummed; a typo fails at startup."""
-    return None if raw in (None, "") else to_checksum(str(raw), "factory")
+    return None if raw in (None, "") else _contract_address(str(raw), "factory")
 
 
 def _token_addresses(raw: Iterable[str] | str) -> tuple[str, ...]:
-    """ERC20 addresses from a sequence or a comma-separated string, checksummed."""
+    """Token contract addresses from a sequence or a comma-separated string."""
     items = raw.split(",") if isinstance(raw, str) else raw
-    return tuple(to_checksum(item.strip(), "tokens") for item in items if str(item).strip())
+    return tuple(_contract_address(str(i).strip(), "tokens") for i in items if str(i).strip())
 
 
 def _optional_int(raw: int | str | None) -> int | None:
@@ -87,14 +103,40 @@ class ChainConfig:
     reorg_rewind: int = attrs.field(default=64, converter=int)
     #: Scan full blocks for native-coin transfers (off: tokens only, far fewer RPC bytes).
     scan_native: bool = attrs.field(default=True, converter=lambda v: _flag(v))
+    # -- Tron backend (paycore.chains.tron): on for a Tron chain with rpc_url and factory ------
+    #: TronGrid's ``TRON-PRO-API-KEY`` header, sent with every request to ``rpc_url`` when set
+    #: (TronGrid throttles keyless clients hard; a node of your own needs none).
+    api_key: str | None = attrs.field(default=None, repr=False, converter=_optional_text)
+    #: The most SUN a TVM contract call built by /initWallet or /initWithdraw may burn for
+    #: energy (the transaction's ``fee_limit``). A cap, not a price: only what the call uses
+    #: is burned; a wallet deployment needs over a million energy.
+    fee_limit: int = attrs.field(default=1_000_000_000, converter=int)
 
     def __attrs_post_init__(self) -> None:
+        self._addresses_fit_kind()
         if self.faucet_key and self.chain_id not in FAUCET_CHAIN_IDS:
             raise InvalidInput("faucet_key", f"only allowed on chains {sorted(FAUCET_CHAIN_IDS)}")
         if self.block_batch < 1 or self.rpc_batch < 1:
             raise InvalidInput("block_batch", "block_batch and rpc_batch must be at least 1")
         if self.confirmations < 0 or self.reorg_rewind < 0:
             raise InvalidInput("confirmations", "must not be negative")
+        if self.fee_limit < 0:
+            raise InvalidInput("fee_limit", "must not be negative")
+
+    def _addresses_fit_kind(self) -> None:
+        """Tron chains keep base58 contract addresses (a 0x one is converted, as TVM tools
+        print them); an EVM chain refuses a Tron address instead of misreading it."""
+        if self.kind is ChainKind.TRON:
+            if self.factory is not None and self.factory.startswith("0x"):
+                object.__setattr__(self, "factory", tron_from_hex(self.factory, "factory"))
+            tokens = tuple(
+                tron_from_hex(t, "tokens") if t.startswith("0x") else t for t in self.tokens
+            )
+            object.__setattr__(self, "tokens", tokens)
+            return
+        for name, value in (("factory", self.factory), *(("tokens", t) for t in self.tokens)):
+            if value is not None and not value.startswith("0x"):
+                raise InvalidInput(name, f"a Tron address on EVM chain {self.chain_id}")
 
     @property
     def kind(self) -> ChainKind:
