@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import AuthError, InvalidInput
 from ..tokens import normalize_owner, tron_from_hex
 from .signatures import WALLET_PREFIX, parse_public_key, public_key_text, recover_address
+from .tron import recover_tron_address
 
 
 def _owner_lower(owner: str) -> str:
@@ -50,6 +51,10 @@ def verify_wallet_signature(
 ) -> str:
     """Check that ``owner`` signed ``message``; returns the owner normalised.
 
+    A Tron (base58) owner may sign with TronLink instead of an EVM wallet: when the EIP-191
+    reading does not give the owner, the TIP-191 one (``"\x19TRON Signed Message:\n"``) is
+    tried. The texts signed are the same; only the wallet's prefix differs.
+
     Raises InvalidInput when ``owner`` is not an address or ``signature`` is absent (a
     malformed request), and AuthError with the ``wallet signature:`` text when the signature
     is malformed or was made by anyone else.
@@ -60,6 +65,9 @@ def verify_wallet_signature(
     if signature is None:
         raise InvalidInput("signature", "required")
     signer = recover_address(message, signature, prefix=WALLET_PREFIX)
-    if signer_as_owner(signer, expected) != expected:
-        raise AuthError(f"signer does not match {field}", prefix=WALLET_PREFIX)
-    return expected
+    if signer_as_owner(signer, expected) == expected:
+        return expected
+    tron = expected.startswith("T")
+    if tron and recover_tron_address(message, signature, prefix=WALLET_PREFIX) == expected:
+        return expected
+    raise AuthError(f"signer does not match {field}", prefix=WALLET_PREFIX)
