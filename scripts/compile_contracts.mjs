@@ -29,6 +29,7 @@ const CONTRACTS = [
   ['PaycoreFactory.sol', 'PaycoreFactory'],
   ['PaycoreWallet.sol', 'PaycoreWallet'],
   ['PaycoreForwarder.sol', 'PaycoreForwarder'],
+  ['PaycoreStaking.sol', 'PaycoreStaking'],
   ['test/TestToken.sol', 'TestToken'],
 ]
 

@@ -14,7 +14,13 @@ from importlib import resources
 from typing import Any
 
 #: The contracts that have an artifact in ``artifacts/``.
-CONTRACT_NAMES = ("PaycoreFactory", "PaycoreWallet", "PaycoreForwarder", "TestToken")
+CONTRACT_NAMES = (
+    "PaycoreFactory",
+    "PaycoreWallet",
+    "PaycoreForwarder",
+    "PaycoreStaking",
+    "TestToken",
+)
 
 
 @cache
