@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from .errors import InvalidInput
+from .prices import options as _price_opts
 from .tokens import (
     TRON_CHAIN_IDS,
     ChainKind,
@@ -250,6 +251,64 @@ class Settings:
     #: Seconds between re-reads of a registered socket's session key, so a deregistered
     #: key stops receiving pushes; an expiring one is cut at its ``expiresAt`` regardless.
     ws_recheck_interval: float = attrs.field(default=60.0, converter=_positive)
+    # -- prices: sources, refresher, staleness, rate lock (docs/prices.md) --------------------
+    #: More vsCurrencies besides ``vs_currency`` (lowercase codes); each gets its own table,
+    #: and an invoice created with ``vsCurrency`` is valued from that one.
+    vs_currencies: tuple[str, ...] = attrs.field(default=(), converter=_price_opts.currencies)
+    #: Seconds a price may be old and still value a deposit or show on GET /prices. An older
+    #: one is kept but unused: the deposit waits for a fresh price instead.
+    max_price_age: int = attrs.field(default=900, converter=_price_opts.whole_seconds)
+    #: Seconds between the worker's price refreshes.
+    price_refresh_interval: float = attrs.field(default=60.0, converter=_positive)
+    #: Source names in the order they are asked (e.g. ``chainlink,coingecko,static``);
+    #: empty: plugin registration order, the static source last.
+    price_sources: tuple[str, ...] = attrs.field(default=(), converter=_price_opts.source_names)
+    #: A token's own source order, overriding ``price_sources``: ``{"1:0x..": ["static"]}``.
+    price_source_overrides: Mapping[str, tuple[str, ...]] = attrs.field(
+        factory=dict, converter=_price_opts.source_overrides
+    )
+    #: Tokens to keep priced besides those configuration already names.
+    price_tokens: tuple[str, ...] = attrs.field(default=(), converter=_price_opts.token_ids)
+    #: Stablecoins worth exactly 1 of a currency, for the static source: ``{"1:0x..": "usd"}``.
+    price_pegs: Mapping[str, str] = attrs.field(factory=dict, converter=_price_opts.pegs)
+    #: Static prices in other currencies: ``{"eur": {"1:0x0000..": "2800"}}``.
+    prices_by_currency: Mapping[str, Mapping[str, Decimal]] = attrs.field(
+        factory=dict, converter=_price_opts.price_tables
+    )
+    #: Lock each accepted token's price at invoice creation for deposits up to the deadline;
+    #: off (SPEC.md): a deposit is valued from the table in force when it is attributed.
+    rate_lock: bool = attrs.field(default=False, converter=_flag)
+    #: The CoinGecko(-compatible) HTTP source: off unless enabled.
+    coingecko_enabled: bool = attrs.field(default=False, converter=_flag)
+    #: Its base URL: the public API, ``https://pro-api.coingecko.com`` with a Pro key, or any
+    #: server answering in the same shapes.
+    coingecko_url: str = "https://api.coingecko.com"
+    coingecko_api_key: str | None = attrs.field(default=None, converter=_optional_text, repr=False)
+    #: ``x-cg-demo-api-key`` (Demo plan) or ``x-cg-pro-api-key`` (Pro plan).
+    coingecko_key_header: str = "x-cg-demo-api-key"
+    #: Chain id -> CoinGecko coin id of its native coin (``/simple/price?ids=``).
+    coingecko_coin_ids: Mapping[int, str] = attrs.field(
+        factory=lambda: dict(_price_opts.DEFAULT_COIN_IDS),
+        converter=lambda v: _price_opts.chain_names(v, "coingecko_coin_ids"),
+    )
+    #: Chain id -> CoinGecko asset platform of its tokens (``/simple/token_price/{id}``).
+    coingecko_platforms: Mapping[int, str] = attrs.field(
+        factory=lambda: dict(_price_opts.DEFAULT_PLATFORMS),
+        converter=lambda v: _price_opts.chain_names(v, "coingecko_platforms"),
+    )
+    #: Seconds one CoinGecko request may take.
+    coingecko_timeout: float = attrs.field(default=10.0, converter=_positive)
+    #: Coin ids or contract addresses per request.
+    coingecko_batch_size: int = attrs.field(default=50, converter=_price_opts.at_least_one)
+    #: Retries of a request answered 429 or 5xx, each after Retry-After or a backoff.
+    coingecko_max_retries: int = attrs.field(default=3, converter=int)
+    #: Longest wait (seconds) for a retry; a longer Retry-After ends the round instead.
+    coingecko_max_backoff: float = attrs.field(default=30.0, converter=_positive)
+    #: Chainlink AggregatorV3 feeds per token: ``{"1:0x0000..": {"aggregator": "0x5f4e..",
+    #: "chain_id": 1, "vs_currency": "usd", "max_age": 3600}}`` (or ``rpc_url`` for the node).
+    chainlink_feeds: Mapping[str, _price_opts.ChainlinkFeed] = attrs.field(
+        factory=dict, converter=_price_opts.chainlink_feeds
+    )
 
     @webhook_lease.validator
     def _delivery_settings_agree(self, _attribute: object, lease: float) -> None:
