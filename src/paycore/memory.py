@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from .management_records import AppKey, AppKeyAdd, EmailSetting
 from .model import (
     Invoice,
     Json,
@@ -81,6 +82,10 @@ class _Tables:
     chain_cursors: dict[int, ChainCursor] = attrs.field(factory=dict)
     deliveries: dict[int, _DeliveryRow] = attrs.field(factory=dict)  # ascending id
     attempts: list[DeliveryAttempt] = attrs.field(factory=list)
+    app_keys: dict[str, AppKey] = attrs.field(factory=dict)  # by key address
+    emails: dict[tuple[str, int], EmailSetting] = attrs.field(factory=dict)
+    disabled_indexes: dict[tuple[str, int], frozenset[int]] = attrs.field(factory=dict)
+    notices: set[str] = attrs.field(factory=set)
     last_event_id: int = 0
     last_delivery_id: int = 0
 
@@ -484,3 +489,85 @@ class _MemoryTx:
                 and (inv.status in _OPEN_STATUSES or inv.deadline >= deadline_after)
             }
         )
+
+    # -- owner management -----------------------------------------------------------------
+    def owner_is_known(self, owner: str) -> bool:
+        t = self._t
+        return (
+            any(inv.owner == owner for inv in t.invoices.values())
+            or any(key.owner == owner for key in t.session_keys.values())
+            or owner in t.webhooks
+            or any(key.owner == owner for key in t.app_keys.values())
+            or any(o == owner for o, _chain in t.emails)
+            or any(o == owner for o, _chain in t.wallet_indexes)
+        )
+
+    def get_app_key(self, address: str) -> AppKey | None:
+        return self._t.app_keys.get(address)
+
+    def app_keys_of(self, owner: str) -> list[AppKey]:
+        keys = [k for k in self._t.app_keys.values() if k.owner == owner]
+        keys.sort(key=lambda k: (k.added_at, k.address))
+        return keys
+
+    def add_app_key(self, key: AppKey, cap: int) -> AppKeyAdd:
+        existing = self._t.app_keys.get(key.address)
+        if existing is not None:
+            return AppKeyAdd.EXISTS if existing.owner == key.owner else AppKeyAdd.TAKEN
+        if len(self.app_keys_of(key.owner)) >= cap:
+            return AppKeyAdd.FULL
+        self._t.app_keys[key.address] = key
+        return AppKeyAdd.ADDED
+
+    def remove_app_key(self, owner: str, address: str) -> bool:
+        existing = self._t.app_keys.get(address)
+        if existing is None or existing.owner != owner:
+            return False
+        del self._t.app_keys[address]
+        return True
+
+    def get_email(self, owner: str, chain_id: int) -> EmailSetting | None:
+        return self._t.emails.get((owner, chain_id))
+
+    def emails_of(self, owner: str) -> list[EmailSetting]:
+        return sorted(
+            (s for (o, _c), s in self._t.emails.items() if o == owner), key=lambda s: s.chain_id
+        )
+
+    def put_email(self, setting: EmailSetting) -> None:
+        self._t.emails[(setting.owner, setting.chain_id)] = setting
+
+    def delete_email(self, owner: str, chain_id: int) -> bool:
+        return self._t.emails.pop((owner, chain_id), None) is not None
+
+    def enable_emails(
+        self, owner: str, chain_id: int | None, enabled: bool, now: int
+    ) -> list[EmailSetting]:
+        changed: list[EmailSetting] = []
+        for setting in self.emails_of(owner):
+            if chain_id is not None and setting.chain_id != chain_id:
+                continue
+            stamp = setting.enabled_at if setting.enabled and enabled else now
+            updated = attrs.evolve(setting, enabled=enabled, enabled_at=stamp if enabled else None)
+            self._t.emails[(owner, setting.chain_id)] = updated
+            changed.append(updated)
+        return changed
+
+    def set_wallet_index_disabled(
+        self, owner: str, chain_id: int, index: int, disabled: bool, now: int
+    ) -> bool:
+        current = self._t.disabled_indexes.get((owner, chain_id), frozenset())
+        wanted = current | {index} if disabled else current - {index}
+        if wanted == current:
+            return False
+        self._t.disabled_indexes[(owner, chain_id)] = wanted
+        return True
+
+    def disabled_wallet_indexes(self, owner: str, chain_id: int) -> list[int]:
+        return sorted(self._t.disabled_indexes.get((owner, chain_id), ()))
+
+    def claim_notice(self, key: str, now: int) -> bool:
+        if key in self._t.notices:
+            return False
+        self._t.notices.add(key)
+        return True

@@ -26,6 +26,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
+from .management_records import AppKey, AppKeyAdd, EmailSetting
 from .model import (
     Invoice,
     Json,
@@ -221,6 +222,55 @@ class StorageTx(Protocol):
         """The distinct deposit addresses of ``chain_id``'s invoices that are open (init,
         partialPaid) or whose deadline is at or after ``deadline_after`` (late payments and
         overpayments are still recorded for a while), sorted."""
+
+    # -- owner management (SPEC.md: app keys, e-mail notifications, wallet indexes) --------
+    def owner_is_known(self, owner: str) -> bool:
+        """Whether paycore has anything of ``owner``: an invoice, a session key, a webhook,
+        an app key, an e-mail setting or an allocated wallet index."""
+
+    def get_app_key(self, address: str) -> AppKey | None:
+        """The app key record of ``address`` (whoever's it is), or ``None``."""
+
+    def app_keys_of(self, owner: str) -> list[AppKey]:
+        """``owner``'s app keys, oldest first (added_at, then address)."""
+
+    def add_app_key(self, key: AppKey, cap: int) -> AppKeyAdd:
+        """Add ``key`` unless its address is already an app key (of this owner: EXISTS; of
+        another: TAKEN) or the owner holds ``cap`` keys (FULL). Atomic against concurrent
+        adds for the same owner: the cap holds however many race."""
+
+    def remove_app_key(self, owner: str, address: str) -> bool:
+        """Remove ``owner``'s app key ``address``; ``False`` if it was not one."""
+
+    def get_email(self, owner: str, chain_id: int) -> EmailSetting | None: ...
+
+    def emails_of(self, owner: str) -> list[EmailSetting]:
+        """Every e-mail setting of ``owner``, by chain id."""
+
+    def put_email(self, setting: EmailSetting) -> None:
+        """Insert, or replace the setting of the same (owner, chain_id)."""
+
+    def delete_email(self, owner: str, chain_id: int) -> bool: ...
+
+    def enable_emails(
+        self, owner: str, chain_id: int | None, enabled: bool, now: int
+    ) -> list[EmailSetting]:
+        """The operator's switch: set ``enabled`` on ``owner``'s setting of ``chain_id``
+        (every chain when ``None``); turning one on stamps ``enabled_at = now``, turning on
+        one already on leaves its stamp. Returns the settings as they now are."""
+
+    def set_wallet_index_disabled(
+        self, owner: str, chain_id: int, index: int, disabled: bool, now: int
+    ) -> bool:
+        """Record ``index`` as left out of (``disabled``) or back in withdrawal address
+        selection; returns whether that changed anything."""
+
+    def disabled_wallet_indexes(self, owner: str, chain_id: int) -> list[int]:
+        """``owner``'s disabled indexes on ``chain_id``, ascending."""
+
+    def claim_notice(self, key: str, now: int) -> bool:
+        """``True`` the first time ``key`` (one notice, e.g. one deposit's e-mail) is
+        claimed, ``False`` ever after, across processes: a notice goes out once."""
 
 
 @runtime_checkable

@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 from sqlalchemy import RowMapping
 
+from paycore.management_records import AppKey, EmailSetting
 from paycore.model import (
     Invoice,
     Json,
@@ -133,7 +134,9 @@ def transaction_from_row(row: Row) -> Transaction:
     )
 
 
-def plain_row(record: SessionKey | PowChallenge | WebhookConfig | PollToken) -> dict[str, Any]:
+def plain_row(
+    record: SessionKey | PowChallenge | WebhookConfig | PollToken | AppKey | EmailSetting,
+) -> dict[str, Any]:
     """For the records whose table mirrors them field for field."""
     return attrs.asdict(record, recurse=False)
 

@@ -250,3 +250,45 @@ chain_cursors = Table(
     Column("holder", Key(), nullable=True),
     Column("lease_until", BigInteger, nullable=False),
 )
+
+#: App keys (revision 0004): an address acts for one owner at most, hence the primary key.
+app_keys = Table(
+    "paycore_app_keys",
+    metadata,
+    Column("address", Key(), primary_key=True),
+    Column("owner", Key(), nullable=False),
+    Column("added_at", BigInteger, nullable=False),
+    Column("added_by", Key(), nullable=False),
+    Index(None, "owner", "added_at"),
+)
+
+#: Where an owner's deposit and withdrawal notices go, per chain (revision 0004); ``enabled``
+#: is the operator's switch, never the merchant's.
+email_settings = Table(
+    "paycore_email_settings",
+    metadata,
+    Column("owner", Key(), primary_key=True),
+    Column("chain_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("email", String(320), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Column("enabled_at", BigInteger, nullable=True),
+)
+
+#: Deposit indexes left out of withdrawals (revision 0004): one row per disabled index.
+disabled_indexes = Table(
+    "paycore_disabled_indexes",
+    metadata,
+    Column("owner", Key(), primary_key=True),
+    Column("chain_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("wallet_index", BigInteger, primary_key=True, autoincrement=False),
+    Column("disabled_at", BigInteger, nullable=False),
+)
+
+#: Notices already sent (revision 0004), so an e-mail goes out once across processes.
+notices = Table(
+    "paycore_notices",
+    metadata,
+    Column("key", Key(), primary_key=True),
+    Column("claimed_at", BigInteger, nullable=False),
+)
