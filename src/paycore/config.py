@@ -251,6 +251,27 @@ class Settings:
     #: Seconds between re-reads of a registered socket's session key, so a deregistered
     #: key stops receiving pushes; an expiring one is cut at its ``expiresAt`` regardless.
     ws_recheck_interval: float = attrs.field(default=60.0, converter=_positive)
+    # -- e-mail notifications (SPEC.md /setEmailNotifications; docs/management.md) -------------
+    #: SMTP server for deposit and withdrawal notices; unset, no e-mail is ever sent.
+    smtp_host: str | None = attrs.field(default=None, converter=_optional_text)
+    smtp_port: int = attrs.field(default=587, converter=int)
+    #: The From address of every notice.
+    smtp_from: str = "paycore@localhost"
+    #: Upgrade the connection with STARTTLS before logging in (submission on port 587).
+    smtp_starttls: bool = attrs.field(default=True, converter=_flag)
+    smtp_user: str | None = attrs.field(default=None, converter=_optional_text)
+    #: Never logged nor shown in the settings' repr.
+    smtp_password: str | None = attrs.field(default=None, converter=_optional_text, repr=False)
+    #: Seconds one SMTP conversation may take.
+    smtp_timeout: float = attrs.field(default=10.0, converter=_positive)
+    # -- staking helpers (SPEC.md "Staking helpers (Ethereum only)") --------------------------
+    #: The ``PaycoreStaking`` contract the /mev* helpers build transactions for; unset, they
+    #: answer 400. It lives on ``staking_chain_id``, which needs an EVM backend (rpc_url).
+    staking_contract: str | None = attrs.field(
+        default=None,
+        converter=lambda v: None if v in (None, "") else to_checksum(str(v), "staking_contract"),
+    )
+    staking_chain_id: int = attrs.field(default=1, converter=int)
     # -- prices: sources, refresher, staleness, rate lock (docs/prices.md) --------------------
     #: More vsCurrencies besides ``vs_currency`` (lowercase codes); each gets its own table,
     #: and an invoice created with ``vsCurrency`` is valued from that one.
