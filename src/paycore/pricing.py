@@ -19,7 +19,7 @@ import attrs
 
 from .errors import PriceUnavailable
 from .model import PriceSnapshot
-from .money import MONEY_CONTEXT
+from .money import MAX_AMOUNT, MONEY_CONTEXT
 from .tokens import TokenId
 
 #: Fractional digits of a vsValue. Eight keeps sub-cent payments visible in any fiat.
@@ -64,9 +64,10 @@ class QuotingSource(Protocol):
 
 
 def is_usable(price: object) -> bool:
-    """A price that can value money: a finite Decimal above zero. Zero is refused as well:
-    valuing a real deposit at nothing cannot be undone."""
-    return isinstance(price, Decimal) and price.is_finite() and price > 0
+    """A price that can value money: a finite Decimal above zero and below ``MAX_AMOUNT``.
+    Zero is refused as well: valuing a real deposit at nothing cannot be undone; and a
+    price beyond any amount paycore stores is a broken answer, not a market."""
+    return isinstance(price, Decimal) and price.is_finite() and 0 < price < MAX_AMOUNT
 
 
 def quotes_of(source: PriceSource, vs_currency: str, tokens: Sequence[str]) -> dict[str, Quote]:
