@@ -1,0 +1,191 @@
+"""One Tron chain as the backend sees it: its config, its node, its factory, token facts.
+
+Addresses come from ``address`` (no network); contract reads go through the node's
+``triggerconstantcontract``, which runs a call without a transaction. Token decimals and
+symbols are asked once and kept, since a deployed token's ``decimals()`` never changes and
+the watcher values every transfer with it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+import attrs
+
+from paycore.chains.evm import abi
+from paycore.config import ChainConfig
+from paycore.errors import InvalidInput
+from paycore.tokens import NATIVE, TokenId
+
+from . import address
+from .node import Node, NodeError
+
+CONTRACT_TYPES = ("deposit", "wallet")
+
+#: The caller of read-only calls: the zero account, so no real account's state is implied.
+ZERO_CALLER = "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb"
+
+
+@attrs.frozen
+class TokenMeta:
+    address: str  # base58, or NATIVE for TRX
+    symbol: str
+    decimals: int
+
+
+@attrs.frozen
+class CallResult:
+    """A ``triggerconstantcontract`` answer: the return data (hex, no 0x), whether the call
+    reverted, and the energy it used -- what /initWithdraw reports as an estimate."""
+
+    output: str
+    reverted: bool
+    energy_used: int
+    message: str = ""
+
+
+class TronChain:
+    """A configured Tron chain with both ``rpc_url`` and ``factory`` (the plugin checks)."""
+
+    def __init__(self, config: ChainConfig, node: Node | None = None) -> None:
+        if config.factory is None or config.rpc_url is None:
+            raise ValueError(f"chain {config.chain_id} needs rpc_url and factory")
+        self.config = config
+        self.chain_id = config.chain_id
+        self.factory: str = config.factory
+        self.node = node or Node(config.rpc_url, api_key=config.api_key)
+        self._tokens: dict[str, TokenMeta] = {
+            NATIVE: TokenMeta(NATIVE, config.native_symbol, config.native_decimals)
+        }
+        self._tokens_lock = threading.Lock()
+
+    # -- addresses (pure) -----------------------------------------------------------------
+    def wallet_of(self, owner: str) -> str:
+        return address.wallet_address(self.factory, owner)
+
+    def deposit_of(self, owner: str, index: int) -> str:
+        return address.deposit_address(self.wallet_of(owner), index)
+
+    def address(self, owner: str, index: int, contract_type: str = "deposit") -> str:
+        """SPEC.md's /getAddress: a forwarder at ``index`` or the owner's wallet itself."""
+        if contract_type == "wallet":
+            return self.wallet_of(owner)
+        if contract_type != "deposit":
+            raise InvalidInput("contractType", f"must be one of {', '.join(CONTRACT_TYPES)}")
+        return self.deposit_of(owner, index)
+
+    def deposit_indexes(self, owner: str, count: int, addresses: Iterable[str]) -> list[int]:
+        """Which of the owner's first ``count`` deposit indexes have an address among
+        ``addresses`` (the owner's invoices): the indexes paycore handed out."""
+        wanted = set(addresses)
+        wallet = self.wallet_of(owner)
+        return [i for i in range(count) if address.deposit_address(wallet, i) in wanted]
+
+    # -- tokens ---------------------------------------------------------------------------
+    def known_tokens(self, prices: Mapping[str, Decimal], extra: Iterable[str] = ()) -> list[str]:
+        """TRX, the configured TRC20s, the priced ones on this chain, then ``extra`` token
+        ids of this chain; each once, in that order."""
+        found = [NATIVE, *self.config.tokens]
+        for token_id in [*prices, *extra]:
+            parsed = TokenId.parse(token_id)
+            if parsed.chain_id == self.chain_id:
+                found.append(parsed.address)
+        return list(dict.fromkeys(found))
+
+    def token_meta(self, tokens: Iterable[str]) -> dict[str, TokenMeta]:
+        """Decimals and symbol of each token that has them. A contract without a sane
+        ``decimals()`` is left out: it cannot be valued."""
+        wanted = list(dict.fromkeys(tokens))
+        for token in wanted:
+            if token in self._tokens:
+                continue
+            decimals = self.call(token, "decimals()")
+            if decimals.reverted or not decimals.output:
+                continue
+            value = abi.decode_uint("0x" + decimals.output[:64])
+            if value > 77:
+                continue
+            symbol = self.call(token, "symbol()")
+            name = None if symbol.reverted else abi.decode_string("0x" + symbol.output)
+            with self._tokens_lock:
+                self._tokens[token] = TokenMeta(token, name or token[:10], value)
+        return {t: self._tokens[t] for t in wanted if t in self._tokens}
+
+    # -- chain reads ----------------------------------------------------------------------
+    def call(
+        self,
+        contract: str,
+        signature: str,
+        args: Sequence[object] = (),
+        types: Sequence[str] = (),
+        *,
+        caller: str = ZERO_CALLER,
+        call_value: int = 0,
+    ) -> CallResult:
+        """Run ``signature(args)`` on ``contract`` without a transaction.
+
+        A missing contract or a refused request (``result.code``) raises NodeError; a revert
+        is an answer (``reverted``), as the HTTP API reports it: ``result.message`` set and
+        ``transaction.ret[0].ret`` FAILED.
+        """
+        body: dict[str, Any] = {
+            "owner_address": caller,
+            "contract_address": contract,
+            "function_selector": signature,
+            "parameter": abi_args(args, types),
+            "visible": True,
+        }
+        if call_value:
+            body["call_value"] = call_value
+        answer = self.node.post("wallet/triggerconstantcontract", body)
+        result = answer.get("result") or {}
+        if result.get("code") not in (None, "SUCCESS") or result.get("result") is not True:
+            raise NodeError("wallet/triggerconstantcontract", result.get("message") or result)
+        ret = ((answer.get("transaction") or {}).get("ret") or [{}])[0]
+        reverted = bool(result.get("message")) or ret.get("ret") == "FAILED"
+        outputs = answer.get("constant_result") or [""]
+        return CallResult(
+            output=str(outputs[0] or ""),
+            reverted=reverted,
+            energy_used=int(answer.get("energy_used") or 0),
+            message=str(result.get("message") or ""),
+        )
+
+    def has_code(self, contract: str) -> bool:
+        """Whether a contract is deployed at ``contract`` (``getcontract`` answers ``{}``
+        for an account without code)."""
+        answer = self.node.post("wallet/getcontract", {"value": contract, "visible": True})
+        return bool(answer.get("bytecode") or answer.get("contract_address"))
+
+    def balance(self, token: str, holder: str) -> int:
+        """``holder``'s balance of ``token`` in base units (TRX: SUN from ``getaccount``)."""
+        if token == NATIVE:
+            account = self.node.post("wallet/getaccount", {"address": holder, "visible": True})
+            return int(account.get("balance") or 0)
+        result = self.call(token, "balanceOf(address)", [address.to_evm(holder)], ["address"])
+        if result.reverted or not result.output:
+            return 0
+        return abi.decode_uint("0x" + result.output[:64])
+
+    def fee(self) -> int:
+        """The SUN a withdrawal pays the operator (``feeSettings()`` of the factory): zero
+        when the recipient is the zero address, as ``PaycoreWallet.withdraw`` reads it."""
+        result = self.call(self.factory, "feeSettings()")
+        if result.reverted:
+            raise NodeError("feeSettings()", result.message or "reverted")
+        data = "0x" + result.output
+        return abi.word_int(data, 1) if abi.word_int(data, 0) else 0
+
+    def index_disabled(self, wallet: str, index: int) -> bool:
+        result = self.call(wallet, "isWalletIndexDisabled(uint256)", [index], ["uint256"])
+        return not result.reverted and abi.decode_uint("0x" + result.output[:64]) != 0
+
+
+def abi_args(args: Sequence[object], types: Sequence[str]) -> str:
+    """ABI-encoded arguments (hex, no selector) as the HTTP API's ``parameter`` takes them."""
+    if not types:
+        return ""
+    return abi.encode_call("x()", types, args)[4:].hex()

@@ -1,0 +1,225 @@
+"""The smart-wallet helpers of SPEC.md section 4, for one Tron chain.
+
+Each function reads the chain facts it needs from the node, dry-runs the call with
+``triggerconstantcontract`` (a revert becomes a 400 that says why, before the owner signs
+anything, as ``eth_estimateGas`` does on EVM chains), then has the node build the
+transaction and checks it (``txbuild``). None of them holds or asks for a merchant's key:
+/initWallet and /initWithdraw return unsigned transactions, /deployWallet relays one the
+owner already signed after checking that it only deploys a wallet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+
+from paycore.chains import WithdrawRequest
+from paycore.chains.evm import abi
+from paycore.errors import InvalidInput, PriceUnavailable
+from paycore.model import Json
+from paycore.money import from_base_units, to_base_units, to_text
+from paycore.pricing import PriceTable
+from paycore.tokens import NATIVE, tron_to_hex
+
+from . import rawtx, txbuild
+from .address import to_evm, to_tron
+from .chain import CallResult, TokenMeta, TronChain
+
+_ERROR_SELECTOR = abi.selector("Error(string)").hex()
+
+
+def _revert_text(result: CallResult) -> str:
+    """The revert reason: ``Error(string)`` from the return data when the contract gave one,
+    else the node's message (hex-encoded text when ``visible`` is false), else the selector
+    of a custom error (``FeeNotPaid(...)`` and friends)."""
+    output = result.output
+    if output.startswith(_ERROR_SELECTOR):
+        text = abi.decode_string("0x" + output[8:])
+        if text:
+            return text
+    if output and len(output) >= 8:
+        return f"custom error 0x{output[:8]}"
+    message = result.message
+    with contextlib.suppress(ValueError):  # hex-encoded text when ``visible`` is false
+        message = bytes.fromhex(message).decode("utf-8")
+    return message or "reverted"
+
+
+def _build(chain: TronChain, call: txbuild.ContractCall, field: str, what: str) -> Json:
+    """Dry-run ``call`` from its owner, then have the node build it; the helper's answer."""
+    dry = chain.call(
+        call.contract,
+        call.signature,
+        call.args,
+        call.types,
+        caller=call.owner,
+        call_value=call.call_value,
+    )
+    if dry.reverted:
+        raise InvalidInput(field, f"{what} would fail: {_revert_text(dry)}")
+    answer = chain.node.post("wallet/triggersmartcontract", call.request())
+    transaction = txbuild.checked_transaction(call, answer)
+    return txbuild.to_wire(call, chain.chain_id, transaction, dry.energy_used)
+
+
+# -- /initWallet and /deployWallet ---------------------------------------------------------------
+
+
+def init_wallet(chain: TronChain, owner: str) -> Json:
+    """The owner's unsigned ``factory.deployWallet(owner)``, plus where the wallet will be."""
+    wallet = chain.wallet_of(owner)
+    if chain.has_code(wallet):
+        raise InvalidInput("ownerAddress", f"wallet already deployed at {wallet}")
+    call = txbuild.deploy_wallet_call(chain.factory, to_tron(owner), chain.config.fee_limit)
+    return {**_build(chain, call, "ownerAddress", "deployWallet"), "walletAddress": wallet}
+
+
+def deploy_wallet(chain: TronChain, raw_tx: object) -> Json:
+    """Relay a signed ``deployWallet`` call to this chain's factory; nothing else.
+
+    ``rawTx`` is the signed transaction object TronWeb produces (``{txID, raw_data,
+    raw_data_hex, signature}``, or its JSON text). The checks read ``raw_data_hex``, and
+    what is broadcast is exactly those bytes with the signatures (``broadcasthex``): the
+    ``raw_data`` JSON beside them is never trusted, since a node would rebuild the
+    transaction from it.
+    """
+    if isinstance(raw_tx, str):
+        try:
+            raw_tx = json.loads(raw_tx)
+        except ValueError:
+            raise InvalidInput("rawTx", "must be a signed Tron transaction") from None
+    tx_id, call = rawtx.read_transaction(raw_tx, "rawTx")
+    assert isinstance(raw_tx, dict)
+    if call.contract_type != rawtx.TRIGGER_SMART_CONTRACT:
+        raise InvalidInput("rawTx", "must be a contract call")
+    if call.to != tron_to_hex(chain.factory):
+        raise InvalidInput("rawTx", f"must be sent to the factory {chain.factory}")
+    owner = abi.decode_deploy_wallet(call.data)
+    if owner is None:
+        raise InvalidInput("rawTx", "must call deployWallet(address)")
+    if call.call_value:
+        raise InvalidInput("rawTx", "deployWallet takes no TRX")
+    signatures = raw_tx.get("signature")
+    if not isinstance(signatures, list) or not signatures:
+        raise InvalidInput("rawTx", "is not signed")
+    try:
+        signed = rawtx.signed_transaction(bytes.fromhex(raw_tx["raw_data_hex"]), signatures)
+    except ValueError:
+        raise InvalidInput("rawTx", "signatures must be 65 bytes of hex each") from None
+    answer = chain.node.post("wallet/broadcasthex", {"transaction": signed.hex()})
+    if answer.get("result") is not True:
+        reason = answer.get("message") or answer.get("code") or "refused"
+        raise InvalidInput("rawTx", f"the node refused it: {str(reason)[:200]}")
+    owner_tron = to_tron(owner)
+    return {
+        "txHash": tx_id,
+        "owner": owner_tron,
+        "walletAddress": chain.wallet_of(owner_tron),
+        "from": to_tron(call.owner),
+    }
+
+
+# -- /getBalances -------------------------------------------------------------------------------
+
+
+def balances(
+    chain: TronChain, owner: str, indexes: Sequence[int], tokens: Sequence[str], prices: PriceTable
+) -> list[Json]:
+    """One entry per token, the EVM backend's shape: ``{token, tokenId, symbol, decimals,
+    balance, walletBalance, depositBalance, vsValue}``. The full-node API has no batch, so
+    this is one request per (token, address): fine for a merchant's page of balances."""
+    metas = chain.token_meta(tokens)
+    wallet = chain.wallet_of(owner)
+    deposits = [chain.deposit_of(owner, i) for i in indexes]
+    entries: list[Json] = []
+    for token in (t for t in tokens if t in metas):
+        in_wallet = chain.balance(token, wallet)
+        in_deposits = sum(chain.balance(token, d) for d in deposits)
+        entries.append(_entry(chain.chain_id, metas[token], in_wallet, in_deposits, prices))
+    return entries
+
+
+def _entry(
+    chain_id: int, meta: TokenMeta, in_wallet: int, in_deposits: int, prices: PriceTable
+) -> Json:
+    total = from_base_units(in_wallet + in_deposits, meta.decimals)
+    token_id = f"{chain_id}:{meta.address}"
+    try:
+        value = prices.value(token_id, total)
+        vs_value: float | int | None = (
+            int(value) if value == value.to_integral_value() else float(value)
+        )
+    except PriceUnavailable:
+        vs_value = None
+    return {
+        "token": meta.address,
+        "tokenId": token_id,
+        "symbol": meta.symbol,
+        "decimals": meta.decimals,
+        "balance": to_text(total),
+        "walletBalance": to_text(from_base_units(in_wallet, meta.decimals)),
+        "depositBalance": to_text(from_base_units(in_deposits, meta.decimals)),
+        "vsValue": vs_value,
+    }
+
+
+# -- /initWithdraw ------------------------------------------------------------------------------
+
+
+def init_withdraw(
+    chain: TronChain, owner: str, indexes: Sequence[int], request: WithdrawRequest
+) -> Json:
+    """The owner's unsigned ``wallet.withdraw``: the contract is the wallet, the call value
+    the operator's fee in SUN; ``value`` in the request is in the token's base units (SUN
+    for TRX), ``amount`` in whole tokens.
+
+    ``indexes`` are the owner's deposit indexes; the call collects from those that hold
+    ``request.token`` and are not disabled on chain (contractType ``deposit``), or from none
+    (``wallet``: pay out of the wallet's own balance only).
+    """
+    meta = chain.token_meta([request.token]).get(request.token)
+    if meta is None:
+        raise InvalidInput("tokenAddress", f"{request.token} is not a token on {chain.chain_id}")
+    if request.value is not None:
+        amount = request.value
+    else:
+        assert request.amount is not None
+        amount = to_base_units(request.amount, meta.decimals)
+    wallet = chain.wallet_of(owner)
+    if not chain.has_code(wallet):
+        raise InvalidInput(
+            "ownerAddress", f"no wallet deployed at {wallet}: use /initWallet and /deployWallet"
+        )
+    candidates = list(indexes) if request.contract_type == "deposit" else []
+    chosen: list[int] = []
+    available = chain.balance(request.token, wallet)
+    for index in candidates:
+        held = chain.balance(request.token, chain.deposit_of(owner, index))
+        if held and not chain.index_disabled(wallet, index):
+            chosen.append(index)
+            available += held
+    if amount > available:
+        have = to_text(from_base_units(available, meta.decimals))
+        raise InvalidInput("amount", f"more than the {have} {meta.symbol} available to withdraw")
+    fee = chain.fee()
+    call = txbuild.withdraw_call(
+        wallet=wallet,
+        owner=to_tron(owner),
+        token=NATIVE if request.token == NATIVE else to_evm(request.token),
+        to=request.to,
+        amount=amount,
+        indexes=chosen,
+        fee=fee,
+        fee_limit=chain.config.fee_limit,
+    )
+    built = _build(chain, call, "ownerAddress", "the withdrawal")
+    return {
+        **built,
+        "indexes": sorted(set(chosen)),
+        "amount": to_text(from_base_units(amount, meta.decimals)),
+        "fee": to_text(from_base_units(fee, chain.config.native_decimals)),
+        "value": amount,
+        "token": request.token,
+        "recipient": request.to,
+    }

@@ -1,0 +1,26 @@
+"""The Tron chain plugin: one ``TronBackend`` for every Tron chain with an RPC URL and a factory.
+
+Registered under the ``paycore`` entry-point group (``tron_chains``), so an operator can
+block it by that name (``PAYCORE_BLOCKED_PLUGINS=tron_chains``) like any other plugin. tronpy
+is imported only when a Tron chain is configured: it is the optional ``tron`` extra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from paycore.config import Settings
+from paycore.hookspecs import hookimpl
+from paycore.tokens import ChainKind
+
+
+@hookimpl
+def paycore_chain_backends(settings: Settings, register: Callable[[Any], None]) -> None:
+    configs = [
+        c for c in settings.chains.values() if c.kind is ChainKind.TRON and c.rpc_url and c.factory
+    ]
+    if configs:
+        from .backend import TronBackend
+
+        register(TronBackend(configs))

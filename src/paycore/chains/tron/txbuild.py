@@ -1,0 +1,162 @@
+"""Unsigned TVM contract calls for the owner to sign: wallet deployment and withdrawal.
+
+On Tron the node builds a transaction (``/wallet/triggersmartcontract``: it fills the
+reference block and expiry that make a transaction valid for about a minute), and the wallet
+signs its ``txID``. So paycore asks the node, then checks the answer against what it asked
+for, reading the protobuf bytes the signature will cover (``rawtx``) rather than the JSON
+beside them: contract, owner, calldata, call value and fee limit must all be paycore's.
+What the client receives is the node's transaction as it came -- ``{txID, raw_data,
+raw_data_hex, visible}``, TronWeb's and TronLink's input -- under a ``transaction`` key
+(SPEC.md, /initWithdraw), next to the plain facts it was built from.
+
+The request and check are pure functions; ``operations`` does the I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from paycore.chains.evm import abi
+from paycore.errors import InvalidInput
+from paycore.model import Json
+from paycore.tokens import tron_to_hex
+
+from . import rawtx
+from .address import to_evm
+from .node import NodeError
+
+#: The fields of a built transaction a client signs and broadcasts.
+TRANSACTION_FIELDS = ("txID", "raw_data", "raw_data_hex", "visible")
+
+
+@attrs.frozen
+class ContractCall:
+    """One TVM contract call: who sends it, to which contract, with what calldata."""
+
+    owner: str  # base58
+    contract: str  # base58
+    signature: str  # e.g. "deployWallet(address)"
+    types: tuple[str, ...]
+    args: tuple[object, ...]
+    fee_limit: int
+    call_value: int = 0
+
+    @property
+    def data(self) -> bytes:
+        return abi.encode_call(self.signature, self.types, self.args)
+
+    def request(self) -> dict[str, Any]:
+        """The ``triggersmartcontract`` body (the same fields ``triggerconstantcontract``
+        takes for a dry run)."""
+        return {
+            "owner_address": self.owner,
+            "contract_address": self.contract,
+            "function_selector": self.signature,
+            "parameter": self.data[4:].hex(),
+            "fee_limit": self.fee_limit,
+            "call_value": self.call_value,
+            "visible": True,
+        }
+
+
+def deploy_wallet_call(factory: str, owner: str, fee_limit: int) -> ContractCall:
+    """``factory.deployWallet(owner)``, sent by the owner."""
+    return ContractCall(
+        owner=owner,
+        contract=factory,
+        signature=abi.DEPLOY_WALLET,
+        types=("address",),
+        args=(to_evm(owner),),
+        fee_limit=fee_limit,
+    )
+
+
+def withdraw_call(
+    *,
+    wallet: str,
+    owner: str,
+    token: str,
+    to: str,
+    amount: int,
+    indexes: Sequence[int],
+    fee: int,
+    fee_limit: int,
+) -> ContractCall:
+    """``wallet.withdraw(token, to, amount, indexes)`` with the operator's fee as call value
+    (the fee is paid in TRX by the sender, never taken out of the withdrawn funds); indexes
+    ascending and unique so equal requests build equal calldata."""
+    return ContractCall(
+        owner=owner,
+        contract=wallet,
+        signature=abi.WITHDRAW,
+        types=("address", "address", "uint256", "uint256[]"),
+        args=(to_evm(token), to_evm(to), amount, sorted(set(indexes))),
+        fee_limit=fee_limit,
+        call_value=fee,
+    )
+
+
+def checked_transaction(call: ContractCall, answer: object) -> Json:
+    """The node's built transaction for ``call``, after checking it is exactly that call.
+
+    A refusal (``result.code``, e.g. the owner account does not exist yet) raises
+    InvalidInput with the node's message; an answer that is not the call asked for raises
+    NodeError (502): a node that builds something else must not be signed for.
+    """
+    if not isinstance(answer, dict):
+        raise NodeError("wallet/triggersmartcontract", "not a JSON object")
+    result = answer.get("result") or {}
+    if result.get("result") is not True:
+        message = _message(result.get("message"))
+        raise InvalidInput("ownerAddress", f"the node refused the transaction: {message}")
+    tx = answer.get("transaction")
+    if not isinstance(tx, dict):
+        raise NodeError("wallet/triggersmartcontract", "no transaction in the answer")
+    try:
+        _tx_id, raw = rawtx.read_transaction(tx, "transaction")
+    except InvalidInput as exc:
+        raise NodeError("wallet/triggersmartcontract", str(exc)) from None
+    expected = (
+        rawtx.TRIGGER_SMART_CONTRACT,
+        tron_to_hex(call.owner),
+        tron_to_hex(call.contract),
+        call.call_value,
+        call.data,
+        call.fee_limit,
+    )
+    got = (raw.contract_type, raw.owner, raw.to, raw.call_value, raw.data, raw.fee_limit)
+    if got != expected:
+        raise NodeError("wallet/triggersmartcontract", "built a different call than asked")
+    return {key: tx[key] for key in TRANSACTION_FIELDS if key in tx}
+
+
+def _message(raw: object) -> str:
+    """``result.message`` is hex-encoded text when ``visible`` is false; plain otherwise."""
+    text = str(raw or "unknown reason")
+    try:
+        return bytes.fromhex(text).decode("utf-8")
+    except ValueError:
+        return text
+
+
+def to_wire(
+    call: ContractCall, chain_id: int, transaction: Json, energy: int | None = None
+) -> Json:
+    """The helper's answer: the transaction to sign under ``transaction``, and the facts it
+    was built from so a client can show them without decoding protobuf."""
+    wire: Json = {
+        "transaction": transaction,
+        "txID": transaction.get("txID"),
+        "from": call.owner,
+        "to": call.contract,
+        "data": "0x" + call.data.hex(),
+        "callValue": call.call_value,
+        "feeLimit": call.fee_limit,
+        "chainId": chain_id,
+    }
+    if energy is not None:
+        wire["energyEstimate"] = energy
+    return wire

@@ -1,0 +1,376 @@
+"""The deposit watcher of one Tron chain (DESIGN.md section 3), shaped like the EVM one.
+
+One pass (:meth:`TronWatcher.step`):
+
+1. Claim (or renew) the chain's lease in storage; another live holder means another process
+   scans this chain. The same row holds the cursor: the last block scanned and its blockID.
+2. Read the head (``getnowblock``); only blocks at least ``confirmations`` deep are scanned.
+3. Load the watched addresses from storage -- after reading the head, so an invoice created
+   later cannot have been paid in a block this pass scans.
+4. For each range of ``block_batch`` blocks up to the safe head: fetch the blocks with
+   ``getblockbylimitnext`` (100 per request). The first block's ``parentHash`` must be the
+   cursor's blockID: if it is not, the chain was replaced below the cursor (a fork deeper
+   than ``confirmations``), and the cursor rewinds ``reorg_rewind`` blocks. Within the range
+   each block must name the previous one as parent. TRX deposits are ``TransferContract``
+   transactions in the blocks; TRC20 deposits are ``Transfer`` logs, read per block with
+   ``gettransactioninfobyblocknum`` -- only for blocks that hold a contract call, the only
+   transactions that can log -- and those infos must belong to the block just read (same
+   transaction ids), or the range is dropped and read again on the next pass.
+5. Matches are attributed in chain order through ``Gateway.record_deposit``, idempotent on
+   (chain, txID, log index, token); ``Withdrawn`` events of genuine paycore wallets become
+   withdraw transactions. Then the cursor moves to the range's last block, in the statement
+   that proves the lease is still ours. A watcher killed mid-range leaves the cursor where
+   it was, and its successor's re-scan counts nothing twice.
+
+Why the full-node API and not TronGrid's ``/v1/contracts/{address}/events``: it is served by
+every java-tron node (one's own, TronGrid, other providers), and logs come per block, so the
+block whose ID is checked is the block whose logs are attributed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from paycore.chains.evm.watcher import StepReport, default_holder
+from paycore.errors import PriceUnavailable
+from paycore.model import Deposit, Transaction, TxType
+from paycore.money import from_base_units
+from paycore.tokens import NATIVE
+
+from . import scan
+from .address import to_evm
+from .chain import TronChain
+
+if TYPE_CHECKING:
+    from paycore.gateway import Gateway
+    from paycore.watch_records import ChainCursor
+
+log = logging.getLogger("paycore.watcher")
+
+#: The most blocks ``getblockbylimitnext`` returns for one request.
+BLOCKS_PER_REQUEST = 100
+
+__all__ = ["BLOCKS_PER_REQUEST", "StepReport", "TronWatcher", "run_watchers"]
+
+
+@attrs.frozen
+class _Range:
+    end_hash: str
+    transfers: list[scan.Transfer]
+    timestamps: dict[int, int]
+    withdrawals: list[scan.Withdrawal]
+
+
+class _Inconsistent(Exception):
+    """The node's answers disagree (the chain moved mid-read): retry the range later."""
+
+
+class _Forked(Exception):
+    """The block after the cursor does not descend from the cursor's block."""
+
+
+class TronWatcher:
+    def __init__(
+        self,
+        gateway: Gateway,
+        chain: TronChain,
+        *,
+        holder: str | None = None,
+        record: Callable[[Deposit], object] | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.chain = chain
+        self.config = chain.config
+        self.holder = holder or default_holder()
+        #: Where a matched deposit goes; a test swaps it to simulate a crash mid-range.
+        self.record = record or gateway.record_deposit
+        self._wallet_owners: dict[str, str | None] = {}
+
+    # -- lease and cursor -----------------------------------------------------------------
+    def _now_ms(self) -> int:
+        return int(self.gateway.clock() * 1000)
+
+    def _lease_ms(self) -> int:
+        return int(self.config.watcher_lease * 1000)
+
+    def _claim(self) -> ChainCursor | None:
+        with self.gateway.storage.transaction() as tx:
+            return tx.claim_chain(
+                self.chain.chain_id, self.holder, self._now_ms(), self._lease_ms()
+            )
+
+    def _advance(self, number: int, block_hash: str | None) -> bool:
+        with self.gateway.storage.transaction() as tx:
+            return tx.advance_chain(
+                self.chain.chain_id,
+                self.holder,
+                number,
+                block_hash,
+                self._now_ms(),
+                self._lease_ms(),
+            )
+
+    def release(self) -> None:
+        with self.gateway.storage.transaction() as tx:
+            tx.release_chain(self.chain.chain_id, self.holder)
+
+    # -- one pass -------------------------------------------------------------------------
+    def step(self, stop: threading.Event | None = None) -> StepReport:
+        cursor = self._claim()
+        if cursor is None:
+            return StepReport(held=False)
+        head = scan.number(self.chain.node.post("wallet/getnowblock"))
+        safe = head - self.config.confirmations
+        if safe < 0:
+            return StepReport(held=True)
+        last, last_hash = cursor.block_number, cursor.block_hash
+        if last is None:
+            if self.config.start_block is None:
+                self._advance(safe, scan.block_id(self._block(safe)))
+                log.info("chain %d: first pass starts after block %d", self.chain.chain_id, safe)
+                return StepReport(held=True, scanned_to=safe)
+            last, last_hash = self.config.start_block - 1, None
+        watched = scan.watch_keys(self._watched_addresses())
+        decimals = self._token_decimals()
+        tokens = {scan.key(t): t for t in decimals if t != NATIVE}
+        report = StepReport(held=True, scanned_from=last + 1)
+        rewound = False
+        while last < safe:
+            if stop is not None and stop.is_set():
+                return attrs.evolve(report, caught_up=False)
+            end = min(last + self.config.block_batch, safe)
+            try:
+                fetched = self._fetch(last + 1, end, last_hash, watched, tokens)
+            except _Forked:
+                if rewound:  # the chain is still moving under us: next pass
+                    return attrs.evolve(report, caught_up=False, error="fork")
+                last, last_hash = self._rewind(last)
+                rewound = True
+                report = attrs.evolve(report, rewound_to=last, scanned_from=last + 1)
+                continue
+            except _Inconsistent as exc:
+                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
+                return attrs.evolve(report, caught_up=False, error=str(exc))
+            try:
+                deposits = self._attribute(fetched, decimals)
+            except PriceUnavailable as exc:
+                # Nothing is skipped: the range is retried (after a fresh price table) until
+                # the token is priced, since a deposit valued wrongly cannot be taken back.
+                log.error("chain %d: deposit not valued, will retry: %s", self.chain.chain_id, exc)
+                self.gateway.refresh_prices()
+                return attrs.evolve(report, caught_up=False, error=str(exc))
+            withdrawals = self._record_withdrawals(fetched)
+            if not self._advance(end, fetched.end_hash):
+                log.warning("chain %d: lease lost to another watcher", self.chain.chain_id)
+                return attrs.evolve(report, held=False, caught_up=False)
+            last, last_hash = end, fetched.end_hash
+            report = attrs.evolve(
+                report,
+                scanned_to=end,
+                deposits=report.deposits + deposits,
+                withdrawals=report.withdrawals + withdrawals,
+            )
+        return report
+
+    def _block(self, number: int) -> dict[str, Any]:
+        block: dict[str, Any] = self.chain.node.post("wallet/getblockbynum", {"num": number})
+        if not block or "blockID" not in block:
+            raise _Inconsistent(f"block {number} is missing")
+        return block
+
+    def _rewind(self, last: int) -> tuple[int, str | None]:
+        floor = (self.config.start_block or 0) - 1
+        target = max(last - max(self.config.reorg_rewind, 1), floor)
+        target_hash = scan.block_id(self._block(target)) if target >= 0 else None
+        self._advance(target, target_hash)
+        log.warning(
+            "chain %d: block %d was replaced (fork); re-scanning from %d",
+            self.chain.chain_id,
+            last,
+            target + 1,
+        )
+        return target, target_hash
+
+    def _watched_addresses(self) -> list[str]:
+        deadline_after = int(self.gateway.clock()) - self.config.watch_grace
+        with self.gateway.storage.transaction() as tx:
+            return tx.watched_addresses(self.chain.chain_id, deadline_after)
+
+    def _token_decimals(self) -> dict[str, int]:
+        """Decimals of TRX and every TRC20 this chain watches: configured, then priced."""
+        trc20 = [t for t in self.chain.known_tokens(self.gateway.prices.prices) if t != NATIVE]
+        metas = self.chain.token_meta(trc20)
+        return {NATIVE: self.config.native_decimals} | {t: m.decimals for t, m in metas.items()}
+
+    # -- fetching -------------------------------------------------------------------------
+    def _blocks(self, start: int, end: int) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        for first in range(start, end + 1, BLOCKS_PER_REQUEST):
+            stop = min(first + BLOCKS_PER_REQUEST, end + 1)  # endNum is exclusive
+            answer = self.chain.node.post(
+                "wallet/getblockbylimitnext", {"startNum": first, "endNum": stop}
+            )
+            got = sorted(answer.get("block") or [], key=scan.number)
+            if [scan.number(b) for b in got] != list(range(first, stop)):
+                raise _Inconsistent(f"blocks {first}..{stop - 1} are not all available")
+            blocks.extend(got)
+        return blocks
+
+    def _fetch(
+        self,
+        start: int,
+        end: int,
+        parent: str | None,
+        watched: dict[str, str],
+        tokens: dict[str, str],
+    ) -> _Range:
+        blocks = self._blocks(start, end)
+        if parent is not None and scan.parent_id(blocks[0]) != parent:
+            raise _Forked()
+        for before, block in zip(blocks, blocks[1:], strict=False):
+            if scan.parent_id(block) != scan.block_id(before):
+                raise _Inconsistent(f"block {scan.number(block)} changed while reading")
+        transfers: list[scan.Transfer] = []
+        withdrawals: list[scan.Withdrawal] = []
+        for block in blocks:
+            if self.config.scan_native:
+                transfers += scan.match_trx(block, watched)
+            if not scan.contract_calls(block):
+                continue
+            infos = self._infos(block)
+            transfers += scan.match_trc20(block, infos, watched, tokens)
+            withdrawals += scan.withdrawals(block, infos)
+        transfers.sort(key=lambda t: t.order)
+        timestamps = {scan.number(b): scan.timestamp(b) for b in blocks}
+        return _Range(scan.block_id(blocks[-1]), transfers, timestamps, withdrawals)
+
+    def _infos(self, block: dict[str, Any]) -> list[dict[str, Any]]:
+        answer = self.chain.node.post(
+            "wallet/gettransactioninfobyblocknum", {"num": scan.number(block)}
+        )
+        infos = answer if isinstance(answer, list) else []
+        if not scan.infos_fit(block, infos):
+            raise _Inconsistent(f"transaction infos of block {scan.number(block)} do not fit it")
+        return infos
+
+    # -- recording ------------------------------------------------------------------------
+    def _attribute(self, fetched: _Range, decimals: dict[str, int]) -> int:
+        for transfer in fetched.transfers:
+            self.record(
+                Deposit(
+                    chain_id=self.chain.chain_id,
+                    tx_hash=transfer.tx_hash,
+                    log_index=transfer.log_index,
+                    token=transfer.token,
+                    from_=transfer.from_,
+                    to=transfer.to,
+                    amount=from_base_units(transfer.units, decimals[transfer.token]),
+                    timestamp=fetched.timestamps[transfer.block_number],
+                    block_number=transfer.block_number,
+                    block_hash=transfer.block_hash,
+                )
+            )
+        return len(fetched.transfers)
+
+    def _record_withdrawals(self, fetched: _Range) -> int:
+        """``Withdrawn`` events of genuine paycore wallets, as withdraw transactions."""
+        if not fetched.withdrawals:
+            return 0
+        owners = self._owners_of({w.emitter for w in fetched.withdrawals})
+        records: list[Transaction] = []
+        for event in fetched.withdrawals:
+            owner = owners.get(event.emitter)
+            if owner is None:
+                continue
+            token = NATIVE if int(event.token, 16) == 0 else scan.base58(event.token)
+            meta = self.chain.token_meta([token]).get(token)
+            if meta is None:
+                continue
+            amount = from_base_units(event.units, meta.decimals)
+            try:
+                vs_value = self.gateway.prices.value(f"{self.chain.chain_id}:{token}", amount)
+            except PriceUnavailable:
+                vs_value = Decimal(0)  # recorded all the same, valued at nothing
+            records.append(
+                Transaction(
+                    type=TxType.WITHDRAW,
+                    tx_hash=event.tx_hash,
+                    log_index=event.log_index,
+                    chain_id=self.chain.chain_id,
+                    token=token,
+                    from_=self.chain.wallet_of(owner),
+                    amount=amount,
+                    vs_value=vs_value,
+                    timestamp=fetched.timestamps[event.block_number],
+                    owner=owner,
+                    to=scan.base58(event.to),
+                )
+            )
+        with self.gateway.storage.transaction() as tx:
+            return sum(1 for record in records if tx.insert_transaction(record))
+
+    def _owners_of(self, emitters: set[str]) -> dict[str, str | None]:
+        """Which emitters (hex digits) are paycore wallets of this factory, and whose:
+        ``owner()`` is asked on chain, then the wallet's CREATE2 address is recomputed from
+        it, which no other contract can match. Answers are kept (an owner never changes)."""
+        for emitter in sorted(emitters - self._wallet_owners.keys()):
+            owner = None
+            result = self.chain.call(scan.base58(emitter), "owner()")
+            if not result.reverted and len(result.output) == 64:
+                candidate = scan.base58(result.output)
+                if scan.key(self.chain.wallet_of(candidate)) == emitter:
+                    owner = self._owner_spelling(candidate)
+            self._wallet_owners[emitter] = owner
+        return {e: self._wallet_owners[e] for e in emitters}
+
+    def _owner_spelling(self, owner: str) -> str:
+        """The owner as its invoices name it: the same key may be a merchant's 0x address
+        (an EVM wallet taking Tron payments) or its base58 form."""
+        evm = to_evm(owner)
+        with self.gateway.storage.transaction() as tx:
+            _items, total = tx.list_invoices(owner=evm, chain_id=self.chain.chain_id, limit=1)
+        return evm if total else owner
+
+    # -- loop -----------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        """Pass after pass until ``stop`` is set; sleeps ``poll_interval`` once caught up
+        (or after an error, which is logged: a node outage must not end the watcher)."""
+        try:
+            while not stop.is_set():
+                try:
+                    report = self.step(stop)
+                except Exception:
+                    log.exception("chain %d: watcher pass failed", self.chain.chain_id)
+                    report = StepReport(held=True, error="exception")
+                if report.caught_up or not report.held or report.error:
+                    stop.wait(self.config.poll_interval)
+        finally:
+            try:
+                self.release()
+            except Exception:  # storage gone at shutdown: the lease lapses on its own
+                log.exception("chain %d: could not release the lease", self.chain.chain_id)
+
+
+def run_watchers(gateway: Gateway, chains: list[TronChain], stop_event: threading.Event) -> None:
+    """Run each chain's watcher on its own thread until ``stop_event`` is set; blocks."""
+    threads = [
+        threading.Thread(
+            target=TronWatcher(gateway, chain).run,
+            args=(stop_event,),
+            name=f"paycore-watch-{chain.chain_id}",
+            daemon=True,
+        )
+        for chain in chains
+    ]
+    for thread in threads:
+        thread.start()
+    while not stop_event.wait(0.5):
+        pass
+    for thread in threads:
+        thread.join()
