@@ -31,6 +31,7 @@ const CONTRACTS = [
   ['PaycoreForwarder.sol', 'PaycoreForwarder'],
   ['PaycoreStaking.sol', 'PaycoreStaking'],
   ['test/TestToken.sol', 'TestToken'],
+  ['test/MockAggregator.sol', 'MockAggregator'],
 ]
 
 // Fixed for good: they are part of every address. `paris` leaves PUSH0 out so the same bytecode

@@ -20,6 +20,7 @@ CONTRACT_NAMES = (
     "PaycoreForwarder",
     "PaycoreStaking",
     "TestToken",
+    "MockAggregator",
 )
 
 
