@@ -15,6 +15,10 @@ The register signature covers ``sess:{nonce}:{sha256hex(challenge)}``, where the
 is the challenge text exactly as the server sent it (its ASCII bytes, as an HTTP body's bytes
 would be): the same session message, nonce counter and verifier as the HTTP scheme.
 
+When the key registered an ``encryptionPublicKey`` (and the register frame did not say
+``"encryption":"none"``), each push frame is instead the eth-crypto ECIES object of that
+text, as encrypted HTTP answers are; the registered frame says which applies.
+
 Every refusal is an error frame ``{"type":"error","message":..}`` followed by a close: 4400
 for a frame that is not what the protocol expects at that point, 4401 when the frame is
 well-formed but does not authenticate (or the key stops being valid later), 1013 ("try again
