@@ -1,0 +1,34 @@
+// Runs the checkout page's pure modules (the very files the package ships) on tasks read as
+// JSON from stdin, and prints their answers as JSON: the Python side checks them against its
+// own Decimal arithmetic. BigInts are printed as strings.
+import { readFileSync } from "node:fs";
+
+const assets = new URL("../../src/paycore/checkout/assets/", import.meta.url);
+const { quote, tokenFacts } = await import(new URL("quote.js", assets));
+const { parseDecimal, formatDecimal } = await import(new URL("decimal.js", assets));
+const { formatCountdown } = await import(new URL("format.js", assets));
+const { apiBase } = await import(new URL("api.js", assets));
+
+const plain = (value) =>
+  JSON.parse(JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
+
+const run = {
+  quote({ invoice, tokenId, prices, chains }) {
+    const facts = tokenFacts(tokenId, invoice, chains);
+    const offer = quote(invoice, facts, prices);
+    return plain({ ...offer, due: offer.due && formatDecimal(offer.due), facts });
+  },
+  parse({ text }) {
+    const value = parseDecimal(text);
+    return value && formatDecimal(value);
+  },
+  countdown({ seconds }) {
+    return formatCountdown(seconds);
+  },
+  apiBase({ url }) {
+    return apiBase(url).href;
+  },
+};
+
+const { tasks } = JSON.parse(readFileSync(0, "utf8"));
+process.stdout.write(JSON.stringify(tasks.map((task) => run[task.fn](task))));
