@@ -254,3 +254,172 @@ FAUCET = obj(["chainId", "to"], chainId=UINT_TEXT, to=ADDRESS)
 FAUCET_SENT = obj(
     ["txHash", "to", "token", "amount"], txHash=HEX, to=ADDRESS, token=STRING, amount=DECIMAL
 )
+
+# -- salt-signed management calls and app keys (SPEC.md section 4; docs/management.md) -------
+SALT: S = {"type": ["number", "string"], "description": "unix seconds, within the salt window"}
+SALTED_SIGNATURE: S = {
+    **SIGNATURE,
+    "description": "EIP-191 signature of JSON.stringify(body without signature)",
+}
+OPTIONAL_OWNER: S = {
+    **ADDRESS,
+    "description": "optional: the owner meant, when the signer is one of its app keys",
+}
+NULLABLE_TX: S = {"oneOf": [UNSIGNED_TX, {"type": "null"}]}
+ON_CHAIN: S = {
+    "oneOf": [
+        obj(
+            ["chainId", "walletAddress", "deployed", "inSync"],
+            chainId=INTEGER,
+            walletAddress=ADDRESS,
+            deployed={"type": "boolean"},
+            inSync={"type": "boolean"},
+        ),
+        {"type": "null"},
+    ],
+    "description": "the wallet on chainId; null without chainId or a chain backend",
+}
+CHANGE_CALLBACK = obj(
+    ["signature", "salt", "newCallbackUrl", "chainId"],
+    salt=SALT,
+    newCallbackUrl=STRING,
+    chainId=UINT_TEXT,
+    ownerAddress=OPTIONAL_OWNER,
+    signature=SALTED_SIGNATURE,
+)
+CALLBACK_CHANGED = obj(
+    ["ownerAddress", "chainId", "url", "previousUrl"],
+    ownerAddress=ADDRESS,
+    chainId=INTEGER,
+    url=STRING,
+    previousUrl={**STRING, "description": "empty when no webhook was set"},
+)
+SET_EMAIL = obj(
+    ["signature", "salt", "emailAddress", "chainId"],
+    salt=SALT,
+    emailAddress={**STRING, "description": "empty to remove the setting"},
+    chainId=UINT_TEXT,
+    ownerAddress=OPTIONAL_OWNER,
+    signature=SALTED_SIGNATURE,
+)
+EMAIL_SETTING = obj(
+    ["ownerAddress", "chainId", "emailAddress", "enabled"],
+    ownerAddress=ADDRESS,
+    chainId=INTEGER,
+    emailAddress=STRING,
+    enabled={"type": "boolean", "description": "sending is turned on by the operator"},
+)
+WALLET_INDEX_BODY = obj(
+    ["signature", "salt", "chainId", "walletIndex"],
+    salt=SALT,
+    chainId=UINT_TEXT,
+    walletIndex=UINT_TEXT,
+    ownerAddress=OPTIONAL_OWNER,
+    signature=SALTED_SIGNATURE,
+)
+WALLET_INDEX_SET = obj(
+    ["ownerAddress", "chainId", "walletIndex", "disabled", "changed", "transaction", "onChain"],
+    ownerAddress=ADDRESS,
+    chainId=INTEGER,
+    walletIndex=INTEGER,
+    disabled={"type": "boolean"},
+    changed={"type": "boolean", "description": "whether paycore's record changed"},
+    transaction=NULLABLE_TX,
+    onChain=ON_CHAIN,
+)
+APP_KEY_BODY = obj(
+    ["signature", "salt", "appKeyAddress"],
+    salt=SALT,
+    appKeyAddress=ADDRESS,
+    chainId={**UINT_TEXT, "description": "optional: also build the wallet's transaction there"},
+    ownerAddress=OPTIONAL_OWNER,
+    signature=SALTED_SIGNATURE,
+)
+APP_KEY = obj(
+    ["address", "addedAt", "addedBy"],
+    address=ADDRESS,
+    addedAt={"oneOf": [INTEGER, {"type": "null"}]},
+    addedBy={"oneOf": [ADDRESS, {"type": "null"}]},
+    onChain={"type": "boolean"},
+)
+APP_KEYS = {"type": "array", "items": APP_KEY}
+APP_KEY_ADDED = obj(
+    ["ownerAddress", "appKey", "transaction", "onChain"],
+    ownerAddress=ADDRESS,
+    appKey=APP_KEY,
+    transaction=NULLABLE_TX,
+    onChain=ON_CHAIN,
+)
+APP_KEY_REMOVED = obj(
+    ["ownerAddress", "appKeyAddress", "removed", "transaction", "onChain"],
+    ownerAddress=ADDRESS,
+    appKeyAddress=ADDRESS,
+    removed={"type": "boolean", "description": "whether paycore's record was removed"},
+    transaction=NULLABLE_TX,
+    onChain=ON_CHAIN,
+)
+GET_APP_KEYS = obj(["ownerAddress"], ownerAddress=ADDRESS, chainId=UINT_TEXT)
+
+# -- staking helpers (SPEC.md "Staking helpers (Ethereum only)") ----------------------------
+UINT_STRING: S = {"type": "string", "pattern": "^[0-9]+$"}
+ADDRESS_LIST: S = {"type": "array", "items": ADDRESS}
+STAKING_INFO_BODY = obj(
+    ["ownerAddresses", "tokenList"],
+    ownerAddresses={**ADDRESS_LIST, "description": "GET: comma-separated"},
+    tokenList={**ADDRESS_LIST, "description": "GET: comma-separated"},
+)
+STAKING_INFO = {
+    "type": "object",
+    "additionalProperties": obj(
+        ["balance", "tokens", "extra"],
+        balance={**UINT_STRING, "description": "native coin, base units"},
+        tokens={
+            "type": "array",
+            "items": obj(
+                ["balance", "symbol", "decimals", "name"],
+                balance=UINT_STRING,
+                symbol=STRING,
+                decimals=UINT_STRING,
+                name=STRING,
+            ),
+        },
+        extra={
+            "type": "array",
+            "items": obj(
+                ["staked", "tokenAllowance"],
+                staked=UINT_STRING,
+                tokenAllowance=UINT_STRING,
+                rewards={**UINT_STRING, "description": "wei; first element only"},
+            ),
+        },
+    ),
+}
+STAKE_BODY = obj(
+    ["ownerAddress", "tokenAddress", "value"],
+    ownerAddress=ADDRESS,
+    chainId=UINT_TEXT,
+    tokenAddress=ADDRESS,
+    value={**UINT_TEXT, "description": "base units of the token"},
+)
+CLAIM_BODY = obj(
+    ["ownerAddress", "tokenList"],
+    ownerAddress=ADDRESS,
+    chainId=UINT_TEXT,
+    tokenList={**ADDRESS_LIST, "description": "GET: comma-separated"},
+)
+STAKING_TX = obj(
+    ["walletDeepLink", "transaction"],
+    walletDeepLink={**STRING, "description": "https://metamask.app.link/send/<to>@<chainId>?..."},
+    transaction=obj(
+        ["from", "to", "value", "data", "gas", "gasPrice", "nonce", "chainId", "isApprove"],
+        to=ADDRESS,
+        value=HEX,
+        data=HEX,
+        gas=HEX,
+        gasPrice=HEX,
+        nonce=INTEGER,
+        chainId=INTEGER,
+        isApprove={"type": "boolean", "description": "an ERC20 approve to send before staking"},
+        **{"from": ADDRESS},
+    ),
+)

@@ -6,7 +6,17 @@ here; both adapters and the OpenAPI document pick it up.
 
 from __future__ import annotations
 
-from . import checkout, events, invoices, schemas, sessions, wallet, webhooks
+from . import (
+    checkout,
+    events,
+    invoices,
+    management,
+    schemas,
+    sessions,
+    staking,
+    wallet,
+    webhooks,
+)
 from .routing import Route, Router
 
 GET_POST = ("GET", "POST")
@@ -159,6 +169,114 @@ ROUTES: list[Route] = [
         response=schemas.REMOVED,
         errors=(400, 401),
         session="none",
+    ),
+    # -- salt-signed management calls and app keys (SPEC.md 4-5; docs/management.md) ---------
+    Route(
+        ("POST",),
+        "/changeCallbackUrl",
+        management.change_callback_url,
+        "Move the owner's webhook to a new URL (salt-signed; the secret stays)",
+        request_body=schemas.CHANGE_CALLBACK,
+        response=schemas.CALLBACK_CHANGED,
+        errors=(400, 401, 403),
+        session="none",
+    ),
+    Route(
+        ("POST",),
+        "/setEmailNotifications",
+        management.set_email_notifications,
+        "Store the e-mail for deposit and withdrawal notices (the operator enables sending)",
+        request_body=schemas.SET_EMAIL,
+        response=schemas.EMAIL_SETTING,
+        errors=(400, 401, 403),
+        session="none",
+    ),
+    Route(
+        ("POST",),
+        "/disableWalletIndex",
+        management.disable_wallet_index,
+        "Leave a deposit index out of withdrawals; the wallet's transaction when it differs",
+        request_body=schemas.WALLET_INDEX_BODY,
+        response=schemas.WALLET_INDEX_SET,
+        errors=(400, 401, 403, 409, 502),
+        session="none",
+    ),
+    Route(
+        ("POST",),
+        "/enableWalletIndex",
+        management.enable_wallet_index,
+        "Put a deposit index back into withdrawals; the wallet's transaction when it differs",
+        request_body=schemas.WALLET_INDEX_BODY,
+        response=schemas.WALLET_INDEX_SET,
+        errors=(400, 401, 403, 409, 502),
+        session="none",
+    ),
+    Route(
+        ("POST",),
+        "/addNewAppKey",
+        management.add_app_key,
+        "Let a new key act for the owner (the owner adds the first; at most 10)",
+        request_body=schemas.APP_KEY_BODY,
+        response=schemas.APP_KEY_ADDED,
+        errors=(400, 401, 403, 409, 502),
+        session="none",
+    ),
+    Route(
+        ("POST",),
+        "/removeAppKey",
+        management.remove_app_key,
+        "Take an app key's rights away (owner only)",
+        request_body=schemas.APP_KEY_BODY,
+        response=schemas.APP_KEY_REMOVED,
+        errors=(400, 401, 403, 404, 409, 502),
+        session="none",
+    ),
+    Route(
+        ("POST",),
+        "/getAppKeys",
+        management.get_app_keys,
+        "The owner's app keys, oldest first (public)",
+        request_body=schemas.GET_APP_KEYS,
+        response=schemas.APP_KEYS,
+        errors=(400, 502),
+        session="none",
+    ),
+    # -- staking helpers (Ethereum only): GET (query; lists comma-separated) or POST (JSON) --
+    Route(
+        GET_POST,
+        "/mevStakingInfo",
+        staking.staking_info,
+        "Balances, stakes, allowances and ETH rewards of some owners in the staking program",
+        request_body=schemas.STAKING_INFO_BODY,
+        response=schemas.STAKING_INFO,
+        errors=(400, 502),
+    ),
+    Route(
+        GET_POST,
+        "/mevStake",
+        staking.stake,
+        "The unsigned stake, or the approve it needs first (isApprove)",
+        request_body=schemas.STAKE_BODY,
+        response=schemas.STAKING_TX,
+        errors=(400, 502),
+    ),
+    Route(
+        GET_POST,
+        "/mevUnstake",
+        staking.unstake,
+        "The unsigned unstake",
+        request_body=schemas.STAKE_BODY,
+        response=schemas.STAKING_TX,
+        errors=(400, 502),
+    ),
+    Route(
+        GET_POST,
+        "/mevClaim",
+        staking.claim,
+        "The unsigned claim of the ETH rewards earned on tokenList",
+        request_body=schemas.CLAIM_BODY,
+        response=schemas.STAKING_TX,
+        errors=(400, 502),
     ),
     # -- smart-wallet and withdrawal helpers: GET (query) or POST (JSON body) -----------------
     Route(

@@ -13,12 +13,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from paycore.chains import WithdrawRequest
+from paycore.chains.admin import ChainSync
 from paycore.config import ChainConfig
 from paycore.errors import InvalidInput
+from paycore.management import disabled_indexes
 from paycore.model import Invoice, Json
 
-from . import operations
+from . import operations, wallet_admin
 from .chain import EvmChain
+from .staking import EvmStaking
 
 if TYPE_CHECKING:
     from paycore.gateway import Gateway
@@ -70,10 +73,29 @@ class EvmBackend:
     ) -> Json:
         chain = self.chain(chain_id)
         indexes = _indexes(chain, owner, _invoices_of(gateway, owner, chain_id))
-        return operations.init_withdraw(chain, owner, indexes, request)
+        # /disableWalletIndex takes effect here at once, before (or without) the on-chain
+        # call; operations also skips the indexes the wallet itself has disabled.
+        off = disabled_indexes(gateway, owner, chain_id)
+        return operations.init_withdraw(chain, owner, [i for i in indexes if i not in off], request)
 
     def faucet(self, chain_id: int, to: str) -> Json:
         return operations.faucet(self.chain(chain_id), to)
+
+    # -- WalletAdminBackend (paycore.chains.admin): app keys and disabled indexes ----------
+    def wallet_deployed(self, chain_id: int, owner: str) -> bool:
+        return wallet_admin.wallet_deployed(self.chain(chain_id), owner)
+
+    def wallet_admin(
+        self, chain_id: int, owner: str, signer: str, action: str, argument: str | int
+    ) -> ChainSync:
+        return wallet_admin.wallet_admin(self.chain(chain_id), owner, signer, action, argument)
+
+    def app_keys_on_chain(self, chain_id: int, owner: str) -> list[str] | None:
+        return wallet_admin.app_keys_on_chain(self.chain(chain_id), owner)
+
+    # -- StakingProvider (paycore.staking) -------------------------------------------------
+    def staking(self, chain_id: int, contract: str) -> EvmStaking:
+        return EvmStaking(self.chain(chain_id), contract)
 
 
 def _invoices_of(gateway: Gateway, owner: str, chain_id: int) -> list[Invoice]:

@@ -1,0 +1,50 @@
+"""Handlers for SPEC.md's management functions and app keys: salt-signed POST bodies.
+
+Each handler reads the JSON body -- in the key order the client signed it, which ``json``
+keeps -- and calls ``paycore.management``, where the rules and their reasons live. Their
+routes take no session headers (``session="none"``): the body's own signature is the
+authentication, as SPEC.md section 5 describes.
+"""
+
+from __future__ import annotations
+
+from .. import management
+from ..errors import InvalidInput
+from ..model import Json
+from .routing import Call
+
+
+def _salted_body(call: Call) -> dict[str, object]:
+    """The POST body; salt-signed calls are signed over the body's JSON text, so a query
+    string cannot stand in for it."""
+    if not call.request.body:
+        raise InvalidInput("body", "a JSON object with salt and signature is required")
+    return call.body()
+
+
+def change_callback_url(call: Call) -> Json:
+    return management.change_callback_url(call.gateway, _salted_body(call))
+
+
+def set_email_notifications(call: Call) -> Json:
+    return management.set_email_notifications(call.gateway, _salted_body(call))
+
+
+def disable_wallet_index(call: Call) -> Json:
+    return management.set_wallet_index(call.gateway, _salted_body(call), disabled=True)
+
+
+def enable_wallet_index(call: Call) -> Json:
+    return management.set_wallet_index(call.gateway, _salted_body(call), disabled=False)
+
+
+def add_app_key(call: Call) -> Json:
+    return management.add_app_key(call.gateway, _salted_body(call))
+
+
+def remove_app_key(call: Call) -> Json:
+    return management.remove_app_key(call.gateway, _salted_body(call))
+
+
+def get_app_keys(call: Call) -> list[Json]:
+    return management.get_app_keys(call.gateway, call.body())

@@ -1,0 +1,24 @@
+"""Handlers for SPEC.md's staking helpers (Ethereum only), each by GET (query; lists are
+comma-separated) or POST (JSON). ``paycore.staking`` does the work."""
+
+from __future__ import annotations
+
+from .. import staking
+from ..model import Json
+from .routing import Call
+
+
+def staking_info(call: Call) -> Json:
+    return staking.staking_info(call.gateway, call.body())
+
+
+def stake(call: Call) -> Json:
+    return staking.stake(call.gateway, call.body())
+
+
+def unstake(call: Call) -> Json:
+    return staking.unstake(call.gateway, call.body())
+
+
+def claim(call: Call) -> Json:
+    return staking.claim(call.gateway, call.body())
