@@ -1,0 +1,681 @@
+"""A local stand-in for a TRON full node's HTTP API (java-tron ``/wallet/*``, as TronGrid
+serves it): a real threaded HTTP server on 127.0.0.1 over a small in-memory chain.
+
+There is no Tron node on the development machines, so paycore's Tron backend is tested
+against this server over real HTTP, through tronpy's provider -- the same code path as
+against TronGrid. It implements only what the backend calls, and it answers in the shapes
+of TRON's HTTP API documentation (developers.tron.network, "HTTP API"), field names as
+java-tron writes them:
+
+- ``wallet/getnowblock``, ``wallet/getblockbynum`` -> a Block: ``blockID``,
+  ``block_header.raw_data`` {``number``, ``txTrieRoot``, ``witness_address``,
+  ``parentHash``, ``version``, ``timestamp`` (ms)}, ``block_header.witness_signature``, and
+  ``transactions`` (left out when the block has none, as java-tron does); ``{}`` for a
+  block that does not exist.
+- ``wallet/getblockbylimitnext`` {``startNum``, ``endNum`` (exclusive)} -> ``{"block":
+  [Block, ...]}``, ``{}`` when none.
+- a Transaction (visible false): ``ret`` [{``contractRet``}], ``signature``, ``txID``,
+  ``raw_data`` {``contract`` [{``parameter`` {``value``, ``type_url``}, ``type``}],
+  ``ref_block_bytes``, ``ref_block_hash``, ``expiration``, ``timestamp``, ``fee_limit``},
+  ``raw_data_hex`` (the protobuf bytes of ``raw_data``; ``txID`` is their sha256).
+- ``wallet/gettransactioninfobyblocknum`` {``num``} -> a list of TransactionInfo: ``id``,
+  ``fee``, ``blockNumber``, ``blockTimeStamp``, ``contractResult``, ``contract_address``,
+  ``receipt`` {``energy_usage_total``, ``net_usage``, ``result``} and ``log`` [{``address``
+  (20 bytes hex, no 41), ``topics`` (hex, no 0x), ``data``}].
+- ``wallet/triggerconstantcontract`` -> TransactionExtention: ``result`` {``result``,
+  ``code``, ``message``}, ``energy_used``, ``constant_result`` [hex], ``transaction``; a
+  revert is ``result.result`` true with ``message`` "REVERT opcode executed" and
+  ``transaction.ret[0].ret`` "FAILED"; a missing contract is ``result.code``
+  CONTRACT_VALIDATE_ERROR.
+- ``wallet/triggersmartcontract`` -> ``{"result": {"result": true}, "transaction":
+  {"visible", "txID", "raw_data", "raw_data_hex"}}``.
+- ``wallet/getaccount`` {``address``, ``visible``} -> Account {``address``, ``balance``
+  (SUN, left out when 0), ``create_time``}, ``{}`` for an account that does not exist.
+- ``wallet/getcontract`` {``value``, ``visible``} -> SmartContract {``contract_address``,
+  ``bytecode``, ``name``, ``origin_address``}, ``{}`` when there is no contract.
+- ``wallet/broadcasthex`` {``transaction``: hex of the signed protobuf Transaction} ->
+  ``{"result": true, "txid": ...}``, or ``{"result": false, "code": "SIGERROR", "message":
+  ...}``.
+
+The contracts are simulated, not executed: TRC20 tokens answer ``decimals``/``symbol``/
+``balanceOf`` from a ledger replayed from the blocks; the factory answers ``feeSettings`` and
+``deployWallet``; deployed wallets answer ``owner``, ``isWalletIndexDisabled`` and a dry run
+of ``withdraw``. The protobuf encoding here is the test's own (checked against published
+mainnet transactions in ``test_tron_units``), independent of paycore's reader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import attrs
+import base58
+from coincurve import PublicKey
+from Crypto.Hash import keccak
+
+TRANSFER = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
+BLOCK_MS = 3000
+GENESIS_MS = 1_700_000_000_000
+
+
+def keccak256(data: bytes) -> bytes:
+    return keccak.new(digest_bits=256, data=data).digest()
+
+
+def selector(signature: str) -> str:
+    return keccak256(signature.encode()).hex()[:8]
+
+
+def topic(signature: str) -> str:
+    return keccak256(signature.encode()).hex()
+
+
+def b58(hex20: str) -> str:
+    raw = bytes.fromhex("41" + hex20[-40:])
+    check = hashlib.sha256(hashlib.sha256(raw).digest()).digest()[:4]
+    return base58.b58encode(raw + check).decode()
+
+
+def h20(address: str) -> str:
+    """20-byte lowercase hex of a base58, 41-hex or 0x address."""
+    if address.startswith("T"):
+        return base58.b58decode_check(address)[1:].hex()
+    return address.lower().removeprefix("0x")[-40:]
+
+
+def tvm_create2(deployer: str, salt: bytes, init_code_hash: bytes) -> str:
+    """hex20 of a TVM CREATE2: keccak256(0x41 ++ deployer ++ salt ++ init code hash)[12:]."""
+    return keccak256(b"\x41" + bytes.fromhex(deployer) + salt + init_code_hash)[12:].hex()
+
+
+def word(value: int | str) -> str:
+    if isinstance(value, str):
+        return h20(value).rjust(64, "0")
+    return format(value, "064x")
+
+
+# -- protobuf, the few messages a transaction needs ------------------------------------------------
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def pb_bytes(number: int, data: bytes) -> bytes:
+    return varint(number << 3 | 2) + varint(len(data)) + data
+
+
+def pb_int(number: int, value: int) -> bytes:
+    return varint(number << 3) + varint(value) if value else b""
+
+
+def _addr_bytes(address: str) -> bytes:
+    return bytes.fromhex("41" + h20(address))
+
+
+def encode_raw(raw: dict[str, Any]) -> bytes:
+    """``Transaction.raw`` as protobuf, from the HTTP API's ``raw_data`` JSON."""
+    contract = raw["contract"][0]
+    value = contract["parameter"]["value"]
+    if contract["type"] == "TriggerSmartContract":
+        inner = (
+            pb_bytes(1, _addr_bytes(value["owner_address"]))
+            + pb_bytes(2, _addr_bytes(value["contract_address"]))
+            + pb_int(3, int(value.get("call_value") or 0))
+            + (pb_bytes(4, bytes.fromhex(value["data"])) if value.get("data") else b"")
+        )
+        kind = 31
+    else:
+        inner = (
+            pb_bytes(1, _addr_bytes(value["owner_address"]))
+            + pb_bytes(2, _addr_bytes(value["to_address"]))
+            + pb_int(3, int(value["amount"]))
+        )
+        kind = 1
+    any_msg = pb_bytes(1, contract["parameter"]["type_url"].encode()) + pb_bytes(2, inner)
+    contract_msg = pb_int(1, kind) + pb_bytes(2, any_msg)
+    return (
+        pb_bytes(1, bytes.fromhex(raw["ref_block_bytes"]))
+        + pb_bytes(4, bytes.fromhex(raw["ref_block_hash"]))
+        + pb_int(8, raw["expiration"])
+        + pb_bytes(11, contract_msg)
+        + pb_int(14, raw["timestamp"])
+        + pb_int(18, int(raw.get("fee_limit") or 0))
+    )
+
+
+def read_pb(buf: bytes) -> list[tuple[int, int | bytes]]:
+    out: list[tuple[int, int | bytes]] = []
+    pos = 0
+
+    def vint() -> int:
+        nonlocal pos
+        value = shift = 0
+        while True:
+            byte = buf[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    while pos < len(buf):
+        key = vint()
+        if key & 7 == 0:
+            out.append((key >> 3, vint()))
+        else:
+            size = vint()
+            out.append((key >> 3, buf[pos : pos + size]))
+            pos += size
+    return out
+
+
+# -- the chain -------------------------------------------------------------------------------------
+
+
+@attrs.define
+class Tx:
+    json: dict[str, Any]
+    log: list[dict[str, Any]] = attrs.field(factory=list)
+    #: Balance moves it makes: (token hex20, or "trx"), from hex20, to hex20, units.
+    moves: list[tuple[str, str, str, int]] = attrs.field(factory=list)
+    #: Wallets it deploys: (wallet hex20, owner hex20).
+    deploys: list[tuple[str, str]] = attrs.field(factory=list)
+    success: bool = True
+
+    @property
+    def tx_id(self) -> str:
+        return str(self.json["txID"])
+
+
+@attrs.define
+class Block:
+    number: int
+    block_id: str
+    parent: str
+    timestamp: int
+    txs: list[Tx]
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "blockID": self.block_id,
+            "block_header": {
+                "raw_data": {
+                    "number": self.number,
+                    "txTrieRoot": "00" * 32,
+                    "witness_address": "41" + "ab" * 20,
+                    "parentHash": self.parent,
+                    "version": 30,
+                    "timestamp": self.timestamp,
+                },
+                "witness_signature": "cd" * 65,
+            },
+        }
+        if self.txs:
+            body["transactions"] = [tx.json for tx in self.txs]
+        return body
+
+
+@attrs.define
+class Token:
+    symbol: str
+    decimals: int
+
+
+class FakeTron:
+    """The in-memory chain; every public method is safe to call while the server runs."""
+
+    def __init__(self, *, first_block: int = 5_000_000, blocks: int = 5) -> None:
+        self.lock = threading.RLock()
+        self.tokens: dict[str, Token] = {}
+        self.factory: str | None = None
+        self.factory_code = "60806040"
+        self.fee: tuple[str, int] = ("00" * 20, 0)
+        self.forwarder_code_hash = b""
+        self.wallet_code = b""
+        self.disabled: set[tuple[str, int]] = set()
+        self.genesis_balances: dict[tuple[str, str], int] = {}
+        self.pending: list[Tx] = []
+        self.requests: list[tuple[str, dict[str, str], Any]] = []
+        self._salt = 0
+        self.blocks: list[Block] = []
+        parent = "00" * 32
+        for i in range(blocks):
+            block = self._new_block(first_block + i, parent, [])
+            self.blocks.append(block)
+            parent = block.block_id
+
+    # -- building blocks ---------------------------------------------------------------------
+    def _new_block(self, number: int, parent: str, txs: list[Tx]) -> Block:
+        self._salt += 1
+        digest = hashlib.sha256(f"{parent}:{number}:{self._salt}".encode()).hexdigest()
+        block_id = format(number, "016x") + digest[16:]
+        timestamp = GENESIS_MS + number * BLOCK_MS
+        return Block(number, block_id, parent, timestamp, txs)
+
+    @property
+    def head(self) -> Block:
+        return self.blocks[-1]
+
+    def mine(self, count: int = 1) -> list[int]:
+        """Seal ``count`` blocks; the pending transactions go into the first."""
+        with self.lock:
+            numbers = []
+            for _ in range(count):
+                block = self._new_block(self.head.number + 1, self.head.block_id, self.pending)
+                self.pending = []
+                self.blocks.append(block)
+                numbers.append(block.number)
+            return numbers
+
+    def fork(self, depth: int, txs: Sequence[Tx] = ()) -> list[Tx]:
+        """Replace the last ``depth`` blocks by as many new ones (new blockIDs); ``txs`` go
+        into the first replacement. Returns the transactions that vanished."""
+        with self.lock:
+            dropped = [tx for block in self.blocks[-depth:] for tx in block.txs]
+            del self.blocks[-depth:]
+            self.pending = list(txs)
+            self.mine(depth)
+            return dropped
+
+    def _ref(self) -> dict[str, Any]:
+        head = self.head
+        now = head.timestamp
+        return {
+            "ref_block_bytes": format(head.number & 0xFFFF, "04x"),
+            "ref_block_hash": head.block_id[16:32],
+            "expiration": now + 60_000,
+            "timestamp": now,
+        }
+
+    def _tx(self, contract: dict[str, Any], fee_limit: int = 0, visible: bool = False) -> dict:
+        raw = {"contract": [contract], **self._ref()}
+        if fee_limit:
+            raw["fee_limit"] = fee_limit
+        self._salt += 1
+        raw["timestamp"] += self._salt  # distinct txIDs for equal transfers
+        raw_hex = encode_raw(raw).hex()
+        return {
+            "visible": visible,
+            "txID": hashlib.sha256(bytes.fromhex(raw_hex)).hexdigest(),
+            "raw_data": raw,
+            "raw_data_hex": raw_hex,
+        }
+
+    def _signed(self, tx: dict[str, Any], success: bool = True) -> dict[str, Any]:
+        out = {k: v for k, v in tx.items() if k != "visible"}
+        return {
+            "ret": [{"contractRet": "SUCCESS" if success else "REVERT"}],
+            "signature": ["ee" * 65],
+            **out,
+        }
+
+    def send_trx(self, sender: str, to: str, sun: int, *, success: bool = True) -> str:
+        """A ``TransferContract`` in the next block."""
+        with self.lock:
+            contract = {
+                "parameter": {
+                    "value": {
+                        "amount": sun,
+                        "owner_address": "41" + h20(sender),
+                        "to_address": "41" + h20(to),
+                    },
+                    "type_url": "type.googleapis.com/protocol.TransferContract",
+                },
+                "type": "TransferContract",
+            }
+            tx = Tx(self._signed(self._tx(contract), success), success=success)
+            if success:
+                tx.moves.append(("trx", h20(sender), h20(to), sun))
+            self.pending.append(tx)
+            return tx.tx_id
+
+    def _call_tx(
+        self, sender: str, contract: str, data: str, *, value: int = 0, success: bool = True
+    ) -> Tx:
+        body = {
+            "data": data,
+            "owner_address": "41" + h20(sender),
+            "contract_address": "41" + h20(contract),
+        }
+        if value:
+            body["call_value"] = value
+        contract_json = {
+            "parameter": {
+                "value": body,
+                "type_url": "type.googleapis.com/protocol.TriggerSmartContract",
+            },
+            "type": "TriggerSmartContract",
+        }
+        return Tx(self._signed(self._tx(contract_json, 100_000_000), success), success=success)
+
+    def send_trc20(
+        self, token: str, sender: str, to: str, units: int, *, via: str | None = None
+    ) -> str:
+        """``token.transfer(to, units)`` from ``sender`` in the next block; ``via`` makes it a
+        call to another contract (a batch sender) whose internal transfer logs the event."""
+        with self.lock:
+            data = selector("transfer(address,uint256)") + word(to) + word(units)
+            tx = self._call_tx(sender, via or token, data)
+            tx.log.append(
+                {
+                    "address": h20(token),
+                    "topics": [TRANSFER, word(sender), word(to)],
+                    "data": word(units),
+                }
+            )
+            tx.moves.append((h20(token), h20(sender), h20(to), units))
+            self.pending.append(tx)
+            return tx.tx_id
+
+    def emit_withdrawn(self, owner: str, wallet: str, token: str, to: str, units: int) -> str:
+        """A withdrawal by ``owner`` through ``wallet``: only its ``Withdrawn`` event."""
+        with self.lock:
+            tx = self._call_tx(
+                owner, wallet, selector("withdraw(address,address,uint256,uint256[])")
+            )
+            tx.log.append(
+                {
+                    "address": h20(wallet),
+                    "topics": [
+                        topic("Withdrawn(address,address,uint256,uint256)"),
+                        word(token),
+                        word(to),
+                    ],
+                    "data": word(units) + word(0),
+                }
+            )
+            self.pending.append(tx)
+            return tx.tx_id
+
+    def call_contract(self, sender: str, contract: str, data: str) -> str:
+        """Any other contract call (no logs): it makes its block need transaction infos."""
+        with self.lock:
+            tx = self._call_tx(sender, contract, data)
+            self.pending.append(tx)
+            return tx.tx_id
+
+    # -- state replayed from the blocks --------------------------------------------------------
+    def balance(self, token: str, holder: str) -> int:
+        """``token`` is "trx" or a token address."""
+        key = token if token == "trx" else h20(token)
+        with self.lock:
+            total = self.genesis_balances.get((key, h20(holder)), 0)
+            for block in self.blocks:
+                for tx in block.txs:
+                    for t, sender, to, units in tx.moves:
+                        if t != key:
+                            continue
+                        if to == h20(holder):
+                            total += units
+                        if sender == h20(holder):
+                            total -= units
+            return total
+
+    def wallets(self) -> dict[str, str]:
+        with self.lock:
+            return {w: o for b in self.blocks for tx in b.txs for w, o in tx.deploys}
+
+    def account_exists(self, holder: str) -> bool:
+        key = h20(holder)
+        with self.lock:
+            if any(k[1] == key for k in self.genesis_balances):
+                return True
+            return any(key in (m[1], m[2]) for b in self.blocks for tx in b.txs for m in tx.moves)
+
+    def info(self, block: Block, tx: Tx) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "id": tx.tx_id,
+            "blockNumber": block.number,
+            "blockTimeStamp": block.timestamp,
+            "contractResult": [""],
+            "receipt": {"net_usage": 268},
+        }
+        contract = tx.json["raw_data"]["contract"][0]
+        if contract["type"] == "TriggerSmartContract":
+            info["fee"] = 345000
+            info["contract_address"] = contract["parameter"]["value"]["contract_address"]
+            info["contractResult"] = ["00" * 31 + "01"]
+            info["receipt"] = {
+                "energy_usage_total": 14650,
+                "net_usage": 345,
+                "result": "SUCCESS" if tx.success else "REVERT",
+            }
+            if not tx.success:
+                info["result"] = "FAILED"
+            elif tx.log:
+                info["log"] = tx.log
+        return info
+
+    # -- contract reads ------------------------------------------------------------------------
+    def constant(self, body: dict[str, Any]) -> dict[str, Any]:
+        contract = h20(body["contract_address"])
+        caller = h20(body.get("owner_address") or "41" + "00" * 20)
+        function = body.get("function_selector", "")
+        param = body.get("parameter", "")
+        wallets = self.wallets()
+        output: str | None = None
+        revert = False
+        energy = 500
+        if contract in self.tokens:
+            token = self.tokens[contract]
+            if function == "decimals()":
+                output = word(token.decimals)
+            elif function == "symbol()":
+                text = token.symbol.encode().hex()
+                output = word(32) + word(len(token.symbol)) + text.ljust(64, "0")
+            elif function == "balanceOf(address)":
+                output = word(self.balance(contract, param[-40:]))
+        elif self.factory is not None and contract == h20(self.factory):
+            if function == "feeSettings()":
+                output = word(self.fee[0]) + word(self.fee[1])
+            elif function == "deployWallet(address)":
+                revert = param[-40:] in wallets.values()
+                output = "" if revert else word(0)
+                energy = 1_200_000
+        elif contract in wallets:
+            if function == "owner()":
+                output = word(wallets[contract])
+            elif function == "isWalletIndexDisabled(uint256)":
+                output = word(int((contract, int(param or "0", 16)) in self.disabled))
+            elif function == "withdraw(address,address,uint256,uint256[])":
+                fee_ok = int(body.get("call_value") or 0) >= self.fee[1]
+                revert = caller != wallets[contract] or not fee_ok
+                output = selector("NotOwner()") if revert else ""
+                energy = 90_000
+        if output is None:
+            message = b"No contract or not a valid smart contract".hex()
+            return {"result": {"code": "CONTRACT_VALIDATE_ERROR", "message": message}}
+        tx = self._tx(self._trigger_contract(body), 0, bool(body.get("visible")))
+        tx["ret"] = [{"ret": "FAILED"}] if revert else [{}]
+        result: dict[str, Any] = {"result": True}
+        if revert:
+            result["message"] = "REVERT opcode executed"
+        return {
+            "result": result,
+            "energy_used": energy,
+            "constant_result": [output],
+            "transaction": tx,
+        }
+
+    def _trigger_contract(self, body: dict[str, Any]) -> dict[str, Any]:
+        data = selector(body["function_selector"]) + body.get("parameter", "")
+        visible = bool(body.get("visible"))
+        value: dict[str, Any] = {
+            "data": data,
+            "owner_address": body["owner_address"]
+            if visible
+            else "41" + h20(body["owner_address"]),
+            "contract_address": body["contract_address"]
+            if visible
+            else "41" + h20(body["contract_address"]),
+        }
+        if body.get("call_value"):
+            value["call_value"] = int(body["call_value"])
+        return {
+            "parameter": {
+                "value": value,
+                "type_url": "type.googleapis.com/protocol.TriggerSmartContract",
+            },
+            "type": "TriggerSmartContract",
+        }
+
+    def trigger(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not self.account_exists(body["owner_address"]):
+            message = f"account [{body['owner_address']}] does not exist"
+            return {
+                "result": {"code": "CONTRACT_VALIDATE_ERROR", "message": message.encode().hex()}
+            }
+        tx = self._tx(
+            self._trigger_contract(body), int(body.get("fee_limit") or 0), bool(body.get("visible"))
+        )
+        return {"result": {"result": True}, "transaction": tx}
+
+    def broadcast_hex(self, body: dict[str, Any]) -> dict[str, Any]:
+        top = read_pb(bytes.fromhex(body["transaction"]))
+        raw = next(v for n, v in top if n == 1)
+        signatures = [v for n, v in top if n == 2]
+        assert isinstance(raw, bytes)
+        tx_id = hashlib.sha256(raw).hexdigest()
+        contract = read_pb(next(v for n, v in read_pb(raw) if n == 11))  # type: ignore[arg-type]
+        any_msg = read_pb(next(v for n, v in contract if n == 2))  # type: ignore[arg-type]
+        inner = dict(read_pb(next(v for n, v in any_msg if n == 2)))  # type: ignore[arg-type]
+        owner, target, data = inner[1], inner[2], inner.get(4, b"")
+        assert isinstance(owner, bytes) and isinstance(target, bytes) and isinstance(data, bytes)
+        for signature in signatures:
+            assert isinstance(signature, bytes)
+            sig = signature[:64] + bytes(
+                [signature[64] % 27 if signature[64] >= 27 else signature[64]]
+            )
+            key = PublicKey.from_signature_and_message(sig, bytes.fromhex(tx_id), hasher=None)
+            if keccak256(key.format(compressed=False)[1:])[12:] == owner[1:]:
+                break
+        else:
+            return {"result": False, "code": "SIGERROR", "message": "validate signature error"}
+        with self.lock:
+            tx = self._call_tx(b58(owner.hex()), b58(target.hex()), data.hex())
+            tx.json["txID"] = tx_id
+            deploys = data[:4].hex() == selector("deployWallet(address)")
+            if self.factory and target[1:].hex() == h20(self.factory) and deploys:
+                tx.deploys.append((self.wallet_for(data[-20:].hex()), data[-20:].hex()))
+            self.pending.append(tx)
+        return {"result": True, "txid": tx_id}
+
+    def wallet_for(self, owner: str) -> str:
+        """The owner's wallet address (hex20), by the test's own TVM CREATE2 (prefix 0x41)."""
+        assert self.factory is not None
+        salt = bytes.fromhex(h20(owner).rjust(64, "0"))
+        init_hash = keccak256(self.wallet_code + salt)
+        return tvm_create2(h20(self.factory), salt, init_hash)
+
+    def deposit_for(self, owner: str, index: int) -> str:
+        """Deposit address ``index`` (hex20) of the owner's wallet, the same way."""
+        salt = index.to_bytes(32, "big")
+        return tvm_create2(self.wallet_for(owner), salt, self.forwarder_code_hash)
+
+    def deploy_wallet(self, owner: str) -> str:
+        """The owner's wallet deployed in the next block (as if its owner had sent it)."""
+        with self.lock:
+            data = selector("deployWallet(address)") + word(owner)
+            assert self.factory is not None
+            tx = self._call_tx(owner, self.factory, data)
+            tx.deploys.append((self.wallet_for(owner), h20(owner)))
+            self.pending.append(tx)
+            return tx.tx_id
+
+    # -- HTTP -------------------------------------------------------------------------------------
+    def answer(self, path: str, body: dict[str, Any]) -> Any:
+        with self.lock:
+            if path == "/wallet/getnowblock":
+                return self.head.to_json()
+            if path == "/wallet/getblockbynum":
+                found = [b for b in self.blocks if b.number == int(body.get("num", -1))]
+                return found[0].to_json() if found else {}
+            if path == "/wallet/getblockbylimitnext":
+                start, end = int(body["startNum"]), int(body["endNum"])
+                got = [b.to_json() for b in self.blocks if start <= b.number < end][:100]
+                return {"block": got} if got else {}
+            if path == "/wallet/gettransactioninfobyblocknum":
+                found = [b for b in self.blocks if b.number == int(body.get("num", -1))]
+                return [self.info(found[0], tx) for tx in found[0].txs] if found else []
+            if path == "/wallet/triggerconstantcontract":
+                return self.constant(body)
+            if path == "/wallet/triggersmartcontract":
+                return self.trigger(body)
+            if path == "/wallet/getaccount":
+                address = body["address"]
+                if not self.account_exists(address):
+                    return {}
+                account: dict[str, Any] = {"address": address, "create_time": GENESIS_MS}
+                balance = self.balance("trx", address)
+                if balance:
+                    account["balance"] = balance
+                return account
+            if path == "/wallet/getcontract":
+                target = h20(body["value"])
+                if (
+                    target in self.wallets()
+                    or target in self.tokens
+                    or (self.factory and target == h20(self.factory))
+                ):
+                    return {
+                        "contract_address": body["value"],
+                        "bytecode": self.factory_code,
+                        "name": "",
+                        "origin_address": body["value"],
+                    }
+                return {}
+            if path == "/wallet/broadcasthex":
+                return self.broadcast_hex(body)
+        return None
+
+
+@contextmanager
+def serve(chain: FakeTron) -> Iterator[str]:
+    """Serve ``chain`` on 127.0.0.1 (a free port) until the block ends; yields the base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server API
+            size = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(size) if size else b"{}"
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = None
+            chain.requests.append((self.path, dict(self.headers.items()), body))
+            result = chain.answer(self.path, body if isinstance(body, dict) else {})
+            if result is None:
+                self.send_response(404)
+                self.end_headers()
+                return
+            payload = json.dumps(result).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="fake-trongrid", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
