@@ -55,6 +55,10 @@ class Gateway:
             self.pm.hook.paycore_price_sources, self.settings
         )
         self.notifiers: list[Notifier] = collect(self.pm.hook.paycore_notifiers, self.settings)
+        for notifier in self.notifiers:
+            bind = getattr(notifier, "bind", None)  # optional (paycore.notify)
+            if callable(bind):
+                bind(self)
         self.prices = PriceTable(self.settings.vs_currency, self.now(), {})
         self.refresh_prices()
 
@@ -181,6 +185,21 @@ class Gateway:
             # Same transaction: the change and its webhook delivery commit together.
             enqueue_webhook(tx, event_id, inv.owner, inv.guid, payload, round(self.clock() * 1000))
         return payloads
+
+    def notify_transactions(self, records: Iterable[Transaction]) -> None:
+        """Tell notifiers of transactions recorded outside an invoice change (withdrawals
+        the watcher saw), after their commit. Only notifiers that implement the optional
+        ``transaction_recorded`` hear of them (paycore.notify)."""
+        for record in records:
+            item = record.to_wire()
+            for notifier in self.notifiers:
+                told = getattr(notifier, "transaction_recorded", None)
+                if not callable(told):
+                    continue
+                try:
+                    told(record.owner, item)
+                except Exception:  # the transaction is recorded; a notice is a courtesy
+                    log.exception("notifier %s failed", getattr(notifier, "name", notifier))
 
     def _notify(self, owner: str, payloads: list[Json]) -> None:
         for payload in payloads:

@@ -16,3 +16,12 @@ class Notifier(Protocol):
 
     def invoice_changed(self, owner: str, payload: Json) -> None:
         """``payload`` is the full Invoice wire record after the change."""
+
+
+# Two optional methods, looked up with getattr so the protocol above stays the minimum:
+#
+# - ``bind(gateway)``: called once by the Gateway that collected the notifier, for a
+#   notifier that needs the gateway's storage or settings (the e-mail notifier does).
+# - ``transaction_recorded(owner, item)``: told of each transaction newly recorded outside
+#   an invoice change -- a withdrawal the watcher saw on chain; ``item`` is the
+#   GET /transactions wire form.

@@ -1,7 +1,9 @@
 """The plugin manager factory: built-ins, then installed entry points, then the caller's own.
 
-Operators block a plugin by name with ``PAYCORE_BLOCKED_PLUGINS=name,other`` (see
-``Settings.blocked_plugins``); pluggy then refuses to register it wherever it comes from.
+Built in are ``builtins`` (memory storage, static prices, the WebSocket hub) and ``email``
+(deposit and withdrawal e-mails). Operators block a plugin by name with
+``PAYCORE_BLOCKED_PLUGINS=name,other`` (see ``Settings.blocked_plugins``); pluggy then
+refuses to register it wherever it comes from.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 import pluggy
 
-from . import builtins, hookspecs
+from . import builtins, email_notices, hookspecs
 from .config import Settings
 from .hookspecs import PROJECT
 
@@ -25,6 +27,9 @@ def plugin_manager(
         pm.set_blocked(name)
     if not pm.is_blocked("builtins"):
         pm.register(builtins, name="builtins")
+    if not pm.is_blocked("email"):
+        # Deposit and withdrawal e-mails; inert until Settings.smtp_host is set.
+        pm.register(email_notices, name="email")
     if entry_points:
         pm.load_setuptools_entrypoints(PROJECT)
     for plugin in extra:

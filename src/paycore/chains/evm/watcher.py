@@ -341,7 +341,10 @@ class EvmWatcher:
                 )
             )
         with self.gateway.storage.transaction() as tx:
-            return sum(1 for record in records if tx.insert_transaction(record))
+            recorded = [record for record in records if tx.insert_transaction(record)]
+        # After the commit, and only the newly recorded ones: a re-scan mails nobody twice.
+        self.gateway.notify_transactions(recorded)
+        return len(recorded)
 
     def _owners_of(self, emitters: set[str]) -> dict[str, str | None]:
         """Which emitters are paycore wallets of this factory, and whose: ``owner()`` is
