@@ -15,7 +15,7 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,6 +23,7 @@ import attrs
 
 from .management_records import AppKey, AppKeyAdd, EmailSetting
 from .model import (
+    Deposit,
     Invoice,
     Json,
     OutboxEvent,
@@ -33,6 +34,7 @@ from .model import (
     Transaction,
     WebhookConfig,
 )
+from .price_records import LockedQuote, ParkedDeposit, StoredPrice
 from .storage import StorageTx
 from .watch_records import ChainCursor
 from .webhook_records import (
@@ -86,6 +88,9 @@ class _Tables:
     emails: dict[tuple[str, int], EmailSetting] = attrs.field(factory=dict)
     disabled_indexes: dict[tuple[str, int], frozenset[int]] = attrs.field(factory=dict)
     notices: set[str] = attrs.field(factory=set)
+    prices: dict[tuple[str, str], StoredPrice] = attrs.field(factory=dict)  # (vs, token)
+    quotes: dict[tuple[str, str], LockedQuote] = attrs.field(factory=dict)  # (guid, token)
+    parked: dict[TxKey, ParkedDeposit] = attrs.field(factory=dict)  # in parking order
     last_event_id: int = 0
     last_delivery_id: int = 0
 
@@ -571,3 +576,44 @@ class _MemoryTx:
             return False
         self._t.notices.add(key)
         return True
+
+    # -- prices -----------------------------------------------------------------------------
+    def put_prices(self, rows: Sequence[StoredPrice]) -> None:
+        for row in rows:
+            self._t.prices[(row.vs_currency, row.token)] = row
+
+    def get_prices(self, vs_currency: str | None = None) -> list[StoredPrice]:
+        return [
+            row
+            for key, row in sorted(self._t.prices.items())
+            if vs_currency is None or key[0] == vs_currency
+        ]
+
+    def get_price(self, token: str, vs_currency: str) -> StoredPrice | None:
+        return self._t.prices.get((vs_currency, token))
+
+    def put_quotes(self, quotes: Sequence[LockedQuote]) -> None:
+        for quote in quotes:
+            self._t.quotes[(quote.guid, quote.token)] = quote
+
+    def get_quotes(self, guid: str) -> list[LockedQuote]:
+        return [q for (g, _t), q in sorted(self._t.quotes.items()) if g == guid]
+
+    def park_deposit(self, parked: ParkedDeposit) -> bool:
+        d = parked.deposit
+        key = (d.chain_id, d.tx_hash, d.log_index, d.token)
+        if key in self._t.parked:
+            return False
+        self._t.parked[key] = parked
+        return True
+
+    def parked_deposits(self, chain_id: int, limit: int) -> list[ParkedDeposit]:
+        found = [p for key, p in self._t.parked.items() if key[0] == chain_id]
+        return found[:limit]
+
+    def unpark_deposit(self, deposit: Deposit) -> bool:
+        key = (deposit.chain_id, deposit.tx_hash, deposit.log_index, deposit.token)
+        return self._t.parked.pop(key, None) is not None
+
+    def parked_tokens(self) -> list[str]:
+        return sorted({f"{key[0]}:{key[3]}" for key in self._t.parked})

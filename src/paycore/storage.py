@@ -23,11 +23,13 @@ as plain strings. Exceptions raised inside the ``with`` block roll everything ba
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
 from .management_records import AppKey, AppKeyAdd, EmailSetting
 from .model import (
+    Deposit,
     Invoice,
     Json,
     OutboxEvent,
@@ -37,6 +39,7 @@ from .model import (
     Transaction,
     WebhookConfig,
 )
+from .price_records import LockedQuote, ParkedDeposit, StoredPrice
 from .watch_records import ChainCursor
 from .webhook_records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus, Settlement
 
@@ -271,6 +274,38 @@ class StorageTx(Protocol):
     def claim_notice(self, key: str, now: int) -> bool:
         """``True`` the first time ``key`` (one notice, e.g. one deposit's e-mail) is
         claimed, ``False`` ever after, across processes: a notice goes out once."""
+
+    # -- prices (paycore.prices) --------------------------------------------------------------
+    # The refresher writes the last good price of each (token, vsCurrency); every process
+    # reads the same rows, so the table GET /prices shows is the one that values deposits.
+
+    def put_prices(self, rows: Sequence[StoredPrice]) -> None:
+        """Insert each row, or replace the row of the same (token, vs_currency)."""
+
+    def get_prices(self, vs_currency: str | None = None) -> list[StoredPrice]:
+        """Every stored price (of ``vs_currency`` only, when given), by currency and token."""
+
+    def get_price(self, token: str, vs_currency: str) -> StoredPrice | None: ...
+
+    def put_quotes(self, quotes: Sequence[LockedQuote]) -> None:
+        """Store rates locked at invoice creation; one per (guid, token), replaced if any."""
+
+    def get_quotes(self, guid: str) -> list[LockedQuote]:
+        """The rates locked for invoice ``guid``, by token; empty when none were."""
+
+    def park_deposit(self, parked: ParkedDeposit) -> bool:
+        """Keep a deposit that could not be valued yet; ``False`` (nothing written) when the
+        same transfer (chain_id, tx_hash, log_index, token) is parked already."""
+
+    def parked_deposits(self, chain_id: int, limit: int) -> list[ParkedDeposit]:
+        """Up to ``limit`` parked deposits of ``chain_id``, in the order they were parked
+        (the watcher parks in chain order)."""
+
+    def unpark_deposit(self, deposit: Deposit) -> bool:
+        """Forget a parked deposit (valued now, or gone in a reorg); ``False`` if unknown."""
+
+    def parked_tokens(self) -> list[str]:
+        """The ``{chainId}:{token}`` ids that parked deposits wait for a price of, sorted."""
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ from sqlalchemy import RowMapping
 
 from paycore.management_records import AppKey, EmailSetting
 from paycore.model import (
+    Deposit,
     Invoice,
     Json,
     OutboxEvent,
@@ -25,6 +26,7 @@ from paycore.model import (
     TxType,
     WebhookConfig,
 )
+from paycore.price_records import ParkedDeposit
 from paycore.webhook_records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus
 
 from .decimals import exact, exact_text
@@ -196,3 +198,37 @@ def attempt_from_row(row: Row) -> DeliveryAttempt:
         error=row["error"],
         latency_ms=row["latency_ms"],
     )
+
+
+def parked_row(parked: ParkedDeposit) -> dict[str, Any]:
+    d = parked.deposit
+    return {
+        "chain_id": d.chain_id,
+        "tx_hash": d.tx_hash,
+        "log_index": d.log_index,
+        "token": d.token,
+        "from_address": d.from_,
+        "to_address": d.to,
+        "amount": d.amount,
+        "timestamp": d.timestamp,
+        "block_number": d.block_number,
+        "block_hash": d.block_hash,
+        "reason": parked.reason,
+        "parked_at": parked.parked_at,
+    }
+
+
+def parked_from_row(row: Row) -> ParkedDeposit:
+    deposit = Deposit(
+        chain_id=row["chain_id"],
+        tx_hash=row["tx_hash"],
+        log_index=row["log_index"],
+        token=row["token"],
+        from_=row["from_address"],
+        to=row["to_address"],
+        amount=row["amount"],
+        timestamp=row["timestamp"],
+        block_number=row["block_number"],
+        block_hash=row["block_hash"],
+    )
+    return ParkedDeposit(deposit, row["reason"], row["parked_at"])

@@ -65,6 +65,7 @@ from sqlalchemy.engine import URL
 
 from paycore.management_records import AppKey, AppKeyAdd, EmailSetting
 from paycore.model import (
+    Deposit,
     Invoice,
     Json,
     OutboxEvent,
@@ -75,6 +76,7 @@ from paycore.model import (
     Transaction,
     WebhookConfig,
 )
+from paycore.price_records import LockedQuote, ParkedDeposit, StoredPrice
 from paycore.storage import StorageTx
 from paycore.watch_records import ChainCursor
 from paycore.webhook_records import (
@@ -95,6 +97,8 @@ from .rows import (
     event_from_row,
     invoice_from_row,
     invoice_row,
+    parked_from_row,
+    parked_row,
     plain_row,
     transaction_from_row,
     transaction_row,
@@ -105,11 +109,14 @@ from .tables import (
     disabled_indexes,
     email_settings,
     event_queues,
+    invoice_quotes,
     invoices,
     notices,
     outbox,
+    parked_deposits,
     poll_tokens,
     pow_challenges,
+    prices,
     seen_signatures,
     session_keys,
     transactions,
@@ -764,3 +771,53 @@ class SqlTx:
 
     def claim_notice(self, key: str, now: int) -> bool:
         return self._insert_new(notices, {"key": key, "claimed_at": now}, ["key"])
+
+    # -- prices -----------------------------------------------------------------------------
+    def put_prices(self, rows: Sequence[StoredPrice]) -> None:
+        for row in rows:
+            self._put(prices, attrs.asdict(row, recurse=False))
+
+    def get_prices(self, vs_currency: str | None = None) -> list[StoredPrice]:
+        query = select(prices).order_by(prices.c.vs_currency, prices.c.token)
+        if vs_currency is not None:
+            query = query.where(prices.c.vs_currency == vs_currency)
+        return [StoredPrice(**row) for row in self._all(query)]
+
+    def get_price(self, token: str, vs_currency: str) -> StoredPrice | None:
+        row = self._one(
+            select(prices).where(prices.c.token == token, prices.c.vs_currency == vs_currency)
+        )
+        return None if row is None else StoredPrice(**row)
+
+    def put_quotes(self, quotes: Sequence[LockedQuote]) -> None:
+        for quote in quotes:
+            self._put(invoice_quotes, attrs.asdict(quote, recurse=False))
+
+    def get_quotes(self, guid: str) -> list[LockedQuote]:
+        q = invoice_quotes
+        query = select(q).where(q.c.guid == guid).order_by(q.c.token)
+        return [LockedQuote(**row) for row in self._all(query)]
+
+    def park_deposit(self, parked: ParkedDeposit) -> bool:
+        unique = ["chain_id", "tx_hash", "log_index", "token"]
+        return self._insert_new(parked_deposits, parked_row(parked), unique)
+
+    def parked_deposits(self, chain_id: int, limit: int) -> list[ParkedDeposit]:
+        p = parked_deposits
+        query = select(p).where(p.c.chain_id == chain_id).order_by(p.c.id).limit(limit)
+        return [parked_from_row(row) for row in self._all(query)]
+
+    def unpark_deposit(self, deposit: Deposit) -> bool:
+        p = parked_deposits
+        return self._delete(
+            p,
+            p.c.chain_id == deposit.chain_id,
+            p.c.tx_hash == deposit.tx_hash,
+            p.c.log_index == deposit.log_index,
+            p.c.token == deposit.token,
+        )
+
+    def parked_tokens(self) -> list[str]:
+        p = parked_deposits
+        query = select(p.c.chain_id, p.c.token).distinct()
+        return sorted(f"{row['chain_id']}:{row['token']}" for row in self._all(query))

@@ -292,3 +292,51 @@ notices = Table(
     Column("key", Key(), primary_key=True),
     Column("claimed_at", BigInteger, nullable=False),
 )
+
+#: The last good price of each token per vsCurrency (revision 0005): what every process
+#: values deposits with and GET /prices shows (``paycore.prices``).
+prices = Table(
+    "paycore_prices",
+    metadata,
+    Column("token", Key(), primary_key=True),
+    Column("vs_currency", Key(16), primary_key=True),
+    Column("price", Money, nullable=False),
+    Column("fetched_at", BigInteger, nullable=False),
+    Column("source", String(64), nullable=False),
+    Column("checked_at", BigInteger, nullable=False),
+)
+
+#: Rates locked at invoice creation (revision 0005, ``Settings.rate_lock``).
+invoice_quotes = Table(
+    "paycore_invoice_quotes",
+    metadata,
+    Column("guid", Key(64), primary_key=True),
+    Column("token", Key(), primary_key=True),
+    Column("vs_currency", Key(16), nullable=False),
+    Column("price", Money, nullable=False),
+    Column("fetched_at", BigInteger, nullable=False),
+    Column("source", String(64), nullable=False),
+)
+
+#: Deposits waiting for a fresh price (revision 0005), in the order the watcher parked them.
+parked_deposits = Table(
+    "paycore_parked_deposits",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("chain_id", BigInteger, nullable=False),
+    Column("tx_hash", Key(), nullable=False),
+    Column("log_index", BigInteger, nullable=False),
+    Column("token", Key(), nullable=False),
+    Column("from_address", Key(), nullable=False),
+    Column("to_address", Key(), nullable=False),
+    Column("amount", Money, nullable=False),
+    Column("timestamp", BigInteger, nullable=False),
+    Column("block_number", BigInteger, nullable=False),
+    Column("block_hash", Key(66), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("parked_at", BigInteger, nullable=False),
+    UniqueConstraint(
+        "chain_id", "tx_hash", "log_index", "token", name="uq_paycore_parked_deposits_transfer"
+    ),
+    Index(None, "chain_id", "id"),
+)
