@@ -23,6 +23,12 @@ from paycore.tokens import NATIVE, TokenId
 from . import address
 from .node import Node, NodeError
 
+
+class CallRefused(NodeError):
+    """The node answered that the call cannot run at all (``result.code``: no contract at
+    that address, a malformed call): an answer about the address, not an outage."""
+
+
 CONTRACT_TYPES = ("deposit", "wallet")
 
 #: The caller of read-only calls: the zero account, so no real account's state is implied.
@@ -102,7 +108,10 @@ class TronChain:
         for token in wanted:
             if token in self._tokens:
                 continue
-            decimals = self.call(token, "decimals()")
+            try:
+                decimals = self.call(token, "decimals()")
+            except CallRefused:  # no contract there (yet): not a token to value
+                continue
             if decimals.reverted or not decimals.output:
                 continue
             value = abi.decode_uint("0x" + decimals.output[:64])
@@ -143,7 +152,7 @@ class TronChain:
         answer = self.node.post("wallet/triggerconstantcontract", body)
         result = answer.get("result") or {}
         if result.get("code") not in (None, "SUCCESS") or result.get("result") is not True:
-            raise NodeError("wallet/triggerconstantcontract", result.get("message") or result)
+            raise CallRefused("wallet/triggerconstantcontract", _text(result.get("message")))
         ret = ((answer.get("transaction") or {}).get("ret") or [{}])[0]
         reverted = bool(result.get("message")) or ret.get("ret") == "FAILED"
         outputs = answer.get("constant_result") or [""]
@@ -182,6 +191,15 @@ class TronChain:
     def index_disabled(self, wallet: str, index: int) -> bool:
         result = self.call(wallet, "isWalletIndexDisabled(uint256)", [index], ["uint256"])
         return not result.reverted and abi.decode_uint("0x" + result.output[:64]) != 0
+
+
+def _text(message: object) -> str:
+    """``result.message`` is hex-encoded text unless ``visible`` was set."""
+    raw = str(message or "refused")
+    try:
+        return bytes.fromhex(raw).decode("utf-8")
+    except ValueError:
+        return raw
 
 
 def abi_args(args: Sequence[object], types: Sequence[str]) -> str:

@@ -45,7 +45,7 @@ from paycore.tokens import NATIVE
 
 from . import scan
 from .address import to_evm
-from .chain import TronChain
+from .chain import CallRefused, TronChain
 
 if TYPE_CHECKING:
     from paycore.gateway import Gateway
@@ -321,7 +321,11 @@ class TronWatcher:
         it, which no other contract can match. Answers are kept (an owner never changes)."""
         for emitter in sorted(emitters - self._wallet_owners.keys()):
             owner = None
-            result = self.chain.call(scan.base58(emitter), "owner()")
+            try:
+                result = self.chain.call(scan.base58(emitter), "owner()")
+            except CallRefused:  # no contract answers there: not a wallet
+                self._wallet_owners[emitter] = None
+                continue
             if not result.reverted and len(result.output) == 64:
                 candidate = scan.base58(result.output)
                 if scan.key(self.chain.wallet_of(candidate)) == emitter:
