@@ -308,4 +308,5 @@ def test_expired_key_is_cut_off(
 
 def test_plain_http_to_the_socket_path_gets_the_same_answer_on_both(server: str) -> None:
     answer = httpx.get(server + PREFIX + "/ws")
-    assert (answer.status_code, answer.text) == (404, "not found: /ws")
+    assert answer.status_code == 426 and answer.text.startswith("upgrade required: ")
+    assert answer.headers["upgrade"] == "websocket"

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import secrets
 
+import attrs
+
 from ..auth import poll_register_message, verify_wallet_signature
-from ..errors import AuthError
+from ..errors import AuthError, PaycoreError
 from ..model import Json, PollToken
 from ..tokens import normalize_owner
+from .http import Response, text_response
 from .params import body_str
 from .routing import Call
 from .sessions import consumer_of_key
@@ -48,3 +51,13 @@ def poll_events(call: Call) -> Json:
     gw.open_queue(consumer, owner)
     events = gw.drain_events(consumer)
     return {"ownerAddress": owner, "events": [e.payload for e in events]}
+
+
+class UpgradeRequired(PaycoreError):
+    status = 426
+
+
+def not_a_websocket(call: Call) -> Response:
+    """A plain HTTP request to /ws: say how to reach it instead of a bare 404."""
+    error = UpgradeRequired("upgrade required: /ws speaks WebSocket (Upgrade: websocket)")
+    return attrs.evolve(text_response(error.text, error.status), headers={"upgrade": "websocket"})

@@ -352,6 +352,15 @@ ROUTES: list[Route] = [
         response=schemas.FAUCET_SENT,
         errors=(400, 502),
     ),
+    # -- GET /ws is served by each adapter's WebSocket route; a plain request lands here --
+    Route(
+        ("GET",),
+        "/ws",
+        events.not_a_websocket,
+        "WebSocket event stream (SPEC.md section 6); plain HTTP gets 426",
+        errors=(426,),
+        session="none",
+    ),
     # -- the hosted checkout page (public, HTML): paymentUrl is {checkout_url}/?invoice=<guid> --
     Route(("GET",), "/checkout/", checkout.page, "The checkout page (HTML)", session="none"),
     Route(("GET",), "/checkout", checkout.page_no_slash, "The same page", session="none"),
