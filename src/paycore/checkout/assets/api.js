@@ -23,7 +23,7 @@ export class HttpError extends Error {
  * JSON from `url`, and the server's clock from the Date header (null without one), which the
  * countdown uses so a payer's wrong clock cannot show time that is not there.
  */
-export async function getJson(url, timeoutMs = 10000) {
+export async function getJson(url, timeoutMs = 8000) {
   const response = await fetch(url, {
     headers: { accept: "application/json" },
     cache: "no-store",

@@ -9,13 +9,15 @@
 import { HttpError, apiBase, getJson, invoiceUrl, pricesUrl, qrUrl } from "./api.js";
 import { formatDecimal, parseDecimal } from "./decimal.js";
 import { formatCountdown, formatVs } from "./format.js";
-import { quote, tokenFacts } from "./quote.js";
+import { quote, shortAddress, tokenFacts } from "./quote.js";
 
 const config = readConfig();
 const base = apiBase(window.location.href);
 const POLL_MS = config.pollMs || 2500;
 const MAX_BACKOFF_MS = 30000;
 const PRICES_EVERY_MS = 60000;
+/** Sooner while there are no prices at all: the amount in tokens waits on them. */
+const PRICES_RETRY_MS = 10000;
 /** Clock differences below this are Date-header rounding, not a wrong clock. */
 const SKEW_TOLERANCE_MS = 3000;
 const FINAL = new Set(["paid", "expired"]);
@@ -46,6 +48,7 @@ const state = {
   invoice: null,
   prices: null,
   pricesAt: 0,
+  pricesLoading: null,
   chosen: null,
   skewMs: 0,
   failures: 0,
@@ -89,18 +92,26 @@ async function main() {
     showProblem(`No invoice "${state.guid.slice(0, 100)}" exists. Check the link, or ask the merchant for a new one.`);
     return;
   }
-  await Promise.all([refreshInvoice(), refreshPrices()]);
+  refreshPrices();
+  await refreshInvoice();
 }
 
-async function refreshPrices() {
-  try {
-    const { body } = await getJson(pricesUrl(base));
-    state.prices = body;
-    state.pricesAt = Date.now();
-  } catch {
-    // Without prices the page still shows the address and the vsCurrency amount.
-  }
-  if (state.invoice) render();
+/** Read the price snapshot (one request at a time); re-render once it is in. */
+function refreshPrices() {
+  if (state.pricesLoading) return state.pricesLoading;
+  state.pricesAt = Date.now();
+  state.pricesLoading = getJson(pricesUrl(base))
+    .then(({ body }) => {
+      state.prices = body;
+      if (state.invoice) render();
+    })
+    .catch(() => {
+      // Without prices the page still shows the address and the vsCurrency amount.
+    })
+    .finally(() => {
+      state.pricesLoading = null;
+    });
+  return state.pricesLoading;
 }
 
 /** One read of the invoice; schedules the next while the invoice can still change. */
@@ -114,6 +125,8 @@ async function refreshInvoice() {
     }
     state.failures = 0;
     $("connection").textContent = "";
+    // The first render waits for the first prices, so the QR code is drawn once, complete.
+    if (!state.invoice && state.pricesLoading) await state.pricesLoading;
     state.invoice = body;
     render();
   } catch (error) {
@@ -127,7 +140,8 @@ async function refreshInvoice() {
     else $("loading").textContent = message;
   }
   if (state.invoice && FINAL.has(state.invoice.status)) return;
-  if (Date.now() - state.pricesAt > PRICES_EVERY_MS && state.invoice) refreshPrices();
+  const pricesAge = Date.now() - state.pricesAt;
+  if (pricesAge > (state.prices ? PRICES_EVERY_MS : PRICES_RETRY_MS)) refreshPrices();
   const delay = Math.min(POLL_MS * 2 ** state.failures, MAX_BACKOFF_MS);
   state.pollTimer = window.setTimeout(refreshInvoice, delay);
 }
@@ -165,6 +179,7 @@ function render() {
   document.title = `${badge}: ${invoice.description || "Payment"}`;
 
   renderAmounts(invoice);
+  renderPayments(invoice);
   const options = choices(invoice);
   if (!options.some((o) => o.id === state.chosen)) {
     state.chosen = (options.find((o) => o.id === invoice.token) || options[0]).id;
@@ -183,6 +198,31 @@ function renderAmounts(invoice) {
   const anyPaid = paid !== null && paid.units > 0n;
   $("paid-row").hidden = !anyPaid;
   if (anyPaid) $("paid-vs").textContent = formatVs(formatDecimal(paid), currency());
+}
+
+/** What has arrived, so a payer can match it with the transaction in their wallet. */
+function renderPayments(invoice) {
+  const payments = Array.isArray(invoice.payments) ? invoice.payments : [];
+  $("payments").hidden = payments.length === 0;
+  const chains = config.chains || {};
+  $("payment-list").replaceChildren(
+    ...payments.map((payment) => {
+      const item = document.createElement("li");
+      const facts = tokenFacts(`${payment.chainId}:${payment.token}`, invoice, chains);
+      const amount = document.createElement("span");
+      amount.className = "payment-amount";
+      amount.textContent = `${payment.amount} ${facts.symbol}`;
+      const worth = document.createElement("span");
+      const vs = parseDecimal(payment.vsValue);
+      worth.textContent = vs ? formatVs(formatDecimal(vs), currency()) : "";
+      const tx = document.createElement("code");
+      tx.className = "payment-tx";
+      tx.textContent = shortAddress(String(payment.txHash));
+      tx.title = String(payment.txHash);
+      item.append(amount, worth, tx);
+      return item;
+    }),
+  );
 }
 
 function renderChoices(options) {
@@ -287,7 +327,7 @@ async function copy(button) {
   }, 2000);
 }
 
-/** For browsers without the async clipboard (an http:// page that is not localhost). */
+/** For browsers without the async clipboard (a plain-HTTP page not on localhost). */
 function legacyCopy(text) {
   const area = document.createElement("textarea");
   area.value = text;

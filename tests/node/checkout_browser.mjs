@@ -1,0 +1,216 @@
+// The checkout page in a real Chromium (Debian's, driven by playwright-core; no browser is
+// downloaded). Driven step by step by tests/checkout/test_checkout_browser.py: this script
+// prints one JSON line per step and, where the server side has to act (record a deposit),
+// waits for a line on stdin before it looks again. Nothing here reloads the page: the status
+// must change by itself.
+//
+// argv[2]: JSON {base, guid, artifacts, chromium}
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { chromium } from "playwright-core";
+
+const config = JSON.parse(process.argv[2]);
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const emit = (step, data = {}) => process.stdout.write(JSON.stringify({ step, ...data }) + "\n");
+/** Wait for the server side: a line "next", optionally followed by a word for this step. */
+async function proceed() {
+  const { value, done } = await lines.next();
+  const [word, arg = ""] = done ? [] : value.trim().split(" ");
+  if (word !== "next") throw new Error(`expected "next" on stdin, got ${value}`);
+  return arg;
+}
+
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+const profile = mkdtempSync(join(tmpdir(), "paycore-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: config.chromium,
+  headless: true,
+  args: ARGS,
+  viewport: { width: 1000, height: 860 },
+  locale: "en-US",
+  timezoneId: "UTC",
+});
+const problems = [];
+const foreign = [];
+/** The last requests of all pages, printed if a step fails, to see what the page was doing. */
+const recent = [];
+const origin = new URL(config.base).origin;
+
+/** Collect what must not happen: script errors, console errors, off-origin requests. */
+function watch(page, { expect404 = false } = {}) {
+  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+  page.on("console", (msg) => {
+    // Chromium logs the answer to a missing invoice's read as a failed resource
+    if (msg.type() !== "error" || (expect404 && /status of 404/.test(msg.text()))) return;
+    problems.push(`console: ${msg.text()}`);
+  });
+  page.on("request", (request) => {
+    const url = request.url();
+    recent.push(`${new Date().toISOString()} ${request.method()} ${url}`);
+    if (recent.length > 30) recent.shift();
+    if (!url.startsWith(origin) && !url.startsWith("data:")) foreign.push(url);
+  });
+  page.on("requestfinished", (request) => {
+    recent.push(`${new Date().toISOString()} done ${request.url()}`);
+    if (recent.length > 30) recent.shift();
+  });
+  page.on("requestfailed", (request) => {
+    recent.push(`${new Date().toISOString()} failed ${request.url()} ${request.failure()?.errorText}`);
+    // a poll or an image still loading when the page moves on is cancelled, not failed
+    const why = request.failure()?.errorText || "";
+    if (!why.includes("ERR_ABORTED")) problems.push(`failed: ${request.url()} ${why}`);
+  });
+}
+
+const text = (page, selector) => page.locator(selector).innerText();
+const attr = (page, selector, name) => page.locator(selector).getAttribute(name);
+
+async function snapshot(page) {
+  return {
+    state: await attr(page, "#checkout", "data-state"),
+    status: await attr(page, "#invoice", "data-status"),
+    badge: await text(page, "#status-badge"),
+    statusText: await text(page, "#status-text"),
+    title: await page.title(),
+    description: await text(page, "#description"),
+    amountVs: await text(page, "#amount-vs"),
+    paidVisible: await page.locator("#paid-row").isVisible(),
+    paidVs: await page.locator("#paid-vs").textContent(),
+    tokenLabel: await page.locator("#amount-token-label").textContent(),
+    amountToken: await page.locator("#amount-token").textContent(),
+    address: await page.locator("#address").textContent(),
+    network: await page.locator("#network").textContent(),
+    qrVisible: await page.locator("#qr").isVisible(),
+    qrSrc: await attr(page, "#qr", "src"),
+    qrAlt: await attr(page, "#qr", "alt"),
+    qrNote: await page.locator("#qr-note").textContent(),
+    qrReason: await attr(page, "#qr-note", "data-reason"),
+    qrWidth: await page.locator("#qr").evaluate((img) => img.naturalWidth),
+    walletHref: await attr(page, "#wallet-link", "href"),
+    countdown: await text(page, "#countdown"),
+    seconds: Number(await attr(page, "#countdown", "data-seconds")),
+    choices: await page.locator("#token-choices label").allInnerTexts(),
+    marker: await page.evaluate(() => window.__paycoreMarker ?? null),
+    paymentsVisible: await page.locator("#payments").isVisible(),
+    payments: await page.locator("#payment-list li").allInnerTexts(),
+  };
+}
+
+async function rendered(page) {
+  await page.locator("#invoice").waitFor({ state: "visible" });
+  await page.waitForFunction(() => {
+    const img = document.getElementById("qr");
+    return img.complete && img.naturalWidth > 0 && document.getElementById("countdown").textContent;
+  });
+}
+
+const waitStatus = (page, status, timeout = 15000) =>
+  page.waitForFunction((s) => document.getElementById("invoice").dataset.status === s, status, {
+    timeout,
+    polling: 100,
+  });
+
+try {
+  const page = await context.newPage();
+  watch(page);
+  const url = `${config.base}/checkout/?invoice=${config.guid}`;
+  await page.goto(url);
+  await rendered(page);
+  // Set once: still there after each status change proves the page was never reloaded.
+  await page.evaluate(() => {
+    window.__paycoreMarker = "no reload";
+  });
+  const first = await snapshot(page);
+  await page.waitForTimeout(2500); // the countdown ticks each second, so it moved at least 1
+  const later = await snapshot(page);
+  await page.screenshot({ path: join(config.artifacts, "checkout-init.png"), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: join(config.artifacts, "checkout-init-mobile.png"), fullPage: true });
+  await page.setViewportSize({ width: 1000, height: 860 });
+
+  // Another token: the amount and the code follow; a token without a price says so.
+  await page.getByLabel("USDT", { exact: true }).check();
+  await page.waitForFunction(() => document.getElementById("amount-token").textContent.includes("USDT"));
+  await rendered(page);
+  const usdt = await snapshot(page);
+  await page.locator("#token-choices input").nth(2).check();
+  await page.waitForFunction(() => document.getElementById("qr-note").dataset.reason === "price");
+  const unpriced = await snapshot(page);
+  await page.getByLabel("ETH", { exact: true }).check();
+  await page.waitForFunction(() => document.getElementById("amount-token").textContent.includes("ETH"));
+  await rendered(page);
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+  await page.locator("#copy-address").click();
+  await page.waitForFunction(() => document.getElementById("copy-address").textContent !== "Copy address");
+  const copied = {
+    button: await text(page, "#copy-address"),
+    clipboard: await page.evaluate(() => navigator.clipboard.readText()),
+    announced: await page.locator("#copied").textContent(),
+  };
+  emit("rendered", { first, later, usdt, unpriced, copied });
+
+  await proceed(); // the server records a part payment
+  let started = Date.now();
+  await waitStatus(page, "partialPaid");
+  await rendered(page);
+  const partial = { ...(await snapshot(page)), waitedMs: Date.now() - started };
+  await page.screenshot({ path: join(config.artifacts, "checkout-partial.png"), fullPage: true });
+  emit("partial", { partial, url: page.url() });
+
+  await proceed(); // the server records the rest
+  started = Date.now();
+  await waitStatus(page, "paid");
+  const paid = { ...(await snapshot(page)), waitedMs: Date.now() - started };
+  await page.screenshot({ path: join(config.artifacts, "checkout-paid.png"), fullPage: true });
+  emit("paid", { paid, url: page.url() });
+
+  // Bad links: a clear message on the page, no invoice section.
+  const missing = await context.newPage();
+  watch(missing, { expect404: true });
+  await missing.goto(`${config.base}/checkout/?invoice=00000000-0000-4000-8000-000000000000`);
+  await missing.locator("#problem").waitFor({ state: "visible" });
+  await missing.screenshot({ path: join(config.artifacts, "checkout-not-found.png") });
+  const notFound = {
+    text: await text(missing, "#problem-text"),
+    invoiceVisible: await missing.locator("#invoice").isVisible(),
+  };
+  await missing.goto(`${config.base}/checkout/`);
+  await missing.locator("#problem").waitFor({ state: "visible" });
+  const noGuid = await text(missing, "#problem-text");
+  await missing.goto(`${config.base}/checkout/?invoice=${encodeURIComponent("../prices")}`);
+  await missing.locator("#problem").waitFor({ state: "visible" });
+  const badGuid = await text(missing, "#problem-text");
+  emit("errors", { notFound, noGuid, badGuid });
+
+  // The page without the trailing slash; its countdown runs out and it shows expired.
+  const expiringGuid = await proceed(); // the server creates an invoice due in seconds
+  const expiring = await context.newPage();
+  watch(expiring);
+  await expiring.goto(`${config.base}/checkout?invoice=${expiringGuid}`);
+  await rendered(expiring);
+  const before = await snapshot(expiring);
+  await waitStatus(expiring, "expired", 20000);
+  const expired = await snapshot(expiring);
+  await expiring.screenshot({ path: join(config.artifacts, "checkout-expired.png"), fullPage: true });
+  emit("expired", { before, expired });
+
+  emit("done", { problems, foreign });
+} catch (error) {
+  emit("crash", { message: String(error && error.stack ? error.stack : error), problems, recent });
+  process.exitCode = 1;
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
