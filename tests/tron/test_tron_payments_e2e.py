@@ -311,3 +311,40 @@ def test_the_watcher_loop_runs_and_stops(core_env: Env) -> None:
 
 def backend_watch(env: Env, stop: Any) -> None:
     env.gateway.chains[CHAIN_ID].watch(env.gateway, stop)  # type: ignore[attr-defined]
+
+
+def test_tronlink_owner_signatures_over_http(env: Env) -> None:
+    """TIP-191 wherever SPEC.md takes an owner signature; a wrong signer is still a 401."""
+    from conf_keys import public_key_of
+    from eth_account import Account
+    from tron_env import key, tronlink_sign
+
+    from paycore.auth import get_webhook_message, poll_register_message
+
+    owner = key("signer")
+    owner_t = address_of(owner)
+    session_key = Account.create()
+    public_key = public_key_of(session_key)
+    forged = {
+        "ownerAddress": owner_t,
+        "publicKey": public_key,
+        "signature": tronlink_sign(key("mallory"), public_key),
+    }
+    assert env.api.post("/auth/register-pubkey", forged).error(401).startswith("wallet signature:")
+    good = {**forged, "signature": tronlink_sign(owner, public_key)}
+    assert env.api.post("/auth/register-pubkey", good).ok()["ownerAddress"] == owner_t
+
+    text = get_webhook_message(owner_t)
+    assert text == f"get-webhook:{owner_t.lower()}"  # SPEC.md: the owner address, lowercased
+    got = env.api.post(
+        "/webhook/get", {"ownerAddress": owner_t, "signature": tronlink_sign(owner, text)}
+    ).ok()
+    assert (got["ownerAddress"], got["url"]) == (owner_t, "")
+    registered = env.api.post(
+        "/poll/register",
+        {
+            "ownerAddress": owner_t,
+            "signature": tronlink_sign(owner, poll_register_message(owner_t)),
+        },
+    ).ok()
+    assert registered["ownerAddress"] == owner_t and registered["token"]

@@ -266,9 +266,7 @@ def test_config_takes_tron_addresses_on_tron_chains_only() -> None:
         ChainConfig(1, "eth", factory=PAIRS[0][0])
     with pytest.raises(InvalidInput):
         ChainConfig(NILE, "nile", factory="TnotAnAddress")
-    assert "api_key" not in repr(ChainConfig(NILE, "nile", api_key="secret")) or "secret" not in (
-        repr(ChainConfig(NILE, "nile", api_key="secret"))
-    )
+    assert "secret" not in repr(ChainConfig(NILE, "nile", api_key="secret"))
 
 
 def test_the_api_key_header_is_ours_only() -> None:
