@@ -121,6 +121,36 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
 
 
+def email(args: argparse.Namespace) -> int:
+    """The operator's switch for an owner's e-mail notices (SPEC.md: enabling is done
+    through the operator's support); the owner stores the address with
+    /setEmailNotifications first."""
+    from .management import enable_email
+
+    overrides = {"database_url": args.database_url} if args.database_url else {}
+    gateway = Gateway(Settings.from_env(**overrides))
+    try:
+        changed = enable_email(gateway, args.owner, args.chain_id, enabled=args.action == "enable")
+    finally:
+        gateway.close()
+    for setting in changed:
+        state = "on" if setting.enabled else "off"
+        print(f"{setting.owner} chain {setting.chain_id}: {setting.email} -- notices {state}")
+    return 0
+
+
+def _add_email(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = sub.add_parser(
+        "email", help="turn an owner's deposit and withdrawal e-mails on or off (operator)"
+    )
+    cmd.add_argument("action", choices=("enable", "disable"))
+    cmd.add_argument("owner", help="the owner's address")
+    cmd.add_argument(
+        "--chain-id", type=int, default=None, help="one chain only; default every chain"
+    )
+    cmd.add_argument("--database-url", default=None, help="storage URL (env PAYCORE_DATABASE_URL)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paycore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             help="SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3",
         )
     _add_serve(sub)
+    _add_email(sub)
     sub.add_parser(
         "worker",
         add_help=False,
@@ -150,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return worker_main(extra)
         if args.command == "serve":
             return serve(args)
+        if args.command == "email":
+            return email(args)
         database_url = args.database_url or Settings.from_env().database_url
         if args.command == "quickstart":
             return quickstart(database_url)
