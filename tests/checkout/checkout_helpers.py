@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable
 from decimal import Decimal
@@ -58,10 +57,3 @@ def pay(gateway: Gateway, amount: str, token: str = NATIVE, tx: int = 1) -> None
             timestamp=gateway.now(),
         )
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port

@@ -10,189 +10,37 @@ skipped without them unless ``PAYCORE_REQUIRE_NODE=1`` (CI), where that is a fai
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import shutil
-import subprocess
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
 import pytest
-from checkout_helpers import (
-    CHAIN,
-    DEPOSIT,
-    PREFIX,
-    USDT_ADDRESS,
-    free_port,
-    make_gateway,
-    new_invoice,
-    pay,
-)
+from checkout_browser_driver import ARTIFACTS, Browser, require_browser, serve
+from checkout_helpers import CHAIN, DEPOSIT, USDT_ADDRESS, make_gateway, new_invoice, pay
 
 from paycore import Gateway
 
 pytestmark = pytest.mark.node
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "tests" / "node" / "checkout_browser.mjs"
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-STEP_TIMEOUT = 60.0
-
-
-def _missing() -> str | None:
-    if shutil.which("node") is None:
-        return "node is not installed"
-    if not (ROOT / "node_modules" / "playwright-core" / "package.json").is_file():
-        return "node_modules/playwright-core is missing (run npm ci)"
-    if not os.access(CHROMIUM, os.X_OK):
-        return f"{CHROMIUM} is missing (apt-get install -y chromium)"
-    return None
-
 
 @pytest.fixture(scope="module", autouse=True)
 def _tools() -> None:
-    missing = _missing()
-    if missing is not None:
-        if os.environ.get("PAYCORE_REQUIRE_NODE") == "1":
-            pytest.fail(f"PAYCORE_REQUIRE_NODE=1 but {missing}")
-        pytest.skip(missing)
-
-
-# -- a real server in a thread ------------------------------------------------------------------
-
-
-@contextmanager
-def _serve_litestar(gateway: Gateway, port: int) -> Iterator[None]:
-    import uvicorn
-
-    from paycore_litestar import create_app
-
-    app = create_app(gateway=gateway, prefix=PREFIX)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
-@contextmanager
-def _serve_flask(gateway: Gateway, port: int) -> Iterator[None]:
-    from werkzeug.serving import make_server
-
-    from paycore_flask import create_app
-
-    server = make_server("127.0.0.1", port, create_app(gateway=gateway, prefix=PREFIX), True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
-
-
-def _wait_until_up(base: str) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/prices", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"{base} did not come up")
+    require_browser()
 
 
 @pytest.fixture(params=["litestar", "flask"])
 def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, Gateway, str]]:
     gateway = make_gateway()
-    port = free_port()
-    serve = _serve_litestar if request.param == "litestar" else _serve_flask
-    base = f"http://127.0.0.1:{port}{PREFIX}"
     try:
-        with serve(gateway, port):
-            _wait_until_up(base)
+        with serve(request.param, gateway) as base:
             yield base, gateway, request.param
     finally:
         gateway.close()
 
 
-# -- the Node side -------------------------------------------------------------------------------
-
-
-class Browser:
-    """The Node driver as a subprocess: its JSON lines in, our "next" lines out."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.proc = subprocess.Popen(
-            ["node", str(SCRIPT), json.dumps(config)],
-            cwd=ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def step(self, name: str) -> dict[str, Any]:
-        try:
-            line = self.lines.get(timeout=STEP_TIMEOUT)
-        except queue.Empty:
-            raise AssertionError(f"no {name!r} step from the browser in {STEP_TIMEOUT} s") from None
-        if line is None:
-            raise AssertionError(f"the browser driver ended before {name!r}: {self.stderr()}")
-        data: dict[str, Any] = json.loads(line)
-        assert data["step"] == name, data
-        return data
-
-    def next(self, arg: str = "") -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"next {arg}\n")
-        self.proc.stdin.flush()
-
-    def stderr(self) -> str:
-        self.proc.wait(timeout=30)
-        return self.proc.stderr.read()[-3000:] if self.proc.stderr else ""
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=30)
-
-
 def test_checkout_page_follows_an_invoice_to_paid(served: tuple[str, Gateway, str]) -> None:
     base, gateway, framework = served
     invoice = new_invoice(gateway)
-    artifacts = ARTIFACTS / framework
-    artifacts.mkdir(parents=True, exist_ok=True)
-    browser = Browser(
-        {
-            "base": base,
-            "guid": invoice.guid,
-            "artifacts": str(artifacts),
-            "chromium": CHROMIUM,
-        }
-    )
+    artifacts = ARTIFACTS / "checkout" / framework
+    browser = Browser("deposits", base, artifacts, guid=invoice.guid)
     try:
         _follow(browser, gateway, invoice.guid)
     finally:

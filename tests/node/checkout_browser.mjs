@@ -1,10 +1,12 @@
 // The checkout page in a real Chromium (Debian's, driven by playwright-core; no browser is
-// downloaded). Driven step by step by tests/checkout/test_checkout_browser.py: this script
-// prints one JSON line per step and, where the server side has to act (record a deposit),
-// waits for a line on stdin before it looks again. Nothing here reloads the page: the status
-// must change by itself.
+// downloaded). Driven step by step from Python (tests/checkout/checkout_browser_driver.py):
+// this script prints one JSON line per step and, where the server side has to act (record a
+// deposit, pay on a chain), waits for a line on stdin before it looks again. Nothing here
+// reloads the page: the status must change by itself.
 //
-// argv[2]: JSON {base, guid, artifacts, chromium}
+// argv[2]: JSON {scenario, base, guid, artifacts, chromium}
+//   scenario "deposits": the whole page, deposits recorded by the test (tests/checkout)
+//   scenario "pay-link": the test pays the links the page shows, on anvil (tests/evm)
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -122,22 +124,30 @@ const waitStatus = (page, status, timeout = 15000) =>
     polling: 100,
   });
 
-try {
+/** Open the invoice's page and wait until it shows everything; mark it to detect reloads. */
+async function openInvoice(guid, path = "/checkout/") {
   const page = await context.newPage();
   watch(page);
-  const url = `${config.base}/checkout/?invoice=${config.guid}`;
-  await page.goto(url);
+  await page.goto(`${config.base}${path}?invoice=${guid}`);
   await rendered(page);
   // Set once: still there after each status change proves the page was never reloaded.
   await page.evaluate(() => {
     window.__paycoreMarker = "no reload";
   });
+  return page;
+}
+
+const shot = (page, name, fullPage = true) =>
+  page.screenshot({ path: join(config.artifacts, `checkout-${name}.png`), fullPage });
+
+async function deposits() {
+  const page = await openInvoice(config.guid);
   const first = await snapshot(page);
   await page.waitForTimeout(2500); // the countdown ticks each second, so it moved at least 1
   const later = await snapshot(page);
-  await page.screenshot({ path: join(config.artifacts, "checkout-init.png"), fullPage: true });
+  await shot(page, "init");
   await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(config.artifacts, "checkout-init-mobile.png"), fullPage: true });
+  await shot(page, "init-mobile");
   await page.setViewportSize({ width: 1000, height: 860 });
 
   // Another token: the amount and the code follow; a token without a price says so.
@@ -166,14 +176,14 @@ try {
   await waitStatus(page, "partialPaid");
   await rendered(page);
   const partial = { ...(await snapshot(page)), waitedMs: Date.now() - started };
-  await page.screenshot({ path: join(config.artifacts, "checkout-partial.png"), fullPage: true });
+  await shot(page, "partial");
   emit("partial", { partial, url: page.url() });
 
   await proceed(); // the server records the rest
   started = Date.now();
   await waitStatus(page, "paid");
   const paid = { ...(await snapshot(page)), waitedMs: Date.now() - started };
-  await page.screenshot({ path: join(config.artifacts, "checkout-paid.png"), fullPage: true });
+  await shot(page, "paid");
   emit("paid", { paid, url: page.url() });
 
   // Bad links: a clear message on the page, no invoice section.
@@ -181,7 +191,7 @@ try {
   watch(missing, { expect404: true });
   await missing.goto(`${config.base}/checkout/?invoice=00000000-0000-4000-8000-000000000000`);
   await missing.locator("#problem").waitFor({ state: "visible" });
-  await missing.screenshot({ path: join(config.artifacts, "checkout-not-found.png") });
+  await shot(missing, "not-found", false);
   const notFound = {
     text: await text(missing, "#problem-text"),
     invoiceVisible: await missing.locator("#invoice").isVisible(),
@@ -196,16 +206,41 @@ try {
 
   // The page without the trailing slash; its countdown runs out and it shows expired.
   const expiringGuid = await proceed(); // the server creates an invoice due in seconds
-  const expiring = await context.newPage();
-  watch(expiring);
-  await expiring.goto(`${config.base}/checkout?invoice=${expiringGuid}`);
-  await rendered(expiring);
+  const expiring = await openInvoice(expiringGuid, "/checkout");
   const before = await snapshot(expiring);
   await waitStatus(expiring, "expired", 20000);
   const expired = await snapshot(expiring);
-  await expiring.screenshot({ path: join(config.artifacts, "checkout-expired.png"), fullPage: true });
+  await shot(expiring, "expired");
   emit("expired", { before, expired });
+}
 
+/** Pay what the page asks for, as a wallet would from its link: an ERC20 part first, then
+ * the rest in the coin, chosen on the page after the part payment shows. */
+async function payLink() {
+  const page = await openInvoice(config.guid);
+  emit("rendered", { first: await snapshot(page) });
+  await shot(page, "anvil-init");
+
+  await proceed(); // the test paid the token link on anvil and let the watcher see it
+  await waitStatus(page, "partialPaid", 30000);
+  await rendered(page);
+  const partial = await snapshot(page);
+  await page.getByLabel(config.coin, { exact: true }).check();
+  await page.waitForFunction(() => document.getElementById("wallet-link").href.includes("?value="));
+  await rendered(page);
+  emit("partial", { partial, coin: await snapshot(page) });
+  await shot(page, "anvil-partial");
+
+  await proceed(); // the test paid the coin link
+  await waitStatus(page, "paid", 30000);
+  emit("paid", { paid: await snapshot(page) });
+  await shot(page, "anvil-paid");
+}
+
+const SCENARIOS = { deposits, "pay-link": payLink };
+
+try {
+  await SCENARIOS[config.scenario || "deposits"]();
   emit("done", { problems, foreign });
 } catch (error) {
   emit("crash", { message: String(error && error.stack ? error.stack : error), problems, recent });
