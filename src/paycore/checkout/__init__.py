@@ -4,6 +4,20 @@ Why static files and no template engine: the page renders itself in the payer's 
 the public invoice and price reads, so the server only has to hand out the same few files.
 Why inside the package: a payer's browser should talk to the merchant's origin only, never to
 a CDN, and a wheel must carry everything the page needs.
+
+What the page does (assets/checkout.js): it reads ``{prefix}/invoice/{guid}`` and
+``{prefix}/prices`` (both public), shows the amount due in vsCurrency and in the chosen
+accepted token (rounded up to at most 8 decimals, so the payer is never short), the deposit
+address, an EIP-681 (``ethereum:``) or ``tron:`` link and its QR code, and a countdown; it
+polls the invoice every 2.5 s until it is paid or expired. The WebSocket is not used: it is
+owner-scoped, and a payer has no session key.
+
+Merchant hints, read from the invoice's free-form ``data``: ``decimals`` and ``symbol``, each
+one value for the display token or a map by token id, for example
+``{"decimals": {"1:0xA0b8...": 6}, "symbol": {"1:0xA0b8...": "USDC"}}``. A coin's symbol and
+decimals come from the chain settings. Without a decimals hint an ERC20's link and QR code
+hold the deposit address only, and the page says so: a guessed decimals could ask for a
+thousand times the amount.
 """
 
 from __future__ import annotations
