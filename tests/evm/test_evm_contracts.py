@@ -384,13 +384,30 @@ def test_an_owner_without_native_funds_cannot_withdraw(evm: Deployment) -> None:
 def test_a_factory_cannot_start_above_its_fee_cap(evm: Deployment) -> None:
     artifact = load_artifact("PaycoreFactory")
     factory = evm.chain.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
-    deploy = factory.constructor(evm.fee_recipient.address, 2, 1)
+    deploy = factory.constructor(evm.fee_recipient.address, 2, 1, b"\xff")
     data = deploy.build_transaction({"from": evm.admin.address, "gas": 5_000_000})["data"]
     with pytest.raises(ContractLogicError) as raised:
         evm.chain.w3.eth.call({"from": evm.admin.address, "data": data})
     assert HexBytes(str(raised.value.data))[:4] == error_selector(artifact["abi"], "FeeTooHigh")
     receipt = evm.chain.send_tx(evm.admin, {"data": data, "gas": 5_000_000})
     assert receipt["status"] == 0 and receipt["gasUsed"] < 5_000_000
+
+
+def test_a_factory_refuses_a_create2_prefix_of_no_known_vm(evm: Deployment) -> None:
+    artifact = load_artifact("PaycoreFactory")
+    factory = evm.chain.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+    deploy = factory.constructor(evm.fee_recipient.address, 0, 1, b"\x42")
+    data = deploy.build_transaction({"from": evm.admin.address, "gas": 5_000_000})["data"]
+    with pytest.raises(ContractLogicError) as raised:
+        evm.chain.w3.eth.call({"from": evm.admin.address, "data": data})
+    selector = error_selector(artifact["abi"], "UnknownCreate2Prefix")
+    assert HexBytes(str(raised.value.data))[:4] == selector
+
+
+def test_wallets_copy_the_factory_prefix(evm: Deployment) -> None:
+    wallet = evm.deploy_wallet()
+    assert evm.factory.functions.create2Prefix().call() == b"\xff"
+    assert wallet.functions.create2Prefix().call() == b"\xff"
 
 
 def test_fee_settings_belong_to_the_factory_admin(evm: Deployment) -> None:

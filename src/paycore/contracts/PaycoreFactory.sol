@@ -20,6 +20,9 @@ contract PaycoreFactory {
     uint256 public withdrawFee;
     /// @notice The highest `withdrawFee` the admin may ever set; immutable by design.
     uint256 public immutable maxWithdrawFee;
+    /// @notice The CREATE2 address prefix of the VM this factory runs on: 0xff on EVM chains,
+    ///         0x41 on Tron (TVM). Fixed at deployment; wallets copy it.
+    bytes1 public immutable create2Prefix;
 
     event WalletDeployed(address indexed owner, address indexed wallet);
     event FeeChanged(address indexed recipient, uint256 fee);
@@ -33,9 +36,18 @@ contract PaycoreFactory {
     error ZeroAddress();
     /// @notice A fee above `maxWithdrawFee` was asked for.
     error FeeTooHigh(uint256 fee, uint256 maxFee);
+    /// @notice Neither 0xff (EVM) nor 0x41 (TVM).
+    error UnknownCreate2Prefix(bytes1 prefix);
 
-    constructor(address initialFeeRecipient, uint256 initialWithdrawFee, uint256 maxFee) {
+    constructor(
+        address initialFeeRecipient,
+        uint256 initialWithdrawFee,
+        uint256 maxFee,
+        bytes1 prefix
+    ) {
         if (initialWithdrawFee > maxFee) revert FeeTooHigh(initialWithdrawFee, maxFee);
+        if (prefix != 0xff && prefix != 0x41) revert UnknownCreate2Prefix(prefix);
+        create2Prefix = prefix;
         maxWithdrawFee = maxFee;
         admin = msg.sender;
         feeRecipient = initialFeeRecipient;
@@ -59,7 +71,7 @@ contract PaycoreFactory {
             abi.encodePacked(type(PaycoreWallet).creationCode, abi.encode(owner))
         );
         bytes32 digest = keccak256(
-            abi.encodePacked(bytes1(0xff), address(this), _salt(owner), initCodeHash)
+            abi.encodePacked(create2Prefix, address(this), _salt(owner), initCodeHash)
         );
         return address(uint160(uint256(digest)));
     }

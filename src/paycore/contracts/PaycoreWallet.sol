@@ -7,6 +7,7 @@ import {TokenTransfer} from "./TokenTransfer.sol";
 /// @notice What a wallet asks its factory: who gets the operator's fee, and how much.
 interface IPaycoreFees {
     function feeSettings() external view returns (address recipient, uint256 fee);
+    function create2Prefix() external view returns (bytes1);
 }
 
 /// @title A merchant's non-custodial wallet: collects invoice deposits and pays them out.
@@ -28,6 +29,9 @@ contract PaycoreWallet {
     address public immutable owner;
     /// @notice The factory that deployed this wallet and holds the operator's fee settings.
     IPaycoreFees public immutable factory;
+    /// @notice The CREATE2 address prefix of this chain's VM, copied from the factory: 0xff on
+    ///         EVM chains, 0x41 on Tron. Deposit addresses must match where `new` deploys.
+    bytes1 public immutable create2Prefix;
     /// @notice keccak256 of the forwarder's init code: the third input of every deposit address.
     bytes32 public immutable forwarderInitCodeHash;
 
@@ -73,6 +77,7 @@ contract PaycoreWallet {
     constructor(address walletOwner) {
         owner = walletOwner;
         factory = IPaycoreFees(msg.sender);
+        create2Prefix = IPaycoreFees(msg.sender).create2Prefix();
         forwarderInitCodeHash = keccak256(type(PaycoreForwarder).creationCode);
     }
 
@@ -84,7 +89,7 @@ contract PaycoreWallet {
     /// @notice The deposit address number `index`: CREATE2(this, bytes32(index), forwarder).
     function depositAddress(uint256 index) public view returns (address) {
         bytes32 digest = keccak256(
-            abi.encodePacked(bytes1(0xff), address(this), bytes32(index), forwarderInitCodeHash)
+            abi.encodePacked(create2Prefix, address(this), bytes32(index), forwarderInitCodeHash)
         );
         return address(uint160(uint256(digest)));
     }
@@ -121,7 +126,8 @@ contract PaycoreWallet {
     function _collect(address token, uint256 index) private {
         address forwarder = depositAddress(index);
         if (forwarder.code.length == 0) {
-            new PaycoreForwarder{salt: bytes32(index)}();
+            // Sweep where `new` really deployed, whatever the VM's CREATE2 rule.
+            forwarder = address(new PaycoreForwarder{salt: bytes32(index)}());
         }
         uint256 amount = PaycoreForwarder(payable(forwarder)).sweep(token);
         if (amount != 0) emit Collected(index, forwarder, token, amount);
