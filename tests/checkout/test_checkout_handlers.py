@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -235,18 +236,18 @@ def test_routes_are_in_the_table_and_the_document(gateway: Gateway) -> None:
 # -- through both adapters ---------------------------------------------------------------------
 
 
-def flask_get(gateway: Gateway, uri: str) -> tuple[int, str, bytes]:
+def flask_get(gateway: Gateway, uri: str, **headers: str) -> tuple[int, str, bytes]:
     app = Flask("host")
     PayCore(app, gateway=gateway, prefix=PREFIX)
-    reply = app.test_client().get(uri)
-    return reply.status_code, reply.headers["content-type"], reply.get_data()
+    reply = app.test_client().get(uri, headers=headers)
+    return reply.status_code, reply.headers.get("content-type", ""), reply.get_data()
 
 
-def litestar_get(gateway: Gateway, uri: str) -> tuple[int, str, bytes]:
+def litestar_get(gateway: Gateway, uri: str, **headers: str) -> tuple[int, str, bytes]:
     app = Litestar([], plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway, prefix=PREFIX))])
     with TestClient(app) as client:
-        reply = client.get(uri)
-        return reply.status_code, reply.headers["content-type"], reply.content
+        reply = client.get(uri, headers=headers)
+        return reply.status_code, reply.headers.get("content-type", ""), reply.content
 
 
 @pytest.mark.parametrize(
@@ -277,3 +278,12 @@ def test_the_page_reads_what_the_api_serves(gateway: Gateway) -> None:
     assert status == 200
     wire = json.loads(body)
     assert wire["paymentUrl"] == f"http://127.0.0.1:8000/paycore/checkout/?invoice={invoice.guid}"
+
+
+@pytest.mark.parametrize("send", [flask_get, litestar_get], ids=["flask", "litestar"])
+def test_both_adapters_answer_a_revalidation_with_304(gateway: Gateway, send: Any) -> None:
+    etag = assets()["checkout.js"].etag
+    status, _, body = send(
+        gateway, f"{PREFIX}/checkout/assets/checkout.js", **{"if-none-match": etag}
+    )
+    assert (status, body) == (304, b"")
