@@ -97,8 +97,11 @@ def normalize_address(chain_id: int, address: object, field: str = "address") ->
 
 
 def normalize_owner(address: object, field: str = "ownerAddress") -> str:
-    """A merchant is a wallet: an EVM address, or a Tron one when written in base58."""
-    if isinstance(address, str) and address.startswith("T"):
+    """A merchant is a wallet: an EVM address, or a Tron one (base58 ``T...`` or hex
+    ``41...``, returned as base58)."""
+    if isinstance(address, str) and (
+        address.startswith("T") or (len(address) == 42 and address[:2] == "41")
+    ):
         return normalize_tron(address, field)
     if not isinstance(address, str):
         raise InvalidInput(field, "must be a string")

@@ -138,3 +138,11 @@ def test_base_units_exact() -> None:
     assert to_base_units(Decimal("1.000000000000000001"), 18) == 10**18 + 1
     with pytest.raises(InvalidInput):
         to_base_units(Decimal("0.0000001"), 6)
+
+
+def test_owner_in_tron_hex_is_returned_as_base58() -> None:
+    from paycore.tokens import normalize_owner
+
+    b58, hex_ = TRON_PAIRS[0]
+    assert normalize_owner(hex_) == b58 == normalize_owner(b58)
+    assert normalize_owner("0x" + "ab" * 20).startswith("0x")
