@@ -12,8 +12,6 @@ import functools
 import io
 import re
 
-import segno
-
 from ..errors import InvalidInput
 
 #: Longest accepted link. An EIP-681 ERC20 transfer with a 78-digit amount is under 200.
@@ -39,7 +37,12 @@ def payment_qr_svg(data: str | None) -> bytes:
 @functools.lru_cache(maxsize=256)
 def _svg(data: str) -> bytes:
     """Error level M (15% damage) is what phone wallets read reliably from a screen; the
-    four-module quiet zone is the standard's own; no fixed size, so CSS scales it."""
+    four-module quiet zone is the standard's own; no fixed size, so CSS scales it.
+
+    segno is imported here, not at the top: the route table imports this module, and the
+    rest of the API must not depend on the QR encoder being installed."""
+    import segno
+
     code = segno.make(data, error="m", micro=False, boost_error=False)
     out = io.BytesIO()
     code.save(
