@@ -22,8 +22,15 @@ def paycore_storage(settings: Settings) -> Any:
 
 @hookimpl(trylast=True)
 def paycore_price_sources(settings: Settings, register: Callable[[Any], None]) -> None:
-    if settings.prices:
-        register(StaticPriceSource(dict(settings.prices)))
+    if settings.prices or settings.prices_by_currency or settings.price_pegs:
+        register(
+            StaticPriceSource(
+                dict(settings.prices),
+                vs_currency=settings.vs_currency.lower(),
+                by_currency=settings.prices_by_currency,
+                pegs=dict(settings.price_pegs),
+            )
+        )
 
 
 @hookimpl(trylast=True)

@@ -21,7 +21,9 @@ from .invoices import attribute_deposit, parse_new_invoice
 from .model import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
 from .notify import Notifier
 from .plugins import collect, plugin_manager
-from .pricing import PriceSource, PriceTable, build_table
+from .prices.refresher import PriceRefresher
+from .prices.service import PriceService
+from .pricing import PriceSource, PriceTable
 from .storage import Storage, StorageTx
 
 log = logging.getLogger("paycore")
@@ -59,8 +61,19 @@ class Gateway:
             bind = getattr(notifier, "bind", None)  # optional (paycore.notify)
             if callable(bind):
                 bind(self)
-        self.prices = PriceTable(self.settings.vs_currency, self.now(), {})
-        self.refresh_prices()
+        # Prices live in storage, written by the worker's refresher (paycore.prices): no
+        # source is asked here, so starting a web process costs no request to a price API.
+        self.pricing = PriceService(
+            storage=self.storage,
+            sources=self.price_sources,
+            vs_currency=self.settings.vs_currency,
+            vs_currencies=self.settings.vs_currencies,
+            max_price_age=self.settings.max_price_age,
+            source_order=self.settings.price_sources,
+            overrides=dict(self.settings.price_source_overrides),
+            clock=self.clock,
+        )
+        self.price_refresher = PriceRefresher(self.pricing, self.settings)
 
     def now(self) -> int:
         return int(self.clock())
@@ -69,13 +82,20 @@ class Gateway:
         self.storage.close()
 
     # -- prices ---------------------------------------------------------------------------
+    @property
+    def prices(self) -> PriceTable:
+        """The table in force in the default vsCurrency: fresh prices only."""
+        return self.pricing.table()
+
     def refresh_prices(self, tokens: Iterable[str] | None = None) -> PriceTable:
-        wanted = list(tokens) if tokens is not None else list(self.settings.prices)
-        self.prices = build_table(self.price_sources, self.settings.vs_currency, wanted, self.now())
+        """Ask the sources now (one refresher round, ``tokens`` added to its list) and
+        return the default currency's table; the worker does this every interval."""
+        self.price_refresher.refresh(force=True, tokens=tokens or ())
         return self.prices
 
-    def price_snapshot(self) -> PriceSnapshot:
-        return self.prices.snapshot()
+    def price_snapshot(self, vs_currency: str | None = None) -> PriceSnapshot:
+        """GET /prices: the table in force in ``vs_currency`` (default: ``vs_currency``)."""
+        return self.pricing.snapshot(vs_currency)
 
     # -- invoices -------------------------------------------------------------------------
     def create_invoice(self, owner: str, fields: Mapping[str, Any]) -> Invoice:
@@ -83,6 +103,8 @@ class Gateway:
         with self.storage.transaction() as tx:
             invoice = parse_new_invoice(self.settings, fields, owner, now, self._deriver(tx, owner))
             tx.insert_invoice(invoice)
+            if self.settings.rate_lock:
+                self.pricing.lock_quotes(tx, invoice)
         return invoice
 
     def _deriver(self, tx: StorageTx, owner: str) -> Callable[[int], str] | None:
@@ -166,7 +188,7 @@ class Gateway:
         """Attribute one confirmed deposit; safe to call again for the same deposit."""
         with self.storage.transaction() as tx:
             changes = attribute_deposit(
-                tx, deposit, self.prices, self.settings.underpayment_tolerance
+                tx, deposit, self.pricing, self.settings.underpayment_tolerance
             )
             payloads = self._emit(tx, changes)
         if changes:

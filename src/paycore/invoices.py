@@ -16,7 +16,7 @@ from .config import Settings
 from .errors import Forbidden, InvalidInput, PriceUnavailable
 from .model import Deposit, Invoice, Payment, Status, Transaction
 from .money import parse_amount
-from .pricing import PriceTable
+from .pricing import DepositValuer
 from .storage import StorageTx
 from .tokens import TokenId, normalize_address, normalize_owner
 
@@ -106,6 +106,8 @@ def parse_new_invoice(
     else:
         address = derive_address(chain_id)
 
+    vs_currency = _vs_currency(settings, fields.get("vsCurrency"))
+
     return Invoice(
         guid=str(uuid.uuid4()),
         created_at=now,
@@ -119,8 +121,20 @@ def parse_new_invoice(
         owner=owner,
         accepted_tokens=tuple(accepted),
         data=data,
-        vs_currency=settings.vs_currency,
+        vs_currency=vs_currency,
     )
+
+
+def _vs_currency(settings: Settings, raw: object) -> str:
+    """The invoice's vsCurrency: the default one, or another of ``vs_currencies``, whose
+    price table then values its deposits."""
+    default = settings.vs_currency.lower()
+    if raw is None:
+        return default
+    allowed = (default, *settings.vs_currencies)
+    if not isinstance(raw, str) or raw.strip().lower() not in allowed:
+        raise InvalidInput("vsCurrency", f"must be one of {', '.join(allowed)}")
+    return raw.strip().lower()
 
 
 def pick_invoice(candidates: list[Invoice], deposit: Deposit) -> Invoice | None:
@@ -134,13 +148,14 @@ def pick_invoice(candidates: list[Invoice], deposit: Deposit) -> Invoice | None:
 
 
 def attribute_deposit(
-    tx: StorageTx, deposit: Deposit, prices: PriceTable, tolerance: Decimal
+    tx: StorageTx, deposit: Deposit, prices: DepositValuer, tolerance: Decimal
 ) -> list[Invoice]:
     """Record a deposit once and apply it; returns the invoice records to emit as events.
 
     Idempotent: the transaction row's unique key (chain, txHash, logIndex, token) makes a
-    second attribution of the same deposit a no-op. Raises ``PriceUnavailable`` for a counted
-    deposit with no price, leaving nothing written (the watcher retries later).
+    second attribution of the same deposit a no-op. Raises ``PriceUnavailable`` (or its
+    ``StalePrice``) for a counted deposit with no fresh price in the invoice's vsCurrency,
+    leaving nothing written (the watcher parks it and retries later).
     """
     candidates = tx.invoices_at_address(deposit.chain_id, deposit.to, for_update=True)
     target = pick_invoice(candidates, deposit)
@@ -148,13 +163,12 @@ def attribute_deposit(
         return []
     token_id = f"{deposit.chain_id}:{deposit.token}"
     counted = token_id in target.accepted_tokens
-    if counted:
-        vs_value = prices.value(token_id, deposit.amount)
-    else:
-        try:
-            vs_value = prices.value(token_id, deposit.amount)
-        except PriceUnavailable:  # an unpriced foreign token is still recorded, at no value
-            vs_value = Decimal(0)
+    try:
+        vs_value = prices.value_deposit(tx, target, token_id, deposit.amount, deposit.timestamp)
+    except PriceUnavailable:
+        if counted:
+            raise
+        vs_value = Decimal(0)  # an unpriced foreign token is still recorded, at no value
     payment = Payment(
         tx_hash=deposit.tx_hash,
         log_index=deposit.log_index,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
@@ -21,6 +21,10 @@ from .errors import PriceUnavailable
 from .model import PriceSnapshot
 from .money import MAX_AMOUNT, MONEY_CONTEXT
 from .tokens import TokenId
+
+if TYPE_CHECKING:
+    from .model import Invoice
+    from .storage import StorageTx
 
 #: Fractional digits of a vsValue. Eight keeps sub-cent payments visible in any fiat.
 VS_PLACES = 8
@@ -84,6 +88,15 @@ def quotes_of(source: PriceSource, vs_currency: str, tokens: Sequence[str]) -> d
     }
 
 
+class DepositValuer(Protocol):
+    """What attribution asks for a deposit's vsValue: the table in force in the invoice's
+    vsCurrency, or the rate the invoice locked (``paycore.prices.service``)."""
+
+    def value_deposit(
+        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
+    ) -> Decimal: ...
+
+
 @attrs.frozen
 class PriceTable:
     vs_currency: str
@@ -103,6 +116,12 @@ class PriceTable:
 
     def snapshot(self) -> PriceSnapshot:
         return PriceSnapshot(self.vs_currency, self.fetched_at, dict(self.prices))
+
+    def value_deposit(
+        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
+    ) -> Decimal:
+        """A fixed table as a ``DepositValuer``: every invoice valued from it alike."""
+        return self.value(token, amount)
 
 
 def value_at(price: Decimal, amount: Decimal) -> Decimal:

@@ -73,9 +73,10 @@ def run_worker(
     dispatch: bool = True,
     sweep: bool = True,
     watch: bool = True,
+    prices: bool = True,
 ) -> None:
-    """Run the dispatcher, the sweeper and the chain watchers until ``stop_event`` is set;
-    blocks.
+    """Run the dispatcher, the sweeper, the chain watchers and the price refresher
+    (``paycore.prices.refresher``) until ``stop_event`` is set; blocks.
 
     In-flight POSTs are allowed to finish (each is bounded by ``webhook_timeout``) before
     this returns. If a loop dies of an unexpected error the other one is stopped too and
@@ -84,6 +85,7 @@ def run_worker(
     dispatcher = Dispatcher(gateway.storage, gateway.settings, clock=gateway.clock)
     waker = _WakeDispatcher(dispatcher)
     halt_sweep = threading.Event()
+    halt_prices = threading.Event()
     crashed: list[BaseException] = []
 
     def guarded(loop: Callable[[], None]) -> Callable[[], None]:
@@ -103,6 +105,8 @@ def run_worker(
         gateway.notifiers.append(waker)
     if sweep:
         loops.append(functools.partial(sweep_expired, gateway, halt_sweep))
+    if prices:
+        loops.append(functools.partial(gateway.price_refresher.run, halt_prices))
     if watch:
         # One loop per backend object: a backend serving several chains runs them all.
         backends = {id(b): b for b in gateway.chains.values() if isinstance(b, WatchingBackend)}
@@ -120,6 +124,7 @@ def run_worker(
     finally:
         dispatcher.stop()
         halt_sweep.set()
+        halt_prices.set()
         for thread in threads:
             thread.join()
         if waker in gateway.notifiers:
@@ -178,6 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-dispatch", action="store_true", help="do not deliver webhooks")
     parser.add_argument("--no-sweep", action="store_true", help="do not expire invoices")
     parser.add_argument("--no-watch", action="store_true", help="do not scan chains for deposits")
+    parser.add_argument("--no-prices", action="store_true", help="do not refresh prices")
     parser.add_argument("--log-level", default="INFO", help="logging level on stderr; default INFO")
     return parser
 
@@ -215,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             dispatch=not args.no_dispatch,
             sweep=not args.no_sweep,
             watch=not args.no_watch,
+            prices=not args.no_prices,
         )
     finally:
         gateway.close()

@@ -312,27 +312,3 @@ def test_a_killed_watcher_process_is_taken_over_by_another(evm: Deployment, tmp_
         second.wait(timeout=20)
     assert paid_amounts(gateway, [i.guid for i in invoices]) == [(Decimal(1), 1)] * count
     storage.close()
-
-
-def test_an_unpriced_accepted_token_holds_the_range_until_it_has_a_price(
-    evm: Deployment,
-) -> None:
-    from paycore.pricing import PriceTable
-
-    gateway = make_gateway(evm)
-    tusdt = f"{CHAIN_ID}:{evm.token_no_return.address}"
-    invoice = gateway.create_invoice(
-        evm.owner.address,
-        {"value": "5", "chainId": CHAIN_ID, "description": "x", "acceptedTokens": [tusdt]},
-    )
-    pay_token(evm, evm.token_no_return, invoice.address, 5 * USD)
-    w = watcher(gateway)
-    report = w.step()
-    assert report.error is not None and not report.caught_up and report.deposits == 0
-    with gateway.storage.transaction() as tx:
-        cursor = tx.get_chain_cursor(CHAIN_ID)
-    assert cursor is not None and cursor.block_number is None  # nothing skipped
-    prices = dict(gateway.prices.prices) | {tusdt: Decimal(1)}
-    gateway.prices = PriceTable(gateway.prices.vs_currency, gateway.prices.fetched_at, prices)
-    assert sum(r.deposits for r in drain(w)) == 1
-    assert paid_amounts(gateway, [invoice.guid]) == [(Decimal(5), 1)]

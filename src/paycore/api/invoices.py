@@ -88,4 +88,5 @@ def list_transactions(call: Call) -> Json:
 
 
 def prices(call: Call) -> Json:
-    return call.gateway.price_snapshot().to_wire()
+    """The table in force; ``?vsCurrency=eur`` picks another configured currency."""
+    return call.gateway.price_snapshot(call.request.query("vsCurrency")).to_wire()

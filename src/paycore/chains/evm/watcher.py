@@ -17,7 +17,10 @@ One pass (:meth:`EvmWatcher.step`):
    of any contract, and the blocks (full, when native coin is scanned). Logs whose block hash
    disagrees with the block fetched in the same batch mean the chain moved mid-read: the
    range is dropped and retried on the next pass, never attributed half-old, half-new.
-6. Matches are attributed in chain order through ``Gateway.record_deposit``; ``Withdrawn``
+6. Matches are attributed in chain order through ``Gateway.record_deposit``. One that has no
+   fresh price is parked in storage instead of holding the chain (so is any later deposit
+   to the same address, to keep that address in order); each pass first retries the parked
+   ones, dropping those a reorg removed (``paycore.prices.parking``). ``Withdrawn``
    events of genuine paycore wallets are recorded as withdraw transactions. Then the cursor
    moves to the range's last block -- in the same statement that proves the lease is still
    ours. A watcher killed mid-range leaves the cursor where it was; its successor re-scans
@@ -45,6 +48,7 @@ import attrs
 from paycore.errors import PriceUnavailable
 from paycore.model import Deposit, Transaction, TxType
 from paycore.money import from_base_units
+from paycore.prices import parking
 from paycore.tokens import NATIVE
 
 from . import abi, scan
@@ -75,6 +79,8 @@ class StepReport:
     rewound_to: int | None = None
     caught_up: bool = True
     error: str | None = None
+    #: Deposits left waiting for a fresh price this pass (``paycore.prices.parking``).
+    parked: int = 0
 
 
 @attrs.frozen
@@ -162,7 +168,10 @@ class EvmWatcher:
                 last = rewound_to
         watched = scan.watch_keys(self._watched_addresses())
         tokens = self._token_decimals()
-        report = StepReport(held=True, scanned_from=last + 1, rewound_to=rewound_to)
+        unparked, waiting = self._retry_parked()
+        report = StepReport(
+            held=True, scanned_from=last + 1, rewound_to=rewound_to, deposits=unparked
+        )
         while last < safe:
             if stop is not None and stop.is_set():
                 return attrs.evolve(report, caught_up=False)
@@ -172,14 +181,7 @@ class EvmWatcher:
             except _Inconsistent as exc:
                 log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
                 return attrs.evolve(report, caught_up=False, error=str(exc))
-            try:
-                deposits = self._attribute(fetched, tokens)
-            except PriceUnavailable as exc:
-                # Nothing is skipped: the range is retried (after a fresh price table) until
-                # the token is priced, since a deposit valued wrongly cannot be taken back.
-                log.error("chain %d: deposit not valued, will retry: %s", self.chain.chain_id, exc)
-                self.gateway.refresh_prices()
-                return attrs.evolve(report, caught_up=False, error=str(exc))
+            deposits, parked = self._attribute(fetched, tokens, waiting)
             withdrawals = self._record_withdrawals(fetched)
             if not self._advance(end, fetched.end_hash):
                 log.warning("chain %d: lease lost to another watcher", self.chain.chain_id)
@@ -190,8 +192,24 @@ class EvmWatcher:
                 scanned_to=end,
                 deposits=report.deposits + deposits,
                 withdrawals=report.withdrawals + withdrawals,
+                parked=report.parked + parked,
             )
         return report
+
+    def _retry_parked(self) -> tuple[int, set[str]]:
+        """Value the parked deposits that now have a fresh price (dropping any a reorg
+        removed); returns how many were valued and the addresses that still wait."""
+        retried = parking.retry_parked(
+            self.gateway, self.chain.chain_id, self._still_there, record=self.record
+        )
+        return retried.valued, parking.parked_addresses(self.gateway, self.chain.chain_id)
+
+    def _still_there(self, deposits: list[Deposit]) -> set[Deposit]:
+        """The deposits whose block is still the canonical one at its height."""
+        numbers = sorted({d.block_number for d in deposits})
+        headers = self.chain.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers])
+        hashes = {n: h["hash"] for n, h in zip(numbers, headers, strict=True) if h is not None}
+        return {d for d in deposits if hashes.get(d.block_number) == d.block_hash}
 
     def _header(self, number: int) -> dict[str, Any]:
         header: dict[str, Any] | None = self.chain.rpc.call(
@@ -221,7 +239,8 @@ class EvmWatcher:
 
     def _token_decimals(self) -> dict[str, int]:
         """Decimals of every ERC20 this chain watches: configured, then priced."""
-        erc20 = [t for t in self.chain.known_tokens(self.gateway.prices.prices) if t != NATIVE]
+        known = self.chain.known_tokens({}, self.gateway.pricing.tokens())
+        erc20 = [t for t in known if t != NATIVE]
         metas = self.chain.token_meta(erc20)
         return {NATIVE: self.config.native_decimals} | {t: m.decimals for t, m in metas.items()}
 
@@ -288,29 +307,51 @@ class EvmWatcher:
             timestamps[number] = int(header["timestamp"], 16)
 
     # -- recording ------------------------------------------------------------------------
-    def _attribute(self, fetched: _Range, tokens: dict[str, int]) -> int:
+    def _attribute(
+        self, fetched: _Range, tokens: dict[str, int], waiting: set[str]
+    ) -> tuple[int, int]:
+        """Attribute the range's deposits in chain order; one with no fresh price is parked
+        instead of holding the chain, and so is every later one to an address in
+        ``waiting`` (updated here), to keep each address's deposits in order. Returns
+        (attributed, parked)."""
+        attributed = parked = 0
         for transfer in fetched.transfers:
-            self.record(
-                Deposit(
-                    chain_id=self.chain.chain_id,
-                    tx_hash=transfer.tx_hash,
-                    log_index=transfer.log_index,
-                    token=transfer.token,
-                    from_=transfer.from_,
-                    to=transfer.to,
-                    amount=from_base_units(transfer.units, tokens[transfer.token]),
-                    timestamp=fetched.timestamps[transfer.block_number],
-                    block_number=transfer.block_number,
-                    block_hash=transfer.block_hash,
-                )
+            deposit = Deposit(
+                chain_id=self.chain.chain_id,
+                tx_hash=transfer.tx_hash,
+                log_index=transfer.log_index,
+                token=transfer.token,
+                from_=transfer.from_,
+                to=transfer.to,
+                amount=from_base_units(transfer.units, tokens[transfer.token]),
+                timestamp=fetched.timestamps[transfer.block_number],
+                block_number=transfer.block_number,
+                block_hash=transfer.block_hash,
             )
-        return len(fetched.transfers)
+            if deposit.to in waiting:
+                parking.park(self.gateway, deposit, "behind a deposit waiting for a price")
+                parked += 1
+                continue
+            try:
+                self.record(deposit)
+            except PriceUnavailable as exc:
+                # Never valued at zero or at an old rate: it waits for a fresh price.
+                log.warning(
+                    "chain %d: deposit %s waits: %s", self.chain.chain_id, deposit.tx_hash, exc
+                )
+                parking.park(self.gateway, deposit, str(exc))
+                waiting.add(deposit.to)
+                parked += 1
+                continue
+            attributed += 1
+        return attributed, parked
 
     def _record_withdrawals(self, fetched: _Range) -> int:
         """``Withdrawn`` events of genuine paycore wallets, as withdraw transactions."""
         if not fetched.withdrawals:
             return 0
         owners = self._owners_of({w["address"] for w in fetched.withdrawals})
+        table = self.gateway.prices
         records: list[Transaction] = []
         for entry in fetched.withdrawals:
             owner = owners.get(entry["address"].lower())
@@ -322,7 +363,7 @@ class EvmWatcher:
                 continue
             amount = from_base_units(abi.word_int(entry["data"], 0), meta.decimals)
             try:
-                vs_value = self.gateway.prices.value(f"{self.chain.chain_id}:{token}", amount)
+                vs_value = table.value(f"{self.chain.chain_id}:{token}", amount)
             except PriceUnavailable:
                 vs_value = Decimal(0)  # recorded all the same, valued at nothing
             records.append(

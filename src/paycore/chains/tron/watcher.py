@@ -160,10 +160,9 @@ class TronWatcher:
             try:
                 deposits = self._attribute(fetched, decimals)
             except PriceUnavailable as exc:
-                # Nothing is skipped: the range is retried (after a fresh price table) until
-                # the token is priced, since a deposit valued wrongly cannot be taken back.
+                # Nothing is skipped: the range is retried until the worker's refresher has
+                # stored a fresh price, since a deposit valued wrongly cannot be taken back.
                 log.error("chain %d: deposit not valued, will retry: %s", self.chain.chain_id, exc)
-                self.gateway.refresh_prices()
                 return attrs.evolve(report, caught_up=False, error=str(exc))
             withdrawals = self._record_withdrawals(fetched)
             if not self._advance(end, fetched.end_hash):
@@ -204,7 +203,8 @@ class TronWatcher:
 
     def _token_decimals(self) -> dict[str, int]:
         """Decimals of TRX and every TRC20 this chain watches: configured, then priced."""
-        trc20 = [t for t in self.chain.known_tokens(self.gateway.prices.prices) if t != NATIVE]
+        known = self.chain.known_tokens({}, self.gateway.pricing.tokens())  # stale ones too
+        trc20 = [t for t in known if t != NATIVE]
         metas = self.chain.token_meta(trc20)
         return {NATIVE: self.config.native_decimals} | {t: m.decimals for t, m in metas.items()}
 

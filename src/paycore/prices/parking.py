@@ -1,0 +1,109 @@
+"""Deposits that wait for a price, without holding up their chain.
+
+A counted deposit is never valued at zero or at a stale rate, so one with no fresh price
+cannot be attributed yet. Holding the watcher's cursor until it can be (the first design)
+stalls every other deposit on the chain behind one unpriced token. Instead the watcher
+*parks* it in storage and moves on; each pass it retries the parked deposits first.
+
+Order. Which invoice a deposit pays depends on what was paid before at its address, so
+deposits to one address must be attributed in chain order. A deposit to an address that
+already has a parked one is therefore parked behind it, priced or not, and a retry stops
+at an address's first deposit that still cannot be valued.
+
+Reorgs. A parked deposit carries its block hash; before a retry the caller may say which
+parked deposits are still on the canonical chain (``still_there``), and the others are
+dropped: if their transaction was re-mined elsewhere, the watcher's re-scan parks (or
+attributes) it again with its new block.
+
+Crashes. Parking, retrying and attribution are each idempotent: attribution on the
+transfer's unique key, parking on the same key (a re-sighting replaces the parked copy,
+since a re-scan only happens in chain order and may carry a new block hash).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import attrs
+
+from ..errors import PriceUnavailable
+from ..model import Deposit
+from ..price_records import ParkedDeposit
+
+if TYPE_CHECKING:
+    from ..gateway import Gateway
+
+log = logging.getLogger("paycore.prices.parking")
+
+#: Parked deposits looked at per retry; the rest wait for the next pass.
+RETRY_BATCH = 500
+
+
+@attrs.frozen
+class RetryReport:
+    valued: int = 0
+    waiting: int = 0
+    dropped: int = 0
+
+
+def park(gateway: Gateway, deposit: Deposit, reason: str) -> bool:
+    """Park ``deposit``; ``False`` when it was parked already (its copy is refreshed)."""
+    parked = ParkedDeposit(deposit, reason, gateway.now())
+    with gateway.storage.transaction() as tx:
+        if tx.park_deposit(parked):
+            return True
+        tx.unpark_deposit(deposit)
+        tx.park_deposit(parked)
+        return False
+
+
+def parked_addresses(gateway: Gateway, chain_id: int) -> set[str]:
+    """Deposit addresses of ``chain_id`` with a deposit parked: later deposits to them wait."""
+    with gateway.storage.transaction() as tx:
+        return {p.deposit.to for p in tx.parked_deposits(chain_id, 10**9)}
+
+
+def retry_parked(
+    gateway: Gateway,
+    chain_id: int,
+    still_there: Callable[[list[Deposit]], set[Deposit]] | None = None,
+    record: Callable[[Deposit], object] | None = None,
+) -> RetryReport:
+    """Attribute the parked deposits of ``chain_id`` that can be valued now, oldest first,
+    address by address (see the module docstring); returns what happened."""
+    with gateway.storage.transaction() as tx:
+        parked = tx.parked_deposits(chain_id, RETRY_BATCH)
+    if not parked:
+        return RetryReport()
+    deposits = [p.deposit for p in parked]
+    alive = set(deposits) if still_there is None else still_there(deposits)
+    attribute = record or gateway.record_deposit
+    blocked: set[str] = set()
+    valued = waiting = dropped = 0
+    for deposit in deposits:
+        if deposit not in alive:
+            log.warning("chain %d: parked deposit %s is gone (reorg)", chain_id, deposit.tx_hash)
+            _unpark(gateway, deposit)
+            dropped += 1
+            continue
+        if deposit.to in blocked:
+            waiting += 1
+            continue
+        try:
+            attribute(deposit)
+        except PriceUnavailable:
+            blocked.add(deposit.to)
+            waiting += 1
+            continue
+        _unpark(gateway, deposit)
+        valued += 1
+    if valued:
+        log.info("chain %d: %d parked deposits valued, %d still wait", chain_id, valued, waiting)
+    return RetryReport(valued, waiting, dropped)
+
+
+def _unpark(gateway: Gateway, deposit: Deposit) -> None:
+    with gateway.storage.transaction() as tx:
+        tx.unpark_deposit(deposit)
