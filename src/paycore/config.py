@@ -49,6 +49,10 @@ def _token_addresses(raw: Iterable[str] | str) -> tuple[str, ...]:
     return tuple(_contract_address(str(i).strip(), "tokens") for i in items if str(i).strip())
 
 
+def _staking_contract(raw: str | None) -> str | None:
+    return None if raw in (None, "") else to_checksum(str(raw), "staking_contract")
+
+
 def _optional_int(raw: int | str | None) -> int | None:
     return None if raw in (None, "") else int(raw)  # type: ignore[arg-type]
 
@@ -267,10 +271,7 @@ class Settings:
     # -- staking helpers (SPEC.md "Staking helpers (Ethereum only)") --------------------------
     #: The ``PaycoreStaking`` contract the /mev* helpers build transactions for; unset, they
     #: answer 400. It lives on ``staking_chain_id``, which needs an EVM backend (rpc_url).
-    staking_contract: str | None = attrs.field(
-        default=None,
-        converter=lambda v: None if v in (None, "") else to_checksum(str(v), "staking_contract"),
-    )
+    staking_contract: str | None = attrs.field(default=None, converter=_staking_contract)
     staking_chain_id: int = attrs.field(default=1, converter=int)
     # -- prices: sources, refresher, staleness, rate lock (docs/prices.md) --------------------
     #: More vsCurrencies besides ``vs_currency`` (lowercase codes); each gets its own table,
@@ -309,13 +310,11 @@ class Settings:
     coingecko_key_header: str = "x-cg-demo-api-key"
     #: Chain id -> CoinGecko coin id of its native coin (``/simple/price?ids=``).
     coingecko_coin_ids: Mapping[int, str] = attrs.field(
-        factory=lambda: dict(_price_opts.DEFAULT_COIN_IDS),
-        converter=lambda v: _price_opts.chain_names(v, "coingecko_coin_ids"),
+        factory=_price_opts.default_coin_ids, converter=_price_opts.coin_ids
     )
     #: Chain id -> CoinGecko asset platform of its tokens (``/simple/token_price/{id}``).
     coingecko_platforms: Mapping[int, str] = attrs.field(
-        factory=lambda: dict(_price_opts.DEFAULT_PLATFORMS),
-        converter=lambda v: _price_opts.chain_names(v, "coingecko_platforms"),
+        factory=_price_opts.default_platforms, converter=_price_opts.platforms
     )
     #: Seconds one CoinGecko request may take.
     coingecko_timeout: float = attrs.field(default=10.0, converter=_positive)
