@@ -195,7 +195,7 @@ def test_decimal_parsing(text: str, expected: str | None) -> None:
     assert node([{"fn": "parse", "text": text}]) == [expected]
 
 
-def test_countdown_and_api_base() -> None:
+def test_countdown_and_api_urls() -> None:
     answers = node(
         [
             {"fn": "countdown", "seconds": 3723.9},
@@ -204,6 +204,8 @@ def test_countdown_and_api_base() -> None:
             {"fn": "apiBase", "url": "https://shop.example/paycore/checkout/?invoice=x"},
             {"fn": "apiBase", "url": "https://shop.example/paycore/checkout?invoice=x"},
             {"fn": "apiBase", "url": "https://shop.example/checkout/"},
+            {"fn": "pricesUrl", "url": "https://shop.example/p/checkout/", "currency": None},
+            {"fn": "pricesUrl", "url": "https://shop.example/p/checkout/", "currency": "eur"},
         ]
     )
     assert answers[0] == {"text": "1:02:03", "iso": "P0DT1H2M3S"}
@@ -213,4 +215,6 @@ def test_countdown_and_api_base() -> None:
         "https://shop.example/paycore/",
         "https://shop.example/paycore/",
         "https://shop.example/",
+        "https://shop.example/p/prices",
+        "https://shop.example/p/prices?vsCurrency=eur",  # an invoice in EUR reads EUR prices
     ]

@@ -7,7 +7,7 @@ const assets = new URL("../../src/paycore/checkout/assets/", import.meta.url);
 const { quote, tokenFacts } = await import(new URL("quote.js", assets));
 const { parseDecimal, formatDecimal } = await import(new URL("decimal.js", assets));
 const { formatCountdown } = await import(new URL("format.js", assets));
-const { apiBase } = await import(new URL("api.js", assets));
+const { apiBase, pricesUrl } = await import(new URL("api.js", assets));
 
 const plain = (value) =>
   JSON.parse(JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
@@ -27,6 +27,9 @@ const run = {
   },
   apiBase({ url }) {
     return apiBase(url).href;
+  },
+  pricesUrl({ url, currency }) {
+    return pricesUrl(apiBase(url), currency).href;
   },
 };
 

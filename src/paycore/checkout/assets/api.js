@@ -42,8 +42,11 @@ export function invoiceUrl(base, guid) {
   return new URL(`invoice/${encodeURIComponent(guid)}`, base);
 }
 
-export function pricesUrl(base) {
-  return new URL("prices", base);
+/** The price snapshot, in `currency` when given (GET /prices?vsCurrency=). */
+export function pricesUrl(base, currency = null) {
+  const url = new URL("prices", base);
+  if (currency) url.searchParams.set("vsCurrency", currency);
+  return url;
 }
 
 export function qrUrl(base, data) {

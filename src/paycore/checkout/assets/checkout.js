@@ -100,7 +100,7 @@ async function main() {
 function refreshPrices() {
   if (state.pricesLoading) return state.pricesLoading;
   state.pricesAt = Date.now();
-  state.pricesLoading = getJson(pricesUrl(base))
+  state.pricesLoading = getJson(pricesUrl(base, invoiceCurrency()))
     .then(({ body }) => {
       state.prices = body;
       if (state.invoice) render();
@@ -128,6 +128,11 @@ async function refreshInvoice() {
     // The first render waits for the first prices, so the QR code is drawn once, complete.
     if (!state.invoice && state.pricesLoading) await state.pricesLoading;
     state.invoice = body;
+    const wanted = invoiceCurrency();
+    if (wanted && state.prices && state.prices.vsCurrency !== wanted) {
+      state.prices = null; // a table in another currency would misstate every amount
+      await refreshPrices();
+    }
     render();
   } catch (error) {
     if (error instanceof HttpError && error.status === 404) {
@@ -146,8 +151,14 @@ async function refreshInvoice() {
   state.pollTimer = window.setTimeout(refreshInvoice, delay);
 }
 
+/** The invoice's own vsCurrency when its record names one; otherwise the server default. */
+function invoiceCurrency() {
+  const named = state.invoice && state.invoice.vsCurrency;
+  return typeof named === "string" && named ? named.toLowerCase() : null;
+}
+
 function currency() {
-  return (state.prices && state.prices.vsCurrency) || config.vsCurrency || "usd";
+  return invoiceCurrency() || (state.prices && state.prices.vsCurrency) || config.vsCurrency || "usd";
 }
 
 function chainName(chainId) {
