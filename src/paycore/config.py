@@ -310,13 +310,11 @@ class Settings:
     coingecko_key_header: str = "x-cg-demo-api-key"
     #: Chain id -> CoinGecko coin id of its native coin (``/simple/price?ids=``).
     coingecko_coin_ids: Mapping[int, str] = attrs.field(
-        factory=lambda: dict(_price_opts.DEFAULT_COIN_IDS),
-        converter=lambda v: _price_opts.chain_names(v, "coingecko_coin_ids"),
+        factory=_price_opts.default_coin_ids, converter=_price_opts.coin_ids
     )
     #: Chain id -> CoinGecko asset platform of its tokens (``/simple/token_price/{id}``).
     coingecko_platforms: Mapping[int, str] = attrs.field(
-        factory=lambda: dict(_price_opts.DEFAULT_PLATFORMS),
-        converter=lambda v: _price_opts.chain_names(v, "coingecko_platforms"),
+        factory=_price_opts.default_platforms, converter=_price_opts.platforms
     )
     #: Seconds one CoinGecko request may take.
     coingecko_timeout: float = attrs.field(default=10.0, converter=_positive)

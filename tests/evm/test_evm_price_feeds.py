@@ -5,12 +5,15 @@ no price, and a dead node or a contract that is no feed costs only its own token
 from __future__ import annotations
 
 import socket
+from collections.abc import Sequence
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from evm_chain import Chain, Deployment
 from web3.contract import Contract
 
+from paycore.chains.evm.rpc import Call
 from paycore.prices.chainlink import ChainlinkSource
 from paycore.prices.options import ChainlinkFeed
 from paycore.pricing import Quote
@@ -61,7 +64,12 @@ def test_feeds_of_one_node_are_read_in_one_batch_with_their_own_decimals(
     calls: list[int] = []
     rpc = src._rpc(chain.rpc_url)
     original = rpc.batch_outcomes
-    rpc.batch_outcomes = lambda batch: calls.append(len(batch)) or original(batch)  # type: ignore[method-assign]
+
+    def counted(batch: Sequence[Call]) -> list[Any]:
+        calls.append(len(batch))
+        return original(batch)
+
+    rpc.batch_outcomes = counted  # type: ignore[method-assign,assignment]
     assert src.fetch("usd", [ETH, BTC]) == {ETH: Decimal(2000), BTC: Decimal("65000.5")}
     assert calls == [4]
 

@@ -76,7 +76,7 @@ class FakeCoinGecko:
             return Scripted(path, 404, b'{"error":"Not Found"}')
         out: dict[str, Any] = {}
         for key, prices in table.items():
-            entry = {c: _Raw(prices[c]) for c in wanted if c in prices}
+            entry: dict[str, Any] = {c: _Raw(prices[c]) for c in wanted if c in prices}
             if stamp:
                 entry["last_updated_at"] = self.updated_at
             out[key] = entry

@@ -125,6 +125,22 @@ def chain_names(raw: object, field: str) -> dict[int, str]:
         raise InvalidInput(field, "keys must be chain ids") from None
 
 
+def coin_ids(raw: object) -> dict[int, str]:
+    return chain_names(raw, "coingecko_coin_ids")
+
+
+def platforms(raw: object) -> dict[int, str]:
+    return chain_names(raw, "coingecko_platforms")
+
+
+def default_coin_ids() -> dict[int, str]:
+    return dict(DEFAULT_COIN_IDS)
+
+
+def default_platforms() -> dict[int, str]:
+    return dict(DEFAULT_PLATFORMS)
+
+
 @attrs.frozen
 class ChainlinkFeed:
     """One AggregatorV3 feed that prices ``token`` in ``vs_currency``.
@@ -172,10 +188,16 @@ def chainlink_feeds(raw: object) -> dict[str, ChainlinkFeed]:
     return feeds
 
 
+def _int(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        raise TypeError(f"not an integer: {raw!r}")
+    return int(raw)
+
+
 def whole_seconds(raw: object) -> int:
     """A positive number of seconds (``max_price_age``)."""
     try:
-        value = int(str(raw).strip()) if isinstance(raw, str) else int(raw)  # type: ignore[call-overload]
+        value = _int(raw.strip() if isinstance(raw, str) else raw)
     except (TypeError, ValueError):
         raise InvalidInput("max_price_age", f"not a whole number of seconds: {raw!r}") from None
     if value < 1:
@@ -184,7 +206,10 @@ def whole_seconds(raw: object) -> int:
 
 
 def at_least_one(raw: object) -> int:
-    value = int(raw)  # type: ignore[call-overload]
+    try:
+        value = _int(raw)
+    except (TypeError, ValueError):
+        raise InvalidInput("coingecko_batch_size", f"not an integer: {raw!r}") from None
     if value < 1:
         raise InvalidInput("coingecko_batch_size", "must be at least 1")
     return value
