@@ -16,7 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "paycore"
 
 
-@pytest.mark.xfail(reason="pyproject.toml's package-data globs for checkout/ are pending")
 def test_checkout_files_are_package_data() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     globs = config["tool"]["setuptools"]["package-data"]["paycore"]
