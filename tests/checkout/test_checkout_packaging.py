@@ -10,8 +10,6 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "paycore"
 
