@@ -1,6 +1,5 @@
-"""The ``paycore`` command: quickstart, migrate and serve; worker and demo arrive with the
-events and demo work. Every option also reads its ``PAYCORE_*`` environment variable; a flag
-given on the command line wins."""
+"""The ``paycore`` command: demo, quickstart, migrate, serve, worker and email. Every option
+also reads its ``PAYCORE_*`` environment variable; a flag given on the command line wins."""
 
 from __future__ import annotations
 
@@ -88,6 +87,10 @@ def serve(args: argparse.Namespace) -> int:
     from .serve import serve as run_server
 
     overrides = {"database_url": args.database_url} if args.database_url else {}
+    if "PAYCORE_CHECKOUT_URL" not in os.environ:
+        # The page is served by this very server: paymentUrl must point at it.
+        host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+        overrides["checkout_url"] = f"http://{host}:{args.port}{args.prefix.rstrip('/')}/checkout"
     settings = Settings.from_env(**overrides)
     with contextlib.suppress(KeyboardInterrupt):
         run_server(args.framework, settings, host=args.host, port=args.port, prefix=args.prefix)
@@ -151,6 +154,20 @@ def _add_email(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     cmd.add_argument("--database-url", default=None, help="storage URL (env PAYCORE_DATABASE_URL)")
 
 
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = sub.add_parser(
+        "demo",
+        help="the whole gateway on a local anvil chain: a Flask shop's invoice paid in USDT, "
+        "events, a signed webhook, the wallet deployed and the money withdrawn",
+    )
+    cmd.add_argument(
+        "--anvil",
+        default=os.environ.get("PAYCORE_ANVIL"),
+        help="the anvil binary (env PAYCORE_ANVIL); default node_modules/.bin/anvil "
+        "(installed by `npm ci`), then PATH",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paycore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -166,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     _add_serve(sub)
     _add_email(sub)
+    _add_demo(sub)
     sub.add_parser(
         "worker",
         add_help=False,
@@ -183,6 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(args)
         if args.command == "email":
             return email(args)
+        if args.command == "demo":
+            from .demo import run_demo
+
+            return run_demo(args.anvil)
         database_url = args.database_url or Settings.from_env().database_url
         if args.command == "quickstart":
             return quickstart(database_url)

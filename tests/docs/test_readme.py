@@ -95,3 +95,6 @@ def test_readme_http_session_against_paycore_serve(
     read, invoice = namespace["read"], namespace["invoice"]
     assert isinstance(read, dict) and isinstance(invoice, dict)
     assert read["status"] == "init" and read["guid"] == invoice["guid"]
+    # paycore serve points paymentUrl at its own checkout page, which answers.
+    assert read["paymentUrl"].startswith(served + "/checkout/?invoice=")
+    assert httpx.get(read["paymentUrl"]).status_code == 200
