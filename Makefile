@@ -17,8 +17,9 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-demo: $(VENV)/.installed
-	$(VENV)/bin/paycore quickstart --database-url sqlite:///demo.sqlite3
+# anvil comes from npm (node_modules/.bin/anvil); the demo cleans up after itself.
+demo: $(VENV)/.installed node_modules/.installed
+	$(VENV)/bin/paycore demo
 
 test: $(VENV)/.installed node_modules/.installed
 	$(PY) -m pytest
