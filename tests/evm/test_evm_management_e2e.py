@@ -40,11 +40,12 @@ class Signer:
         self.env = env
         self.account = account
         self.address = account.address
-        self._bump = 0
+        self._salt = 0
 
     def body(self, **fields: Any) -> dict[str, Any]:
-        self._bump += 1  # equal bodies would sign alike: a second call would be a replay
-        body = {"salt": self.env.gateway.now() - self._bump, **fields}
+        # Never the same salt twice: equal bodies sign alike, and a second one is a replay.
+        self._salt = max(self.env.gateway.now(), self._salt + 1)
+        body = {"salt": self._salt, **fields}
         text = json.dumps(body, separators=(",", ":"))
         signature = self.account.sign_message(encode_defunct(text=text)).signature
         return {**body, "signature": "0x" + bytes(signature).hex()}
@@ -204,6 +205,7 @@ def test_app_keys_kept_in_step_with_the_wallet(env: Env) -> None:
         (first.address, True, owner.address),
         (third.address, True, None),
     ]
+    env.clock.advance(1)  # "oldest first" ties within one second break on the address
     adopted = me.post("/addNewAppKey", appKeyAddress=third.address, chainId=CHAIN_ID).ok()
     assert adopted["transaction"] is None and adopted["onChain"]["inSync"] is True
     me.post("/addNewAppKey", appKeyAddress=third.address, chainId=CHAIN_ID).error(
