@@ -179,6 +179,11 @@ def _sync(
     return backend.wallet_admin(chain_id, actor.owner, actor.signer, action, argument)
 
 
+def _has_work(sync: ChainSync | None) -> bool:
+    """Whether the wallet needs a transaction: it is deployed and differs."""
+    return sync is not None and sync.transaction is not None
+
+
 def _chain_wire(sync: ChainSync | None) -> Json:
     return {
         "transaction": None if sync is None else sync.transaction,
@@ -311,7 +316,7 @@ def add_app_key(gateway: Gateway, body: Mapping[str, Any]) -> Json:
         count = len(tx.app_keys_of(actor.owner))
     _check_add(actor, address, existing, count)
     sync = _sync(gateway, chain_id, actor, ADD_APP_KEY, address)
-    if existing is not None and (sync is None or sync.in_sync):
+    if existing is not None and not _has_work(sync):
         raise Conflict(f"Conflict: {address} is already an app key of {actor.owner}")
     record = AppKey(address, actor.owner, gateway.now(), actor.signer)
     with gateway.storage.transaction() as tx:
@@ -345,7 +350,7 @@ def remove_app_key(gateway: Gateway, body: Mapping[str, Any]) -> Json:
         existing = tx.get_app_key(address)
     recorded = existing is not None and existing.owner == actor.owner
     sync = _sync(gateway, chain_id, actor, REMOVE_APP_KEY, address)
-    if not recorded and (sync is None or sync.in_sync):
+    if not recorded and not _has_work(sync):
         raise NotFound(f"app key {address} not found")
     with gateway.storage.transaction() as tx:
         removed = tx.remove_app_key(actor.owner, address)

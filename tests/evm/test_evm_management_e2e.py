@@ -254,3 +254,26 @@ def test_a_wallet_owner_unknown_to_paycore_is_known_by_its_wallet(env: Env) -> N
     Signer(env, stranger).post("/disableWalletIndex", chainId=CHAIN_ID, walletIndex=0).error(
         403, prefix="forbidden: the signer"
     )
+
+
+def test_before_the_wallet_is_deployed_the_calls_are_storage_only(env: Env) -> None:
+    owner, _key = env.merchant()  # known by its session key; no wallet yet
+    me = Signer(env, owner)
+    key = Account.create().address
+    not_yet = {
+        "chainId": CHAIN_ID,
+        "walletAddress": env.evm.wallet_of(owner.address).address,
+        "deployed": False,
+        "inSync": False,
+    }
+    added = me.post("/addNewAppKey", appKeyAddress=key, chainId=CHAIN_ID).ok()
+    assert (added["transaction"], added["onChain"]) == (None, not_yet)
+    me.post("/addNewAppKey", appKeyAddress=key, chainId=CHAIN_ID).error(
+        409, f"Conflict: {key} is already an app key of {owner.address}"
+    )
+    unknown = Account.create().address
+    me.post("/removeAppKey", appKeyAddress=unknown, chainId=CHAIN_ID).error(
+        404, f"app key {unknown} not found"
+    )
+    index = me.post("/disableWalletIndex", chainId=CHAIN_ID, walletIndex=0).ok()
+    assert (index["changed"], index["transaction"], index["onChain"]) == (True, None, not_yet)
