@@ -98,3 +98,58 @@ def test_readme_http_session_against_paycore_serve(
     # paycore serve points paymentUrl at its own checkout page, which answers.
     assert read["paymentUrl"].startswith(served + "/checkout/?invoice=")
     assert httpx.get(read["paymentUrl"]).status_code == 200
+
+
+SHELL_BLOCKS = re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+ROOT = README.parent
+
+
+def test_every_setting_is_in_the_configuration_reference() -> None:
+    import attrs
+
+    from paycore.config import ChainConfig, Settings
+
+    text = README.read_text(encoding="utf-8")
+    missing = [f.name for f in attrs.fields(Settings) if f"| `{f.name}` | `PAYCORE_" not in text]
+    missing += [f.name for f in attrs.fields(ChainConfig) if f"| `{f.name}` |" not in text]
+    assert missing == [], "document these options in README.md's Configuration section"
+
+
+def test_quickstart_commands_are_the_makefile_targets() -> None:
+    """`make demo` and `make test` themselves run in CI (.ci/run) and tests/demo; here the
+    block is checked to name exactly those targets, and make to know what they do."""
+    [quickstart] = [b for b in SHELL_BLOCKS if "make demo" in b]
+    commands = [line.split("#")[0].strip() for line in quickstart.splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+    for target, expected in (("demo", "paycore demo"), ("test", "-m pytest")):
+        dry = subprocess.run(
+            ["make", "-n", "-B", target], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        assert expected in dry.stdout
+
+
+def test_serve_block_runs_as_written(tmp_path: Path) -> None:
+    """The `paycore serve` block, run line by line (on a free port instead of 8000)."""
+    [block] = [b for b in SHELL_BLOCKS if "paycore serve" in b]
+    lines = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    port = str(_free_port())
+    serve_cmd, *curls = [line.replace("8000", port) for line in lines]
+    args = serve_cmd.split()
+    args[0] = str(Path(sys.executable).with_name("paycore"))
+    args = [a.replace("sqlite:///gw.sqlite3", f"sqlite:///{tmp_path / 'gw.sqlite3'}") for a in args]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/paycore/prices", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        for curl in curls:
+            out = subprocess.run(curl.split(), capture_output=True, text=True, timeout=30)
+            assert out.returncode == 0 and out.stdout.startswith("{"), curl
+        assert '"openapi":"3.1.0"' in out.stdout
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
