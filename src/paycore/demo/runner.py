@@ -31,8 +31,9 @@ def run_demo(anvil: str | None = None) -> int:
         status, outcome = 128 + exc.signum, f"interrupted at {progress.where()}"
     except DemoError as exc:
         status, outcome = 1, f"failed at {progress.where()}: {exc}"
-    except Exception as exc:  # a bug, not a user error: name the type so it can be traced
-        status, outcome = 1, f"failed at {progress.where()}: {type(exc).__name__}: {exc}"
+    except Exception as exc:  # unforeseen: name the type so it can be traced
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line, whatever it was
+        status, outcome = 1, f"failed at {progress.where()}: {_clip(reason)}"
     finally:
         stopped = teardown.close()
         interrupts.restore()
@@ -41,3 +42,9 @@ def run_demo(anvil: str | None = None) -> int:
     line = f"paycore demo: {outcome} ({progress.elapsed:.1f} s)"
     print(line, file=sys.stdout if status == 0 else sys.stderr, flush=True)
     return status
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """Library errors can run to pages (a connection pool's retry story); one line is the
+    promise, and the first couple of hundred characters name the cause."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
