@@ -59,6 +59,7 @@ class Story:
     owner: LocalAccount = field(default_factory=Account.create)
     session: SessionKey = field(default_factory=SessionKey)
     invoice: dict[str, Any] = field(default_factory=dict)
+    recipient: str = ""  # where the withdrawal goes: a fresh address, so its balance is ours
 
     # Accessors that say which step should have run, instead of an AttributeError on None.
     @property
@@ -295,9 +296,9 @@ def deploy_wallet(s: Story) -> None:
 
 def withdraw(s: Story) -> None:
     s.progress.step("withdraw", "/initWithdraw -> owner signs -> broadcast to anvil")
-    recipient = Account.create().address
+    s.recipient = Account.create().address
     ask = {
-        "to": recipient,
+        "to": s.recipient,
         "ownerAddress": s.owner.address,
         "tokenAddress": s.deployed.token.address,
         "amount": str(sum(PAYMENTS)),
@@ -312,17 +313,15 @@ def withdraw(s: Story) -> None:
     assert s.chain is not None
     receipt = s.chain.broadcast(signed.raw_transaction)
     s.say(f"withdrawal {_short(receipt['transactionHash'].to_0x_hex())} mined")
-    s.invoice["recipient"] = recipient
 
 
 def show_balance(s: Story) -> None:
     s.progress.step("balance", "the recipient's token balance, read from the chain")
-    recipient = s.invoice["recipient"]
-    units = s.deployed.token.functions.balanceOf(recipient).call()
+    units = s.deployed.token.functions.balanceOf(s.recipient).call()
     amount = Decimal(units) / 10**devchain.TOKEN_DECIMALS
     if amount != sum(PAYMENTS):
         raise DemoError(f"the recipient holds {amount}, expected {sum(PAYMENTS)}")
-    s.say(f"recipient {recipient} holds {amount.normalize():f} {devchain.TOKEN_SYMBOL}")
+    s.say(f"recipient {s.recipient} holds {amount.normalize():f} {devchain.TOKEN_SYMBOL}")
 
 
 STEPS: tuple[Callable[[Story], None], ...] = (
