@@ -280,9 +280,10 @@ class _MemoryTx:
         return self._t.challenges.pop(challenge, None)
 
     # -- salt-signed calls ----------------------------------------------------------------
-    def remember_signature(self, digest: str, expires_at: int) -> bool:
+    def remember_signature(self, digest: str, expires_at: int, *, now: int | None = None) -> bool:
         known_until = self._t.signatures.get(digest)
-        if known_until is not None and known_until > self._clock():
+        current = self._clock() if now is None else now
+        if known_until is not None and known_until > current:
             return False
         self._t.signatures[digest] = expires_at
         return True

@@ -110,8 +110,11 @@ class StorageTx(Protocol):
         """Remove and return it; a second take of the same challenge returns ``None``."""
 
     # -- salt-signed calls ----------------------------------------------------------------
-    def remember_signature(self, digest: str, expires_at: int) -> bool:
-        """``True`` the first time ``digest`` is seen, ``False`` ever after (until expiry)."""
+    def remember_signature(self, digest: str, expires_at: int, *, now: int | None = None) -> bool:
+        """``True`` the first time ``digest`` is seen, ``False`` ever after (until expiry).
+
+        ``now`` is the caller's clock, the one its ``expires_at`` was computed with; without
+        it the storage's own clock decides whether a remembered signature has expired."""
 
     # -- webhooks -------------------------------------------------------------------------
     def get_webhook(self, owner: str) -> WebhookConfig | None: ...

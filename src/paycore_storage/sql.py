@@ -394,12 +394,13 @@ class SqlTx:
         return None if row is None else PowChallenge(**row._mapping)
 
     # -- salt-signed calls ----------------------------------------------------------------
-    def remember_signature(self, digest: str, expires_at: int) -> bool:
+    def remember_signature(self, digest: str, expires_at: int, *, now: int | None = None) -> bool:
+        current = self._clock() if now is None else now
         seen = self._insert(seen_signatures).values(digest=digest, expires_at=expires_at)
         unless_live = seen.on_conflict_do_update(
             index_elements=["digest"],
             set_={"expires_at": seen.excluded.expires_at},
-            where=seen_signatures.c.expires_at <= self._clock(),
+            where=seen_signatures.c.expires_at <= current,
         ).returning(seen_signatures.c.digest)
         return self._c.execute(unless_live).first() is not None
 

@@ -331,6 +331,15 @@ def test_challenge_is_taken_once(storage: Storage) -> None:
         assert tx.take_challenge("other") is not None
 
 
+def test_signature_expiry_follows_the_callers_clock(storage: Storage, clock: FakeClock) -> None:
+    """A gateway whose clock differs from storage's must still see its replays refused."""
+    caller_now = int(clock.now) - 10**6  # far behind the storage's clock
+    with storage.transaction() as tx:
+        assert tx.remember_signature("d9", caller_now + 600, now=caller_now) is True
+        assert tx.remember_signature("d9", caller_now + 600, now=caller_now + 599) is False
+        assert tx.remember_signature("d9", caller_now + 1200, now=caller_now + 600) is True
+
+
 def test_signature_is_remembered_until_it_expires(storage: Storage, clock: FakeClock) -> None:
     expires = int(clock.now) + 600
     with storage.transaction() as tx:

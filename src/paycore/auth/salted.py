@@ -72,6 +72,6 @@ def verify_salted(
     # Remembered until the salt itself has gone stale; after that the window refuses it.
     remember_until = math.ceil(salt) + settings.salt_window + 1
     with storage.transaction() as tx:
-        if not tx.remember_signature(sha256(raw).hex(), remember_until):
+        if not tx.remember_signature(sha256(raw).hex(), remember_until, now=now):
             raise AuthError("signature was already used", prefix=WALLET_PREFIX)
     return public_key_to_address(signer)
