@@ -8,43 +8,24 @@ every transfer it values.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from collections.abc import Iterable
 from functools import lru_cache
 
-import attrs
-
+from paycore.chains.common import CONTRACT_TYPES as CONTRACT_TYPES
+from paycore.chains.common import ChainBase, TokenMeta
 from paycore.config import ChainConfig
-from paycore.errors import InvalidInput
-from paycore.tokens import NATIVE, TokenId, to_checksum
+from paycore.tokens import NATIVE, to_checksum
 
 from . import abi, create2
 from .rpc import Call, Rpc, RpcError
 
-CONTRACT_TYPES = ("deposit", "wallet")
 
-
-@attrs.frozen
-class TokenMeta:
-    address: str  # NATIVE for the coin
-    symbol: str
-    decimals: int
-
-
-class EvmChain:
+class EvmChain(ChainBase):
     """A configured chain with both ``rpc_url`` and ``factory`` (the plugin checks)."""
 
     def __init__(self, config: ChainConfig, rpc: Rpc | None = None) -> None:
-        if config.factory is None or config.rpc_url is None:
-            raise ValueError(f"chain {config.chain_id} needs rpc_url and factory")
-        self.config = config
-        self.chain_id = config.chain_id
-        self.factory: str = config.factory
-        self.rpc = rpc or Rpc(config.rpc_url, batch_size=config.rpc_batch)
-        self._tokens: dict[str, TokenMeta] = {
-            NATIVE: TokenMeta(NATIVE, config.native_symbol, config.native_decimals)
-        }
-        self._tokens_lock = threading.Lock()
+        super().__init__(config)
+        self.rpc = rpc or Rpc(self.rpc_url, batch_size=config.rpc_batch)
         #: Serialises the faucet's nonce: two concurrent calls must not reuse one.
         self.faucet_lock = threading.Lock()
 
@@ -52,35 +33,10 @@ class EvmChain:
     def wallet_of(self, owner: str) -> str:
         return _wallet_address(self.factory, owner)
 
-    def deposit_of(self, owner: str, index: int) -> str:
-        return _deposit_address(self.wallet_of(owner), index)
-
-    def address(self, owner: str, index: int, contract_type: str = "deposit") -> str:
-        """SPEC.md's /getAddress: a forwarder at ``index`` or the owner's wallet itself."""
-        if contract_type == "wallet":
-            return self.wallet_of(owner)
-        if contract_type != "deposit":
-            raise InvalidInput("contractType", f"must be one of {', '.join(CONTRACT_TYPES)}")
-        return self.deposit_of(owner, index)
-
-    def deposit_indexes(self, owner: str, count: int, addresses: Iterable[str]) -> list[int]:
-        """Which of the owner's first ``count`` deposit indexes have an address among
-        ``addresses`` (the owner's invoices): the indexes paycore handed out."""
-        wanted = set(addresses)
-        wallet = self.wallet_of(owner)
-        return [i for i in range(count) if _deposit_address(wallet, i) in wanted]
+    def _deposit_at(self, wallet: str, index: int) -> str:
+        return _deposit_address(wallet, index)
 
     # -- tokens ---------------------------------------------------------------------------
-    def known_tokens(self, prices: Mapping[str, Decimal], extra: Iterable[str] = ()) -> list[str]:
-        """Native, the configured ERC20s, the priced ones on this chain, then ``extra``
-        token ids (``{chainId}:{address}``) of this chain; each once, in that order."""
-        found = [NATIVE, *self.config.tokens]
-        for token_id in [*prices, *extra]:
-            parsed = TokenId.parse(token_id)
-            if parsed.chain_id == self.chain_id:
-                found.append(parsed.address)
-        return list(dict.fromkeys(found))
-
     def token_meta(self, tokens: Iterable[str]) -> dict[str, TokenMeta]:
         """Decimals and symbol of each token that has them; one batch for the unknown ones.
         A contract without ``decimals()`` is left out: it cannot be valued."""

@@ -10,21 +10,21 @@ signs -- with the operator's dev-chain key, on dev chains only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 
 from eth_account import Account
 
 from paycore.chains import WithdrawRequest
+from paycore.chains.common import balance_entry
 from paycore.config import FAUCET_CHAIN_IDS
-from paycore.errors import InvalidInput, PriceUnavailable
+from paycore.errors import InvalidInput
 from paycore.model import Json
 from paycore.money import from_base_units, to_base_units, to_text
 from paycore.pricing import PriceTable
 from paycore.tokens import NATIVE
 
 from . import abi, txbuild
-from .chain import EvmChain, TokenMeta
+from .chain import EvmChain
 from .relay import decode_raw_tx
 from .rpc import RpcError
 
@@ -114,33 +114,8 @@ def balances(
     entries: list[Json] = []
     for n, token in enumerate(order):
         row = [abi.decode_uint(r) for r in results[n * len(holders) : (n + 1) * len(holders)]]
-        entries.append(_balance_entry(chain.chain_id, metas[token], row[0], sum(row[1:]), prices))
+        entries.append(balance_entry(chain.chain_id, metas[token], row[0], sum(row[1:]), prices))
     return entries
-
-
-def _balance_entry(
-    chain_id: int, meta: TokenMeta, in_wallet: int, in_deposits: int, prices: PriceTable
-) -> Json:
-    total = from_base_units(in_wallet + in_deposits, meta.decimals)
-    token_id = f"{chain_id}:{meta.address}"
-    try:
-        vs_value: float | int | None = _number(prices.value(token_id, total))
-    except PriceUnavailable:
-        vs_value = None
-    return {
-        "token": meta.address,
-        "tokenId": token_id,
-        "symbol": meta.symbol,
-        "decimals": meta.decimals,
-        "balance": to_text(total),
-        "walletBalance": to_text(from_base_units(in_wallet, meta.decimals)),
-        "depositBalance": to_text(from_base_units(in_deposits, meta.decimals)),
-        "vsValue": vs_value,
-    }
-
-
-def _number(value: Decimal) -> float | int:
-    return int(value) if value == value.to_integral_value() else float(value)
 
 
 # -- /initWithdraw ------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from paycore.chains.common import configured
 from paycore.config import Settings
 from paycore.hookspecs import hookimpl
 from paycore.tokens import ChainKind
@@ -16,9 +17,7 @@ from paycore.tokens import ChainKind
 
 @hookimpl
 def paycore_chain_backends(settings: Settings, register: Callable[[Any], None]) -> None:
-    configs = [
-        c for c in settings.chains.values() if c.kind is ChainKind.EVM and c.rpc_url and c.factory
-    ]
+    configs = configured(settings, ChainKind.EVM)
     if configs:
         from .backend import EvmBackend  # web3 is imported only where a chain is configured
 

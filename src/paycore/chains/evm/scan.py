@@ -12,8 +12,7 @@ from collections.abc import Iterable, Mapping, Set
 from functools import lru_cache
 from typing import Any
 
-import attrs
-
+from paycore.chains.common import Transfer as Transfer
 from paycore.tokens import NATIVE, to_checksum
 
 from . import abi
@@ -28,25 +27,6 @@ _checksum = lru_cache(maxsize=1 << 16)(to_checksum)
 def watch_keys(addresses: Iterable[str]) -> dict[str, str]:
     """The lookup table the matchers take: lowercase hex digits -> checksummed address."""
     return {a[2:].lower(): a for a in addresses if a.startswith("0x") and len(a) == 42}
-
-
-@attrs.frozen
-class Transfer:
-    """A token or native transfer to a watched address, not yet valued or attributed."""
-
-    tx_hash: str
-    log_index: int  # -1 for native coin (DESIGN.md section 3)
-    tx_index: int
-    block_number: int
-    block_hash: str
-    token: str
-    from_: str
-    to: str
-    units: int
-
-    @property
-    def order(self) -> tuple[int, int, int]:
-        return (self.block_number, self.tx_index, self.log_index)
 
 
 def sweep_keys(wallet_logs: Iterable[RawLog]) -> set[tuple[str, str]]:

@@ -8,17 +8,16 @@ the watcher values every transfer with it.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 
+from paycore.chains.common import CONTRACT_TYPES as CONTRACT_TYPES
+from paycore.chains.common import ChainBase, TokenMeta
 from paycore.chains.evm import abi
 from paycore.config import ChainConfig
-from paycore.errors import InvalidInput
-from paycore.tokens import NATIVE, TokenId
+from paycore.tokens import NATIVE
 
 from . import address
 from .node import Node, NodeError
@@ -29,17 +28,8 @@ class CallRefused(NodeError):
     that address, a malformed call): an answer about the address, not an outage."""
 
 
-CONTRACT_TYPES = ("deposit", "wallet")
-
 #: The caller of read-only calls: the zero account, so no real account's state is implied.
 ZERO_CALLER = "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb"
-
-
-@attrs.frozen
-class TokenMeta:
-    address: str  # base58, or NATIVE for TRX
-    symbol: str
-    decimals: int
 
 
 @attrs.frozen
@@ -53,54 +43,21 @@ class CallResult:
     message: str = ""
 
 
-class TronChain:
+class TronChain(ChainBase):
     """A configured Tron chain with both ``rpc_url`` and ``factory`` (the plugin checks)."""
 
     def __init__(self, config: ChainConfig, node: Node | None = None) -> None:
-        if config.factory is None or config.rpc_url is None:
-            raise ValueError(f"chain {config.chain_id} needs rpc_url and factory")
-        self.config = config
-        self.chain_id = config.chain_id
-        self.factory: str = config.factory
-        self.node = node or Node(config.rpc_url, api_key=config.api_key)
-        self._tokens: dict[str, TokenMeta] = {
-            NATIVE: TokenMeta(NATIVE, config.native_symbol, config.native_decimals)
-        }
-        self._tokens_lock = threading.Lock()
+        super().__init__(config)
+        self.node = node or Node(self.rpc_url, api_key=config.api_key)
 
     # -- addresses (pure) -----------------------------------------------------------------
     def wallet_of(self, owner: str) -> str:
         return address.wallet_address(self.factory, owner)
 
-    def deposit_of(self, owner: str, index: int) -> str:
-        return address.deposit_address(self.wallet_of(owner), index)
-
-    def address(self, owner: str, index: int, contract_type: str = "deposit") -> str:
-        """SPEC.md's /getAddress: a forwarder at ``index`` or the owner's wallet itself."""
-        if contract_type == "wallet":
-            return self.wallet_of(owner)
-        if contract_type != "deposit":
-            raise InvalidInput("contractType", f"must be one of {', '.join(CONTRACT_TYPES)}")
-        return self.deposit_of(owner, index)
-
-    def deposit_indexes(self, owner: str, count: int, addresses: Iterable[str]) -> list[int]:
-        """Which of the owner's first ``count`` deposit indexes have an address among
-        ``addresses`` (the owner's invoices): the indexes paycore handed out."""
-        wanted = set(addresses)
-        wallet = self.wallet_of(owner)
-        return [i for i in range(count) if address.deposit_address(wallet, i) in wanted]
+    def _deposit_at(self, wallet: str, index: int) -> str:
+        return address.deposit_address(wallet, index)
 
     # -- tokens ---------------------------------------------------------------------------
-    def known_tokens(self, prices: Mapping[str, Decimal], extra: Iterable[str] = ()) -> list[str]:
-        """TRX, the configured TRC20s, the priced ones on this chain, then ``extra`` token
-        ids of this chain; each once, in that order."""
-        found = [NATIVE, *self.config.tokens]
-        for token_id in [*prices, *extra]:
-            parsed = TokenId.parse(token_id)
-            if parsed.chain_id == self.chain_id:
-                found.append(parsed.address)
-        return list(dict.fromkeys(found))
-
     def token_meta(self, tokens: Iterable[str]) -> dict[str, TokenMeta]:
         """Decimals and symbol of each token that has them. A contract without a sane
         ``decimals()`` is left out: it cannot be valued."""

@@ -15,8 +15,9 @@ import json
 from collections.abc import Sequence
 
 from paycore.chains import WithdrawRequest
+from paycore.chains.common import balance_entry
 from paycore.chains.evm import abi
-from paycore.errors import InvalidInput, PriceUnavailable
+from paycore.errors import InvalidInput
 from paycore.model import Json
 from paycore.money import from_base_units, to_base_units, to_text
 from paycore.pricing import PriceTable
@@ -24,7 +25,7 @@ from paycore.tokens import NATIVE, tron_to_hex
 
 from . import rawtx, txbuild
 from .address import to_evm, to_tron
-from .chain import CallResult, TokenMeta, TronChain
+from .chain import CallResult, TronChain
 
 _ERROR_SELECTOR = abi.selector("Error(string)").hex()
 
@@ -136,32 +137,8 @@ def balances(
     for token in (t for t in tokens if t in metas):
         in_wallet = chain.balance(token, wallet)
         in_deposits = sum(chain.balance(token, d) for d in deposits)
-        entries.append(_entry(chain.chain_id, metas[token], in_wallet, in_deposits, prices))
+        entries.append(balance_entry(chain.chain_id, metas[token], in_wallet, in_deposits, prices))
     return entries
-
-
-def _entry(
-    chain_id: int, meta: TokenMeta, in_wallet: int, in_deposits: int, prices: PriceTable
-) -> Json:
-    total = from_base_units(in_wallet + in_deposits, meta.decimals)
-    token_id = f"{chain_id}:{meta.address}"
-    try:
-        value = prices.value(token_id, total)
-        vs_value: float | int | None = (
-            int(value) if value == value.to_integral_value() else float(value)
-        )
-    except PriceUnavailable:
-        vs_value = None
-    return {
-        "token": meta.address,
-        "tokenId": token_id,
-        "symbol": meta.symbol,
-        "decimals": meta.decimals,
-        "balance": to_text(total),
-        "walletBalance": to_text(from_base_units(in_wallet, meta.decimals)),
-        "depositBalance": to_text(from_base_units(in_deposits, meta.decimals)),
-        "vsValue": vs_value,
-    }
 
 
 # -- /initWithdraw ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from paycore.chains.common import configured
 from paycore.config import Settings
 from paycore.hookspecs import hookimpl
 from paycore.tokens import ChainKind
@@ -17,9 +18,7 @@ from paycore.tokens import ChainKind
 
 @hookimpl
 def paycore_chain_backends(settings: Settings, register: Callable[[Any], None]) -> None:
-    configs = [
-        c for c in settings.chains.values() if c.kind is ChainKind.TRON and c.rpc_url and c.factory
-    ]
+    configs = configured(settings, ChainKind.TRON)
     if configs:
         from .backend import TronBackend
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from paycore.chains.common import Transfer as Transfer
 from paycore.chains.evm import abi
 from paycore.tokens import NATIVE, tron_from_hex, tron_to_hex
 
@@ -49,25 +50,6 @@ def watch_keys(addresses: Iterable[str]) -> dict[str, str]:
 
 def base58(digits: str) -> str:
     return tron_from_hex("41" + digits[-40:])
-
-
-@attrs.frozen
-class Transfer:
-    """A TRC20 or TRX transfer to a watched address, not yet valued or attributed."""
-
-    tx_hash: str
-    log_index: int  # index in the transaction's log list; -1 for TRX (DESIGN.md section 3)
-    tx_index: int
-    block_number: int
-    block_hash: str
-    token: str  # base58 contract, or NATIVE
-    from_: str
-    to: str
-    units: int
-
-    @property
-    def order(self) -> tuple[int, int, int]:
-        return (self.block_number, self.tx_index, self.log_index)
 
 
 @attrs.frozen

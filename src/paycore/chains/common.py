@@ -1,0 +1,154 @@
+"""What the EVM and Tron chains share, beyond how they talk to their nodes.
+
+Both deploy the same ``PaycoreWallet``/forwarder contracts from a factory, so an owner's
+wallet and deposit addresses, the deposit indexes paycore handed out, the tokens a chain
+knows and the shape of a balance entry follow the same rules; only address derivation and
+contract reads differ. Those rules live here once so the two backends cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+import attrs
+
+from paycore.config import ChainConfig, Settings
+from paycore.errors import InvalidInput, PriceUnavailable
+from paycore.model import Json
+from paycore.money import from_base_units, to_text
+from paycore.tokens import NATIVE, ChainKind, TokenId
+
+if TYPE_CHECKING:
+    from paycore.pricing import PriceTable
+
+CONTRACT_TYPES = ("deposit", "wallet")
+
+
+def configured(settings: Settings, kind: ChainKind) -> list[ChainConfig]:
+    """The chains of ``kind`` a backend can serve: those with both an RPC URL and a factory
+    (without either there is nothing to derive addresses from or to ask)."""
+    return [c for c in settings.chains.values() if c.kind is kind and c.rpc_url and c.factory]
+
+
+@attrs.frozen
+class TokenMeta:
+    address: str  # the token contract (0x or base58), or NATIVE for the coin
+    symbol: str
+    decimals: int
+
+
+@attrs.frozen
+class Transfer:
+    """A token or native transfer to a watched address, not yet valued or attributed."""
+
+    tx_hash: str
+    #: The log's index (EVM: in the block; Tron: in the transaction's log list); -1 for
+    #: native coin (DESIGN.md section 3).
+    log_index: int
+    tx_index: int
+    block_number: int
+    block_hash: str
+    token: str  # the token contract, or NATIVE
+    from_: str
+    to: str
+    units: int
+
+    @property
+    def order(self) -> tuple[int, int, int]:
+        return (self.block_number, self.tx_index, self.log_index)
+
+
+class ChainBase:
+    """A configured chain with both ``rpc_url`` and ``factory`` (the plugin checks): its
+    config, its factory, and the token facts it has learned.
+
+    Subclasses derive addresses (:meth:`wallet_of`, :meth:`_deposit_at`) and read token
+    facts from their node (:meth:`token_meta`, kept in ``_tokens`` under ``_tokens_lock``,
+    since a deployed token's ``decimals()`` never changes).
+    """
+
+    def __init__(self, config: ChainConfig) -> None:
+        if config.factory is None or config.rpc_url is None:
+            raise ValueError(f"chain {config.chain_id} needs rpc_url and factory")
+        self.config = config
+        self.chain_id = config.chain_id
+        self.factory: str = config.factory
+        self.rpc_url: str = config.rpc_url
+        self._tokens: dict[str, TokenMeta] = {
+            NATIVE: TokenMeta(NATIVE, config.native_symbol, config.native_decimals)
+        }
+        self._tokens_lock = threading.Lock()
+
+    # -- addresses (pure) -----------------------------------------------------------------
+    def wallet_of(self, owner: str) -> str:
+        raise NotImplementedError
+
+    def _deposit_at(self, wallet: str, index: int) -> str:
+        """The forwarder of ``wallet`` at ``index``."""
+        raise NotImplementedError
+
+    def deposit_of(self, owner: str, index: int) -> str:
+        return self._deposit_at(self.wallet_of(owner), index)
+
+    def address(self, owner: str, index: int, contract_type: str = "deposit") -> str:
+        """SPEC.md's /getAddress: a forwarder at ``index`` or the owner's wallet itself."""
+        if contract_type == "wallet":
+            return self.wallet_of(owner)
+        if contract_type != "deposit":
+            raise InvalidInput("contractType", f"must be one of {', '.join(CONTRACT_TYPES)}")
+        return self.deposit_of(owner, index)
+
+    def deposit_indexes(self, owner: str, count: int, addresses: Iterable[str]) -> list[int]:
+        """Which of the owner's first ``count`` deposit indexes have an address among
+        ``addresses`` (the owner's invoices): the indexes paycore handed out."""
+        wanted = set(addresses)
+        wallet = self.wallet_of(owner)
+        return [i for i in range(count) if self._deposit_at(wallet, i) in wanted]
+
+    # -- tokens ---------------------------------------------------------------------------
+    def known_tokens(self, prices: Mapping[str, Decimal], extra: Iterable[str] = ()) -> list[str]:
+        """The native coin, the configured tokens, the priced ones on this chain, then
+        ``extra`` token ids (``{chainId}:{address}``) of this chain; each once, in that
+        order."""
+        found = [NATIVE, *self.config.tokens]
+        for token_id in [*prices, *extra]:
+            parsed = TokenId.parse(token_id)
+            if parsed.chain_id == self.chain_id:
+                found.append(parsed.address)
+        return list(dict.fromkeys(found))
+
+    def token_meta(self, tokens: Iterable[str]) -> dict[str, TokenMeta]:
+        """Decimals and symbol of each token that has them. A contract without a sane
+        ``decimals()`` is left out: it cannot be valued."""
+        raise NotImplementedError
+
+
+def balance_entry(
+    chain_id: int, meta: TokenMeta, in_wallet: int, in_deposits: int, prices: PriceTable
+) -> Json:
+    """One token's row of /getBalances: wallet and forwarders in whole tokens, and their
+    value (None when the token has no fresh price: a balance is shown all the same)."""
+    total = from_base_units(in_wallet + in_deposits, meta.decimals)
+    token_id = f"{chain_id}:{meta.address}"
+    try:
+        vs_value: float | int | None = _number(prices.value(token_id, total))
+    except PriceUnavailable:
+        vs_value = None
+    return {
+        "token": meta.address,
+        "tokenId": token_id,
+        "symbol": meta.symbol,
+        "decimals": meta.decimals,
+        "balance": to_text(total),
+        "walletBalance": to_text(from_base_units(in_wallet, meta.decimals)),
+        "depositBalance": to_text(from_base_units(in_deposits, meta.decimals)),
+        "vsValue": vs_value,
+    }
+
+
+def _number(value: Decimal) -> float | int:
+    """A JSON number: an integral value without a fraction, any other as a float."""
+    return int(value) if value == value.to_integral_value() else float(value)
