@@ -79,6 +79,15 @@ class Gateway:
         return int(self.clock())
 
     def close(self) -> None:
+        """Let notifiers finish what they hold (queued e-mail, the Redis listener), then
+        release storage. A failing notifier never keeps storage open."""
+        for notifier in self.notifiers:
+            closer = getattr(notifier, "close", None)
+            if callable(closer):
+                try:
+                    closer()
+                except Exception:
+                    log.exception("closing notifier %s failed", getattr(notifier, "name", notifier))
         self.storage.close()
 
     # -- prices ---------------------------------------------------------------------------

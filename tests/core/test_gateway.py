@@ -180,3 +180,26 @@ def test_paging_clamps_and_orders(gw: Gateway, clock: Clock) -> None:
     items, total, offset, limit = gw.list_invoices(owner=OWNER, limit=500)  # type: ignore[misc]
     assert (total, offset, limit, len(items)) == (55, 0, 50, 50)
     assert items[0].guid == guids[-1]
+
+
+class Closable:
+    name = "closable"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.closed = False
+        self.fail = fail
+
+    def invoice_changed(self, owner: str, payload: dict[str, object]) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+        if self.fail:
+            raise RuntimeError("boom")
+
+
+def test_close_closes_notifiers_even_when_one_fails(gw: Gateway) -> None:
+    bad, good = Closable(fail=True), Closable()
+    gw.notifiers[:0] = [bad, good]
+    gw.close()
+    assert bad.closed and good.closed
