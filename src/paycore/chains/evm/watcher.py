@@ -34,20 +34,16 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
-import socket
 import threading
-import uuid
-from collections.abc import Callable, Sequence
-from decimal import Decimal
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from paycore.chains.watching import ChainWatcher, StepReport, default_holder, run_all
 from paycore.errors import PriceUnavailable
-from paycore.model import Deposit, Transaction, TxType
-from paycore.money import from_base_units
+from paycore.model import Deposit, Transaction
 from paycore.prices import parking
 from paycore.tokens import NATIVE
 
@@ -57,30 +53,10 @@ from .rpc import Call
 
 if TYPE_CHECKING:
     from paycore.gateway import Gateway
-    from paycore.watch_records import ChainCursor
 
 log = logging.getLogger("paycore.watcher")
 
-
-def default_holder() -> str:
-    """A lease holder id unique to this watcher instance, readable in the database."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-@attrs.frozen
-class StepReport:
-    """What one pass did; ``caught_up`` means a caller may sleep before the next."""
-
-    held: bool
-    scanned_from: int | None = None
-    scanned_to: int | None = None
-    deposits: int = 0
-    withdrawals: int = 0
-    rewound_to: int | None = None
-    caught_up: bool = True
-    error: str | None = None
-    #: Deposits left waiting for a fresh price this pass (``paycore.prices.parking``).
-    parked: int = 0
+__all__ = ["EvmWatcher", "StepReport", "default_holder", "main", "run_watchers", "watchers"]
 
 
 @attrs.frozen
@@ -97,74 +73,28 @@ class _Inconsistent(Exception):
     """The node's answers within one batch disagree (a reorg mid-read): retry the range."""
 
 
-class EvmWatcher:
-    def __init__(
-        self,
-        gateway: Gateway,
-        chain: EvmChain,
-        *,
-        holder: str | None = None,
-        record: Callable[[Deposit], object] | None = None,
-    ) -> None:
-        self.gateway = gateway
-        self.chain = chain
-        self.config = chain.config
-        self.holder = holder or default_holder()
-        #: Where a matched deposit goes; a test swaps it to simulate a crash mid-range.
-        self.record = record or gateway.record_deposit
-        self._wallet_owners: dict[str, str | None] = {}
-
-    # -- lease and cursor -----------------------------------------------------------------
-    def _now_ms(self) -> int:
-        return int(self.gateway.clock() * 1000)
-
-    def _lease_ms(self) -> int:
-        return int(self.config.watcher_lease * 1000)
-
-    def _claim(self) -> ChainCursor | None:
-        with self.gateway.storage.transaction() as tx:
-            return tx.claim_chain(
-                self.chain.chain_id, self.holder, self._now_ms(), self._lease_ms()
-            )
-
-    def _advance(self, number: int, block_hash: str | None) -> bool:
-        with self.gateway.storage.transaction() as tx:
-            return tx.advance_chain(
-                self.chain.chain_id,
-                self.holder,
-                number,
-                block_hash,
-                self._now_ms(),
-                self._lease_ms(),
-            )
-
-    def release(self) -> None:
-        with self.gateway.storage.transaction() as tx:
-            tx.release_chain(self.chain.chain_id, self.holder)
+class EvmWatcher(ChainWatcher[EvmChain]):
+    """Scans one EVM chain with JSON-RPC batches; the lease, cursor and loop are
+    ``ChainWatcher``'s."""
 
     # -- one pass -------------------------------------------------------------------------
-    def step(self, stop: threading.Event | None = None) -> StepReport:
-        cursor = self._claim()
-        if cursor is None:
-            return StepReport(held=False)
-        rpc = self.chain.rpc
-        head = int(rpc.call("eth_blockNumber"), 16)
-        safe = head - self.config.confirmations
-        if safe < 0:
-            return StepReport(held=True)
-        last, last_hash = cursor.block_number, cursor.block_hash
+    def _head(self) -> int:
+        return int(self.chain.rpc.call("eth_blockNumber"), 16)
+
+    def _block_hash(self, number: int) -> str:
+        block_hash: str = self._header(number)["hash"]
+        return block_hash
+
+    def _scan(
+        self, last: int, last_hash: str | None, safe: int, stop: threading.Event | None
+    ) -> StepReport:
+        """Re-check the cursor block's hash (rewinding after a reorg below it), retry the
+        parked deposits, then fetch and attribute range after range up to ``safe``."""
         rewound_to = None
-        if last is None:
-            if self.config.start_block is None:
-                header = self._header(safe)
-                self._advance(safe, header["hash"])
-                log.info("chain %d: first pass starts after block %d", self.chain.chain_id, safe)
-                return StepReport(held=True, scanned_to=safe)
-            last, last_hash = self.config.start_block - 1, None
-        elif last_hash is not None and last >= 0:
-            header = rpc.call("eth_getBlockByNumber", [hex(last), False])
+        if last_hash is not None and last >= 0:
+            header = self.chain.rpc.call("eth_getBlockByNumber", [hex(last), False])
             if header is None or header["hash"] != last_hash:
-                rewound_to = self._rewind(last)
+                rewound_to, _ = self._rewind(last)
                 last = rewound_to
         watched = scan.watch_keys(self._watched_addresses())
         tokens = self._token_decimals()
@@ -218,31 +148,6 @@ class EvmWatcher:
         if header is None:
             raise _Inconsistent(f"block {number} is missing")
         return header
-
-    def _rewind(self, last: int) -> int:
-        floor = (self.config.start_block or 0) - 1
-        target = max(last - max(self.config.reorg_rewind, 1), floor)
-        target_hash = self._header(target)["hash"] if target >= 0 else None
-        self._advance(target, target_hash)
-        log.warning(
-            "chain %d: block %d was replaced (reorg); re-scanning from %d",
-            self.chain.chain_id,
-            last,
-            target + 1,
-        )
-        return target
-
-    def _watched_addresses(self) -> list[str]:
-        deadline_after = int(self.gateway.clock()) - self.config.watch_grace
-        with self.gateway.storage.transaction() as tx:
-            return tx.watched_addresses(self.chain.chain_id, deadline_after)
-
-    def _token_decimals(self) -> dict[str, int]:
-        """Decimals of every ERC20 this chain watches: configured, then priced."""
-        known = self.chain.known_tokens({}, self.gateway.pricing.tokens())
-        erc20 = [t for t in known if t != NATIVE]
-        metas = self.chain.token_meta(erc20)
-        return {NATIVE: self.config.native_decimals} | {t: m.decimals for t, m in metas.items()}
 
     # -- fetching -------------------------------------------------------------------------
     def _fetch(
@@ -316,18 +221,7 @@ class EvmWatcher:
         (attributed, parked)."""
         attributed = parked = 0
         for transfer in fetched.transfers:
-            deposit = Deposit(
-                chain_id=self.chain.chain_id,
-                tx_hash=transfer.tx_hash,
-                log_index=transfer.log_index,
-                token=transfer.token,
-                from_=transfer.from_,
-                to=transfer.to,
-                amount=from_base_units(transfer.units, tokens[transfer.token]),
-                timestamp=fetched.timestamps[transfer.block_number],
-                block_number=transfer.block_number,
-                block_hash=transfer.block_hash,
-            )
+            deposit = self._deposit(transfer, tokens, fetched.timestamps)
             if deposit.to in waiting:
                 parking.park(self.gateway, deposit, "behind a deposit waiting for a price")
                 parked += 1
@@ -357,32 +251,19 @@ class EvmWatcher:
             owner = owners.get(entry["address"].lower())
             if owner is None or len(entry["topics"]) != 3:
                 continue
-            token = abi.topic_address(entry["topics"][1])
-            meta = self.chain.token_meta([token]).get(token)
-            if meta is None:
-                continue
-            amount = from_base_units(abi.word_int(entry["data"], 0), meta.decimals)
-            try:
-                vs_value = table.value(f"{self.chain.chain_id}:{token}", amount)
-            except PriceUnavailable:
-                vs_value = Decimal(0)  # recorded all the same, valued at nothing
-            records.append(
-                Transaction(
-                    type=TxType.WITHDRAW,
-                    tx_hash=entry["transactionHash"],
-                    log_index=int(entry["logIndex"], 16),
-                    chain_id=self.chain.chain_id,
-                    token=token,
-                    from_=self.chain.wallet_of(owner),
-                    amount=amount,
-                    vs_value=vs_value,
-                    timestamp=fetched.timestamps[int(entry["blockNumber"], 16)],
-                    owner=owner,
-                    to=abi.topic_address(entry["topics"][2]),
-                )
+            record = self._withdrawal(
+                tx_hash=entry["transactionHash"],
+                log_index=int(entry["logIndex"], 16),
+                token=abi.topic_address(entry["topics"][1]),
+                units=abi.word_int(entry["data"], 0),
+                owner=owner,
+                to=abi.topic_address(entry["topics"][2]),
+                timestamp=fetched.timestamps[int(entry["blockNumber"], 16)],
+                prices=table,
             )
-        with self.gateway.storage.transaction() as tx:
-            recorded = [record for record in records if tx.insert_transaction(record)]
+            if record is not None:
+                records.append(record)
+        recorded = self._insert(records)
         # After the commit, and only the newly recorded ones: a re-scan mails nobody twice.
         self.gateway.notify_transactions(recorded)
         return len(recorded)
@@ -408,25 +289,6 @@ class EvmWatcher:
                 self._wallet_owners[emitter] = owner
         return {e.lower(): self._wallet_owners[e.lower()] for e in emitters}
 
-    # -- loop -----------------------------------------------------------------------------
-    def run(self, stop: threading.Event) -> None:
-        """Pass after pass until ``stop`` is set; sleeps ``poll_interval`` once caught up
-        (or after an error, which is logged: a node outage must not end the watcher)."""
-        try:
-            while not stop.is_set():
-                try:
-                    report = self.step(stop)
-                except Exception:
-                    log.exception("chain %d: watcher pass failed", self.chain.chain_id)
-                    report = StepReport(held=True, error="exception")
-                if report.caught_up or not report.held or report.error:
-                    stop.wait(self.config.poll_interval)
-        finally:
-            try:
-                self.release()
-            except Exception:  # storage gone at shutdown: the lease lapses on its own
-                log.exception("chain %d: could not release the lease", self.chain.chain_id)
-
 
 def watchers(gateway: Gateway, holder: str | None = None) -> list[EvmWatcher]:
     """One watcher per EVM chain the gateway's backends serve."""
@@ -442,18 +304,7 @@ def watchers(gateway: Gateway, holder: str | None = None) -> list[EvmWatcher]:
 
 def run_watchers(gateway: Gateway, stop_event: threading.Event) -> None:
     """Run every chain's watcher on its own thread until ``stop_event`` is set; blocks."""
-    threads = [
-        threading.Thread(
-            target=w.run, args=(stop_event,), name=f"paycore-watch-{w.chain.chain_id}", daemon=True
-        )
-        for w in watchers(gateway)
-    ]
-    for thread in threads:
-        thread.start()
-    while not stop_event.wait(0.5):
-        pass
-    for thread in threads:
-        thread.join()
+    run_all(watchers(gateway), stop_event)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,16 +31,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from paycore.chains.evm.watcher import StepReport, default_holder
+from paycore.chains.watching import ChainWatcher, StepReport, run_all
 from paycore.errors import PriceUnavailable
-from paycore.model import Deposit, Transaction, TxType
-from paycore.money import from_base_units
+from paycore.model import Transaction
 from paycore.tokens import NATIVE
 
 from . import scan
@@ -49,7 +46,6 @@ from .chain import CallRefused, TronChain
 
 if TYPE_CHECKING:
     from paycore.gateway import Gateway
-    from paycore.watch_records import ChainCursor
 
 log = logging.getLogger("paycore.watcher")
 
@@ -75,67 +71,25 @@ class _Forked(Exception):
     """The block after the cursor does not descend from the cursor's block."""
 
 
-class TronWatcher:
-    def __init__(
-        self,
-        gateway: Gateway,
-        chain: TronChain,
-        *,
-        holder: str | None = None,
-        record: Callable[[Deposit], object] | None = None,
-    ) -> None:
-        self.gateway = gateway
-        self.chain = chain
-        self.config = chain.config
-        self.holder = holder or default_holder()
-        #: Where a matched deposit goes; a test swaps it to simulate a crash mid-range.
-        self.record = record or gateway.record_deposit
-        self._wallet_owners: dict[str, str | None] = {}
+class TronWatcher(ChainWatcher[TronChain]):
+    """Scans one Tron chain through the full-node HTTP API; the lease, cursor and loop are
+    ``ChainWatcher``'s."""
 
-    # -- lease and cursor -----------------------------------------------------------------
-    def _now_ms(self) -> int:
-        return int(self.gateway.clock() * 1000)
-
-    def _lease_ms(self) -> int:
-        return int(self.config.watcher_lease * 1000)
-
-    def _claim(self) -> ChainCursor | None:
-        with self.gateway.storage.transaction() as tx:
-            return tx.claim_chain(
-                self.chain.chain_id, self.holder, self._now_ms(), self._lease_ms()
-            )
-
-    def _advance(self, number: int, block_hash: str | None) -> bool:
-        with self.gateway.storage.transaction() as tx:
-            return tx.advance_chain(
-                self.chain.chain_id,
-                self.holder,
-                number,
-                block_hash,
-                self._now_ms(),
-                self._lease_ms(),
-            )
-
-    def release(self) -> None:
-        with self.gateway.storage.transaction() as tx:
-            tx.release_chain(self.chain.chain_id, self.holder)
+    _replaced = "fork"
 
     # -- one pass -------------------------------------------------------------------------
-    def step(self, stop: threading.Event | None = None) -> StepReport:
-        cursor = self._claim()
-        if cursor is None:
-            return StepReport(held=False)
-        head = scan.number(self.chain.node.post("wallet/getnowblock"))
-        safe = head - self.config.confirmations
-        if safe < 0:
-            return StepReport(held=True)
-        last, last_hash = cursor.block_number, cursor.block_hash
-        if last is None:
-            if self.config.start_block is None:
-                self._advance(safe, scan.block_id(self._block(safe)))
-                log.info("chain %d: first pass starts after block %d", self.chain.chain_id, safe)
-                return StepReport(held=True, scanned_to=safe)
-            last, last_hash = self.config.start_block - 1, None
+    def _head(self) -> int:
+        return scan.number(self.chain.node.post("wallet/getnowblock"))
+
+    def _block_hash(self, number: int) -> str:
+        return scan.block_id(self._block(number))
+
+    def _scan(
+        self, last: int, last_hash: str | None, safe: int, stop: threading.Event | None
+    ) -> StepReport:
+        """Fetch and attribute range after range up to ``safe``; the first range's parent
+        must be the cursor's block, or the cursor rewinds once this pass. A deposit with no
+        fresh price holds the chain: the range is read again on a later pass."""
         watched = scan.watch_keys(self._watched_addresses())
         decimals = self._token_decimals()
         tokens = {scan.key(t): t for t in decimals if t != NATIVE}
@@ -182,31 +136,6 @@ class TronWatcher:
         if not block or "blockID" not in block:
             raise _Inconsistent(f"block {number} is missing")
         return block
-
-    def _rewind(self, last: int) -> tuple[int, str | None]:
-        floor = (self.config.start_block or 0) - 1
-        target = max(last - max(self.config.reorg_rewind, 1), floor)
-        target_hash = scan.block_id(self._block(target)) if target >= 0 else None
-        self._advance(target, target_hash)
-        log.warning(
-            "chain %d: block %d was replaced (fork); re-scanning from %d",
-            self.chain.chain_id,
-            last,
-            target + 1,
-        )
-        return target, target_hash
-
-    def _watched_addresses(self) -> list[str]:
-        deadline_after = int(self.gateway.clock()) - self.config.watch_grace
-        with self.gateway.storage.transaction() as tx:
-            return tx.watched_addresses(self.chain.chain_id, deadline_after)
-
-    def _token_decimals(self) -> dict[str, int]:
-        """Decimals of TRX and every TRC20 this chain watches: configured, then priced."""
-        known = self.chain.known_tokens({}, self.gateway.pricing.tokens())  # stale ones too
-        trc20 = [t for t in known if t != NATIVE]
-        metas = self.chain.token_meta(trc20)
-        return {NATIVE: self.config.native_decimals} | {t: m.decimals for t, m in metas.items()}
 
     # -- fetching -------------------------------------------------------------------------
     def _blocks(self, start: int, end: int) -> list[dict[str, Any]]:
@@ -262,20 +191,7 @@ class TronWatcher:
     # -- recording ------------------------------------------------------------------------
     def _attribute(self, fetched: _Range, decimals: dict[str, int]) -> int:
         for transfer in fetched.transfers:
-            self.record(
-                Deposit(
-                    chain_id=self.chain.chain_id,
-                    tx_hash=transfer.tx_hash,
-                    log_index=transfer.log_index,
-                    token=transfer.token,
-                    from_=transfer.from_,
-                    to=transfer.to,
-                    amount=from_base_units(transfer.units, decimals[transfer.token]),
-                    timestamp=fetched.timestamps[transfer.block_number],
-                    block_number=transfer.block_number,
-                    block_hash=transfer.block_hash,
-                )
-            )
+            self.record(self._deposit(transfer, decimals, fetched.timestamps))
         return len(fetched.transfers)
 
     def _record_withdrawals(self, fetched: _Range) -> int:
@@ -288,32 +204,19 @@ class TronWatcher:
             owner = owners.get(event.emitter)
             if owner is None:
                 continue
-            token = NATIVE if int(event.token, 16) == 0 else scan.base58(event.token)
-            meta = self.chain.token_meta([token]).get(token)
-            if meta is None:
-                continue
-            amount = from_base_units(event.units, meta.decimals)
-            try:
-                vs_value = self.gateway.prices.value(f"{self.chain.chain_id}:{token}", amount)
-            except PriceUnavailable:
-                vs_value = Decimal(0)  # recorded all the same, valued at nothing
-            records.append(
-                Transaction(
-                    type=TxType.WITHDRAW,
-                    tx_hash=event.tx_hash,
-                    log_index=event.log_index,
-                    chain_id=self.chain.chain_id,
-                    token=token,
-                    from_=self.chain.wallet_of(owner),
-                    amount=amount,
-                    vs_value=vs_value,
-                    timestamp=fetched.timestamps[event.block_number],
-                    owner=owner,
-                    to=scan.base58(event.to),
-                )
+            record = self._withdrawal(
+                tx_hash=event.tx_hash,
+                log_index=event.log_index,
+                token=NATIVE if int(event.token, 16) == 0 else scan.base58(event.token),
+                units=event.units,
+                owner=owner,
+                to=scan.base58(event.to),
+                timestamp=fetched.timestamps[event.block_number],
+                prices=self.gateway.prices,
             )
-        with self.gateway.storage.transaction() as tx:
-            return sum(1 for record in records if tx.insert_transaction(record))
+            if record is not None:
+                records.append(record)
+        return len(self._insert(records))
 
     def _owners_of(self, emitters: set[str]) -> dict[str, str | None]:
         """Which emitters (hex digits) are paycore wallets of this factory, and whose:
@@ -341,40 +244,7 @@ class TronWatcher:
             _items, total = tx.list_invoices(owner=evm, chain_id=self.chain.chain_id, limit=1)
         return evm if total else owner
 
-    # -- loop -----------------------------------------------------------------------------
-    def run(self, stop: threading.Event) -> None:
-        """Pass after pass until ``stop`` is set; sleeps ``poll_interval`` once caught up
-        (or after an error, which is logged: a node outage must not end the watcher)."""
-        try:
-            while not stop.is_set():
-                try:
-                    report = self.step(stop)
-                except Exception:
-                    log.exception("chain %d: watcher pass failed", self.chain.chain_id)
-                    report = StepReport(held=True, error="exception")
-                if report.caught_up or not report.held or report.error:
-                    stop.wait(self.config.poll_interval)
-        finally:
-            try:
-                self.release()
-            except Exception:  # storage gone at shutdown: the lease lapses on its own
-                log.exception("chain %d: could not release the lease", self.chain.chain_id)
-
 
 def run_watchers(gateway: Gateway, chains: list[TronChain], stop_event: threading.Event) -> None:
     """Run each chain's watcher on its own thread until ``stop_event`` is set; blocks."""
-    threads = [
-        threading.Thread(
-            target=TronWatcher(gateway, chain).run,
-            args=(stop_event,),
-            name=f"paycore-watch-{chain.chain_id}",
-            daemon=True,
-        )
-        for chain in chains
-    ]
-    for thread in threads:
-        thread.start()
-    while not stop_event.wait(0.5):
-        pass
-    for thread in threads:
-        thread.join()
+    run_all([TronWatcher(gateway, chain) for chain in chains], stop_event)

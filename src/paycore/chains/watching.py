@@ -1,0 +1,281 @@
+"""What every chain's deposit watcher shares (DESIGN.md section 3): the lease, the cursor,
+the shape of one pass and the loop of passes.
+
+A watcher holds its chain's lease in storage; the same row holds the cursor (the last block
+scanned and its hash). :meth:`ChainWatcher.step` claims the lease, reads the head, and on
+the very first pass starts after the safe head (or at ``start_block``); the scan itself --
+how blocks are fetched, checked against reorgs and matched -- is the chain's own
+(:meth:`ChainWatcher._scan`). What a scan finds is turned into :class:`Deposit` and withdraw
+:class:`Transaction` records here, so both chains value and record them alike.
+
+Why one place: the lease and cursor protocol is what makes a watcher safe to kill and to run
+twice; two copies of it could drift apart and only one chain would then count a deposit
+twice or lose one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import attrs
+
+from paycore.errors import PriceUnavailable
+from paycore.model import Deposit, Transaction, TxType
+from paycore.money import from_base_units
+from paycore.tokens import NATIVE
+
+from .common import ChainBase, Transfer
+
+if TYPE_CHECKING:
+    from paycore.gateway import Gateway
+    from paycore.pricing import PriceTable
+    from paycore.watch_records import ChainCursor
+
+log = logging.getLogger("paycore.watcher")
+
+
+def default_holder() -> str:
+    """A lease holder id unique to this watcher instance, readable in the database."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@attrs.frozen
+class StepReport:
+    """What one pass did; ``caught_up`` means a caller may sleep before the next."""
+
+    held: bool
+    scanned_from: int | None = None
+    scanned_to: int | None = None
+    deposits: int = 0
+    withdrawals: int = 0
+    rewound_to: int | None = None
+    caught_up: bool = True
+    error: str | None = None
+    #: Deposits left waiting for a fresh price this pass (``paycore.prices.parking``).
+    parked: int = 0
+
+
+ChainT = TypeVar("ChainT", bound=ChainBase)
+
+
+class ChainWatcher(Generic[ChainT]):
+    """The lease, cursor and pass loop of one chain's watcher; a subclass scans.
+
+    Subclasses provide :meth:`_head`, :meth:`_block_hash` and :meth:`_scan`, and set
+    ``_replaced`` to the word their logs use for a replaced block ("reorg", "fork").
+    """
+
+    _replaced = "reorg"
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        chain: ChainT,
+        *,
+        holder: str | None = None,
+        record: Callable[[Deposit], object] | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.chain = chain
+        self.config = chain.config
+        self.holder = holder or default_holder()
+        #: Where a matched deposit goes; a test swaps it to simulate a crash mid-range.
+        self.record = record or gateway.record_deposit
+        self._wallet_owners: dict[str, str | None] = {}
+
+    # -- what the chain provides -------------------------------------------------------------
+    def _head(self) -> int:
+        """The number of the chain's latest block."""
+        raise NotImplementedError
+
+    def _block_hash(self, number: int) -> str:
+        """The hash (blockID) of block ``number``; raises when the node does not have it."""
+        raise NotImplementedError
+
+    def _scan(
+        self, last: int, last_hash: str | None, safe: int, stop: threading.Event | None
+    ) -> StepReport:
+        """Scan the blocks after ``last`` (whose hash the cursor holds, if any) up to
+        ``safe``, attributing what they hold and advancing the cursor range by range."""
+        raise NotImplementedError
+
+    # -- lease and cursor -----------------------------------------------------------------
+    def _now_ms(self) -> int:
+        return int(self.gateway.clock() * 1000)
+
+    def _lease_ms(self) -> int:
+        return int(self.config.watcher_lease * 1000)
+
+    def _claim(self) -> ChainCursor | None:
+        with self.gateway.storage.transaction() as tx:
+            return tx.claim_chain(
+                self.chain.chain_id, self.holder, self._now_ms(), self._lease_ms()
+            )
+
+    def _advance(self, number: int, block_hash: str | None) -> bool:
+        with self.gateway.storage.transaction() as tx:
+            return tx.advance_chain(
+                self.chain.chain_id,
+                self.holder,
+                number,
+                block_hash,
+                self._now_ms(),
+                self._lease_ms(),
+            )
+
+    def release(self) -> None:
+        with self.gateway.storage.transaction() as tx:
+            tx.release_chain(self.chain.chain_id, self.holder)
+
+    def _rewind(self, last: int) -> tuple[int, str | None]:
+        """Move the cursor ``reorg_rewind`` blocks back (never below ``start_block``) after
+        block ``last`` was found replaced; returns the new cursor and its hash."""
+        floor = (self.config.start_block or 0) - 1
+        target = max(last - max(self.config.reorg_rewind, 1), floor)
+        target_hash = self._block_hash(target) if target >= 0 else None
+        self._advance(target, target_hash)
+        log.warning(
+            "chain %d: block %d was replaced (%s); re-scanning from %d",
+            self.chain.chain_id,
+            last,
+            self._replaced,
+            target + 1,
+        )
+        return target, target_hash
+
+    # -- one pass -------------------------------------------------------------------------
+    def step(self, stop: threading.Event | None = None) -> StepReport:
+        """Claim the lease, then scan up to the block ``confirmations`` below the head. The
+        first pass of a chain without ``start_block`` only sets the cursor at that block:
+        a watcher starting today does not attribute yesterday's transfers."""
+        cursor = self._claim()
+        if cursor is None:
+            return StepReport(held=False)
+        safe = self._head() - self.config.confirmations
+        if safe < 0:
+            return StepReport(held=True)
+        last, last_hash = cursor.block_number, cursor.block_hash
+        if last is None:
+            if self.config.start_block is None:
+                self._advance(safe, self._block_hash(safe))
+                log.info("chain %d: first pass starts after block %d", self.chain.chain_id, safe)
+                return StepReport(held=True, scanned_to=safe)
+            last, last_hash = self.config.start_block - 1, None
+        return self._scan(last, last_hash, safe, stop)
+
+    def _watched_addresses(self) -> list[str]:
+        deadline_after = int(self.gateway.clock()) - self.config.watch_grace
+        with self.gateway.storage.transaction() as tx:
+            return tx.watched_addresses(self.chain.chain_id, deadline_after)
+
+    def _token_decimals(self) -> dict[str, int]:
+        """Decimals of the native coin and every token this chain watches: configured, then
+        priced (stale prices too: a token priced once is still watched)."""
+        known = self.chain.known_tokens({}, self.gateway.pricing.tokens())
+        contracts = [t for t in known if t != NATIVE]
+        metas = self.chain.token_meta(contracts)
+        return {NATIVE: self.config.native_decimals} | {t: m.decimals for t, m in metas.items()}
+
+    # -- recording ------------------------------------------------------------------------
+    def _deposit(
+        self, transfer: Transfer, decimals: dict[str, int], timestamps: dict[int, int]
+    ) -> Deposit:
+        """The deposit a matched transfer is, valued in whole tokens, stamped with its
+        block's time."""
+        return Deposit(
+            chain_id=self.chain.chain_id,
+            tx_hash=transfer.tx_hash,
+            log_index=transfer.log_index,
+            token=transfer.token,
+            from_=transfer.from_,
+            to=transfer.to,
+            amount=from_base_units(transfer.units, decimals[transfer.token]),
+            timestamp=timestamps[transfer.block_number],
+            block_number=transfer.block_number,
+            block_hash=transfer.block_hash,
+        )
+
+    def _withdrawal(
+        self,
+        *,
+        tx_hash: str,
+        log_index: int,
+        token: str,
+        units: int,
+        owner: str,
+        to: str,
+        timestamp: int,
+        prices: PriceTable,
+    ) -> Transaction | None:
+        """A genuine wallet's ``Withdrawn`` event as a withdraw transaction; None for a
+        token that has no decimals (it cannot be valued). Valued with ``prices``; a token with
+        no fresh price is recorded all the same, valued at nothing: the withdrawal happened."""
+        meta = self.chain.token_meta([token]).get(token)
+        if meta is None:
+            return None
+        amount = from_base_units(units, meta.decimals)
+        try:
+            vs_value = prices.value(f"{self.chain.chain_id}:{token}", amount)
+        except PriceUnavailable:
+            vs_value = Decimal(0)  # recorded all the same, valued at nothing
+        return Transaction(
+            type=TxType.WITHDRAW,
+            tx_hash=tx_hash,
+            log_index=log_index,
+            chain_id=self.chain.chain_id,
+            token=token,
+            from_=self.chain.wallet_of(owner),
+            amount=amount,
+            vs_value=vs_value,
+            timestamp=timestamp,
+            owner=owner,
+            to=to,
+        )
+
+    def _insert(self, records: list[Transaction]) -> list[Transaction]:
+        """Store the records in one transaction; returns those that were new (a re-scan
+        meets the ones it recorded before)."""
+        with self.gateway.storage.transaction() as tx:
+            return [record for record in records if tx.insert_transaction(record)]
+
+    # -- loop -----------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        """Pass after pass until ``stop`` is set; sleeps ``poll_interval`` once caught up
+        (or after an error, which is logged: a node outage must not end the watcher)."""
+        try:
+            while not stop.is_set():
+                try:
+                    report = self.step(stop)
+                except Exception:
+                    log.exception("chain %d: watcher pass failed", self.chain.chain_id)
+                    report = StepReport(held=True, error="exception")
+                if report.caught_up or not report.held or report.error:
+                    stop.wait(self.config.poll_interval)
+        finally:
+            try:
+                self.release()
+            except Exception:  # storage gone at shutdown: the lease lapses on its own
+                log.exception("chain %d: could not release the lease", self.chain.chain_id)
+
+
+def run_all(watchers: Sequence[ChainWatcher[Any]], stop_event: threading.Event) -> None:
+    """Run each watcher on its own thread until ``stop_event`` is set; blocks."""
+    threads = [
+        threading.Thread(
+            target=w.run, args=(stop_event,), name=f"paycore-watch-{w.chain.chain_id}", daemon=True
+        )
+        for w in watchers
+    ]
+    for thread in threads:
+        thread.start()
+    while not stop_event.wait(0.5):
+        pass
+    for thread in threads:
+        thread.join()
