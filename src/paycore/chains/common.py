@@ -9,7 +9,7 @@ contract reads differ. Those rules live here once so the two backends cannot dri
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -18,10 +18,11 @@ import attrs
 from paycore.config import ChainConfig, Settings
 from paycore.errors import InvalidInput, PriceUnavailable
 from paycore.model import Json
-from paycore.money import from_base_units, to_text
+from paycore.money import from_base_units, to_base_units, to_text
 from paycore.tokens import NATIVE, ChainKind, TokenId
 
 if TYPE_CHECKING:
+    from paycore.chains import WithdrawRequest
     from paycore.pricing import PriceTable
 
 CONTRACT_TYPES = ("deposit", "wallet")
@@ -152,3 +153,46 @@ def balance_entry(
 def _number(value: Decimal) -> float | int:
     """A JSON number: an integral value without a fraction, any other as a float."""
     return int(value) if value == value.to_integral_value() else float(value)
+
+
+# -- /initWithdraw ------------------------------------------------------------------------------
+
+
+def withdraw_amount(chain: ChainBase, request: WithdrawRequest) -> tuple[TokenMeta, int]:
+    """The token a withdrawal moves and how much, in base units: ``value`` as given, or
+    ``amount`` (whole tokens) converted with the token's decimals. A token without
+    decimals is a 400: nothing could say how much it is."""
+    meta = chain.token_meta([request.token]).get(request.token)
+    if meta is None:
+        raise InvalidInput("tokenAddress", f"{request.token} is not a token on {chain.chain_id}")
+    if request.value is not None:
+        return meta, request.value
+    assert request.amount is not None
+    return meta, to_base_units(request.amount, meta.decimals)
+
+
+def not_deployed(wallet: str) -> InvalidInput:
+    """The 400 of a withdrawal from a wallet that is not on chain yet, saying what to do."""
+    return InvalidInput(
+        "ownerAddress", f"no wallet deployed at {wallet}: use /initWallet and /deployWallet"
+    )
+
+
+def check_available(amount: int, available: int, meta: TokenMeta) -> None:
+    """A 400 before the owner signs anything when the wallet and the chosen forwarders
+    hold less than ``amount`` (base units): the transaction would only revert."""
+    if amount > available:
+        have = to_text(from_base_units(available, meta.decimals))
+        raise InvalidInput("amount", f"more than the {have} {meta.symbol} available to withdraw")
+
+
+def withdraw_summary(
+    chosen: Sequence[int], amount: int, fee: int, meta: TokenMeta, native_decimals: int
+) -> Json:
+    """What /initWithdraw reports beside the transaction: the forwarders it collects from
+    (as the calldata orders them) and the amount and fee in whole tokens."""
+    return {
+        "indexes": sorted(set(chosen)),
+        "amount": to_text(from_base_units(amount, meta.decimals)),
+        "fee": to_text(from_base_units(fee, native_decimals)),
+    }

@@ -15,11 +15,17 @@ from typing import Any
 from eth_account import Account
 
 from paycore.chains import WithdrawRequest
-from paycore.chains.common import balance_entry
+from paycore.chains.common import (
+    balance_entry,
+    check_available,
+    not_deployed,
+    withdraw_amount,
+    withdraw_summary,
+)
 from paycore.config import FAUCET_CHAIN_IDS
 from paycore.errors import InvalidInput
 from paycore.model import Json
-from paycore.money import from_base_units, to_base_units, to_text
+from paycore.money import to_base_units, to_text
 from paycore.pricing import PriceTable
 from paycore.tokens import NATIVE
 
@@ -130,14 +136,7 @@ def init_withdraw(
     hold ``request.token`` and are not disabled on chain (contractType ``deposit``), or
     from none (``wallet``: pay out of the wallet's own balance only).
     """
-    meta = chain.token_meta([request.token]).get(request.token)
-    if meta is None:
-        raise InvalidInput("tokenAddress", f"{request.token} is not a token on {chain.chain_id}")
-    if request.value is not None:
-        amount = request.value
-    else:
-        assert request.amount is not None
-        amount = to_base_units(request.amount, meta.decimals)
+    meta, amount = withdraw_amount(chain, request)
     wallet = chain.wallet_of(owner)
     candidates = list(indexes) if request.contract_type == "deposit" else []
     calls = [
@@ -154,16 +153,12 @@ def init_withdraw(
     held = [abi.decode_uint(r) for r in results[5 : 5 + len(candidates)]]
     disabled = [abi.decode_uint(r) != 0 for r in results[5 + len(candidates) :]]
     if not _has_code(code):
-        raise InvalidInput(
-            "ownerAddress", f"no wallet deployed at {wallet}: use /initWallet and /deployWallet"
-        )
+        raise not_deployed(wallet)
     chosen = [i for i, h, off in zip(candidates, held, disabled, strict=True) if h and not off]
     available = abi.decode_uint(wallet_balance) + sum(
         h for h, off in zip(held, disabled, strict=True) if h and not off
     )
-    if amount > available:
-        have = to_text(from_base_units(available, meta.decimals))
-        raise InvalidInput("amount", f"more than the {have} {meta.symbol} available to withdraw")
+    check_available(amount, available, meta)
     fee = chain.fee_from(fee_result)
     data = "0x" + txbuild.withdraw_call(request.token, request.to, amount, chosen).hex()
     try:
@@ -190,9 +185,7 @@ def init_withdraw(
     )
     return {
         **tx.to_wire(),
-        "indexes": sorted(set(chosen)),
-        "amount": to_text(from_base_units(amount, meta.decimals)),
-        "fee": to_text(from_base_units(fee, chain.config.native_decimals)),
+        **withdraw_summary(chosen, amount, fee, meta, chain.config.native_decimals),
     }
 
 

@@ -15,11 +15,16 @@ import json
 from collections.abc import Sequence
 
 from paycore.chains import WithdrawRequest
-from paycore.chains.common import balance_entry
+from paycore.chains.common import (
+    balance_entry,
+    check_available,
+    not_deployed,
+    withdraw_amount,
+    withdraw_summary,
+)
 from paycore.chains.evm import abi
 from paycore.errors import InvalidInput
 from paycore.model import Json
-from paycore.money import from_base_units, to_base_units, to_text
 from paycore.pricing import PriceTable
 from paycore.tokens import NATIVE, tron_to_hex
 
@@ -155,19 +160,10 @@ def init_withdraw(
     ``request.token`` and are not disabled on chain (contractType ``deposit``), or from none
     (``wallet``: pay out of the wallet's own balance only).
     """
-    meta = chain.token_meta([request.token]).get(request.token)
-    if meta is None:
-        raise InvalidInput("tokenAddress", f"{request.token} is not a token on {chain.chain_id}")
-    if request.value is not None:
-        amount = request.value
-    else:
-        assert request.amount is not None
-        amount = to_base_units(request.amount, meta.decimals)
+    meta, amount = withdraw_amount(chain, request)
     wallet = chain.wallet_of(owner)
     if not chain.has_code(wallet):
-        raise InvalidInput(
-            "ownerAddress", f"no wallet deployed at {wallet}: use /initWallet and /deployWallet"
-        )
+        raise not_deployed(wallet)
     candidates = list(indexes) if request.contract_type == "deposit" else []
     chosen: list[int] = []
     available = chain.balance(request.token, wallet)
@@ -176,9 +172,7 @@ def init_withdraw(
         if held and not chain.index_disabled(wallet, index):
             chosen.append(index)
             available += held
-    if amount > available:
-        have = to_text(from_base_units(available, meta.decimals))
-        raise InvalidInput("amount", f"more than the {have} {meta.symbol} available to withdraw")
+    check_available(amount, available, meta)
     fee = chain.fee()
     call = txbuild.withdraw_call(
         wallet=wallet,
@@ -193,9 +187,7 @@ def init_withdraw(
     built = _build(chain, call, "ownerAddress", "the withdrawal")
     return {
         **built,
-        "indexes": sorted(set(chosen)),
-        "amount": to_text(from_base_units(amount, meta.decimals)),
-        "fee": to_text(from_base_units(fee, chain.config.native_decimals)),
+        **withdraw_summary(chosen, amount, fee, meta, chain.config.native_decimals),
         "value": amount,
         "token": request.token,
         "recipient": request.to,
