@@ -63,6 +63,32 @@ class StepReport:
 
 
 ChainT = TypeVar("ChainT", bound=ChainBase)
+W = TypeVar("W")
+
+
+@attrs.frozen
+class FetchedRange(Generic[W]):
+    """A fetched and checked block range, ready for attribution: the hash of its last
+    block (the cursor's next hash), its matched transfers in chain order, the time of
+    every block they (and the withdrawals) are in, and the chain's withdrawal events."""
+
+    end_hash: str
+    transfers: list[Transfer]
+    timestamps: dict[int, int]
+    withdrawals: list[W]
+
+
+class Inconsistent(Exception):
+    """The node's answers disagree (the chain moved mid-read): retry the range later."""
+
+
+class Forked(Exception):
+    """The block after the cursor does not descend from the cursor's block."""
+
+
+class RangeHeld(Exception):
+    """Attribution cannot finish this range now (a deposit has no fresh price): the cursor
+    stays, and the range is read again on a later pass."""
 
 
 class ChainWatcher(Generic[ChainT]):
@@ -169,6 +195,67 @@ class ChainWatcher(Generic[ChainT]):
                 return StepReport(held=True, scanned_to=safe)
             last, last_hash = self.config.start_block - 1, None
         return self._scan(last, last_hash, safe, stop)
+
+    def _ranges(
+        self,
+        report: StepReport,
+        last: int,
+        last_hash: str | None,
+        safe: int,
+        stop: threading.Event | None,
+        fetch: Callable[[int, int, str | None], FetchedRange[Any]],
+        attribute: Callable[[FetchedRange[Any]], tuple[int, int]],
+    ) -> StepReport:
+        """Range after range of ``block_batch`` blocks up to ``safe``: ``fetch`` the blocks
+        after ``last`` (given the hash they must descend from), ``attribute`` the deposits
+        (returns attributed, parked), record the withdrawals, then advance the cursor --
+        in the statement that proves the lease is still ours. A watcher killed mid-range
+        leaves the cursor where it was; its successor re-scans the range and the
+        idempotent attribution counts every deposit once.
+
+        ``fetch`` raises :class:`Forked` when the first block does not descend from the
+        cursor's (the cursor rewinds, once a pass), :class:`Inconsistent` when the node's
+        answers disagree; ``attribute`` raises :class:`RangeHeld` to retry the range.
+        """
+        rewound = False
+        while last < safe:
+            if stop is not None and stop.is_set():
+                return attrs.evolve(report, caught_up=False)
+            end = min(last + self.config.block_batch, safe)
+            try:
+                fetched = fetch(last + 1, end, last_hash)
+            except Forked:
+                if rewound:  # the chain is still moving under us: next pass
+                    return attrs.evolve(report, caught_up=False, error="fork")
+                last, last_hash = self._rewind(last)
+                rewound = True
+                report = attrs.evolve(report, rewound_to=last, scanned_from=last + 1)
+                continue
+            except Inconsistent as exc:
+                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
+                return attrs.evolve(report, caught_up=False, error=str(exc))
+            try:
+                deposits, parked = attribute(fetched)
+            except RangeHeld as exc:
+                return attrs.evolve(report, caught_up=False, error=str(exc))
+            withdrawals = self._record_withdrawals(fetched)
+            if not self._advance(end, fetched.end_hash):
+                log.warning("chain %d: lease lost to another watcher", self.chain.chain_id)
+                return attrs.evolve(report, held=False, caught_up=False)
+            last, last_hash = end, fetched.end_hash
+            report = attrs.evolve(
+                report,
+                scanned_to=end,
+                deposits=report.deposits + deposits,
+                withdrawals=report.withdrawals + withdrawals,
+                parked=report.parked + parked,
+            )
+        return report
+
+    def _record_withdrawals(self, fetched: FetchedRange[Any]) -> int:
+        """Record the range's ``Withdrawn`` events of genuine paycore wallets as withdraw
+        transactions; returns how many were new."""
+        raise NotImplementedError
 
     def _watched_addresses(self) -> list[str]:
         deadline_after = int(self.gateway.clock()) - self.config.watch_grace

@@ -39,9 +39,14 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
-from paycore.chains.watching import ChainWatcher, StepReport, default_holder, run_all
+from paycore.chains.watching import (
+    ChainWatcher,
+    FetchedRange,
+    Inconsistent,
+    StepReport,
+    default_holder,
+    run_all,
+)
 from paycore.errors import PriceUnavailable
 from paycore.model import Deposit, Transaction
 from paycore.prices import parking
@@ -59,18 +64,11 @@ log = logging.getLogger("paycore.watcher")
 __all__ = ["EvmWatcher", "StepReport", "default_holder", "main", "run_watchers", "watchers"]
 
 
-@attrs.frozen
-class _Range:
-    """A fetched and checked block range, ready for attribution."""
+#: A fetched and checked block range; its withdrawals are raw ``Withdrawn`` logs.
+_Range = FetchedRange[scan.RawLog]
 
-    end_hash: str
-    transfers: list[scan.Transfer]
-    timestamps: dict[int, int]
-    withdrawals: list[scan.RawLog]
-
-
-class _Inconsistent(Exception):
-    """The node's answers within one batch disagree (a reorg mid-read): retry the range."""
+#: The node's answers within one batch disagree (a reorg mid-read): retry the range.
+_Inconsistent = Inconsistent
 
 
 class EvmWatcher(ChainWatcher[EvmChain]):
@@ -102,29 +100,16 @@ class EvmWatcher(ChainWatcher[EvmChain]):
         report = StepReport(
             held=True, scanned_from=last + 1, rewound_to=rewound_to, deposits=unparked
         )
-        while last < safe:
-            if stop is not None and stop.is_set():
-                return attrs.evolve(report, caught_up=False)
-            end = min(last + self.config.block_batch, safe)
-            try:
-                fetched = self._fetch(last + 1, end, watched, tokens)
-            except _Inconsistent as exc:
-                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
-                return attrs.evolve(report, caught_up=False, error=str(exc))
-            deposits, parked = self._attribute(fetched, tokens, waiting)
-            withdrawals = self._record_withdrawals(fetched)
-            if not self._advance(end, fetched.end_hash):
-                log.warning("chain %d: lease lost to another watcher", self.chain.chain_id)
-                return attrs.evolve(report, held=False, caught_up=False)
-            last = end
-            report = attrs.evolve(
-                report,
-                scanned_to=end,
-                deposits=report.deposits + deposits,
-                withdrawals=report.withdrawals + withdrawals,
-                parked=report.parked + parked,
-            )
-        return report
+        # The cursor's hash was checked above, so ``fetch`` needs no parent.
+        return self._ranges(
+            report,
+            last,
+            last_hash,
+            safe,
+            stop,
+            lambda start, end, _parent: self._fetch(start, end, watched, tokens),
+            lambda fetched: self._attribute(fetched, tokens, waiting),
+        )
 
     def _retry_parked(self) -> tuple[int, set[str]]:
         """Value the parked deposits that now have a fresh price (dropping any a reorg
@@ -186,7 +171,7 @@ class EvmWatcher(ChainWatcher[EvmChain]):
             int(w["blockNumber"], 16) for w in withdrawals
         }
         self._fill_timestamps(missing - timestamps.keys(), timestamps)
-        return _Range(hashes[end], transfers, timestamps, withdrawals)
+        return FetchedRange(hashes[end], transfers, timestamps, withdrawals)
 
     def _succeeded(self, transfers: list[scan.Transfer]) -> list[scan.Transfer]:
         """Native transfers whose transaction did not revert (one batch of receipts)."""

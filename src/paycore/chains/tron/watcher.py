@@ -33,9 +33,15 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
-from paycore.chains.watching import ChainWatcher, StepReport, run_all
+from paycore.chains.watching import (
+    ChainWatcher,
+    FetchedRange,
+    Forked,
+    Inconsistent,
+    RangeHeld,
+    StepReport,
+    run_all,
+)
 from paycore.errors import PriceUnavailable
 from paycore.model import Transaction
 from paycore.tokens import NATIVE
@@ -55,20 +61,14 @@ BLOCKS_PER_REQUEST = 100
 __all__ = ["BLOCKS_PER_REQUEST", "StepReport", "TronWatcher", "run_watchers"]
 
 
-@attrs.frozen
-class _Range:
-    end_hash: str
-    transfers: list[scan.Transfer]
-    timestamps: dict[int, int]
-    withdrawals: list[scan.Withdrawal]
+#: A fetched and checked block range; its withdrawals are decoded ``Withdrawn`` events.
+_Range = FetchedRange[scan.Withdrawal]
 
+#: The node's answers disagree (the chain moved mid-read): retry the range later.
+_Inconsistent = Inconsistent
 
-class _Inconsistent(Exception):
-    """The node's answers disagree (the chain moved mid-read): retry the range later."""
-
-
-class _Forked(Exception):
-    """The block after the cursor does not descend from the cursor's block."""
+#: The block after the cursor does not descend from the cursor's block.
+_Forked = Forked
 
 
 class TronWatcher(ChainWatcher[TronChain]):
@@ -94,42 +94,15 @@ class TronWatcher(ChainWatcher[TronChain]):
         decimals = self._token_decimals()
         tokens = {scan.key(t): t for t in decimals if t != NATIVE}
         report = StepReport(held=True, scanned_from=last + 1)
-        rewound = False
-        while last < safe:
-            if stop is not None and stop.is_set():
-                return attrs.evolve(report, caught_up=False)
-            end = min(last + self.config.block_batch, safe)
-            try:
-                fetched = self._fetch(last + 1, end, last_hash, watched, tokens)
-            except _Forked:
-                if rewound:  # the chain is still moving under us: next pass
-                    return attrs.evolve(report, caught_up=False, error="fork")
-                last, last_hash = self._rewind(last)
-                rewound = True
-                report = attrs.evolve(report, rewound_to=last, scanned_from=last + 1)
-                continue
-            except _Inconsistent as exc:
-                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
-                return attrs.evolve(report, caught_up=False, error=str(exc))
-            try:
-                deposits = self._attribute(fetched, decimals)
-            except PriceUnavailable as exc:
-                # Nothing is skipped: the range is retried until the worker's refresher has
-                # stored a fresh price, since a deposit valued wrongly cannot be taken back.
-                log.error("chain %d: deposit not valued, will retry: %s", self.chain.chain_id, exc)
-                return attrs.evolve(report, caught_up=False, error=str(exc))
-            withdrawals = self._record_withdrawals(fetched)
-            if not self._advance(end, fetched.end_hash):
-                log.warning("chain %d: lease lost to another watcher", self.chain.chain_id)
-                return attrs.evolve(report, held=False, caught_up=False)
-            last, last_hash = end, fetched.end_hash
-            report = attrs.evolve(
-                report,
-                scanned_to=end,
-                deposits=report.deposits + deposits,
-                withdrawals=report.withdrawals + withdrawals,
-            )
-        return report
+        return self._ranges(
+            report,
+            last,
+            last_hash,
+            safe,
+            stop,
+            lambda start, end, parent: self._fetch(start, end, parent, watched, tokens),
+            lambda fetched: (self._attribute(fetched, decimals), 0),
+        )
 
     def _block(self, number: int) -> dict[str, Any]:
         block: dict[str, Any] = self.chain.node.post("wallet/getblockbynum", {"num": number})
@@ -177,7 +150,7 @@ class TronWatcher(ChainWatcher[TronChain]):
             withdrawals += scan.withdrawals(block, infos)
         transfers.sort(key=lambda t: t.order)
         timestamps = {scan.number(b): scan.timestamp(b) for b in blocks}
-        return _Range(scan.block_id(blocks[-1]), transfers, timestamps, withdrawals)
+        return FetchedRange(scan.block_id(blocks[-1]), transfers, timestamps, withdrawals)
 
     def _infos(self, block: dict[str, Any]) -> list[dict[str, Any]]:
         answer = self.chain.node.post(
@@ -190,8 +163,15 @@ class TronWatcher(ChainWatcher[TronChain]):
 
     # -- recording ------------------------------------------------------------------------
     def _attribute(self, fetched: _Range, decimals: dict[str, int]) -> int:
+        """Attribute the range's deposits in chain order. Nothing is skipped: a deposit
+        with no fresh price holds the range (:class:`RangeHeld`) until the worker's
+        refresher has stored one, since a deposit valued wrongly cannot be taken back."""
         for transfer in fetched.transfers:
-            self.record(self._deposit(transfer, decimals, fetched.timestamps))
+            try:
+                self.record(self._deposit(transfer, decimals, fetched.timestamps))
+            except PriceUnavailable as exc:
+                log.error("chain %d: deposit not valued, will retry: %s", self.chain.chain_id, exc)
+                raise RangeHeld(str(exc)) from exc
         return len(fetched.transfers)
 
     def _record_withdrawals(self, fetched: _Range) -> int:
