@@ -155,6 +155,25 @@ def _number(value: Decimal) -> float | int:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
+# -- /deployWallet ------------------------------------------------------------------------------
+
+
+def deploy_owner(*, to_factory: bool, factory: str, data: bytes, value: int, coin: str) -> str:
+    """The owner a signed transaction deploys a wallet for, once it is checked to do only
+    that: sent to this chain's factory, calling ``deployWallet(address)``, with no ``coin``
+    attached. paycore relays what the owner signed, so it must not relay anything else."""
+    from paycore.chains.evm import abi  # eth_abi only where a wallet is deployed, not in plugins
+
+    if not to_factory:
+        raise InvalidInput("rawTx", f"must be sent to the factory {factory}")
+    owner = abi.decode_deploy_wallet(data)
+    if owner is None:
+        raise InvalidInput("rawTx", "must call deployWallet(address)")
+    if value:
+        raise InvalidInput("rawTx", f"deployWallet takes no {coin}")
+    return owner
+
+
 # -- /initWithdraw ------------------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from paycore.chains import WithdrawRequest
 from paycore.chains.common import (
     balance_entry,
     check_available,
+    deploy_owner,
     not_deployed,
     withdraw_amount,
     withdraw_summary,
@@ -82,13 +83,13 @@ def deploy_wallet(chain: EvmChain, raw_tx: object) -> Json:
     if tx.chain_id != chain.chain_id:
         where = "no chain id (pre-EIP-155)" if tx.chain_id is None else f"chain {tx.chain_id}"
         raise InvalidInput("rawTx", f"signed for {where}, not {chain.chain_id}")
-    if tx.to != chain.factory:
-        raise InvalidInput("rawTx", f"must be sent to the factory {chain.factory}")
-    owner = abi.decode_deploy_wallet(tx.data)
-    if owner is None:
-        raise InvalidInput("rawTx", "must call deployWallet(address)")
-    if tx.value:
-        raise InvalidInput("rawTx", "deployWallet takes no native coin")
+    owner = deploy_owner(
+        to_factory=tx.to == chain.factory,
+        factory=chain.factory,
+        data=tx.data,
+        value=tx.value,
+        coin="native coin",
+    )
     tx_hash = chain.rpc.call("eth_sendRawTransaction", [raw_tx])
     return {
         "txHash": tx_hash,

@@ -18,6 +18,7 @@ from paycore.chains import WithdrawRequest
 from paycore.chains.common import (
     balance_entry,
     check_available,
+    deploy_owner,
     not_deployed,
     withdraw_amount,
     withdraw_summary,
@@ -99,13 +100,13 @@ def deploy_wallet(chain: TronChain, raw_tx: object) -> Json:
     assert isinstance(raw_tx, dict)
     if call.contract_type != rawtx.TRIGGER_SMART_CONTRACT:
         raise InvalidInput("rawTx", "must be a contract call")
-    if call.to != tron_to_hex(chain.factory):
-        raise InvalidInput("rawTx", f"must be sent to the factory {chain.factory}")
-    owner = abi.decode_deploy_wallet(call.data)
-    if owner is None:
-        raise InvalidInput("rawTx", "must call deployWallet(address)")
-    if call.call_value:
-        raise InvalidInput("rawTx", "deployWallet takes no TRX")
+    owner = deploy_owner(
+        to_factory=call.to == tron_to_hex(chain.factory),
+        factory=chain.factory,
+        data=call.data,
+        value=call.call_value,
+        coin="TRX",
+    )
     signatures = raw_tx.get("signature")
     if not isinstance(signatures, list) or not signatures:
         raise InvalidInput("rawTx", "is not signed")
