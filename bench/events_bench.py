@@ -2,8 +2,8 @@
 many deliveries per second one dispatcher sustains, against the ceiling of bare POSTs.
 
 Each channel is one section (``SECTIONS``) that gets the same prepared gateway and returns
-its own JSON object; the webhook section is here, a WebSocket section can be added beside
-it. Output: one JSON object on stdout; progress on stderr.
+its own JSON object: ``webhook`` here, ``websocket`` from bench/ws_bench.py. Output: one
+JSON object on stdout; progress on stderr.
 
 Webhook section, on real storage (a temporary SQLite file by default, or ``--database-url``;
 a PostgreSQL URL gets a temporary schema, dropped afterwards) with a receiver in its own
@@ -307,8 +307,26 @@ def _bare_posts(ctx: Context, receiver: Receiver) -> float:
     return rate
 
 
-#: Channel name -> section. Add the WebSocket half here.
-SECTIONS: dict[str, Callable[[Context], dict[str, Any]]] = {"webhook": webhook_section}
+def websocket_section(ctx: Context) -> dict[str, Any]:
+    """The WebSocket half: bench/ws_bench.py measures it with its own servers (a socket
+    needs a web process); run here as a subprocess so one command prints both halves."""
+    script = Path(__file__).with_name("ws_bench.py")
+    _log("websocket: running bench/ws_bench.py")
+    done = subprocess.run(
+        [sys.executable, str(script), "--events", str(ctx.events)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+#: Channel name -> section.
+SECTIONS: dict[str, Callable[[Context], dict[str, Any]]] = {
+    "webhook": webhook_section,
+    "websocket": websocket_section,
+}
 
 
 def main() -> None:
