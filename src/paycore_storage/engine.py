@@ -15,6 +15,8 @@ committed by the holder).
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -84,8 +86,8 @@ def _sqlite_engine(url: URL, options: dict[str, Any]) -> Engine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+            _enable_wal(cursor, SQLITE_BUSY_TIMEOUT)
         finally:
             cursor.close()
 
@@ -94,3 +96,23 @@ def _sqlite_engine(url: URL, options: dict[str, Any]) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def _enable_wal(cursor: Any, patience: float) -> None:
+    """Switch a file database to WAL, waiting out other connections doing the same.
+
+    Changing the journal mode needs an exclusive lock and SQLite answers "database is
+    locked" at once instead of calling the busy handler, so processes opening a new
+    database together (several workers at first start) would fail without this retry.
+    """
+    deadline = time.monotonic() + patience
+    delay = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
