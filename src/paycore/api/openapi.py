@@ -19,6 +19,14 @@ _ERROR_TEXT = {
     502: "chain node: <method>: <reason>",
 }
 
+#: The schema of a success body that is not described by a JSON Schema of its own.
+_BODY: dict[str, dict[str, Any]] = {
+    "application/json": {},
+    "text/html": {"type": "string"},
+    "image/svg+xml": {"type": "string"},
+    "*/*": {"type": "string", "format": "binary"},
+}
+
 SESSION_HEADERS = [
     {
         "name": "x-session-nonce",
@@ -83,7 +91,9 @@ def _operation(route: Route, method: str) -> dict[str, Any]:
         "responses": {
             str(route.status): {
                 "description": "success",
-                "content": {"application/json": {"schema": route.response or {}}},
+                "content": {
+                    route.media_type: {"schema": route.response or _BODY[route.media_type]}
+                },
             },
             **{
                 str(code): {

@@ -78,6 +78,8 @@ class Route:
     response: Mapping[str, Any] | None = None
     errors: Sequence[int] = ()
     session: str = "optional"  # "owner" (per auth_mode), "optional", or "none" (body-signed)
+    #: What a success answer is, for the OpenAPI document (the checkout page is not JSON).
+    media_type: str = "application/json"
 
     @property
     def pattern(self) -> re.Pattern[str]:

@@ -362,8 +362,22 @@ ROUTES: list[Route] = [
         session="none",
     ),
     # -- the hosted checkout page (public, HTML): paymentUrl is {checkout_url}/?invoice=<guid> --
-    Route(("GET",), "/checkout/", checkout.page, "The checkout page (HTML)", session="none"),
-    Route(("GET",), "/checkout", checkout.page_no_slash, "The same page", session="none"),
+    Route(
+        ("GET",),
+        "/checkout/",
+        checkout.page,
+        "The checkout page (HTML)",
+        session="none",
+        media_type="text/html",
+    ),
+    Route(
+        ("GET",),
+        "/checkout",
+        checkout.page_no_slash,
+        "The same page",
+        session="none",
+        media_type="text/html",
+    ),
     Route(
         ("GET",),
         "/checkout/assets/{name}",
@@ -371,6 +385,7 @@ ROUTES: list[Route] = [
         "A file of the checkout page (JS, CSS), shipped in the package",
         errors=(404,),
         session="none",
+        media_type="*/*",
     ),
     Route(
         ("GET",),
@@ -380,6 +395,7 @@ ROUTES: list[Route] = [
         query=[("data", "string", True, "the link, at most 512 URI characters")],
         errors=(400,),
         session="none",
+        media_type="image/svg+xml",
     ),
 ]
 
