@@ -57,11 +57,10 @@ def request_uri(path: str, query: str | None) -> str:
     return PREFIX + path + (f"?{query}" if query else "")
 
 
-class CoreTransport:
-    name = "core"
+class _Sending:
+    """What every transport does before sending: the exact body bytes and its headers."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
+    name: str
 
     def request(
         self,
@@ -77,13 +76,30 @@ class CoreTransport:
         sent = dict(headers or {})
         if body:
             sent.setdefault("content-type", "application/json")
+        return self.send(method, path, query, body, sent)
+
+    def send(
+        self, method: str, path: str, query: str | None, body: bytes, headers: dict[str, str]
+    ) -> Reply:
+        raise NotImplementedError
+
+
+class CoreTransport(_Sending):
+    name = "core"
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    def send(
+        self, method: str, path: str, query: str | None, body: bytes, headers: dict[str, str]
+    ) -> Reply:
         response = paycore.api.handle(
             self.gateway,
             paycore.api.Request(
                 method=method,
                 path=unquote(path),  # servers hand adapters the decoded path
                 query_string=query or "",
-                headers=sent,
+                headers=headers,
                 body=body,
                 raw_uri=request_uri(path, query),
             ),
@@ -93,7 +109,7 @@ class CoreTransport:
         return response.status, out, response.body
 
 
-class FlaskTransport:
+class FlaskTransport(_Sending):
     name = "flask"
 
     def __init__(self, gateway: Gateway) -> None:
@@ -105,48 +121,26 @@ class FlaskTransport:
         paycore_flask.PayCore(app, gateway=gateway, prefix=PREFIX)  # type: ignore[attr-defined]
         self.client = app.test_client()
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json_body: Any = None,
-        raw_body: bytes | None = None,
-        query: str | None = None,
-        headers: Mapping[str, str] | None = None,
+    def send(
+        self, method: str, path: str, query: str | None, body: bytes, headers: dict[str, str]
     ) -> Reply:
-        body = encode_body(json_body, raw_body)
-        sent = dict(headers or {})
-        if body:
-            sent.setdefault("content-type", "application/json")
-        response = self.client.open(
-            request_uri(path, query), method=method, data=body, headers=sent
-        )
+        uri = request_uri(path, query)
+        response = self.client.open(uri, method=method, data=body, headers=headers)
         out = {k.lower(): v for k, v in response.headers.items()}
         return response.status_code, out, response.get_data()
 
 
-class LitestarTransport:
+class LitestarTransport(_Sending):
     name = "litestar"
 
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json_body: Any = None,
-        raw_body: bytes | None = None,
-        query: str | None = None,
-        headers: Mapping[str, str] | None = None,
+    def send(
+        self, method: str, path: str, query: str | None, body: bytes, headers: dict[str, str]
     ) -> Reply:
-        body = encode_body(json_body, raw_body)
-        sent = dict(headers or {})
-        if body:
-            sent.setdefault("content-type", "application/json")
-        response = self.client.request(method, request_uri(path, query), content=body, headers=sent)
+        uri = request_uri(path, query)
+        response = self.client.request(method, uri, content=body, headers=headers)
         out = {k.lower(): v for k, v in response.headers.items()}
         return response.status_code, out, response.content
 
