@@ -11,6 +11,10 @@ the connection must go to the address ``netguard`` approved (connect by IP, with
 name kept for the ``Host`` header and for TLS), which is one small override here. Redirects
 are not followed: a 3xx is a failure, or a receiver could bounce the POST to an inside
 address. Nothing here logs or returns the secret.
+
+A failure is transient (connection refused, timeout, an answer other than 2xx: retried on
+the schedule) or permanent (a malformed URL, or a host the address guard refuses: retrying
+the same URL cannot help, so the delivery fails at once, the reason in its log).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from .config import Settings
-from .netguard import IPAddress, RefusedTarget, allowed_addresses, url_host_port
+from .netguard import IPAddress, RefusedTarget, Unresolvable, allowed_addresses, url_host_port
 from .webhook_records import ClaimedDelivery, DeliveryStatus, Settlement
 
 SECRET_PREFIX = "whsec_"
@@ -63,11 +67,13 @@ def signed_headers(secret: str, webhook_id: str, timestamp: int, body: str) -> d
 
 @attrs.frozen
 class Outcome:
-    """What one POST came to: an HTTP status, or the error that prevented one."""
+    """What one POST came to: an HTTP status, or the error that prevented one.
+    ``permanent``: no retry of the same URL can succeed (see the module docstring)."""
 
     status_code: int | None
     error: str | None
     latency_ms: int
+    permanent: bool = False
 
     @property
     def ok(self) -> bool:
@@ -118,14 +124,16 @@ def post(
     """
     started = time.monotonic()
 
-    def outcome(status: int | None, error: str | None) -> Outcome:
-        return Outcome(status, error, round((time.monotonic() - started) * 1000))
+    def outcome(status: int | None, error: str | None, *, permanent: bool = False) -> Outcome:
+        return Outcome(status, error, round((time.monotonic() - started) * 1000), permanent)
 
     try:
         host, port = url_host_port(url)
         addresses = allowed_addresses(host, port, allow_private=allow_private)
-    except (RefusedTarget, ValueError) as exc:
-        return outcome(None, f"refused: {exc}")
+    except RefusedTarget as exc:
+        return outcome(None, f"refused: {exc}; not retried", permanent=True)
+    except Unresolvable as exc:
+        return outcome(None, str(exc))
     https = urlsplit(url).scheme == "https"
     connection = (_PinnedHTTPS if https else _PinnedHTTP)(host, port, addresses, timeout)
     try:
@@ -171,10 +179,13 @@ def settle(
     settings: Settings,
     rng: Callable[[], float] = random.random,
 ) -> Settlement:
-    """Delivered on a 2xx; otherwise retried, unless the retry would fall past the horizon
-    (24 h after the delivery was queued or redelivered), in which case it has failed."""
+    """Delivered on a 2xx; failed at once on a permanent failure; otherwise retried, unless
+    the retry would fall past the horizon (24 h after the delivery was queued or
+    redelivered), in which case it has failed."""
     if outcome.ok:
         return Settlement(DeliveryStatus.DELIVERED)
+    if outcome.permanent:
+        return Settlement(DeliveryStatus.FAILED)
     next_at = now_ms + round(retry_delay(claimed.attempts, settings, rng) * 1000)
     if next_at > claimed.retry_from + round(settings.webhook_retry_horizon * 1000):
         return Settlement(DeliveryStatus.FAILED)

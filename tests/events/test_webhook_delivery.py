@@ -158,7 +158,9 @@ def test_a_committed_change_survives_a_restart_before_dispatch(
 
 def test_private_target_refused_at_delivery_time(store: Storage, receiver: Receiver) -> None:
     """The URL was accepted (set while allowed, or its DNS changed since): the dispatcher
-    checks again before connecting and sends nothing to a loopback address."""
+    checks again before connecting, sends nothing to a loopback address, and fails the
+    delivery at once -- every retry of the same URL would be refused the same way (a fixed
+    URL gets a redelivery)."""
     gateway = gateway_on(store, fast_settings(webhook_allow_private=False))
     merchant = Merchant(gateway)
     merchant.webhook(receiver.url)  # stored without the set-time check
@@ -166,10 +168,13 @@ def test_private_target_refused_at_delivery_time(store: Storage, receiver: Recei
     Dispatcher(gateway.storage, gateway.settings).run_once()
     [delivery] = all_deliveries(gateway, merchant.owner)
     assert receiver.snapshot() == []
-    assert delivery.status is DeliveryStatus.PENDING  # retried: DNS may change back
+    assert delivery.status is DeliveryStatus.FAILED and delivery.next_attempt_at is None
     [attempt] = delivery.log
-    assert attempt.status_code is None and attempt.error is not None
-    assert attempt.error.startswith("refused: 127.0.0.1 resolves to a private")
+    assert attempt.status_code is None
+    assert attempt.error == (
+        "refused: 127.0.0.1 resolves to a private, loopback or link-local address "
+        "(127.0.0.1: loopback); not retried"
+    )
 
 
 def test_private_target_refused_at_set_time_unless_allowed(store: Storage) -> None:
