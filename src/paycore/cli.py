@@ -15,6 +15,7 @@ from .config import Settings
 from .errors import PaycoreError
 from .gateway import Gateway
 from .model import Deposit
+from .redaction import install_excepthooks, redact
 from .tokens import NATIVE
 
 DEV_CHAIN = 31337
@@ -28,7 +29,7 @@ def quickstart(database_url: str) -> int:
     eth = f"{DEV_CHAIN}:{NATIVE}"
     gateway = Gateway(Settings(database_url=database_url, prices={eth: "2000"}))
     say = _printer()
-    say(f"storage: {database_url}; 1 ETH = 2000 {gateway.settings.vs_currency.upper()}")
+    say(f"storage: {redact(database_url)}; 1 ETH = 2000 {gateway.settings.vs_currency.upper()}")
     invoice = gateway.create_invoice(
         MERCHANT,
         {
@@ -79,7 +80,7 @@ def migrate(database_url: str) -> int:
     from paycore_storage import migrate as run_migrations
 
     run_migrations(database_url)
-    print(f"migrated {database_url}")
+    print(f"migrated {redact(database_url)}")
     return 0
 
 
@@ -169,6 +170,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    install_excepthooks()  # a crash's traceback may quote a URL: print it redacted
     parser = argparse.ArgumentParser(prog="paycore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, helptext in (

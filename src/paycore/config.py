@@ -16,6 +16,7 @@ import attrs
 
 from .errors import InvalidInput
 from .prices import options as _price_opts
+from .redaction import redacted_repr, url_secrets
 from .tokens import (
     TRON_CHAIN_IDS,
     ChainKind,
@@ -74,7 +75,8 @@ class ChainConfig:
     chain_id: int
     name: str
     confirmations: int = 1
-    rpc_url: str | None = None
+    #: Often carries an API key (``https://host/v3/<key>``): shown redacted in the repr.
+    rpc_url: str | None = attrs.field(default=None, repr=redacted_repr)
     native_symbol: str = "ETH"
     native_decimals: int = 18
     # -- EVM backend (paycore.chains.evm): on for a chain with both rpc_url and factory -------
@@ -195,7 +197,8 @@ AUTH_MODES = ("strict", "soft")
 
 @attrs.frozen
 class Settings:
-    database_url: str = "sqlite:///paycore.sqlite3"
+    #: May hold a password: never printed whole (``paycore.redaction``), nor in the repr.
+    database_url: str = attrs.field(default="sqlite:///paycore.sqlite3", repr=redacted_repr)
     vs_currency: str = "usd"
     checkout_url: str = "http://127.0.0.1:8000/paycore/checkout"
     auth_mode: str = "strict"
@@ -244,7 +247,7 @@ class Settings:
     #: Redis that carries every committed change to the web workers' sockets, whichever
     #: process made it (another worker, ``paycore worker``'s sweeper). Unset, a change
     #: reaches only the sockets of the process that made it: right for one process.
-    redis_url: str | None = attrs.field(default=None, converter=_optional_text)
+    redis_url: str | None = attrs.field(default=None, converter=_optional_text, repr=redacted_repr)
     #: The pub/sub channel: one per deployment, so deployments sharing a Redis stay apart.
     redis_channel: str = "paycore:events"
     #: Events waiting to be written to one socket. A client that falls this far behind is
@@ -304,7 +307,7 @@ class Settings:
     coingecko_enabled: bool = attrs.field(default=False, converter=_flag)
     #: Its base URL: the public API, ``https://pro-api.coingecko.com`` with a Pro key, or any
     #: server answering in the same shapes.
-    coingecko_url: str = "https://api.coingecko.com"
+    coingecko_url: str = attrs.field(default="https://api.coingecko.com", repr=redacted_repr)
     coingecko_api_key: str | None = attrs.field(default=None, converter=_optional_text, repr=False)
     #: ``x-cg-demo-api-key`` (Demo plan) or ``x-cg-pro-api-key`` (Pro plan).
     coingecko_key_header: str = "x-cg-demo-api-key"
@@ -327,7 +330,7 @@ class Settings:
     #: Chainlink AggregatorV3 feeds per token: ``{"1:0x0000..": {"aggregator": "0x5f4e..",
     #: "chain_id": 1, "vs_currency": "usd", "max_age": 3600}}`` (or ``rpc_url`` for the node).
     chainlink_feeds: Mapping[str, _price_opts.ChainlinkFeed] = attrs.field(
-        factory=dict, converter=_price_opts.chainlink_feeds
+        factory=dict, converter=_price_opts.chainlink_feeds, repr=redacted_repr
     )
 
     @webhook_lease.validator
@@ -345,6 +348,20 @@ class Settings:
             raise InvalidInput("auth_mode", f"must be one of {', '.join(AUTH_MODES)}")
         if self.session_key_cap < 1:
             raise InvalidInput("session_key_cap", "must be at least 1")
+
+    def secret_values(self) -> set[str]:
+        """Every secret this configuration holds: URL passwords and API keys, and the key
+        and password fields. A Gateway hands them to ``paycore.redaction`` so that they are
+        masked wherever a log line or an error text quotes them."""
+        urls = [self.database_url, self.redis_url, self.coingecko_url]
+        urls += [c.rpc_url for c in self.chains.values()]
+        urls += [f.rpc_url for f in self.chainlink_feeds.values()]
+        found = {part for url in urls for part in url_secrets(url)}
+        fields = [self.smtp_password, self.coingecko_api_key]
+        fields += [c.api_key for c in self.chains.values()]
+        fields += [c.faucet_key for c in self.chains.values()]
+        found.update(value for value in fields if value)
+        return found
 
     def chain(self, chain_id: int, field: str = "chainId") -> ChainConfig:
         try:

@@ -6,6 +6,8 @@ framework answers a given mistake with the same status and the same words.
 
 from __future__ import annotations
 
+from .redaction import redact
+
 
 class PaycoreError(Exception):
     """Base of every error the core raises on purpose."""
@@ -13,8 +15,9 @@ class PaycoreError(Exception):
     status: int = 400
 
     def __init__(self, text: str) -> None:
-        # One line, always: a body is never a stack trace or a multi-line dump.
-        self.text = " ".join(str(text).split())
+        # One line, always: a body is never a stack trace or a multi-line dump. Redacted,
+        # because some texts quote what a library said (a node's URL with its API key).
+        self.text = redact(" ".join(str(text).split()))
         super().__init__(self.text)
 
 

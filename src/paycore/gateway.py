@@ -24,6 +24,7 @@ from .plugins import collect, plugin_manager
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
 from .pricing import PriceSource, PriceTable
+from .redaction import remember_secrets
 from .storage import Storage, StorageTx
 
 log = logging.getLogger("paycore")
@@ -43,6 +44,9 @@ class Gateway:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings or Settings.from_env()
+        # Before anything can fail: an error text or log line quoting a configured secret
+        # (an RPC key a library put in its message) shows it masked from here on.
+        remember_secrets(self.settings.secret_values())
         self.clock = clock
         self.pm = plugin_manager(self.settings, plugins, entry_points=entry_points)
         found = storage or self.pm.hook.paycore_storage(settings=self.settings)

@@ -269,7 +269,7 @@ class PowChallenge:
 class WebhookConfig:
     owner: str
     url: str
-    secret: str
+    secret: str = attrs.field(repr=False)  # the signing key: never in a log or a traceback
 
     def to_wire(self) -> Json:
         return {"ownerAddress": self.owner, "url": self.url, "secret": self.secret}

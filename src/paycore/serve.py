@@ -5,6 +5,10 @@ host apps themselves are the adapters' ``create_app``; this module only picks a 
 uvicorn for Litestar, and for Flask werkzeug's threaded server, the one WSGI server every
 Flask install has. For production Flask, run ``paycore_flask.create_app`` under a WSGI
 server such as gunicorn instead (see README).
+
+Everything this process writes goes through ``paycore.redaction``: the banner names the
+storage URL without its password, and every log line (the server's own included, which is
+why uvicorn is told to leave logging alone) is redacted before it reaches stderr.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 from typing import Any
 
 from .config import Settings
+from .redaction import configure_logging, redact, remember_secrets
 
 FRAMEWORKS = ("flask", "litestar")
 
@@ -34,11 +39,14 @@ def create_app(framework: str, settings: Settings, prefix: str) -> Any:
 
 def serve(framework: str, settings: Settings, *, host: str, port: int, prefix: str) -> None:
     """Serve until interrupted (Ctrl-C or SIGTERM), then close the gateway's storage."""
+    remember_secrets(settings.secret_values())
+    # Quiet by default (warnings and errors), as the servers below are.
+    configure_logging("WARNING")
     app = create_app(framework, settings, prefix)
     shown = prefix.strip("/")
     print(
         f"paycore: {framework} on http://{host}:{port}/{shown + '/' if shown else ''} "
-        f"(storage {settings.database_url})",
+        f"(storage {redact(settings.database_url)})",
         file=sys.stderr,
         flush=True,
     )
@@ -47,7 +55,11 @@ def serve(framework: str, settings: Settings, *, host: str, port: int, prefix: s
 
         # The plugin closes the gateway in the app's lifespan shutdown. After a graceful
         # stop uvicorn re-raises the signal it caught, so SIGTERM ends the process as such.
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        # log_config=None: uvicorn's loggers propagate to the redacting root handler
+        # instead of getting handlers of their own.
+        uvicorn.run(
+            app, host=host, port=port, log_level="warning", access_log=False, log_config=None
+        )
         return
 
     from werkzeug.serving import run_simple

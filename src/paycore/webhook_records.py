@@ -93,7 +93,7 @@ class ClaimedDelivery:
     lease_token: str
     lease_until: int  # ms
     url: str
-    secret: str
+    secret: str = attrs.field(repr=False)  # the signing key: never in a log or a traceback
 
 
 @attrs.frozen

@@ -36,6 +36,7 @@ from .dispatcher import Dispatcher
 from .errors import PaycoreError
 from .gateway import Gateway
 from .model import Json
+from .redaction import configure_logging
 
 log = logging.getLogger("paycore.worker")
 
@@ -191,14 +192,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``paycore worker`` and ``python -m paycore.worker``."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
+    # Every line redacted (paycore.redaction): tracebacks quote URLs and driver messages.
+    configure_logging(args.log_level.upper())
     try:
         overrides = {"database_url": args.database_url} if args.database_url else {}
         gateway = Gateway(Settings.from_env(**overrides))
     except PaycoreError as exc:
-        print(f"paycore worker: {exc.text}", file=sys.stderr)
+        print(f"paycore worker: {exc.text}", file=sys.stderr)  # redacted by PaycoreError
         return 2
     stop = threading.Event()
 

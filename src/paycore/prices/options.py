@@ -17,6 +17,7 @@ import attrs
 
 from ..errors import InvalidInput
 from ..money import parse_amount
+from ..redaction import redacted_repr
 from ..tokens import TokenId, to_checksum
 
 _CURRENCY = re.compile(r"^[a-z0-9]{2,12}$")
@@ -153,7 +154,7 @@ class ChainlinkFeed:
 
     token: str
     aggregator: str
-    rpc_url: str | None = None
+    rpc_url: str | None = attrs.field(default=None, repr=redacted_repr)  # may hold a key
     chain_id: int | None = None
     vs_currency: str = "usd"
     max_age: int | None = None
