@@ -183,7 +183,7 @@ def configure_logging(level: str | int = "INFO") -> None:
     """Logging for ``paycore serve`` and ``paycore worker``: one stderr handler on the root
     logger, every line redacted, and uncaught exceptions (main or other threads) printed
     through :func:`redact` too, since their tracebacks quote URLs and driver messages."""
-    logging.basicConfig(level=level, format=LOG_FORMAT)
+    logging.basicConfig(level=level, format=LOG_FORMAT, force=True)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(RedactingFormatter(LOG_FORMAT))
     install_excepthooks()

@@ -35,4 +35,11 @@ def create_app(
     async def health() -> dict[str, bool]:
         return {"ok": True}
 
-    return Litestar([index, health], plugins=[PayCorePlugin(config)], openapi_config=None)
+    # logging_config=None: Litestar would replace the root logger's handlers, and with them
+    # the redacting formatter ``paycore serve`` installs (paycore.redaction).
+    return Litestar(
+        [index, health],
+        plugins=[PayCorePlugin(config)],
+        openapi_config=None,
+        logging_config=None,
+    )
