@@ -176,6 +176,14 @@ def _positive(raw: float | str) -> float:
     return value
 
 
+def _whole_seconds(raw: int | str) -> int:
+    """A ``Retry-After`` value: HTTP allows whole seconds only, and 0 would invite a storm."""
+    value = int(raw)
+    if value < 1:
+        raise InvalidInput("storage_retry_after", "must be at least 1 second")
+    return value
+
+
 def _flag(raw: bool | str) -> bool:
     """``PAYCORE_WEBHOOK_ALLOW_PRIVATE=0`` must mean off, which ``bool("0")`` would not."""
     if isinstance(raw, str):
@@ -332,6 +340,14 @@ class Settings:
     chainlink_feeds: Mapping[str, _price_opts.ChainlinkFeed] = attrs.field(
         factory=dict, converter=_price_opts.chainlink_feeds, repr=redacted_repr
     )
+    # -- outages (docs/operations.md) ---------------------------------------------------------
+    #: Seconds a 503 "storage unavailable" answer asks clients to wait (``Retry-After``).
+    storage_retry_after: int = attrs.field(default=5, converter=_whole_seconds)
+    #: Seconds between two log lines about the same kind of failure while storage is down.
+    outage_log_interval: float = attrs.field(default=10.0, converter=_positive)
+    #: Longest wait, in seconds, between a worker loop's retries while storage is down; the
+    #: waits double from the loop's own pace up to this.
+    worker_backoff_max: float = attrs.field(default=30.0, converter=_positive)
 
     @webhook_lease.validator
     def _delivery_settings_agree(self, _attribute: object, lease: float) -> None:

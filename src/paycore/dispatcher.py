@@ -19,6 +19,10 @@ Why it is built this way:
 - Prompt without busy polling: the loop sleeps ``worker_poll_interval`` when idle, but a
   finished POST or ``wake()`` (called by the worker's notifier on every change committed in
   this process) starts the next claim at once.
+- Patient with storage: while it is unavailable the loop backs off (``paycore.outages``:
+  doubling waits with jitter, one log line per interval) and keeps the outcomes of POSTs
+  that finished meanwhile, settling them once storage answers -- before their leases lapse,
+  for outages shorter than ``webhook_lease``, so no receiver sees them twice.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from urllib.parse import urlsplit
 
 from .config import Settings
 from .delivery import Outcome, post, settle, signed_headers
+from .errors import StorageUnavailable
 from .model import Json
+from .outages import LoopGuard
 from .storage import Storage, StorageTx
 from .webhook_records import ClaimedDelivery, DeliveryAttempt, DeliveryStatus, Settlement
 
@@ -93,6 +99,9 @@ class Dispatcher:
         self._busy = 0
         self._busy_lock = threading.Lock()  # guards _busy and _done
         self._done: list[_Done] = []  # finished attempts the loop has yet to settle
+        self.guard = LoopGuard.from_settings(
+            "webhook dispatcher", log, settings, pace=settings.worker_poll_interval
+        )
 
     def now_ms(self) -> int:
         return round(self.clock() * 1000)
@@ -123,7 +132,12 @@ class Dispatcher:
                 done = self._take_done()
                 with self._busy_lock:
                     free = concurrency - self._busy
-                claimed = self._settle_and_claim(done, free)
+                try:
+                    claimed = self._settle_and_claim(done, free)
+                except StorageUnavailable as exc:
+                    self._put_back(done)  # settled once storage answers again
+                    self._stopping.wait(self.guard.failed(exc))
+                    continue
                 for delivery in claimed:
                     self._start(pool, delivery)
                 if free > 0 and len(claimed) == free:
@@ -131,12 +145,12 @@ class Dispatcher:
                 if done:
                     continue  # settling may have released an invoice's next event
                 self._wake.wait(self.settings.worker_poll_interval)
-        self._settle_and_claim(self._take_done(), 0)  # the POSTs that finished while stopping
+        self._settle_or_log(self._take_done(), 0)  # the POSTs that finished while stopping
 
     def run_once(self, limit: int | None = None) -> int:
         """Claim what is due now and deliver it, one after another; for tests and scripts
         that want a deterministic step rather than a loop."""
-        claimed = self._settle_and_claim([], limit or self.settings.webhook_concurrency)
+        claimed = self._settle_or_log([], limit or self.settings.webhook_concurrency)
         for delivery in claimed:
             self.deliver(delivery)
         return len(claimed)
@@ -163,8 +177,23 @@ class Dispatcher:
             done, self._done = self._done, []
         return done
 
+    def _put_back(self, done: list[_Done]) -> None:
+        with self._busy_lock:
+            self._done[:0] = done
+
+    def _settle_or_log(self, done: list[_Done], limit: int) -> list[ClaimedDelivery]:
+        """``_settle_and_claim`` outside the loop: storage being down is logged (rate
+        limited) and the leases lapse, so the deliveries go out again later."""
+        try:
+            return self._settle_and_claim(done, limit)
+        except StorageUnavailable as exc:
+            self.guard.failed(exc)
+            return []
+
     def _settle_and_claim(self, done: list[_Done], limit: int) -> list[ClaimedDelivery]:
-        """One transaction: record finished attempts, then lease up to ``limit`` more."""
+        """One transaction: record finished attempts, then lease up to ``limit`` more.
+        Raises ``StorageUnavailable``; any other failure is logged and lets the leases
+        lapse, so the deliveries go out again."""
         if not done and limit <= 0:
             return []
         lease_ms = round(self.settings.webhook_lease * 1000)
@@ -179,9 +208,12 @@ class Dispatcher:
                     if limit > 0
                     else []
                 )
-        except Exception:  # storage down: the leases lapse and the deliveries go out again
+        except StorageUnavailable:
+            raise
+        except Exception:  # a bug: the leases lapse and the deliveries go out again
             log.exception("settling or claiming webhook deliveries failed")
             return []
+        self.guard.succeeded()
         for (delivery, attempt, settlement), ok in zip(done, settled, strict=True):
             self._report(delivery, attempt, settlement, ok)
         return claimed
@@ -219,7 +251,7 @@ class Dispatcher:
         """POST one claimed delivery and settle it in its own transaction. Never raises: a
         failure to record the outcome leaves the lease to lapse, and it goes out again."""
         attempt, settlement = self.attempt(delivery)
-        self._settle_and_claim([(delivery, attempt, settlement)], 0)
+        self._settle_or_log([(delivery, attempt, settlement)], 0)
         return attempt
 
     def _report(

@@ -81,6 +81,26 @@ class PayloadTooLarge(PaycoreError):
         super().__init__(f"payload too large: the limit is {limit} bytes")
 
 
+class StorageUnavailable(PaycoreError):
+    """Storage cannot be reached or answer right now (the database is down, restarting,
+    out of connections): nothing about the request is wrong, so it is worth retrying.
+
+    Storage plugins raise it in place of their driver's connection errors, which keeps the
+    core free of any database library; the HTTP layer answers 503 with ``Retry-After``, and
+    the worker's loops back off until storage answers again. ``kind`` names the failure
+    for rate-limited logging (one line per kind and interval); ``detail`` is the driver's
+    first line, redacted, for that log line and never for a response body.
+    """
+
+    status = 503
+    TEXT = "storage unavailable, retry later"
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        self.kind = kind
+        self.detail = redact(" ".join(str(detail).split()))[:300]
+        super().__init__(self.TEXT)
+
+
 class IllegalTransition(Exception):
     """The invoice state machine was asked for a move its table does not have.
 

@@ -20,6 +20,7 @@ from .errors import InvalidInput, InvoiceNotFound, PaycoreError
 from .invoices import attribute_deposit, parse_new_invoice
 from .model import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
 from .notify import Notifier
+from .outages import OutageLog
 from .plugins import collect, plugin_manager
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
@@ -48,6 +49,10 @@ class Gateway:
         # (an RPC key a library put in its message) shows it masked from here on.
         remember_secrets(self.settings.secret_values())
         self.clock = clock
+        #: The HTTP layer's storage-outage lines: one per kind per ``outage_log_interval``.
+        self.storage_outages = OutageLog(
+            logging.getLogger("paycore.api"), self.settings.outage_log_interval
+        )
         self.pm = plugin_manager(self.settings, plugins, entry_points=entry_points)
         found = storage or self.pm.hook.paycore_storage(settings=self.settings)
         if found is None:

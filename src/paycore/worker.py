@@ -33,9 +33,10 @@ import anyio
 from .chains import WatchingBackend
 from .config import Settings
 from .dispatcher import Dispatcher
-from .errors import PaycoreError
+from .errors import PaycoreError, StorageUnavailable
 from .gateway import Gateway
 from .model import Json
+from .outages import LoopGuard
 from .redaction import configure_logging
 
 log = logging.getLogger("paycore.worker")
@@ -55,16 +56,26 @@ class _WakeDispatcher:
 
 def sweep_expired(gateway: Gateway, halt: threading.Event) -> None:
     """Expire overdue invoices every ``worker_sweep_interval`` so their events need not
-    wait for someone to read them (DESIGN.md section 2, Events)."""
+    wait for someone to read them (DESIGN.md section 2, Events). While storage is down the
+    rounds back off (``paycore.outages``) and resume once it answers."""
     batch = 500
+    settings = gateway.settings
+    guard = LoopGuard.from_settings(
+        "expiry sweep", log, settings, pace=min(settings.worker_poll_interval, 1.0)
+    )
     while not halt.is_set():
         try:
             expired = gateway.expire_due(batch)
-        except Exception:  # storage down: try again next round
+        except StorageUnavailable as exc:
+            halt.wait(guard.failed(exc))
+            continue
+        except Exception:  # a bug: keep sweeping, the traceback says where
             log.exception("expiry sweep failed")
             expired = 0
+        else:
+            guard.succeeded()
         if expired < batch:  # a full batch means more are due: go again at once
-            halt.wait(gateway.settings.worker_sweep_interval)
+            halt.wait(settings.worker_sweep_interval)
 
 
 def run_worker(

@@ -9,7 +9,14 @@ compare-and-set methods atomic on SQLite.
 
 PostgreSQL: the psycopg 3 driver and READ COMMITTED pinned explicitly, because the row
 locking in ``sql.py`` is reasoned for it (a statement that waited on a lock sees the row as
-committed by the holder).
+committed by the holder), and a connect timeout so that an unreachable server is reported
+in seconds rather than after the operating system's TCP timeout (minutes).
+
+Outages: :func:`unavailable` recognises the errors that mean "the database cannot be
+reached or answer now" (connection refused or dropped, server shutting down, pool
+exhausted, SQLite's lock timeout) so that ``SqlStorage`` raises the core's storage-neutral
+``StorageUnavailable`` instead, which the HTTP layer answers with 503 and the worker
+answers by backing off. Any other database error is a bug and keeps its own type.
 """
 
 from __future__ import annotations
@@ -20,12 +27,28 @@ import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
+
+from paycore.errors import StorageUnavailable
 
 SUPPORTED = ("sqlite", "postgresql")
 #: Seconds a SQLite writer waits for the lock before giving up.
 SQLITE_BUSY_TIMEOUT = 30.0
+#: Seconds a PostgreSQL connection attempt may take (libpq's ``connect_timeout``).
+POSTGRES_CONNECT_TIMEOUT = 5
+
+#: SQLAlchemy's errors for "the database cannot be reached or answer now". Its
+#: OperationalError wraps the driver's (psycopg, sqlite3) connection-level failures.
+_UNAVAILABLE = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.DisconnectionError,
+    sa_exc.TimeoutError,  # no pooled connection free in time
+)
+#: sqlite3 messages that mean "cannot be used right now" rather than a wrong statement.
+_SQLITE_UNAVAILABLE = ("locked", "busy", "unable to open", "disk I/O", "readonly", "full")
 
 
 def advisory_key(name: str) -> int:
@@ -65,8 +88,29 @@ def make_engine(url: str | URL, **options: Any) -> Engine:
         return _sqlite_engine(parsed, options)
     if backend == "postgresql":
         defaults: dict[str, Any] = {"isolation_level": "READ COMMITTED", "pool_pre_ping": True}
-        return create_engine(parsed, **{**defaults, **options})
+        connect_args = {"connect_timeout": POSTGRES_CONNECT_TIMEOUT}
+        connect_args.update(options.pop("connect_args", {}))
+        return create_engine(parsed, connect_args=connect_args, **{**defaults, **options})
     raise ValueError(f"paycore_storage supports {', '.join(SUPPORTED)}, not {backend!r}")
+
+
+def unavailable(error: BaseException) -> StorageUnavailable | None:
+    """The core's ``StorageUnavailable`` for a connection-level failure, else ``None``.
+
+    Its ``kind`` is the driver's error class (``OperationalError``, ``AdminShutdown``...),
+    a small set that keys the rate-limited outage log; its ``detail`` the driver's first
+    line, without the SQL statement and parameters SQLAlchemy appends.
+    """
+    if not isinstance(error, _UNAVAILABLE):
+        return None
+    cause = getattr(error, "orig", None) or error
+    lines = str(cause).strip().splitlines()
+    first = lines[0] if lines else ""
+    # sqlite3 also calls a missing table or a syntax error "OperationalError": those are
+    # bugs to surface, not outages to wait out.
+    if isinstance(cause, sqlite3.Error) and not any(m in first for m in _SQLITE_UNAVAILABLE):
+        return None
+    return StorageUnavailable(type(cause).__name__, first)
 
 
 def _sqlite_engine(url: URL, options: dict[str, Any]) -> Engine:

@@ -87,7 +87,7 @@ from paycore.webhook_records import (
     Settlement,
 )
 
-from .engine import advisory_key, database_url, make_engine
+from .engine import advisory_key, database_url, make_engine, unavailable
 from .migrations import migrate
 from .rows import (
     attempt_from_row,
@@ -180,14 +180,23 @@ class SqlStorage:
 
     @contextmanager
     def transaction(self) -> Iterator[StorageTx]:
-        self._ensure_schema()
-        with self._exclusive(), self.engine.connect() as connection, connection.begin():
-            tx = SqlTx(connection, self._clock)
-            try:
-                yield tx
-                tx.before_commit()
-            finally:
-                tx.close()
+        """One unit of work. A failure to reach the database -- connecting, in a statement,
+        at commit -- raises ``StorageUnavailable`` (see ``engine.unavailable``); the
+        transaction is rolled back as for any other error."""
+        try:
+            self._ensure_schema()
+            with self._exclusive(), self.engine.connect() as connection, connection.begin():
+                tx = SqlTx(connection, self._clock)
+                try:
+                    yield tx
+                    tx.before_commit()
+                finally:
+                    tx.close()
+        except Exception as error:
+            outage = unavailable(error)
+            if outage is None:
+                raise
+            raise outage from error
 
     def close(self) -> None:
         self.engine.dispose()

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..auth import authenticate
-from ..errors import AuthError, Forbidden, InvalidInput, PaycoreError, PayloadTooLarge
+from ..errors import (
+    AuthError,
+    Forbidden,
+    InvalidInput,
+    PaycoreError,
+    PayloadTooLarge,
+    StorageUnavailable,
+)
 from ..model import SessionKey
 from ..tokens import normalize_owner
 from .http import MAX_BODY, Request, Response, json_response, text_response
@@ -148,12 +155,24 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
         response = attrs.evolve(
             text_response(exc.text, exc.status), headers={"allow": ", ".join(exc.allowed)}
         )
+    except StorageUnavailable as exc:
+        return _storage_unavailable(gateway, exc)
     except PaycoreError as exc:
         response = text_response(exc.text, exc.status)
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return text_response("internal error", 500)
     return _maybe_encrypt(gateway, request, caller, response)
+
+
+def _storage_unavailable(gateway: Gateway, exc: StorageUnavailable) -> Response:
+    """503 with ``Retry-After``: the request was fine, storage was not. One log line per
+    kind of failure per interval, no traceback: an outage must not flood the log."""
+    gateway.storage_outages.failure(
+        exc.kind, "storage unavailable (%s: %s): answering 503", exc.kind, exc.detail
+    )
+    retry_after = str(gateway.settings.storage_retry_after)
+    return attrs.evolve(text_response(exc.text, exc.status), headers={"retry-after": retry_after})
 
 
 def _maybe_encrypt(

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
-from paycore.errors import PriceUnavailable
+from paycore.errors import PriceUnavailable, StorageUnavailable
 from paycore.model import Deposit, Transaction, TxType
 from paycore.money import from_base_units
+from paycore.outages import LoopGuard
 from paycore.tokens import NATIVE
 
 from .common import ChainBase, Transfer
@@ -335,19 +336,34 @@ class ChainWatcher(Generic[ChainT]):
     # -- loop -----------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
         """Pass after pass until ``stop`` is set; sleeps ``poll_interval`` once caught up
-        (or after an error, which is logged: a node outage must not end the watcher)."""
+        (or after an error, which is logged: a node outage must not end the watcher).
+        While storage is down the passes back off (``paycore.outages``) and resume when
+        it answers; the lease lapses meanwhile and the cursor keeps the place."""
+        guard = LoopGuard.from_settings(
+            f"chain {self.chain.chain_id} watcher",
+            log,
+            self.gateway.settings,
+            pace=self.config.poll_interval,
+        )
         try:
             while not stop.is_set():
                 try:
                     report = self.step(stop)
+                except StorageUnavailable as exc:
+                    stop.wait(guard.failed(exc))
+                    continue
                 except Exception:
                     log.exception("chain %d: watcher pass failed", self.chain.chain_id)
                     report = StepReport(held=True, error="exception")
+                else:
+                    guard.succeeded()
                 if report.caught_up or not report.held or report.error:
                     stop.wait(self.config.poll_interval)
         finally:
             try:
                 self.release()
+            except StorageUnavailable as exc:  # the lease lapses on its own
+                log.warning("chain %d: could not release the lease: %s", self.chain.chain_id, exc)
             except Exception:  # storage gone at shutdown: the lease lapses on its own
                 log.exception("chain %d: could not release the lease", self.chain.chain_id)
 

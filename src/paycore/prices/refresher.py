@@ -29,7 +29,9 @@ from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 import attrs
 
 from ..config import Settings
+from ..errors import StorageUnavailable
 from ..money import MONEY_CONTEXT, normalize
+from ..outages import LoopGuard
 from ..price_records import StoredPrice
 from ..pricing import PriceSource, Quote, quotes_of
 from ..tokens import NATIVE
@@ -160,11 +162,20 @@ class PriceRefresher:
         return found
 
     def run(self, halt: threading.Event) -> None:
-        """Round after round until ``halt`` is set; a failed round (storage down) is
-        logged and retried at the next interval."""
+        """Round after round until ``halt`` is set. While storage is down the rounds back
+        off (``paycore.outages``, one log line per interval) and resume when it answers;
+        any other failure is logged and retried at the next interval."""
+        guard = LoopGuard.from_settings(
+            "price refresher", log, self.settings, pace=min(self.interval, 1.0)
+        )
         while not halt.is_set():
             try:
                 self.refresh(force=False)
+            except StorageUnavailable as exc:
+                halt.wait(guard.failed(exc))
+                continue
             except Exception:
                 log.exception("price refresh failed")
+            else:
+                guard.succeeded()
             halt.wait(self.interval)
