@@ -196,7 +196,8 @@ def serve(framework: str, env: Mapping[str, str], log: Path) -> tuple[Process, s
 
 
 class Receiver:
-    """A webhook endpoint on 127.0.0.1 answering ``status``; keeps every JSON body."""
+    """A webhook endpoint on 127.0.0.1 answering ``status``; keeps every JSON body, with
+    its arrival time (``time.time()``) under ``"_at"``."""
 
     def __init__(self, status: int = 200) -> None:
         self.status = status
@@ -208,7 +209,7 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 with receiver.lock:
-                    receiver.bodies.append(json.loads(body))
+                    receiver.bodies.append({**json.loads(body), "_at": time.time()})
                 self.send_response(receiver.status)
                 self.send_header("content-length", "0")
                 self.end_headers()

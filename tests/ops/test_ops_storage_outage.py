@@ -155,9 +155,9 @@ def test_an_outage_answers_503_logs_little_and_everything_resumes(
                 "litestar": 201,
             }, {name: a.text for name, a in created.items()}
             guid = created["flask"].json()["guid"]
-            # Due in 2 s, read by nobody: only the worker's sweeper can expire it, and it
-            # will be due while the database is down.
-            swept = client.post(flask_base + "/invoice", json=_invoice(deadline_secs=2))
+            # Due in 3 s, read by nobody: only the worker's sweeper can expire it, and it
+            # falls due while the database is down.
+            swept = client.post(flask_base + "/invoice", json=_invoice(deadline_secs=3))
             assert swept.status_code == 201, swept.text
             swept_guid = swept.json()["guid"]
 
@@ -182,13 +182,15 @@ def test_an_outage_answers_503_logs_little_and_everything_resumes(
             time.sleep(1.0)
         after = list(load.answers)
 
-        def expired_delivered() -> bool:
-            return any(
-                b["guid"] == swept_guid and b["status"] == "expired" for b in receiver.received()
-            )
+        def expired() -> list[dict[str, Any]]:
+            return [
+                b
+                for b in receiver.received()
+                if b["guid"] == swept_guid and b["status"] == "expired"
+            ]
 
-        wait_until(expired_delivered, timeout=30, what="the swept invoice's webhook")
-        resumed_at = time.time()
+        wait_until(lambda: bool(expired()), timeout=30, what="the swept invoice's webhook")
+        resumed_at = expired()[0]["_at"]
         wait_until(lambda: "storage is back" in worker.output(), what="the worker's recovery line")
     finally:
         codes = {name: p.stop() for name, p in processes.items()}
