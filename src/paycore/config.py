@@ -54,12 +54,24 @@ def _staking_contract(raw: str | None) -> str | None:
 
 
 def _optional_int(raw: int | str | None) -> int | None:
-    return None if raw in (None, "") else int(raw)  # type: ignore[arg-type]
+    return None if raw in (None, "") else int(raw)
 
 
 def _optional_text(raw: str | None) -> str | None:
     """``PAYCORE_REDIS_URL=`` (set but empty) means unset, as leaving it out does."""
     return (raw.strip() or None) if isinstance(raw, str) else raw
+
+
+def _flag(raw: bool | str) -> bool:
+    """``PAYCORE_WEBHOOK_ALLOW_PRIVATE=0`` must mean off, which ``bool("0")`` would not."""
+    if isinstance(raw, str):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    return bool(raw)
+
+
+def _decimal(raw: object) -> Decimal:
+    """A Decimal from a number or an environment string, exact (``str`` first, never float)."""
+    return Decimal(str(raw))
 
 
 def _queue_size(raw: int | str) -> int:
@@ -86,7 +98,7 @@ class ChainConfig:
     #: Dev chains only (FAUCET_CHAIN_IDS): the funded key /getFaucet pays from, 0x hex.
     faucet_key: str | None = attrs.field(default=None, repr=False)
     #: Native coin, in whole units, one /getFaucet call sends.
-    faucet_amount: Decimal = attrs.field(default=Decimal(1), converter=lambda v: Decimal(str(v)))
+    faucet_amount: Decimal = attrs.field(default=Decimal(1), converter=_decimal)
     #: Blocks per eth_getLogs range: bigger ranges mean fewer round trips, until the node's
     #: own response limits (often 10,000 logs or 2,000 blocks on hosted RPC) bite.
     block_batch: int = attrs.field(default=500, converter=int)
@@ -107,7 +119,7 @@ class ChainConfig:
     #: ``confirmations``): attribution is idempotent, so re-scanning costs only time.
     reorg_rewind: int = attrs.field(default=64, converter=int)
     #: Scan full blocks for native-coin transfers (off: tokens only, far fewer RPC bytes).
-    scan_native: bool = attrs.field(default=True, converter=lambda v: _flag(v))
+    scan_native: bool = attrs.field(default=True, converter=_flag)
     # -- Tron backend (paycore.chains.tron): on for a Tron chain with rpc_url and factory ------
     #: TronGrid's ``TRON-PRO-API-KEY`` header, sent with every request to ``rpc_url`` when set
     #: (TronGrid throttles keyless clients hard; a node of your own needs none).
@@ -174,13 +186,6 @@ def _positive(raw: float | str) -> float:
     return value
 
 
-def _flag(raw: bool | str) -> bool:
-    """``PAYCORE_WEBHOOK_ALLOW_PRIVATE=0`` must mean off, which ``bool("0")`` would not."""
-    if isinstance(raw, str):
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    return bool(raw)
-
-
 def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
     """A tuple of delays from a sequence or a comma-separated string (``"5,30,120"``)."""
     items = raw.split(",") if isinstance(raw, str) else raw
@@ -188,6 +193,16 @@ def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
     if not delays:
         raise InvalidInput("webhook_retry_schedule", "needs at least one delay")
     return delays
+
+
+def _prices(raw: Mapping[str, object]) -> dict[str, Decimal]:
+    """Accept ``{"1:0xabc..": "3000"}`` with any address case; keys end up canonical."""
+    from .money import parse_amount
+    from .tokens import TokenId
+
+    return {
+        str(TokenId.parse(k, "prices")): parse_amount(v, f"prices[{k}]") for k, v in raw.items()
+    }
 
 
 AUTH_MODES = ("strict", "soft")
@@ -211,7 +226,7 @@ class Settings:
     underpayment_tolerance: Decimal = Decimal(0)
     chains: Mapping[int, ChainConfig] = attrs.field(factory=_default_chains)
     #: Static prices ``{chainId}:{token}`` -> Decimal in ``vs_currency``; the static source.
-    prices: Mapping[str, Decimal] = attrs.field(factory=dict, converter=lambda v: _prices(v))
+    prices: Mapping[str, Decimal] = attrs.field(factory=dict, converter=_prices)
     blocked_plugins: tuple[str, ...] = ()
     # -- webhook delivery and the worker (DESIGN.md section 2, Webhooks) -----------------------
     #: Seconds a webhook receiver has to answer; anything but a 2xx in time is a failure.
@@ -364,16 +379,6 @@ class Settings:
             values[field.name] = _parse_env(field.name, field.type, raw)
         values.update(overrides)
         return cls(**values)
-
-
-def _prices(raw: Mapping[str, object]) -> dict[str, Decimal]:
-    """Accept ``{"1:0xabc..": "3000"}`` with any address case; keys end up canonical."""
-    from .money import parse_amount
-    from .tokens import TokenId
-
-    return {
-        str(TokenId.parse(k, "prices")): parse_amount(v, f"prices[{k}]") for k, v in raw.items()
-    }
 
 
 def _parse_env(name: str, type_: Any, raw: str) -> Any:
