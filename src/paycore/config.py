@@ -1,4 +1,4 @@
-"""Settings: one frozen record, defaults from DESIGN.md, overridable by ``PAYCORE_*`` variables.
+"""Settings: one frozen record, overridable by ``PAYCORE_*`` variables (docs/interface.md §Limits).
 
 Everything an operator can turn lives here so that the configuration reference in README.md
 has a single source, and so that a test can build a gateway with exactly the knobs it needs.
@@ -110,7 +110,7 @@ class ChainConfig:
     #: a new install has no invoice that an older block could pay.
     start_block: int | None = attrs.field(default=None, converter=_optional_int)
     #: Seconds after its deadline an invoice's address is still watched, so late payments
-    #: are recorded (DESIGN.md section 2) without watching every address ever issued.
+    #: are recorded (docs/interface.md §Invoice lifecycle) without watching every address.
     watch_grace: int = attrs.field(default=7 * 24 * 3600, converter=int)
     #: Seconds one watcher's claim on this chain lasts unless renewed; a killed watcher's
     #: chain is picked up by another process after at most this long.
@@ -228,7 +228,7 @@ class Settings:
     #: Static prices ``{chainId}:{token}`` -> Decimal in ``vs_currency``; the static source.
     prices: Mapping[str, Decimal] = attrs.field(factory=dict, converter=_prices)
     blocked_plugins: tuple[str, ...] = ()
-    # -- webhook delivery and the worker (DESIGN.md section 2, Webhooks) -----------------------
+    # -- webhook delivery and the worker (docs/interface.md §Webhook deliveries) ---------------
     #: Seconds a webhook receiver has to answer; anything but a 2xx in time is a failure.
     webhook_timeout: float = attrs.field(default=10.0, converter=_positive)
     #: Allow webhook URLs that resolve to private, loopback or link-local addresses. Off,
@@ -255,7 +255,7 @@ class Settings:
     worker_poll_interval: float = attrs.field(default=1.0, converter=_positive)
     #: Seconds between the worker's expiry sweeps (``Gateway.expire_due``).
     worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
-    # -- WebSocket pushes (GET /ws) and their fan-out (DESIGN.md section 4) ------------------
+    # -- WebSocket pushes (GET /ws) and their fan-out (docs/architecture.md §Events) ----------
     #: Redis that carries every committed change to the web workers' sockets, whichever
     #: process made it (another worker, ``paycore worker``'s sweeper). Unset, a change
     #: reaches only the sockets of the process that made it: right for one process.
@@ -270,7 +270,7 @@ class Settings:
     #: Seconds between re-reads of a registered socket's session key, so a deregistered
     #: key stops receiving pushes; an expiring one is cut at its ``expiresAt`` regardless.
     ws_recheck_interval: float = attrs.field(default=60.0, converter=_positive)
-    # -- e-mail notifications (SPEC.md /setEmailNotifications; docs/management.md) -------------
+    # -- e-mail notifications (POST /setEmailNotifications; docs/management.md) -----------------
     #: SMTP server for deposit and withdrawal notices; unset, no e-mail is ever sent.
     smtp_host: str | None = attrs.field(default=None, converter=_optional_text)
     smtp_port: int = attrs.field(default=587, converter=int)
@@ -283,7 +283,7 @@ class Settings:
     smtp_password: str | None = attrs.field(default=None, converter=_optional_text, repr=False)
     #: Seconds one SMTP conversation may take.
     smtp_timeout: float = attrs.field(default=10.0, converter=_positive)
-    # -- staking helpers (SPEC.md "Staking helpers (Ethereum only)") --------------------------
+    # -- staking helpers (docs/interface.md §Staking helpers, Ethereum only) -------------------
     #: The ``PaycoreStaking`` contract the /mev* helpers build transactions for; unset, they
     #: answer 400. It lives on ``staking_chain_id``, which needs an EVM backend (rpc_url).
     staking_contract: str | None = attrs.field(default=None, converter=_staking_contract)
@@ -313,7 +313,7 @@ class Settings:
         factory=dict, converter=_price_opts.price_tables
     )
     #: Lock each accepted token's price at invoice creation for deposits up to the deadline;
-    #: off (SPEC.md): a deposit is valued from the table in force when it is attributed.
+    #: off (docs/interface.md): a deposit is valued from the table in force when it is attributed.
     rate_lock: bool = attrs.field(default=False, converter=_flag)
     #: The CoinGecko(-compatible) HTTP source: off unless enabled.
     coingecko_enabled: bool = attrs.field(default=False, converter=_flag)

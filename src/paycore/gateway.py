@@ -130,7 +130,7 @@ class Gateway:
         return derive
 
     def get_invoice(self, guid: str) -> Invoice:
-        """The invoice, expired first if its deadline has passed (SPEC.md's lazy expiry)."""
+        """The invoice, expired first if its deadline has passed (lazy expiry)."""
         with self.storage.transaction() as tx:
             invoice = tx.get_invoice(guid)
         if invoice is None:
@@ -168,7 +168,7 @@ class Gateway:
         limit: int | None = None,
     ) -> list[Invoice] | tuple[list[Invoice], int, int, int]:
         """A plain list oldest first, or (items, total, offset, limit) newest first when
-        either offset or limit is given (SPEC.md GET /invoices)."""
+        either offset or limit is given (docs/interface.md §GET /invoices)."""
         paged = offset is not None or limit is not None
         off, lim = _page(offset, limit, INVOICE_PAGE_MAX)
         with self.storage.transaction() as tx:

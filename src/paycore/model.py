@@ -1,8 +1,8 @@
-"""The records of SPEC.md section 2, and their JSON wire form (camelCase, SPEC.md's names).
+"""The records of docs/interface.md §Records, and their JSON wire form (camelCase names).
 
 Records are frozen attrs classes: a change is a new record (``attrs.evolve``), so a failed
 transition can never leave a half-updated invoice behind. Money is Decimal inside; only
-``to_wire`` turns it into the string (or, for ``vsValue``, the number) SPEC.md shows.
+``to_wire`` turns it into the string (or, for ``vsValue``, the number) the interface shows.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class Status(StrEnum):
 
 
 def _number(value: Decimal) -> float | int:
-    """A JSON number from a Decimal, only at the edge (SPEC.md types vsValue as number)."""
+    """A JSON number from a Decimal, only at the edge (the interface types vsValue as a number)."""
     if value == value.to_integral_value():
         return int(value)
     return float(value)
@@ -143,7 +143,7 @@ class Deposit:
 
     chain_id: int
     tx_hash: str
-    log_index: int  # -1 for a native-coin transfer (DESIGN.md section 3)
+    log_index: int  # -1 for a native-coin transfer (docs/architecture.md §Chains)
     token: str  # token address, NATIVE for the coin
     from_: str
     to: str

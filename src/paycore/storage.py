@@ -229,7 +229,7 @@ class StorageTx(Protocol):
         partialPaid) or whose deadline is at or after ``deadline_after`` (late payments and
         overpayments are still recorded for a while), sorted."""
 
-    # -- owner management (SPEC.md: app keys, e-mail notifications, wallet indexes) --------
+    # -- owner management (docs/interface.md: app keys, e-mail notices, wallet indexes) ----
     def owner_is_known(self, owner: str) -> bool:
         """Whether paycore has anything of ``owner``: an invoice, a session key, a webhook,
         an app key, an e-mail setting or an allocated wallet index."""

@@ -54,7 +54,7 @@ class _WakeDispatcher:
 
 def sweep_expired(gateway: Gateway, halt: threading.Event) -> None:
     """Expire overdue invoices every ``worker_sweep_interval`` so their events need not
-    wait for someone to read them (DESIGN.md section 2, Events)."""
+    wait for someone to read them (docs/architecture.md §Events)."""
     batch = 500
     while not halt.is_set():
         try:

@@ -62,7 +62,7 @@ def document(routes: Sequence[Route], server_url: str = "") -> dict[str, Any]:
         "info": {
             "title": "paycore",
             "version": __version__,
-            "description": "Non-custodial crypto invoice gateway (SPEC.md).",
+            "description": "Non-custodial crypto invoice gateway.",
         },
         "servers": [{"url": server_url or "/"}],
         "paths": paths,
