@@ -83,10 +83,23 @@ def _queue_size(raw: int | str) -> int:
 
 @attrs.frozen
 class ChainConfig:
+    """One chain paycore knows: its id, how deep a deposit must be, and its node.
+
+    The defaults (``Settings.chains``) name the common EVM chains, anvil and the Tron
+    networks without a node; a chain gets a backend (deposit addresses, a watcher, the wallet
+    helpers) once it has an ``rpc_url`` and a ``factory``. Addresses are checked and
+    normalised when the record is built, so a typo fails at startup.
+    """
+
+    #: The id the chain's node reports (Tron: docs/interface.md §Conventions).
     chain_id: int
+    #: A label for logs and the CLI.
     name: str
+    #: Blocks a deposit must be buried under before it is attributed.
     confirmations: int = 1
+    #: The node's JSON-RPC URL (TronGrid's HTTP API for Tron); unset, no backend.
     rpc_url: str | None = None
+    #: Symbol and decimals of the native coin (ETH and 18; TRX and 6).
     native_symbol: str = "ETH"
     native_decimals: int = 18
     # -- EVM backend (paycore.chains.evm): on for a chain with both rpc_url and factory -------
@@ -157,6 +170,7 @@ class ChainConfig:
 
     @property
     def kind(self) -> ChainKind:
+        """EVM or Tron, from the chain id."""
         return chain_kind(self.chain_id)
 
 
@@ -210,23 +224,46 @@ AUTH_MODES = ("strict", "soft")
 
 @attrs.frozen
 class Settings:
+    """Everything an operator can set, in one frozen record.
+
+    Build it in code (``Settings(database_url=..., prices={...})``) or from the environment
+    with ``Settings.from_env()``: each field reads ``PAYCORE_<FIELD>`` (upper case), and
+    keyword overrides win. Values are checked and normalised as the record is built, so a
+    bad one fails at startup with ``InvalidInput`` naming the field. Times are seconds
+    unless a field says otherwise. README.md's Configuration section shows them in use.
+    """
+
+    #: Where everything is stored: ``sqlite:///file``, ``postgresql://...`` or ``memory://``.
     database_url: str = "sqlite:///paycore.sqlite3"
+    #: The default currency invoices are priced and deposits valued in (lowercase code).
     vs_currency: str = "usd"
+    #: The hosted checkout page's address; an invoice's ``paymentUrl`` is built from it.
     checkout_url: str = "http://127.0.0.1:8000/paycore/checkout"
+    #: ``strict`` (session headers required on owner-scoped endpoints) or ``soft``
+    #: (optional, but verified when sent): docs/interface.md §Modes.
     auth_mode: str = "strict"
+    #: How long a session key registration lasts (30 days).
     session_key_ttl: int = 30 * 24 * 3600
+    #: Live session keys per owner; one more is refused with 409.
     session_key_cap: int = 5
+    #: An invoice's validity window when POST /invoice gives no ``deadlineSecs`` (90 h).
     default_deadline_secs: int = 90 * 3600
+    #: Leading zero bits a proof of work needs to create an invoice; 0 turns it off.
     pow_difficulty: int = 0
+    #: How long a proof-of-work challenge can be used.
     challenge_ttl: int = 120
+    #: How far a salt-signed call's ``salt`` may be from the server's clock.
     salt_window: int = 600
+    #: Events one poll queue holds; beyond it the oldest are dropped.
     event_retention: int = 1000
     #: Fraction of ``value`` an invoice may fall short by and still count as paid (BTCPay's
     #: "payment tolerance"); 0 means the full amount.
     underpayment_tolerance: Decimal = Decimal(0)
+    #: Chain id -> ChainConfig; the defaults know the usual chains, without nodes.
     chains: Mapping[int, ChainConfig] = attrs.field(factory=_default_chains)
     #: Static prices ``{chainId}:{token}`` -> Decimal in ``vs_currency``; the static source.
     prices: Mapping[str, Decimal] = attrs.field(factory=dict, converter=_prices)
+    #: Names of plugins not to load, even when installed (``PAYCORE_BLOCKED_PLUGINS=a,b``).
     blocked_plugins: tuple[str, ...] = ()
     # -- webhook delivery and the worker (docs/interface.md §Webhook deliveries) ---------------
     #: Seconds a webhook receiver has to answer; anything but a 2xx in time is a failure.
@@ -238,6 +275,7 @@ class Settings:
     webhook_retry_schedule: tuple[float, ...] = attrs.field(
         default=(5, 30, 120, 600, 1800, 3600), converter=_schedule
     )
+    #: Seconds between attempts once ``webhook_retry_schedule`` is used up.
     webhook_retry_every: float = attrs.field(default=7200.0, converter=_positive)
     #: A delivery whose next attempt would come later than this many seconds after it was
     #: queued (or redelivered) is marked failed instead.
@@ -273,11 +311,13 @@ class Settings:
     # -- e-mail notifications (POST /setEmailNotifications; docs/management.md) -----------------
     #: SMTP server for deposit and withdrawal notices; unset, no e-mail is ever sent.
     smtp_host: str | None = attrs.field(default=None, converter=_optional_text)
+    #: The SMTP server's port (587: submission with STARTTLS).
     smtp_port: int = attrs.field(default=587, converter=int)
     #: The From address of every notice.
     smtp_from: str = "paycore@localhost"
     #: Upgrade the connection with STARTTLS before logging in (submission on port 587).
     smtp_starttls: bool = attrs.field(default=True, converter=_flag)
+    #: The SMTP login; unset, no login is attempted.
     smtp_user: str | None = attrs.field(default=None, converter=_optional_text)
     #: Never logged nor shown in the settings' repr.
     smtp_password: str | None = attrs.field(default=None, converter=_optional_text, repr=False)
@@ -287,6 +327,7 @@ class Settings:
     #: The ``PaycoreStaking`` contract the /mev* helpers build transactions for; unset, they
     #: answer 400. It lives on ``staking_chain_id``, which needs an EVM backend (rpc_url).
     staking_contract: str | None = attrs.field(default=None, converter=_staking_contract)
+    #: The chain of ``staking_contract`` (Ethereum mainnet).
     staking_chain_id: int = attrs.field(default=1, converter=int)
     # -- prices: sources, refresher, staleness, rate lock (docs/prices.md) --------------------
     #: More vsCurrencies besides ``vs_currency`` (lowercase codes); each gets its own table,
@@ -320,6 +361,7 @@ class Settings:
     #: Its base URL: the public API, ``https://pro-api.coingecko.com`` with a Pro key, or any
     #: server answering in the same shapes.
     coingecko_url: str = "https://api.coingecko.com"
+    #: The CoinGecko API key, sent in ``coingecko_key_header``; never logged.
     coingecko_api_key: str | None = attrs.field(default=None, converter=_optional_text, repr=False)
     #: ``x-cg-demo-api-key`` (Demo plan) or ``x-cg-pro-api-key`` (Pro plan).
     coingecko_key_header: str = "x-cg-demo-api-key"
@@ -362,6 +404,7 @@ class Settings:
             raise InvalidInput("session_key_cap", "must be at least 1")
 
     def chain(self, chain_id: int, field: str = "chainId") -> ChainConfig:
+        """The configuration of ``chain_id``; InvalidInput on ``field`` if it is unknown."""
         try:
             return self.chains[chain_id]
         except KeyError:
