@@ -27,6 +27,8 @@ from realtime_helpers import (
 from paycore import Gateway, ecies
 from paycore.realtime import CLOSE_AUTH, CLOSE_BAD_FRAME, hub_for
 
+pytestmark = pytest.mark.slow  # each adapter's real server, per test
+
 
 def invoice_by_http(base: str, guid: str) -> dict[str, object]:
     answer = httpx.get(f"{base}{PREFIX}/invoice/{guid}")

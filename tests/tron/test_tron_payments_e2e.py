@@ -32,6 +32,8 @@ from tron_env import (
 from paycore import NATIVE
 from paycore.model import Deposit
 
+pytestmark = pytest.mark.slow  # end to end over HTTP against the TronGrid stand-in
+
 TRANSPORTS = ("core", "flask", "litestar")
 
 
