@@ -149,4 +149,6 @@ def openapi_route() -> Route:
         prefix = uri_path[: -len(call.request.path)] if uri_path.endswith(call.request.path) else ""
         return document(ROUTES, prefix)
 
-    return Route(("GET",), "/openapi.json", serve, "This document", session="none")
+    return Route(
+        ("GET",), "/openapi.json", serve, "The OpenAPI document of every route", session="none"
+    )
