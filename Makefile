@@ -1,10 +1,15 @@
 # Two commands for a fresh machine: `make demo` runs the main job, `make test` runs the tests.
 # Each installs what it needs into .venv (Python) and node_modules (Node) first.
+# While working: `make test-fast` (the fast tier, in parallel), `make lint`, `make docs`.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test test-fast bench lint docs clean
+
+# The slow tiers (markers registered in pyproject.toml, applied in tests/conftest.py and the
+# modules): everything but these is the fast tier, the core, conformance and unit tests.
+SLOW_TIERS := browser or anvil or postgres or redis or fuzz or node or slow
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,11 +29,22 @@ demo: $(VENV)/.installed node_modules/.installed
 test: $(VENV)/.installed node_modules/.installed
 	$(PY) -m pytest
 
+# Under a minute on two cores. The fuzz folder is not even collected, and schemathesis' and
+# faker's pytest plugins are not loaded: building the fuzzer's tests alone takes longer.
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -n auto -p no:schemathesis -p no:faker --ignore=tests/fuzz \
+		-m "not ($(SLOW_TIERS))"
+
 bench: $(VENV)/.installed
 	$(PY) bench/auth_bench.py
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/mypy src
+
+# The documentation site (mkdocs.yml) into site/; --strict makes any warning an error.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) node_modules demo.sqlite3 .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules demo.sqlite3 .pytest_cache .hypothesis site

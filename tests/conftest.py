@@ -1,4 +1,14 @@
-"""Fixtures shared by every test folder: a real PostgreSQL, isolated per use.
+"""Fixtures shared by every test folder: a real PostgreSQL, isolated per use; and the markers
+of the slow tiers.
+
+Markers (registered in pyproject.toml): ``browser``, ``anvil``, ``postgres``, ``redis``,
+``fuzz``, ``node`` and ``slow``. A test that uses the fixture of a service is marked here, by
+the fixtures it uses (directly or through other fixtures), so a new test cannot forget its
+marker: ``anvil_chain`` -> anvil, ``postgres_server``/``postgres_schema`` -> postgres,
+``redis_url`` -> redis. Backends chosen by a parameter carry their mark on the parameter
+(``pytest.param("postgresql", marks=pytest.mark.postgres)``); whole modules (the browser,
+the fuzzer, subprocess tests) say theirs in ``pytestmark``. ``make test-fast`` deselects every
+tier: ``-m "not (browser or anvil or postgres or redis or fuzz or node or slow)"``.
 
 PostgreSQL: ``PAYCORE_TEST_POSTGRES_URL`` if set, else the local trust-auth server as
 ``postgres`` or ``root``. Each use gets a freshly created schema (selected through
@@ -72,3 +82,20 @@ def postgres_schema(postgres_server: URL) -> Iterator[Callable[[], URL]]:
         for name in created:
             connection.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
     admin.dispose()
+
+
+#: Fixture name -> the marker of the service it needs.
+SERVICE_FIXTURES = {
+    "anvil_chain": "anvil",
+    "postgres_server": "postgres",
+    "postgres_schema": "postgres",
+    "redis_url": "redis",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in SERVICE_FIXTURES.items():
+            if fixture in used and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)

@@ -126,8 +126,8 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def email(args: argparse.Namespace) -> int:
-    """The operator's switch for an owner's e-mail notices (SPEC.md: enabling is done
-    through the operator's support); the owner stores the address with
+    """The operator's switch for an owner's e-mail notices (docs/interface.md
+    §Management calls: enabling is the operator's business); the owner stores the address with
     /setEmailNotifications first."""
     from .management import enable_email
 

@@ -1,4 +1,4 @@
-"""Settings: one frozen record, defaults from DESIGN.md, overridable by ``PAYCORE_*`` variables.
+"""Settings: one frozen record, overridable by ``PAYCORE_*`` variables (docs/interface.md §Limits).
 
 Everything an operator can turn lives here so that the configuration reference in README.md
 has a single source, and so that a test can build a gateway with exactly the knobs it needs.
@@ -55,12 +55,24 @@ def _staking_contract(raw: str | None) -> str | None:
 
 
 def _optional_int(raw: int | str | None) -> int | None:
-    return None if raw in (None, "") else int(raw)  # type: ignore[arg-type]
+    return None if raw in (None, "") else int(raw)
 
 
 def _optional_text(raw: str | None) -> str | None:
     """``PAYCORE_REDIS_URL=`` (set but empty) means unset, as leaving it out does."""
     return (raw.strip() or None) if isinstance(raw, str) else raw
+
+
+def _flag(raw: bool | str) -> bool:
+    """``PAYCORE_WEBHOOK_ALLOW_PRIVATE=0`` must mean off, which ``bool("0")`` would not."""
+    if isinstance(raw, str):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    return bool(raw)
+
+
+def _decimal(raw: object) -> Decimal:
+    """A Decimal from a number or an environment string, exact (``str`` first, never float)."""
+    return Decimal(str(raw))
 
 
 def _queue_size(raw: int | str) -> int:
@@ -72,11 +84,24 @@ def _queue_size(raw: int | str) -> int:
 
 @attrs.frozen
 class ChainConfig:
+    """One chain paycore knows: its id, how deep a deposit must be, and its node.
+
+    The defaults (``Settings.chains``) name the common EVM chains, anvil and the Tron
+    networks without a node; a chain gets a backend (deposit addresses, a watcher, the wallet
+    helpers) once it has an ``rpc_url`` and a ``factory``. Addresses are checked and
+    normalised when the record is built, so a typo fails at startup.
+    """
+
+    #: The id the chain's node reports (Tron: docs/interface.md §Conventions).
     chain_id: int
+    #: A label for logs and the CLI.
     name: str
+    #: Blocks a deposit must be buried under before it is attributed.
     confirmations: int = 1
-    #: Often carries an API key (``https://host/v3/<key>``): shown redacted in the repr.
+    #: The node's JSON-RPC URL (TronGrid's HTTP API for Tron); unset, no backend. Often
+    #: carries an API key (``https://host/v3/<key>``): shown redacted in the repr.
     rpc_url: str | None = attrs.field(default=None, repr=redacted_repr)
+    #: Symbol and decimals of the native coin (ETH and 18; TRX and 6).
     native_symbol: str = "ETH"
     native_decimals: int = 18
     # -- EVM backend (paycore.chains.evm): on for a chain with both rpc_url and factory -------
@@ -88,7 +113,7 @@ class ChainConfig:
     #: Dev chains only (FAUCET_CHAIN_IDS): the funded key /getFaucet pays from, 0x hex.
     faucet_key: str | None = attrs.field(default=None, repr=False)
     #: Native coin, in whole units, one /getFaucet call sends.
-    faucet_amount: Decimal = attrs.field(default=Decimal(1), converter=lambda v: Decimal(str(v)))
+    faucet_amount: Decimal = attrs.field(default=Decimal(1), converter=_decimal)
     #: Blocks per eth_getLogs range: bigger ranges mean fewer round trips, until the node's
     #: own response limits (often 10,000 logs or 2,000 blocks on hosted RPC) bite.
     block_batch: int = attrs.field(default=500, converter=int)
@@ -100,7 +125,7 @@ class ChainConfig:
     #: a new install has no invoice that an older block could pay.
     start_block: int | None = attrs.field(default=None, converter=_optional_int)
     #: Seconds after its deadline an invoice's address is still watched, so late payments
-    #: are recorded (DESIGN.md section 2) without watching every address ever issued.
+    #: are recorded (docs/interface.md §Invoice lifecycle) without watching every address.
     watch_grace: int = attrs.field(default=7 * 24 * 3600, converter=int)
     #: Seconds one watcher's claim on this chain lasts unless renewed; a killed watcher's
     #: chain is picked up by another process after at most this long.
@@ -109,7 +134,7 @@ class ChainConfig:
     #: ``confirmations``): attribution is idempotent, so re-scanning costs only time.
     reorg_rewind: int = attrs.field(default=64, converter=int)
     #: Scan full blocks for native-coin transfers (off: tokens only, far fewer RPC bytes).
-    scan_native: bool = attrs.field(default=True, converter=lambda v: _flag(v))
+    scan_native: bool = attrs.field(default=True, converter=_flag)
     # -- Tron backend (paycore.chains.tron): on for a Tron chain with rpc_url and factory ------
     #: TronGrid's ``TRON-PRO-API-KEY`` header, sent with every request to ``rpc_url`` when set
     #: (TronGrid throttles keyless clients hard; a node of your own needs none).
@@ -147,6 +172,7 @@ class ChainConfig:
 
     @property
     def kind(self) -> ChainKind:
+        """EVM or Tron, from the chain id."""
         return chain_kind(self.chain_id)
 
 
@@ -184,13 +210,6 @@ def _whole_seconds(raw: int | str) -> int:
     return value
 
 
-def _flag(raw: bool | str) -> bool:
-    """``PAYCORE_WEBHOOK_ALLOW_PRIVATE=0`` must mean off, which ``bool("0")`` would not."""
-    if isinstance(raw, str):
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    return bool(raw)
-
-
 def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
     """A tuple of delays from a sequence or a comma-separated string (``"5,30,120"``)."""
     items = raw.split(",") if isinstance(raw, str) else raw
@@ -200,31 +219,64 @@ def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
     return delays
 
 
+def _prices(raw: Mapping[str, object]) -> dict[str, Decimal]:
+    """Accept ``{"1:0xabc..": "3000"}`` with any address case; keys end up canonical."""
+    from .money import parse_amount
+    from .tokens import TokenId
+
+    return {
+        str(TokenId.parse(k, "prices")): parse_amount(v, f"prices[{k}]") for k, v in raw.items()
+    }
+
+
 AUTH_MODES = ("strict", "soft")
 
 
 @attrs.frozen
 class Settings:
+    """Everything an operator can set, in one frozen record.
+
+    Build it in code (``Settings(database_url=..., prices={...})``) or from the environment
+    with ``Settings.from_env()``: each field reads ``PAYCORE_<FIELD>`` (upper case), and
+    keyword overrides win. Values are checked and normalised as the record is built, so a
+    bad one fails at startup with ``InvalidInput`` naming the field. Times are seconds
+    unless a field says otherwise. README.md's Configuration section shows them in use.
+    """
+
+    #: Where everything is stored: ``sqlite:///file``, ``postgresql://...`` or ``memory://``.
     #: May hold a password: never printed whole (``paycore.redaction``), nor in the repr.
     database_url: str = attrs.field(default="sqlite:///paycore.sqlite3", repr=redacted_repr)
+    #: The default currency invoices are priced and deposits valued in (lowercase code).
     vs_currency: str = "usd"
+    #: The hosted checkout page's address; an invoice's ``paymentUrl`` is built from it.
     checkout_url: str = "http://127.0.0.1:8000/paycore/checkout"
+    #: ``strict`` (session headers required on owner-scoped endpoints) or ``soft``
+    #: (optional, but verified when sent): docs/interface.md §Modes.
     auth_mode: str = "strict"
+    #: How long a session key registration lasts (30 days).
     session_key_ttl: int = 30 * 24 * 3600
+    #: Live session keys per owner; one more is refused with 409.
     session_key_cap: int = 5
+    #: An invoice's validity window when POST /invoice gives no ``deadlineSecs`` (90 h).
     default_deadline_secs: int = 90 * 3600
+    #: Leading zero bits a proof of work needs to create an invoice; 0 turns it off.
     pow_difficulty: int = 0
+    #: How long a proof-of-work challenge can be used.
     challenge_ttl: int = 120
+    #: How far a salt-signed call's ``salt`` may be from the server's clock.
     salt_window: int = 600
+    #: Events one poll queue holds; beyond it the oldest are dropped.
     event_retention: int = 1000
     #: Fraction of ``value`` an invoice may fall short by and still count as paid (BTCPay's
     #: "payment tolerance"); 0 means the full amount.
     underpayment_tolerance: Decimal = Decimal(0)
+    #: Chain id -> ChainConfig; the defaults know the usual chains, without nodes.
     chains: Mapping[int, ChainConfig] = attrs.field(factory=_default_chains)
     #: Static prices ``{chainId}:{token}`` -> Decimal in ``vs_currency``; the static source.
-    prices: Mapping[str, Decimal] = attrs.field(factory=dict, converter=lambda v: _prices(v))
+    prices: Mapping[str, Decimal] = attrs.field(factory=dict, converter=_prices)
+    #: Names of plugins not to load, even when installed (``PAYCORE_BLOCKED_PLUGINS=a,b``).
     blocked_plugins: tuple[str, ...] = ()
-    # -- webhook delivery and the worker (DESIGN.md section 2, Webhooks) -----------------------
+    # -- webhook delivery and the worker (docs/interface.md §Webhook deliveries) ---------------
     #: Seconds a webhook receiver has to answer; anything but a 2xx in time is a failure.
     webhook_timeout: float = attrs.field(default=10.0, converter=_positive)
     #: Allow webhook URLs that resolve to private, loopback or link-local addresses. Off,
@@ -234,6 +286,7 @@ class Settings:
     webhook_retry_schedule: tuple[float, ...] = attrs.field(
         default=(5, 30, 120, 600, 1800, 3600), converter=_schedule
     )
+    #: Seconds between attempts once ``webhook_retry_schedule`` is used up.
     webhook_retry_every: float = attrs.field(default=7200.0, converter=_positive)
     #: A delivery whose next attempt would come later than this many seconds after it was
     #: queued (or redelivered) is marked failed instead.
@@ -251,7 +304,7 @@ class Settings:
     worker_poll_interval: float = attrs.field(default=1.0, converter=_positive)
     #: Seconds between the worker's expiry sweeps (``Gateway.expire_due``).
     worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
-    # -- WebSocket pushes (GET /ws) and their fan-out (DESIGN.md section 4) ------------------
+    # -- WebSocket pushes (GET /ws) and their fan-out (docs/architecture.md §Events) ----------
     #: Redis that carries every committed change to the web workers' sockets, whichever
     #: process made it (another worker, ``paycore worker``'s sweeper). Unset, a change
     #: reaches only the sockets of the process that made it: right for one process.
@@ -266,23 +319,26 @@ class Settings:
     #: Seconds between re-reads of a registered socket's session key, so a deregistered
     #: key stops receiving pushes; an expiring one is cut at its ``expiresAt`` regardless.
     ws_recheck_interval: float = attrs.field(default=60.0, converter=_positive)
-    # -- e-mail notifications (SPEC.md /setEmailNotifications; docs/management.md) -------------
+    # -- e-mail notifications (POST /setEmailNotifications; docs/management.md) -----------------
     #: SMTP server for deposit and withdrawal notices; unset, no e-mail is ever sent.
     smtp_host: str | None = attrs.field(default=None, converter=_optional_text)
+    #: The SMTP server's port (587: submission with STARTTLS).
     smtp_port: int = attrs.field(default=587, converter=int)
     #: The From address of every notice.
     smtp_from: str = "paycore@localhost"
     #: Upgrade the connection with STARTTLS before logging in (submission on port 587).
     smtp_starttls: bool = attrs.field(default=True, converter=_flag)
+    #: The SMTP login; unset, no login is attempted.
     smtp_user: str | None = attrs.field(default=None, converter=_optional_text)
     #: Never logged nor shown in the settings' repr.
     smtp_password: str | None = attrs.field(default=None, converter=_optional_text, repr=False)
     #: Seconds one SMTP conversation may take.
     smtp_timeout: float = attrs.field(default=10.0, converter=_positive)
-    # -- staking helpers (SPEC.md "Staking helpers (Ethereum only)") --------------------------
+    # -- staking helpers (docs/interface.md §Staking helpers, Ethereum only) -------------------
     #: The ``PaycoreStaking`` contract the /mev* helpers build transactions for; unset, they
     #: answer 400. It lives on ``staking_chain_id``, which needs an EVM backend (rpc_url).
     staking_contract: str | None = attrs.field(default=None, converter=_staking_contract)
+    #: The chain of ``staking_contract`` (Ethereum mainnet).
     staking_chain_id: int = attrs.field(default=1, converter=int)
     # -- prices: sources, refresher, staleness, rate lock (docs/prices.md) --------------------
     #: More vsCurrencies besides ``vs_currency`` (lowercase codes); each gets its own table,
@@ -309,13 +365,14 @@ class Settings:
         factory=dict, converter=_price_opts.price_tables
     )
     #: Lock each accepted token's price at invoice creation for deposits up to the deadline;
-    #: off (SPEC.md): a deposit is valued from the table in force when it is attributed.
+    #: off (docs/interface.md): a deposit is valued from the table in force when it is attributed.
     rate_lock: bool = attrs.field(default=False, converter=_flag)
     #: The CoinGecko(-compatible) HTTP source: off unless enabled.
     coingecko_enabled: bool = attrs.field(default=False, converter=_flag)
     #: Its base URL: the public API, ``https://pro-api.coingecko.com`` with a Pro key, or any
     #: server answering in the same shapes.
     coingecko_url: str = attrs.field(default="https://api.coingecko.com", repr=redacted_repr)
+    #: The CoinGecko API key, sent in ``coingecko_key_header``; never logged.
     coingecko_api_key: str | None = attrs.field(default=None, converter=_optional_text, repr=False)
     #: ``x-cg-demo-api-key`` (Demo plan) or ``x-cg-pro-api-key`` (Pro plan).
     coingecko_key_header: str = "x-cg-demo-api-key"
@@ -380,6 +437,7 @@ class Settings:
         return found
 
     def chain(self, chain_id: int, field: str = "chainId") -> ChainConfig:
+        """The configuration of ``chain_id``; InvalidInput on ``field`` if it is unknown."""
         try:
             return self.chains[chain_id]
         except KeyError:
@@ -397,16 +455,6 @@ class Settings:
             values[field.name] = _parse_env(field.name, field.type, raw)
         values.update(overrides)
         return cls(**values)
-
-
-def _prices(raw: Mapping[str, object]) -> dict[str, Decimal]:
-    """Accept ``{"1:0xabc..": "3000"}`` with any address case; keys end up canonical."""
-    from .money import parse_amount
-    from .tokens import TokenId
-
-    return {
-        str(TokenId.parse(k, "prices")): parse_amount(v, f"prices[{k}]") for k, v in raw.items()
-    }
 
 
 def _parse_env(name: str, type_: Any, raw: str) -> Any:

@@ -1,9 +1,9 @@
 """One webhook attempt: Standard Webhooks signing, the HTTP POST, and what a failure costs.
 
-Signing follows the Standard Webhooks convention (DESIGN.md section 2), so receivers can use
-any of its libraries: ``webhook-id`` (stable for the event, the same on every retry, for
-deduplication), ``webhook-timestamp`` (unix seconds of this attempt, so a receiver can refuse
-replays of old requests) and ``webhook-signature: v1,<base64 HMAC-SHA256>`` over
+Signing follows the Standard Webhooks convention (docs/interface.md §Webhook deliveries), so
+receivers can use any of its libraries: ``webhook-id`` (stable for the event, the same on
+every retry, for deduplication), ``webhook-timestamp`` (unix seconds of this attempt, so a receiver
+can refuse replays of old requests) and ``webhook-signature: v1,<base64 HMAC-SHA256>`` over
 ``"{id}.{timestamp}.{body}"`` keyed with the base64-decoded part of the ``whsec_`` secret.
 
 The POST uses the standard library's ``http.client`` rather than a client library, because
@@ -160,8 +160,8 @@ def retry_delay(
 ) -> float:
     """Seconds to wait after the ``attempts``-th failed attempt, with jitter.
 
-    ``webhook_retry_schedule`` gives the first delays (DESIGN.md: 5 s, 30 s, 2 min, 10 min,
-    30 min, 1 h), then ``webhook_retry_every`` (2 h) repeats. Jitter scales each delay by a
+    ``webhook_retry_schedule`` gives the first delays (docs/interface.md: 5 s, 30 s, 2 min,
+    10 min, 30 min, 1 h), then ``webhook_retry_every`` (2 h) repeats. Jitter scales each delay by a
     factor in [1 - jitter, 1 + jitter] so that the retries of a backlog spread out.
     """
     schedule = settings.webhook_retry_schedule

@@ -1,8 +1,8 @@
 """ECIES over secp256k1 in the eccrypto / eth-crypto format.
 
-Encrypted API responses (DESIGN.md section 2) must be readable by a browser or Node client
-with nothing but eth-crypto's ``decryptWithPrivateKey``, so this module follows that library's
-construction byte for byte rather than any standard ECIES profile:
+Encrypted API responses (docs/interface.md §Encrypted responses) must be readable by a
+browser or Node client with nothing but eth-crypto's ``decryptWithPrivateKey``, so this
+module follows that library's construction byte for byte rather than any standard ECIES profile:
 
 * a fresh ephemeral key pair per message;
 * shared secret = the 32-byte big-endian x coordinate of ``ephemeral_private * recipient``

@@ -1,4 +1,4 @@
-"""E-mail notices of deposits and withdrawals (SPEC.md /setEmailNotifications), over SMTP.
+"""E-mail notices of deposits and withdrawals (POST /setEmailNotifications), over SMTP.
 
 A notifier plugin (``paycore.notify``), registered through the ``paycore_notifiers`` hook
 under the plugin name ``email`` when ``Settings.smtp_host`` is set. It mails an owner only

@@ -1,4 +1,4 @@
-"""Typed errors that carry their HTTP status and the one-line text SPEC.md/DESIGN.md prescribe.
+"""Typed errors that carry their HTTP status and the one-line text docs/interface.md §Errors gives.
 
 The core raises these; adapters only copy ``status`` and ``text`` into a response, so every
 framework answers a given mistake with the same status and the same words.
@@ -62,7 +62,7 @@ class InvoiceNotFound(NotFound):
 
 
 class Conflict(PaycoreError):
-    """SPEC.md's 409 body is the bare word ``Conflict``."""
+    """The interface's 409 body is the bare word ``Conflict`` (docs/interface.md §Errors)."""
 
     status = 409
 

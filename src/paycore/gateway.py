@@ -35,6 +35,21 @@ TRANSACTION_PAGE_MAX = 200
 
 
 class Gateway:
+    """The one object a caller holds: settings, plugins and storage wired together once.
+
+    Adapters, the worker, the CLI and a merchant's own code all go through it. Build it with
+    the ``Settings`` to use (``Settings.from_env()`` when left out); plugins are found
+    through the ``paycore`` entry points unless ``entry_points=False``, and ``plugins`` adds
+    more (objects with ``paycore_*`` hook implementations). ``storage`` bypasses the storage
+    hook, and ``clock`` (unix seconds) replaces the wall clock, which is how tests move
+    time. Call ``close()`` when done.
+
+    Every public method is one complete operation: it opens its own storage transaction,
+    commits the change together with its events, and only then tells the notifiers. Bad
+    input raises ``paycore.errors.InvalidInput`` (or another ``PaycoreError``, which carries
+    its HTTP status and one-line text) and changes nothing.
+    """
+
     def __init__(
         self,
         settings: Settings | None = None,
@@ -85,6 +100,7 @@ class Gateway:
         self.price_refresher = PriceRefresher(self.pricing, self.settings)
 
     def now(self) -> int:
+        """The gateway's clock in whole unix seconds: the time every record is stamped with."""
         return int(self.clock())
 
     def close(self) -> None:
@@ -99,7 +115,6 @@ class Gateway:
                     log.exception("closing notifier %s failed", getattr(notifier, "name", notifier))
         self.storage.close()
 
-    # -- prices ---------------------------------------------------------------------------
     @property
     def prices(self) -> PriceTable:
         """The table in force in the default vsCurrency: fresh prices only."""
@@ -115,8 +130,16 @@ class Gateway:
         """GET /prices: the table in force in ``vs_currency`` (default: ``vs_currency``)."""
         return self.pricing.snapshot(vs_currency)
 
-    # -- invoices -------------------------------------------------------------------------
     def create_invoice(self, owner: str, fields: Mapping[str, Any]) -> Invoice:
+        """Create and store an invoice for ``owner`` from the JSON fields of POST /invoice.
+
+        ``fields`` are the request body's (``value``, ``chainId``, ``description``,
+        ``acceptedTokens``, optional ``deadlineSecs``, ``data``, ``address``, ``token``,
+        ``vsCurrency``); ``owner`` is the already authenticated merchant. Without an
+        ``address``, the owner's next deposit index on the chain is allocated and its address
+        derived by the chain's backend. With ``rate_lock`` on, the accepted tokens' prices
+        are locked in the same transaction. Raises InvalidInput for any bad field.
+        """
         now = self.now()
         with self.storage.transaction() as tx:
             invoice = parse_new_invoice(self.settings, fields, owner, now, self._deriver(tx, owner))
@@ -139,7 +162,7 @@ class Gateway:
         return derive
 
     def get_invoice(self, guid: str) -> Invoice:
-        """The invoice, expired first if its deadline has passed (SPEC.md's lazy expiry)."""
+        """The invoice, expired first if its deadline has passed (lazy expiry)."""
         with self.storage.transaction() as tx:
             invoice = tx.get_invoice(guid)
         if invoice is None:
@@ -177,7 +200,7 @@ class Gateway:
         limit: int | None = None,
     ) -> list[Invoice] | tuple[list[Invoice], int, int, int]:
         """A plain list oldest first, or (items, total, offset, limit) newest first when
-        either offset or limit is given (SPEC.md GET /invoices)."""
+        either offset or limit is given (docs/interface.md §GET /invoices)."""
         paged = offset is not None or limit is not None
         off, lim = _page(offset, limit, INVOICE_PAGE_MAX)
         with self.storage.transaction() as tx:
@@ -196,12 +219,15 @@ class Gateway:
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int | None, limit: int | None
     ) -> tuple[list[Transaction], int, int, int]:
+        """``owner``'s deposits and withdrawals, newest first, as (items, total, offset, limit).
+
+        ``chain_id`` keeps one chain; ``limit`` is clamped to 200 (GET /transactions).
+        """
         off, lim = _page(offset, limit, TRANSACTION_PAGE_MAX)
         with self.storage.transaction() as tx:
             items, total = tx.list_transactions(owner, chain_id=chain_id, offset=off, limit=lim)
         return items, total, off, lim
 
-    # -- deposits -------------------------------------------------------------------------
     def record_deposit(self, deposit: Deposit) -> list[Invoice]:
         """Attribute one confirmed deposit; safe to call again for the same deposit."""
         with self.storage.transaction() as tx:
@@ -213,8 +239,8 @@ class Gateway:
             self._notify(changes[-1].owner, payloads)
         return changes
 
-    # -- events ---------------------------------------------------------------------------
     def invoice_wire(self, invoice: Invoice) -> Json:
+        """The invoice's JSON record as the interface shows it, ``paymentUrl`` included."""
         return invoice.to_wire(self.settings.checkout_url)
 
     def _emit(self, tx: StorageTx, changes: list[Invoice]) -> list[Json]:
@@ -250,14 +276,19 @@ class Gateway:
                     log.exception("notifier %s failed", getattr(notifier, "name", notifier))
 
     def open_queue(self, consumer: str, owner: str) -> None:
+        """Give ``consumer`` (a session key's or poll token's queue name) a queue of
+        ``owner``'s events, starting after the newest one; an existing queue is kept."""
         with self.storage.transaction() as tx:
             tx.open_queue(consumer, owner)
 
     def close_queue(self, consumer: str) -> None:
+        """Drop ``consumer``'s queue (its key was deregistered); the events stay in the outbox."""
         with self.storage.transaction() as tx:
             tx.close_queue(consumer)
 
     def drain_events(self, consumer: str) -> list[OutboxEvent]:
+        """Take the events queued for ``consumer``, oldest first, at most the newest
+        ``event_retention``; each is returned once, whoever drains concurrently."""
         with self.storage.transaction() as tx:
             return tx.drain_queue(consumer, self.settings.event_retention)
 

@@ -1,6 +1,6 @@
 """The invoice lifecycle as one transition table, with no I/O (modelled on h11's ``_state``).
 
-SPEC.md section 3 gives the status moves; DESIGN.md adds what happens to deposits that arrive
+docs/interface.md §Invoice lifecycle gives the status moves and what happens to deposits that arrive
 after an invoice is settled. Every function here takes an invoice and returns a new one (the
 records are frozen), so an illegal move raises ``IllegalTransition`` and changes nothing.
 

@@ -1,11 +1,11 @@
-"""The salt-signed management calls and app keys of SPEC.md section 4, and the operator's
+"""The salt-signed management calls and app keys of docs/interface.md, and the operator's
 e-mail switch. docs/management.md is the merchant-facing account of the same decisions.
 
-Who may call. A salt-signed body carries no owner (SPEC.md section 5): the owner is found
-from the signer. An app key acts for the owner whose key it is (an address is the app key of
-one owner at most); any other signer acts for itself, provided paycore knows it as an owner
-(it has invoices, a session key, a webhook, an e-mail setting, an allocated deposit index,
-app keys, or a deployed wallet on the chain named in the body). A body may add
+Who may call. A salt-signed body carries no owner (docs/interface.md §Salt-signed calls):
+the owner is found from the signer. An app key acts for the owner whose key it is (an
+address is the app key of one owner at most); any other signer acts for itself, provided paycore
+knows it as an owner (it has invoices, a session key, a webhook, an e-mail setting, an allocated
+deposit index, app keys, or a deployed wallet on the chain named in the body). A body may add
 ``ownerAddress`` -- it is signed along with the rest -- to say outright which owner it means;
 the signer must then be that owner or one of its app keys. Everyone else gets 403.
 
@@ -246,8 +246,8 @@ def set_email_notifications(gateway: Gateway, body: Mapping[str, Any]) -> Json:
 def enable_email(
     gateway: Gateway, owner: str, chain_id: int | None = None, *, enabled: bool = True
 ) -> list[EmailSetting]:
-    """The operator's switch (SPEC.md: "enabling them is done through the operator's
-    support"): turn sending on (or off) for ``owner``'s stored addresses, on one chain or
+    """The operator's switch (docs/interface.md: sending is enabled by the operator, not
+    the owner): turn sending on (or off) for ``owner``'s stored addresses, on one chain or
     all. ``paycore email enable OWNER`` runs this. Raises NotFound when the owner has set
     no address there, since enabling nothing is surely a typo."""
     owner = normalize_owner(owner, "owner")
@@ -338,7 +338,7 @@ def _check_add(actor: Actor, address: str, existing: AppKey | None, count: int) 
 
 
 def remove_app_key(gateway: Gateway, body: Mapping[str, Any]) -> Json:
-    """/removeAppKey: the owner only (SPEC.md: "Removal is done by the wallet deployer"),
+    """/removeAppKey: the owner only (docs/interface.md §App keys: only the owner removes them),
     so a leaked app key cannot lock out the others. 404 when the key is neither in
     paycore's records nor, on the chain named, in the wallet."""
     address = _evm_address(body, "appKeyAddress")

@@ -1,6 +1,6 @@
 """Records of the owner's management settings: app keys and e-mail notification addresses.
 
-Kept apart from ``model`` (SPEC.md's invoice-side records) the way ``webhook_records`` and
+Kept apart from ``model`` (the interface's invoice-side records) the way ``webhook_records`` and
 ``watch_records`` are: storage and the management operations share them, nothing else does.
 """
 
@@ -12,13 +12,13 @@ import attrs
 
 from .model import Json
 
-#: SPEC.md section 8 and ``PaycoreWallet.MAX_APP_KEYS``: one number, on chain and off.
+#: docs/interface.md §Limits and ``PaycoreWallet.MAX_APP_KEYS``: one number, on chain and off.
 MAX_APP_KEYS = 10
 
 
 @attrs.frozen
 class AppKey:
-    """A key that acts for ``owner`` (SPEC.md "App keys"). An address is the app key of one
+    """A key that acts for ``owner`` (docs/interface.md §App keys). An address is the app key of one
     owner at most, so a signer names its owner without the body having to."""
 
     address: str
@@ -43,8 +43,8 @@ class AppKeyAdd(StrEnum):
 class EmailSetting:
     """Where deposit and withdrawal notices of ``owner`` on ``chain_id`` go.
 
-    ``enabled`` is the operator's switch (SPEC.md: "enabling them is done through the
-    operator's support"); a merchant can set the address but never turn sending on.
+    ``enabled`` is the operator's switch (docs/interface.md: sending is enabled by the
+    operator); a merchant can set the address but never turn sending on.
     ``enabled_at`` is when the operator last turned it on: payments older than that are
     not announced, so enabling does not flood an inbox with history.
     """

@@ -1,8 +1,8 @@
-"""The records of SPEC.md section 2, and their JSON wire form (camelCase, SPEC.md's names).
+"""The records of docs/interface.md §Records, and their JSON wire form (camelCase names).
 
 Records are frozen attrs classes: a change is a new record (``attrs.evolve``), so a failed
 transition can never leave a half-updated invoice behind. Money is Decimal inside; only
-``to_wire`` turns it into the string (or, for ``vsValue``, the number) SPEC.md shows.
+``to_wire`` turns it into the string (or, for ``vsValue``, the number) the interface shows.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ Json = dict[str, Any]
 
 
 class Status(StrEnum):
+    """An invoice's status; the moves between them are in ``paycore.invoice.TRANSITIONS``."""
+
     INIT = "init"
     PARTIAL_PAID = "partialPaid"
     PAID = "paid"
@@ -26,7 +28,7 @@ class Status(StrEnum):
 
 
 def _number(value: Decimal) -> float | int:
-    """A JSON number from a Decimal, only at the edge (SPEC.md types vsValue as number)."""
+    """A JSON number from a Decimal, only at the edge (the interface types vsValue as a number)."""
     if value == value.to_integral_value():
         return int(value)
     return float(value)
@@ -34,6 +36,13 @@ def _number(value: Decimal) -> float | int:
 
 @attrs.frozen
 class Payment:
+    """One deposit attributed to an invoice: an element of ``Invoice.payments``.
+
+    ``amount`` is in token units (``Decimal("0.5")`` ETH, not wei); ``vs_value`` is its
+    worth in the invoice's vsCurrency when it was attributed. ``log_index`` is -1 for a
+    native-coin transfer, which has no log.
+    """
+
     tx_hash: str
     log_index: int
     chain_id: int
@@ -71,6 +80,15 @@ class Payment:
 
 @attrs.frozen
 class Invoice:
+    """An invoice as paycore stores it: frozen, so every change is a new record.
+
+    Field names are the wire names in snake case (``created_at`` is ``createdAt``);
+    docs/interface.md §Records says what each means. Money (``value``, ``paid_amount``) is
+    ``Decimal`` in ``vs_currency``; times are unix seconds. ``to_wire`` gives the JSON record
+    the interface shows and ``from_wire`` reads it back. Status moves are made by
+    ``paycore.invoice`` (the state machine), never by editing a record by hand.
+    """
+
     guid: str
     created_at: int
     deadline: int
@@ -89,9 +107,12 @@ class Invoice:
 
     @property
     def is_tip_jar(self) -> bool:
+        """A ``value`` of 0: the first counted deposit pays it, whatever its amount."""
         return self.value == 0
 
     def to_wire(self, checkout_url: str | None = None) -> Json:
+        """The JSON record of the interface; ``paymentUrl`` is added when ``checkout_url``
+        is given. Decimals become strings, except ``vsValue``, a number."""
         wire: Json = {
             "guid": self.guid,
             "createdAt": self.created_at,
@@ -114,6 +135,7 @@ class Invoice:
 
     @classmethod
     def from_wire(cls, data: Json, vs_currency: str = "usd") -> Invoice:
+        """The record ``to_wire`` wrote (the wire form carries no vsCurrency: pass it)."""
         return cls(
             guid=data["guid"],
             created_at=int(data["createdAt"]),
@@ -143,7 +165,7 @@ class Deposit:
 
     chain_id: int
     tx_hash: str
-    log_index: int  # -1 for a native-coin transfer (DESIGN.md section 3)
+    log_index: int  # -1 for a native-coin transfer (docs/architecture.md §Chains)
     token: str  # token address, NATIVE for the coin
     from_: str
     to: str

@@ -1,6 +1,6 @@
 """The price table behind Payment.vsValue and GET /prices, and the price-source contract.
 
-A deposit is valued once, when it is attributed, from the table in force then (SPEC.md); the
+A deposit is valued once, when it is attributed, from the table in force then; the
 value is rounded to ``VS_PLACES`` so that paidAmount, the exact sum of stored vsValues, never
 carries float noise. A token with no price raises ``PriceUnavailable`` (``StalePrice`` when
 the only price known is older than ``max_price_age``): the caller leaves the deposit

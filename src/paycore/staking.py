@@ -1,4 +1,4 @@
-"""The staking helpers of SPEC.md section 4 (Ethereum only): read a staking program's state
+"""The staking helpers of docs/interface.md (Ethereum only): read a staking program's state
 for some owners and build the owner's unsigned approve, stake, unstake and claim calls.
 
 The program is a ``PaycoreStaking`` contract (``contracts/PaycoreStaking.sol``) at
@@ -35,7 +35,7 @@ class StakingBackend(Protocol):
     """One staking contract on one chain. Values are base units (wei, token units)."""
 
     def info(self, owners: list[str], tokens: list[str]) -> Json:
-        """SPEC.md's /mevStakingInfo object, keyed by owner address."""
+        """The /mevStakingInfo object, keyed by owner address."""
 
     def stake(self, owner: str, token: str, value: int) -> Json:
         """The unsigned ``stake(token, value)``, or the ``approve`` it needs first
@@ -140,7 +140,7 @@ def unstake(gateway: Gateway, body: Mapping[str, Any]) -> Json:
 
 
 def claim(gateway: Gateway, body: Mapping[str, Any]) -> Json:
-    """SPEC.md leaves tokenList's meaning open: here it is the staked tokens whose rewards
+    """The interface leaves tokenList's meaning open: here it is the staked tokens whose rewards
     are paid out, as ``PaycoreStaking.claim(tokens)`` takes them."""
     owner = _address(body.get("ownerAddress"), "ownerAddress")
     tokens = [

@@ -45,13 +45,28 @@ from .webhook_records import ClaimedDelivery, Delivery, DeliveryAttempt, Deliver
 
 
 class StorageTx(Protocol):
-    """One open unit of work."""
+    """One open unit of work: what ``Storage.transaction()`` yields.
+
+    Everything done through one ``StorageTx`` commits together when the ``with`` block ends
+    normally, and is rolled back when it raises. Reads see this transaction's own writes.
+    The concurrency duties of the module docstring apply to every method below.
+    """
 
     # -- invoices -------------------------------------------------------------------------
     def insert_invoice(self, invoice: Invoice) -> None:
         """Store a new invoice; a duplicate guid raises ``ValueError``."""
 
-    def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None: ...
+    def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None:
+        """The invoice ``guid``, or ``None`` if there is none.
+
+        With ``for_update=True`` the invoice's row is locked until this transaction ends
+        (PostgreSQL: ``SELECT ... FOR UPDATE``; SQLite and the memory storage run whole
+        transactions one at a time, which is stronger): another transaction that asks for
+        the same lock waits, so a read, a decision and the ``update_invoice`` that follows
+        are one step. The core relies on it
+        to attribute two deposits to one invoice, or a deposit and an expiry, one after the
+        other, never both from the same stale record. Without it, a plain read.
+        """
 
     def update_invoice(self, invoice: Invoice) -> None:
         """Replace the stored invoice with the same guid (status, paid_amount, payments...)."""
@@ -86,7 +101,9 @@ class StorageTx(Protocol):
         """Newest first (timestamp, then tx_hash, log_index), and the match count."""
 
     # -- session keys -------------------------------------------------------------------
-    def get_session_key(self, address: str) -> SessionKey | None: ...
+    def get_session_key(self, address: str) -> SessionKey | None:
+        """The session key whose Ethereum address is ``address`` (expired or deregistered
+        ones included: their nonce counter must outlive them), or ``None``."""
 
     def session_keys_of(self, owner: str) -> list[SessionKey]:
         """All keys of ``owner`` (expired ones included), oldest registration first."""
@@ -94,7 +111,8 @@ class StorageTx(Protocol):
     def put_session_key(self, key: SessionKey) -> None:
         """Insert, or replace the key with the same ``address``."""
 
-    def delete_session_key(self, address: str) -> bool: ...
+    def delete_session_key(self, address: str) -> bool:
+        """Remove the key with this ``address``; ``False`` if there was none."""
 
     def advance_nonce(self, address: str, nonce: int) -> bool:
         """Atomically set last_seen_nonce = nonce where last_seen_nonce < nonce."""
@@ -104,7 +122,9 @@ class StorageTx(Protocol):
         """The owner's next unused index on the chain: 0, 1, 2, ..."""
 
     # -- proof of work --------------------------------------------------------------------
-    def put_challenge(self, challenge: PowChallenge) -> None: ...
+    def put_challenge(self, challenge: PowChallenge) -> None:
+        """Store a proof-of-work challenge issued by POST /invoice/challenge until it is
+        taken or expires."""
 
     def take_challenge(self, challenge: str) -> PowChallenge | None:
         """Remove and return it; a second take of the same challenge returns ``None``."""
@@ -117,11 +137,14 @@ class StorageTx(Protocol):
         it the storage's own clock decides whether a remembered signature has expired."""
 
     # -- webhooks -------------------------------------------------------------------------
-    def get_webhook(self, owner: str) -> WebhookConfig | None: ...
+    def get_webhook(self, owner: str) -> WebhookConfig | None:
+        """``owner``'s webhook URL and signing secret, or ``None`` if never set."""
 
-    def put_webhook(self, config: WebhookConfig) -> None: ...
+    def put_webhook(self, config: WebhookConfig) -> None:
+        """Insert, or replace the configuration of the same owner."""
 
-    def delete_webhook(self, owner: str) -> bool: ...
+    def delete_webhook(self, owner: str) -> bool:
+        """Remove ``owner``'s webhook; ``False`` if there was none."""
 
     # -- events: outbox and per-consumer queues ---------------------------------------------
     def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
@@ -135,7 +158,8 @@ class StorageTx(Protocol):
         """Return the queued events (oldest first, at most the newest ``cap``) and mark them
         consumed, atomically: two concurrent drains never return the same event."""
 
-    def close_queue(self, consumer: str) -> None: ...
+    def close_queue(self, consumer: str) -> None:
+        """Remove ``consumer``'s queue (the events stay in the outbox); a no-op if missing."""
 
     # -- webhook deliveries -----------------------------------------------------------------
     # A delivery is one outbox event queued for the owner's webhook. ``enqueue_delivery`` runs
@@ -188,9 +212,11 @@ class StorageTx(Protocol):
         finish. ``None`` if there is no such delivery of that owner."""
 
     # -- legacy poll tokens ---------------------------------------------------------------
-    def put_poll_token(self, token: PollToken) -> None: ...
+    def put_poll_token(self, token: PollToken) -> None:
+        """Store a legacy poll token (POST /poll/register) with the owner it drains for."""
 
-    def get_poll_token(self, token: str) -> PollToken | None: ...
+    def get_poll_token(self, token: str) -> PollToken | None:
+        """The legacy poll token with this text, or ``None``."""
 
     # -- chain watchers ---------------------------------------------------------------------
     # One row per chain: the cursor (last block scanned and its hash) and the lease that lets
@@ -222,14 +248,16 @@ class StorageTx(Protocol):
         """Give up ``holder``'s lease (the cursor stays), so another watcher need not wait
         for it to lapse. A no-op when ``holder`` does not hold it."""
 
-    def get_chain_cursor(self, chain_id: int) -> ChainCursor | None: ...
+    def get_chain_cursor(self, chain_id: int) -> ChainCursor | None:
+        """``chain_id``'s cursor and lease as they stand, without claiming anything; ``None``
+        before any watcher has claimed the chain."""
 
     def watched_addresses(self, chain_id: int, deadline_after: int) -> list[str]:
         """The distinct deposit addresses of ``chain_id``'s invoices that are open (init,
         partialPaid) or whose deadline is at or after ``deadline_after`` (late payments and
         overpayments are still recorded for a while), sorted."""
 
-    # -- owner management (SPEC.md: app keys, e-mail notifications, wallet indexes) --------
+    # -- owner management (docs/interface.md: app keys, e-mail notices, wallet indexes) ----
     def owner_is_known(self, owner: str) -> bool:
         """Whether paycore has anything of ``owner``: an invoice, a session key, a webhook,
         an app key, an e-mail setting or an allocated wallet index."""
@@ -248,7 +276,8 @@ class StorageTx(Protocol):
     def remove_app_key(self, owner: str, address: str) -> bool:
         """Remove ``owner``'s app key ``address``; ``False`` if it was not one."""
 
-    def get_email(self, owner: str, chain_id: int) -> EmailSetting | None: ...
+    def get_email(self, owner: str, chain_id: int) -> EmailSetting | None:
+        """``owner``'s e-mail setting for ``chain_id``, or ``None``."""
 
     def emails_of(self, owner: str) -> list[EmailSetting]:
         """Every e-mail setting of ``owner``, by chain id."""
@@ -256,7 +285,8 @@ class StorageTx(Protocol):
     def put_email(self, setting: EmailSetting) -> None:
         """Insert, or replace the setting of the same (owner, chain_id)."""
 
-    def delete_email(self, owner: str, chain_id: int) -> bool: ...
+    def delete_email(self, owner: str, chain_id: int) -> bool:
+        """Remove ``owner``'s setting for ``chain_id``; ``False`` if there was none."""
 
     def enable_emails(
         self, owner: str, chain_id: int | None, enabled: bool, now: int
@@ -288,7 +318,9 @@ class StorageTx(Protocol):
     def get_prices(self, vs_currency: str | None = None) -> list[StoredPrice]:
         """Every stored price (of ``vs_currency`` only, when given), by currency and token."""
 
-    def get_price(self, token: str, vs_currency: str) -> StoredPrice | None: ...
+    def get_price(self, token: str, vs_currency: str) -> StoredPrice | None:
+        """The last stored price of ``token`` (``{chainId}:{address}``) in ``vs_currency``,
+        fresh or not (the caller judges its age), or ``None``."""
 
     def put_quotes(self, quotes: Sequence[LockedQuote]) -> None:
         """Store rates locked at invoice creation; one per (guid, token), replaced if any."""
@@ -313,6 +345,16 @@ class StorageTx(Protocol):
 
 @runtime_checkable
 class Storage(Protocol):
-    def transaction(self) -> AbstractContextManager[StorageTx]: ...
+    """A storage backend: what the ``paycore_storage`` hook returns for a database URL.
 
-    def close(self) -> None: ...
+    ``paycore_storage`` (SQLAlchemy: SQLite, PostgreSQL) and ``paycore.memory`` (``memory://``)
+    implement it. A backend must be safe to share between threads; each ``transaction()``
+    is independent of the others.
+    """
+
+    def transaction(self) -> AbstractContextManager[StorageTx]:
+        """Open a unit of work: ``with storage.transaction() as tx: ...`` commits when the
+        block ends and rolls back everything if it raises."""
+
+    def close(self) -> None:
+        """Release connections and files; the storage is not used afterwards."""

@@ -2,7 +2,7 @@
 
 EVM addresses come back EIP-55 checksummed; Tron addresses come back base58 (``T...``).
 A token id is ``{chainId}:{tokenAddress}``; the native coin of every chain is the zero address
-in its 0x form, as SPEC.md defines it, also on Tron.
+in its 0x form, as docs/interface.md §Conventions defines it, also on Tron.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class ChainKind(StrEnum):
     TRON = "tron"
 
 
-#: Tron networks by the chain ids their nodes report (DESIGN.md section 2).
+#: Tron networks by the chain ids their nodes report (docs/interface.md §Conventions).
 TRON_CHAIN_IDS: dict[int, str] = {
     728126428: "tron-mainnet",
     2494104990: "tron-shasta",

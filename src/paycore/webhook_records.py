@@ -1,7 +1,7 @@
 """Records of webhook delivery: the queue entry, one leased claim of it, and the attempt log.
 
 They live apart from ``model`` because they are the dispatcher's bookkeeping, not resources
-of SPEC.md; storage implementations and the dispatcher share them. Times are unix
+of the interface; storage implementations and the dispatcher share them. Times are unix
 milliseconds: retry schedules in tests run at sub-second steps, and the log reports latency
 in milliseconds anyway.
 """

@@ -56,7 +56,7 @@ class _WakeDispatcher:
 
 def sweep_expired(gateway: Gateway, halt: threading.Event) -> None:
     """Expire overdue invoices every ``worker_sweep_interval`` so their events need not
-    wait for someone to read them (DESIGN.md section 2, Events). While storage is down the
+    wait for someone to read them (docs/architecture.md §Events). While storage is down the
     rounds back off (``paycore.outages``) and resume once it answers."""
     batch = 500
     settings = gateway.settings

@@ -1,4 +1,4 @@
-"""Flask extension for paycore: ``PayCore(app)`` mounts the whole HTTP interface (SPEC.md)
+"""Flask extension for paycore: ``PayCore(app)`` mounts the whole HTTP interface (docs/interface.md)
 under one prefix with one catch-all view that hands each request to ``paycore.api.handle``.
 
     from flask import Flask

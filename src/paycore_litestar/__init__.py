@@ -1,4 +1,4 @@
-"""Litestar plugin for paycore: ``PayCorePlugin`` mounts the whole HTTP interface (SPEC.md)
+"""Litestar plugin for paycore: ``PayCorePlugin`` mounts the HTTP interface (docs/interface.md)
 as a Router under one prefix whose catch-all handler hands each request to
 ``paycore.api.handle``.
 

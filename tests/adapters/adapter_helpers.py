@@ -38,7 +38,7 @@ def registration(owner: LocalAccount, key: LocalAccount) -> dict[str, Any]:
 
 
 def session_headers(key: LocalAccount, nonce: int, signed: bytes) -> dict[str, str]:
-    """SPEC.md section 5: ``signed`` is the request URI for a GET, the body otherwise."""
+    """``signed`` is the request URI for a GET, the body otherwise (docs/interface.md)."""
     digest = hashlib.sha256(signed).hexdigest()
     return {
         "x-session-nonce": str(nonce),

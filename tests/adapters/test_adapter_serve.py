@@ -14,6 +14,8 @@ import httpx
 import pytest
 from adapter_helpers import ETH_1, free_port
 
+pytestmark = pytest.mark.slow  # `paycore serve` in a subprocess
+
 
 @pytest.fixture(params=["flask", "litestar"])
 def server(request: pytest.FixtureRequest) -> Iterator[str]:

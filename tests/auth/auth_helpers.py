@@ -25,7 +25,7 @@ def account(label: str) -> LocalAccount:
 
 
 def public_key_of(acct: LocalAccount) -> str:
-    """Uncompressed ``0x04...`` public key, the form SPEC.md registers."""
+    """Uncompressed ``0x04...`` public key, the form the interface registers."""
     raw: bytes = acct._key_obj.public_key.to_bytes()  # 64 bytes, no 0x04
     return "0x04" + raw.hex()
 
@@ -42,7 +42,7 @@ def sha256_hex(data: bytes) -> str:
 
 @attrs.define
 class SessionClient:
-    """A client holding a session key: builds the headers SPEC.md section 5 describes."""
+    """A client holding a session key: builds the headers docs/interface.md describes."""
 
     key: LocalAccount
     nonce: int = 0

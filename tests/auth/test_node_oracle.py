@@ -1,8 +1,8 @@
 """Cross-checks against an independent client: ethers v6 and Node's own JSON.stringify.
 
-Everything signed here is built by ``tests/node/ethers_oracle.mjs`` from SPEC.md's rules in
-JavaScript, then verified by paycore; where both sides build a string, the two must be equal
-byte for byte. Skipped when Node or the npm packages are missing, unless
+Everything signed here is built by ``tests/node/ethers_oracle.mjs`` from the rules of
+docs/interface.md in JavaScript, then verified by paycore; where both sides build a string,
+the two must be equal byte for byte. Skipped when Node or the npm packages are missing, unless
 ``PAYCORE_REQUIRE_NODE=1`` (CI), where that is a failure.
 """
 

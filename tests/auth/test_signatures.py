@@ -117,7 +117,7 @@ def test_public_key_round_trip_and_address() -> None:
     ("public_key", "reason"),
     [
         (None, "0x04 followed by"),
-        ("04" + "11" * 64, "0x04 followed by"),  # SPEC.md: 0x04 prefix
+        ("04" + "11" * 64, "0x04 followed by"),  # docs/interface.md: 0x04 prefix
         ("0x02" + "11" * 32, "0x04 followed by"),  # compressed
         ("0x04" + "11" * 63, "0x04 followed by"),
         ("0x04" + "00" * 64, "not a point"),

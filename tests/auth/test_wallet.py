@@ -1,4 +1,4 @@
-"""Owner wallet signatures over the fixed texts of SPEC.md section 5."""
+"""Owner wallet signatures over the fixed texts of docs/interface.md §Wallet signatures."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from checkout_helpers import CHAIN, DEPOSIT, USDT_ADDRESS, make_gateway, new_inv
 
 from paycore import Gateway
 
-pytestmark = pytest.mark.node
+pytestmark = [pytest.mark.node, pytest.mark.browser]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -65,7 +65,7 @@ def test_page_without_the_slash_points_one_level_down(gateway: Gateway) -> None:
 def test_page_config_carries_currency_and_native_coins(gateway: Gateway) -> None:
     config = config_of(get(gateway, "/checkout/").body.decode())
     assert config["vsCurrency"] == "usd"
-    assert 2000 <= int(str(config["pollMs"])) <= 3000  # SPEC.md: poll every 2 to 5 s
+    assert 2000 <= int(str(config["pollMs"])) <= 3000  # docs/interface.md: poll every 2 to 5 s
     chains = config["chains"]
     assert isinstance(chains, dict)
     assert chains["31337"] == {"name": "anvil", "symbol": "ETH", "decimals": 18, "kind": "evm"}

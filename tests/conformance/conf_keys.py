@@ -18,7 +18,7 @@ def account(label: str) -> LocalAccount:
 
 
 def public_key_of(acct: LocalAccount) -> str:
-    """Uncompressed SEC1 key, ``0x04`` + 128 lowercase hex, as SPEC.md registers it."""
+    """Uncompressed SEC1 key, ``0x04`` + 128 lowercase hex, as the interface registers it."""
     raw: bytes = acct._key_obj.public_key.to_bytes()
     return "0x04" + raw.hex()
 

@@ -1,4 +1,4 @@
-"""Session-header refusals in strict and soft mode (SPEC.md 5 and 7, DESIGN.md 2).
+"""Session-header refusals in strict and soft mode (docs/interface.md §Modes, §Errors).
 
 Soft mode makes headers optional, never forgiving: whatever is sent must validate.
 """

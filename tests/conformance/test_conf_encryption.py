@@ -1,4 +1,7 @@
-"""Encrypted owner-scoped answers for keys registered with an encryptionPublicKey (DESIGN.md 2)."""
+"""Encrypted owner-scoped answers for keys registered with an encryptionPublicKey.
+
+The format is docs/interface.md §Encrypted responses.
+"""
 
 from __future__ import annotations
 

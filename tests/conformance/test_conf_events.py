@@ -1,4 +1,4 @@
-"""POST /poll/events with session keys and with legacy tokens (SPEC.md 6, DESIGN.md 2)."""
+"""POST /poll/events with session keys and with legacy tokens (docs/interface.md §Events)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which changes reach the poll queue (SPEC.md 3 and 6, DESIGN.md 2 Events and lifecycle)."""
+"""Which changes reach the poll queue (docs/interface.md §Invoice lifecycle, §Events)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GET /invoices, GET /transactions and GET /prices (SPEC.md section 4, Invoices)."""
+"""GET /invoices, GET /transactions and GET /prices (docs/interface.md §Invoices)."""
 
 from __future__ import annotations
 

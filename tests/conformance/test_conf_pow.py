@@ -1,4 +1,4 @@
-"""Proof of work for invoice creation when pow_difficulty > 0 (SPEC.md 4, DESIGN.md 2)."""
+"""Proof of work for invoice creation when pow_difficulty > 0 (docs/interface.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session-key registration, listing, deregistration and the callback URL (SPEC.md 4-5)."""
+"""Session-key registration, listing, deregistration and the callback URL (docs/interface.md)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,16 @@
-"""Every operation SPEC.md section 4 lists is routed, with its method, on every transport.
+"""The interface reference (docs/interface.md) and the router agree, on every transport.
 
-The list is committed below, because CI may run without the shared folder. When
-``../shared/SPEC.md`` (beside the repository) is there, the test first parses section 4 and
-asserts the copy still equals it, so a SPEC change cannot pass unnoticed.
+The reference's "Endpoints" section documents each operation under a ``#### METHOD /path``
+heading (``#### GET, POST /path`` for the helpers that take both). Two promises are checked:
 
-"Routed" means the request reaches a handler: not the router's ``not found: <path>`` 404 nor
-its 405. GET /ws may be served by the adapter's WebSocket route instead of the route table;
-either counts.
+- the headings name exactly the routed operations: an endpoint added to the route table
+  without its section, or a section left behind after a route was removed, fails here;
+- every documented operation reaches a handler through the core and both adapters: not the
+  router's ``not found: <path>`` 404 nor its 405. GET /ws may be served by the adapter's
+  WebSocket route instead of the route table; either counts.
+
+The generated index table at the top of the section is checked separately
+(tests/docs/test_interface_doc.py); this test reads only the hand-written headings.
 """
 
 from __future__ import annotations
@@ -14,111 +18,57 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from conf_env import Env
 from conf_transport import FlaskTransport, LitestarTransport, Transport
 
-SPEC = Path(__file__).resolve().parents[2].parent / "shared" / "SPEC.md"
+from paycore.api.table import build_router
 
-#: (method, path) of every operation in SPEC.md section 4 "Endpoints", as parsed below.
-SPEC_OPERATIONS = sorted(
-    [
-        ("POST", "/invoice"),
-        ("POST", "/invoice/challenge"),
-        ("GET", "/invoice/{guid}"),
-        ("GET", "/invoices"),
-        ("GET", "/transactions"),
-        ("GET", "/prices"),
-        ("POST", "/poll/events"),
-        ("GET", "/ws"),
-        ("POST", "/auth/register-pubkey"),
-        ("POST", "/auth/deregister-pubkey"),
-        ("GET", "/auth/pubkeys"),
-        ("POST", "/auth/register-callback"),
-        ("POST", "/webhook/set"),
-        ("POST", "/webhook/get"),
-        ("POST", "/webhook/clear"),
-        *[
-            (method, path)
-            for path in (
-                "/initWallet",
-                "/deployWallet",
-                "/getAddress",
-                "/getBalances",
-                "/initWithdraw",
-                "/history",
-                "/withdraw",
-            )
-            for method in ("GET", "POST")
-        ],
-        ("POST", "/changeCallbackUrl"),
-        ("POST", "/setEmailNotifications"),
-        ("POST", "/getFaucet"),
-        ("POST", "/disableWalletIndex"),
-        ("POST", "/enableWalletIndex"),
-        ("POST", "/addNewAppKey"),
-        ("POST", "/removeAppKey"),
-        ("POST", "/getAppKeys"),
-        *[
-            (method, path)
-            for path in ("/mevStakingInfo", "/mevStake", "/mevUnstake", "/mevClaim")
-            for method in ("GET", "POST")
-        ],
-    ]
-)
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "interface.md"
 
-_HEADING = re.compile(r"^#### (GET|POST) (/\S+)\s*$")
-_ROW = re.compile(r"^\|\s*(?:(GET|POST) )?(/[^\s|]+)\s*\|")
+_HEADING = re.compile(r"^#### ((?:GET|POST)(?:, (?:GET|POST))*) (/\S*)\s*$")
+
+#: Sample values for path parameters, so each templated path is requested for real.
+_PARAMS = {"{name}": "checkout.js"}
 
 
-def spec_operations(text: str) -> list[tuple[str, str]]:
-    """(method, path) pairs of section 4: ``#### METHOD /path`` headings, and the first cell
-    of table rows -- ``METHOD /path``, or a bare ``/path`` whose methods the subsection
-    states once ("Each is accepted as GET or POST", "All POST")."""
-    section = text.split("## 4. Endpoints", 1)[1].split("\n## 5.", 1)[0]
-    found: set[tuple[str, str]] = set()
-    methods: tuple[str, ...] = ()
+def documented_operations(text: str) -> list[tuple[str, str]]:
+    """(method, path) of each ``#### METHOD[, METHOD] /path`` heading of "## Endpoints"."""
+    section = text.split("\n## Endpoints\n", 1)[1]
+    section = re.split(r"\n## (?!#)", section, maxsplit=1)[0]
+    found: list[tuple[str, str]] = []
     for line in section.splitlines():
-        if line.startswith("### "):
-            methods = ()
-        if "Each is accepted as GET or POST" in line:
-            methods = ("GET", "POST")
-        elif line.startswith("All POST"):
-            methods = ("POST",)
         heading = _HEADING.match(line)
         if heading:
-            found.add((heading[1], heading[2]))
-            continue
-        row = _ROW.match(line)
-        if row is None:
-            continue
-        if row[1]:
-            found.add((row[1], row[2]))
-        else:
-            assert methods, f"no method stated for {row[2]} in SPEC.md: {line!r}"
-            found.update((method, row[2]) for method in methods)
+            found.extend((method, heading[2]) for method in heading[1].split(", "))
     return sorted(found)
 
 
-def test_the_committed_list_is_what_spec_md_lists() -> None:
-    if not SPEC.exists():
-        pytest.skip(f"{SPEC} is not here; the committed list stands in for it")
-    assert spec_operations(SPEC.read_text("utf-8")) == SPEC_OPERATIONS
+def routed_operations() -> list[tuple[str, str]]:
+    return sorted((m, route.path) for route in build_router().routes for m in route.methods)
+
+
+DOCUMENTED = documented_operations(REFERENCE.read_text("utf-8"))
+
+
+def test_the_reference_documents_exactly_the_routed_operations() -> None:
+    documented, routed = set(DOCUMENTED), set(routed_operations())
+    assert len(DOCUMENTED) == len(documented), "an operation is documented twice"
+    assert sorted(routed - documented) == [], "routed but not documented in docs/interface.md"
+    assert sorted(documented - routed) == [], "documented in docs/interface.md but not routed"
 
 
 def test_the_parser_reads_each_form() -> None:
     text = (
-        "## 4. Endpoints\n### A\n#### POST /a\n| POST /b | x |\n"
-        "### C\nEach is accepted as GET or POST with the listed fields.\n| Path | f |\n"
-        "|---|---|\n| /c | x |\n### D\nAll POST, response status 200.\n| /d | x |\n"
-        "## 5. Authentication\n#### GET /not-here\n"
+        "## Records\n#### POST /not-an-endpoint\n"
+        "## Endpoints\n### A\n#### POST /a\n#### GET, POST /b\n#### GET /c/{x}\n"
+        "#### PUT /not-ours\nPOST /not-a-heading\n"
+        "## Authentication\n#### GET /after\n"
     )
-    assert spec_operations(text) == [
-        ("GET", "/c"),
+    assert documented_operations(text) == [
+        ("GET", "/b"),
+        ("GET", "/c/{x}"),
         ("POST", "/a"),
         ("POST", "/b"),
-        ("POST", "/c"),
-        ("POST", "/d"),
     ]
 
 
@@ -132,12 +82,14 @@ def _adapter_serves_websocket(transport: Transport) -> bool:
     return False
 
 
-def test_every_spec_operation_is_routed(env: Env) -> None:
+def test_every_documented_operation_is_routed(env: Env) -> None:
     _owner, [key] = env.merchant("m", "k")
     guid = env.create(key)["guid"]
     missing: list[str] = []
-    for method, template in SPEC_OPERATIONS:
+    for method, template in DOCUMENTED:
         path = template.replace("{guid}", guid)
+        for param, value in _PARAMS.items():
+            path = path.replace(param, value)
         answer = env.api.call(method, path)
         routed = not (
             (answer.status == 404 and answer.text.startswith("not found:")) or answer.status == 405

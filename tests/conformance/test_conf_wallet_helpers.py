@@ -1,6 +1,6 @@
 """The wallet helpers that need no chain node: /withdraw (410) and /history (GET or POST).
 
-SPEC.md: each helper "is accepted as GET or POST with the listed fields"; DESIGN.md 2: 410
+docs/interface.md: each helper answers GET and POST with the same fields; 410
 for /withdraw. The node-backed helpers are exercised on anvil in tests/evm.
 """
 

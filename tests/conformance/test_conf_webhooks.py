@@ -1,4 +1,4 @@
-"""POST /webhook/set|get|clear with owner wallet signatures (SPEC.md 4-5, DESIGN.md 2)."""
+"""POST /webhook/set|get|clear with owner wallet signatures (docs/interface.md §Webhooks)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_webhook_calls_need_no_session_in_strict_mode(env: Env) -> None:
     ],
 )
 def test_private_and_loopback_webhook_urls_are_refused(make_env: MakeEnv, url: str) -> None:
-    """DESIGN.md 2: refused unless the operator allows them (webhook_allow_private)."""
+    """Refused unless the operator allows them (webhook_allow_private; docs/interface.md)."""
     env = make_env()
     owner, [key] = env.merchant("m", "k")
     env.api.post("/webhook/set", _set(owner, url)).error(400, prefix="invalid request: url: ")

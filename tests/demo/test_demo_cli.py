@@ -27,6 +27,8 @@ import pytest
 from paycore.demo import chain as demo_chain
 from paycore.demo.errors import DemoError
 
+pytestmark = pytest.mark.slow  # the demo runs as a process tree
+
 RUN_TIMEOUT = 60.0
 #: How long a Ctrl-C may take to stop everything: the worker, the servers, anvil.
 PROMPT = 5.0
@@ -158,6 +160,7 @@ def _assert_nothing_left(demo: Demo) -> None:
 
 
 @pytest.mark.node  # anvil comes from npm
+@pytest.mark.anvil
 def test_the_demo_tells_the_whole_story_and_cleans_up(demo: Demo) -> None:
     started = time.monotonic()
     demo.until("paycore demo:", RUN_TIMEOUT)  # the headline
@@ -195,6 +198,7 @@ def test_the_demo_tells_the_whole_story_and_cleans_up(demo: Demo) -> None:
 
 
 @pytest.mark.node
+@pytest.mark.anvil
 @pytest.mark.parametrize(
     "marker",
     [

@@ -87,6 +87,7 @@ def test_readme_python_block_runs(
 
 
 @pytest.mark.parametrize("code", OVER_HTTP, ids=[f"http{i}" for i in range(len(OVER_HTTP))])
+@pytest.mark.slow  # `paycore serve` in a subprocess, per framework
 def test_readme_http_session_against_paycore_serve(
     code: str, served: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,6 +129,22 @@ def test_quickstart_commands_are_the_makefile_targets() -> None:
         assert expected in dry.stdout
 
 
+def test_working_commands_are_the_makefile_targets() -> None:
+    """The fast tier README documents is what `make test-fast` runs: every slow tier left out."""
+    [block] = [b for b in SHELL_BLOCKS if "make test-fast" in b]
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["make test-fast", "make lint", "make docs"]
+    dry = subprocess.run(
+        ["make", "-n", "-B", "test-fast", "lint", "docs"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    tiers = "browser or anvil or postgres or redis or fuzz or node or slow"
+    assert f'-m "not ({tiers})"' in dry.stdout
+    assert f'-m "not ({tiers})"' in README.read_text(encoding="utf-8")
+    assert "-n auto" in dry.stdout and "mypy src" in dry.stdout and "--strict" in dry.stdout
+
+
+@pytest.mark.slow  # `paycore serve` in a subprocess
 def test_serve_block_runs_as_written(tmp_path: Path) -> None:
     """The `paycore serve` block, run line by line (on a free port instead of 8000)."""
     [block] = [b for b in SHELL_BLOCKS if "paycore serve" in b]

@@ -104,7 +104,7 @@ def test_fresh_ephemeral_key_and_iv_every_time() -> None:
 
 
 def test_construction_spelled_out() -> None:
-    """Rebuild the MAC and keys from the DESIGN.md recipe with hashlib/hmac directly."""
+    """Rebuild the MAC and keys from the recipe in docs/interface.md with hashlib/hmac directly."""
     encrypted = ecies.encrypt(PUBLIC, b"recipe")
     ephem = bytes.fromhex(encrypted["ephemPublicKey"])
     shared_x = PublicKey(ephem).multiply(RECIPIENT.secret).format(compressed=True)[1:]

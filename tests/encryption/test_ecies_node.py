@@ -1,4 +1,4 @@
-"""paycore.ecies against eth-crypto itself, run in Node: the library DESIGN.md promises clients.
+"""paycore.ecies against eth-crypto itself, run in Node: the library the interface promises.
 
 Both directions: what Python encrypts, eth-crypto's ``decryptWithPrivateKey`` opens; what
 eth-crypto's ``encryptWithPublicKey`` produces, Python opens. Skipped without Node and

@@ -125,7 +125,7 @@ class Client:
         return handle(self.gateway, request)
 
     def get(self, path: str, headers: dict[str, str] | None = None) -> Response:
-        """A session-signed GET: SPEC.md hashes the request URI instead of the body."""
+        """A session-signed GET: the interface hashes the request URI instead of the body."""
         self.nonce += 1
         digest = hashlib.sha256(path.encode()).hexdigest()
         signature = _sign(self.session, f"sess:{self.nonce}:{digest}")
@@ -176,7 +176,7 @@ def test_x_encryption_none_answers_in_plain_json(client: Client, opt_out: str) -
 
 
 def test_errors_stay_plain_text(client: Client) -> None:
-    """A client need not decrypt a refusal to learn why (DESIGN.md: one-line text bodies)."""
+    """A client need not decrypt a refusal to learn why (docs/interface.md §Errors)."""
     answered = client.post("/invoice", b'{"value":"ten"}')
     assert answered.status == 400
     assert answered.content_type.startswith("text/plain")
@@ -194,7 +194,7 @@ def test_session_without_an_encryption_key_answers_in_plain_json(gateway: Gatewa
 
 @pytest.mark.node
 def test_eth_crypto_reads_the_encrypted_invoice(client: Client) -> None:
-    """The promise in DESIGN.md: eth-crypto's decryptWithPrivateKey opens the response body."""
+    """The interface's promise: eth-crypto's decryptWithPrivateKey opens the response body."""
     description = "Grüße, 東京 ☕ 😀"
     body = json.loads(INVOICE_BODY) | {"description": description}
     answered = client.post("/invoice", json.dumps(body, ensure_ascii=False).encode())

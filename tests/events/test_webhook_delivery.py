@@ -24,6 +24,8 @@ from paycore.webhook_records import Delivery, DeliveryStatus
 from paycore.webhooks import clear_webhook, set_webhook
 from paycore_storage import SqlStorage
 
+pytestmark = pytest.mark.slow  # real HTTP receivers, waited on through retries
+
 
 @contextmanager
 def dispatching(gateway: Gateway) -> Iterator[Dispatcher]:

@@ -20,6 +20,8 @@ from paycore.webhook_log import list_deliveries
 from paycore.webhook_records import DeliveryStatus
 from paycore_storage import SqlStorage
 
+pytestmark = pytest.mark.slow  # real worker processes, waited on
+
 Start = Callable[..., subprocess.Popen[bytes]]
 
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkout"))
 
 from checkout_browser_driver import ARTIFACTS, Browser, require_browser, serve  # noqa: E402
 
-pytestmark = pytest.mark.node  # anvil, node and chromium
+pytestmark = [pytest.mark.node, pytest.mark.browser]  # anvil, node and chromium
 
 _ADDRESS = r"(0x[0-9a-fA-F]{40})"
 NATIVE_LINK = re.compile(rf"ethereum:{_ADDRESS}@(\d+)\?value=(\d+)")

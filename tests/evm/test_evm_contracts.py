@@ -360,7 +360,7 @@ def test_a_withdrawal_below_the_fee_reverts_and_moves_nothing(evm: Deployment) -
 
 
 def test_an_owner_without_native_funds_cannot_withdraw(evm: Deployment) -> None:
-    """Deposits need no native coin; withdrawing does, for gas and the fee (SPEC.md)."""
+    """Deposits need no native coin; withdrawing does, for gas and the fee (docs/interface.md)."""
     chain = evm.chain
     fee = ETH  # large enough that gas money alone is visibly not enough
     chain.transact(evm.admin, evm.factory.functions.setFee(evm.fee_recipient.address, fee))

@@ -15,6 +15,8 @@ from paycore import NATIVE, Gateway, Settings
 from paycore_flask import PayCore
 from paycore_litestar import PayCoreConfig, PayCorePlugin
 
+pytestmark = pytest.mark.fuzz
+
 PREFIX = "/paycore"
 KNOWN_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"}
 ETH = f"31337:{NATIVE}"

@@ -1,7 +1,7 @@
 // An independent client for paycore's auth tests, built on ethers v6 and Node's own JSON.
 //
 // Reads {"tasks": [...]} as JSON on stdin and writes one JSON array of results on stdout.
-// Each task builds its signed text the way a browser client would (from the SPEC.md rules,
+// Each task builds its signed text the way a browser client would (from the rules of docs/interface.md,
 // not from paycore's code), so the Python side is checked against a second implementation
 // rather than against itself.
 import { createHash } from "node:crypto";

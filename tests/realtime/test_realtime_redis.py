@@ -35,6 +35,8 @@ from paycore.realtime import Hub, hub_for
 from paycore.realtime.frames import encode_event
 from paycore.realtime.redis_fanout import RedisFanout
 
+pytestmark = pytest.mark.slow  # real servers and worker processes
+
 OWNER = "0xdBB105387e6f362A7b58c1C8DD2aF3Bf16E6Bb22"
 
 

@@ -27,6 +27,8 @@ from realtime_helpers import (
 from paycore import Gateway, ecies
 from paycore.realtime import CLOSE_AUTH, CLOSE_BAD_FRAME, hub_for
 
+pytestmark = pytest.mark.slow  # each adapter's real server, per test
+
 
 def invoice_by_http(base: str, guid: str) -> dict[str, object]:
     answer = httpx.get(f"{base}{PREFIX}/invoice/{guid}")
@@ -61,7 +63,7 @@ def test_register_then_deposits_are_pushed_as_full_invoice_records(
     merchant.pay(invoice, "0.006")
     [paid] = client.recv()["events"]
     assert paid["status"] == "paid" and len(paid["payments"]) == 2
-    # The complete record, exactly what GET /invoice/{guid} answers (SPEC.md section 6).
+    # The complete record, exactly what GET /invoice/{guid} answers (docs/interface.md §Events).
     assert paid == invoice_by_http(server, invoice.guid)
     client.close()
 
@@ -126,7 +128,7 @@ def test_closed_sockets_unsubscribe(
 def test_encrypted_pushes_for_a_key_with_an_encryption_key(
     server: str, owner: LocalAccount, gateway: Gateway, nonces: Nonces
 ) -> None:
-    """DESIGN.md: owner-scoped answers are encrypted for such a key, and pushes are
+    """docs/interface.md: owner-scoped answers are encrypted for such a key, and pushes are
     owner-scoped answers; ``"encryption":"none"`` opts out as ``x-encryption: none`` does."""
     key, reader = account("encrypting key"), account("encryption reader")
     body = registration(owner, key, encryptionPublicKey=public_key(reader))

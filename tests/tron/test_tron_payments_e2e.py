@@ -32,6 +32,8 @@ from tron_env import (
 from paycore import NATIVE
 from paycore.model import Deposit
 
+pytestmark = pytest.mark.slow  # end to end over HTTP against the TronGrid stand-in
+
 TRANSPORTS = ("core", "flask", "litestar")
 
 
@@ -314,7 +316,7 @@ def backend_watch(env: Env, stop: Any) -> None:
 
 
 def test_tronlink_owner_signatures_over_http(env: Env) -> None:
-    """TIP-191 wherever SPEC.md takes an owner signature; a wrong signer is still a 401."""
+    """TIP-191 wherever the interface takes an owner signature; a wrong signer is still a 401."""
     from conf_keys import public_key_of
     from eth_account import Account
     from tron_env import key, tronlink_sign
@@ -335,7 +337,7 @@ def test_tronlink_owner_signatures_over_http(env: Env) -> None:
     assert env.api.post("/auth/register-pubkey", good).ok()["ownerAddress"] == owner_t
 
     text = get_webhook_message(owner_t)
-    assert text == f"get-webhook:{owner_t.lower()}"  # SPEC.md: the owner address, lowercased
+    assert text == f"get-webhook:{owner_t.lower()}"  # the owner address, lowercased
     got = env.api.post(
         "/webhook/get", {"ownerAddress": owner_t, "signature": tronlink_sign(owner, text)}
     ).ok()

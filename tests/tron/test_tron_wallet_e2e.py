@@ -32,6 +32,8 @@ from tron_env import key as tron_key
 
 from paycore import NATIVE
 
+pytestmark = pytest.mark.slow  # end to end over HTTP against the TronGrid stand-in
+
 
 @pytest.fixture
 def env() -> Iterator[Env]:

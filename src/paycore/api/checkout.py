@@ -1,6 +1,6 @@
 """Handlers of the hosted checkout page: the HTML shell, its static assets, and QR codes.
 
-The page is public, like the reads it makes (SPEC.md section 1: a payer needs no
+The page is public, like the reads it makes (docs/interface.md §Checkout page: a payer needs no
 authentication), so these routes take no session headers. Each answer carries the headers
 a browser needs: a Content-Security-Policy that allows this origin only (the page ships
 everything it runs), no Referer (the URL holds the invoice id), and revalidation by ETag.
@@ -18,7 +18,7 @@ from ..errors import NotFound
 from .http import Response
 from .routing import Call
 
-#: How often the page re-reads the invoice: SPEC.md recommends 2 to 5 seconds.
+#: How often the page re-reads the invoice: the interface recommends 2 to 5 seconds.
 POLL_MS = 2500
 
 PAGE_HEADERS = {
@@ -39,7 +39,7 @@ QR_HEADERS = {
 
 
 def page(call: Call) -> Response:
-    """``/checkout/``: SPEC.md's paymentUrl form; assets sit next to the page."""
+    """``/checkout/``: the interface's paymentUrl form; assets sit next to the page."""
     return _page(call, "assets/")
 
 

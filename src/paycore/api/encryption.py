@@ -1,8 +1,9 @@
 """Encrypted responses: wrap an owner-scoped JSON answer for the caller's encryption key.
 
-DESIGN.md section 2: when the calling session key registered an ``encryptionPublicKey``, the
-dispatcher hands successful JSON answers here (unless the request sent ``x-encryption:
-none``). The body becomes eth-crypto's ECIES object, so a browser or Node client reads it with
+docs/interface.md §Encrypted responses: when the calling session key registered an
+``encryptionPublicKey``, the dispatcher hands successful JSON answers here (unless the
+request sent ``x-encryption: none``). The body becomes eth-crypto's ECIES object, so a
+browser or Node client reads it with
 ``EthCrypto.decryptWithPrivateKey(privateKey, await response.json())`` and nothing else; the
 header tells a client which responses need that step.
 """

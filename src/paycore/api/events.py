@@ -1,4 +1,4 @@
-"""Handlers for polling (SPEC.md section 6), with the legacy token flow of DESIGN.md."""
+"""Handlers for polling, with the legacy token flow (docs/interface.md §Events)."""
 
 from __future__ import annotations
 

@@ -19,12 +19,16 @@ from ..errors import InvalidInput
 MAX_BODY = 64 * 1024
 
 
+def _lower(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items()}
+
+
 @attrs.frozen
 class Request:
     method: str
     path: str  # below the mount prefix, starting with "/"
     query_string: str = ""
-    headers: Mapping[str, str] = attrs.field(factory=dict, converter=lambda h: _lower(h))
+    headers: Mapping[str, str] = attrs.field(factory=dict, converter=_lower)
     body: bytes = b""
     #: The URI as the client sent it (prefix + path + "?" + query): what a GET signature covers.
     raw_uri: str = ""
@@ -50,10 +54,6 @@ class Request:
         if not isinstance(data, dict):
             raise InvalidInput("body", "must be a JSON object")
         return data
-
-
-def _lower(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k.lower(): v for k, v in headers.items()}
 
 
 @attrs.frozen

@@ -1,4 +1,4 @@
-"""Handlers for invoices, transactions and prices (SPEC.md section 4, Invoices)."""
+"""Handlers for invoices, transactions and prices (docs/interface.md §Invoices)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Handlers for SPEC.md's management functions and app keys: salt-signed POST bodies.
+"""Handlers for the management functions and app keys: salt-signed POST bodies.
 
 Each handler reads the JSON body -- in the key order the client signed it, which ``json``
 keeps -- and calls ``paycore.management``, where the rules and their reasons live. Their
 routes take no session headers (``session="none"``): the body's own signature is the
-authentication, as SPEC.md section 5 describes.
+authentication, as docs/interface.md §Salt-signed calls describes.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def document(routes: Sequence[Route], server_url: str = "") -> dict[str, Any]:
         "info": {
             "title": "paycore",
             "version": __version__,
-            "description": "Non-custodial crypto invoice gateway (SPEC.md).",
+            "description": "Non-custodial crypto invoice gateway.",
         },
         "servers": [{"url": server_url or "/"}],
         "paths": paths,
@@ -149,4 +149,6 @@ def openapi_route() -> Route:
         prefix = uri_path[: -len(call.request.path)] if uri_path.endswith(call.request.path) else ""
         return document(ROUTES, prefix)
 
-    return Route(("GET",), "/openapi.json", serve, "This document", session="none")
+    return Route(
+        ("GET",), "/openapi.json", serve, "The OpenAPI document of every route", session="none"
+    )

@@ -179,7 +179,9 @@ def _maybe_encrypt(
     gateway: Gateway, request: Request, caller: SessionKey | None, response: Response
 ) -> Response:
     """Encrypt a successful JSON answer for a caller that registered an encryption key,
-    unless the request opted out with ``x-encryption: none`` (DESIGN.md)."""
+    unless the request opted out with ``x-encryption: none``.
+
+    See docs/interface.md §Encrypted responses."""
     if (
         caller is None
         or not caller.encryption_public_key

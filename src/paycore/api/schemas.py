@@ -1,4 +1,7 @@
-"""JSON Schemas of SPEC.md's records, for the OpenAPI document. Names match the wire form."""
+"""JSON Schemas of the records of docs/interface.md, for the OpenAPI document.
+
+Names match the wire form.
+"""
 
 from __future__ import annotations
 
@@ -170,7 +173,7 @@ EVENTS = obj(
 )
 ADDRESS_BODY = obj(["address"], address=ADDRESS)
 
-# -- smart-wallet helpers (SPEC.md section 4; GET takes the same fields as query parameters) --
+# -- smart-wallet helpers (GET takes the same fields as query parameters) ---------------------
 UINT_TEXT: S = {"type": ["integer", "string"], "description": "non-negative integer"}
 HEX: S = {"type": "string", "pattern": "^0x[0-9a-fA-F]*$"}
 OWNER_CHAIN = obj(["ownerAddress", "chainId"], ownerAddress=ADDRESS, chainId=UINT_TEXT)
@@ -255,7 +258,7 @@ FAUCET_SENT = obj(
     ["txHash", "to", "token", "amount"], txHash=HEX, to=ADDRESS, token=STRING, amount=DECIMAL
 )
 
-# -- salt-signed management calls and app keys (SPEC.md section 4; docs/management.md) -------
+# -- salt-signed management calls and app keys (docs/management.md) ----------------------------
 SALT: S = {"type": ["number", "string"], "description": "unix seconds, within the salt window"}
 SALTED_SIGNATURE: S = {
     **SIGNATURE,
@@ -360,7 +363,7 @@ APP_KEY_REMOVED = obj(
 )
 GET_APP_KEYS = obj(["ownerAddress"], ownerAddress=ADDRESS, chainId=UINT_TEXT)
 
-# -- staking helpers (SPEC.md "Staking helpers (Ethereum only)") ----------------------------
+# -- staking helpers (Ethereum only) -------------------------------------------------------
 UINT_STRING: S = {"type": "string", "pattern": "^[0-9]+$"}
 ADDRESS_LIST: S = {"type": "array", "items": ADDRESS}
 STAKING_INFO_BODY = obj(

@@ -1,4 +1,4 @@
-"""Handlers for session keys (SPEC.md section 4, Session keys; DESIGN.md section 2)."""
+"""Handlers for session keys (docs/interface.md §Session keys)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .routing import Call
 
 
 def consumer_of_key(key: SessionKey) -> str:
-    """The poll queue of a session key (DESIGN.md: one queue per key).
+    """The poll queue of a session key (docs/architecture.md §Events: one queue per key).
 
     The owner is part of the name so that no queue can ever outlive the binding it was
     made for: a queue holds exactly one owner's events, whatever happens to the key.
@@ -47,8 +47,8 @@ def pubkeys(call: Call) -> Json:
 
 
 def register_callback(call: Call) -> Json:
-    # Session-signed always (DESIGN.md), soft mode included: a merely claimed owner must
-    # never be able to redirect another merchant's webhooks.
+    # Session-signed always (docs/interface.md §Modes), soft mode included: a merely
+    # claimed owner must never be able to redirect another merchant's webhooks.
     body = call.body()
     call.session()
     owner = call.owner_scope(body.get("ownerAddress"), "ownerAddress")

@@ -1,4 +1,4 @@
-"""Handlers for SPEC.md's staking helpers (Ethereum only), each by GET (query; lists are
+"""Handlers for the staking helpers (Ethereum only), each by GET (query; lists are
 comma-separated) or POST (JSON). ``paycore.staking`` does the work."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The route table: every endpoint of SPEC.md, its handler, and its OpenAPI description.
+"""The route table: every endpoint of docs/interface.md, its handler, its OpenAPI description.
 
 Paths are relative to the adapter's mount prefix. Adding an endpoint means adding one row
 here; both adapters and the OpenAPI document pick it up.
@@ -170,7 +170,7 @@ ROUTES: list[Route] = [
         errors=(400, 401),
         session="none",
     ),
-    # -- salt-signed management calls and app keys (SPEC.md 4-5; docs/management.md) ---------
+    # -- salt-signed management calls and app keys (docs/management.md) ---------------------
     Route(
         ("POST",),
         "/changeCallbackUrl",
@@ -357,7 +357,7 @@ ROUTES: list[Route] = [
         ("GET",),
         "/ws",
         events.not_a_websocket,
-        "WebSocket event stream (SPEC.md section 6); plain HTTP gets 426",
+        "WebSocket event stream (the same events as polling); plain HTTP gets 426",
         errors=(426,),
         session="none",
     ),

@@ -1,10 +1,10 @@
-"""Handlers for the smart-wallet and withdrawal helpers (SPEC.md section 4) and /getFaucet.
+"""Handlers for the smart-wallet and withdrawal helpers, and /getFaucet (docs/interface.md).
 
 Each is served as GET (fields in the query) and POST (fields in a JSON body): ``Call.body``
 reads either. Handlers parse and check the request's fields, then call the chain's
 ``WalletBackend``; what touches a chain lives there.
 
-Authentication (SPEC.md: "not shown"): reads of an owner's money -- /getBalances,
+Authentication (the interface leaves it open): reads of an owner's money -- /getBalances,
 /history -- and /initWithdraw are owner-scoped like GET /transactions (session headers in
 strict mode; the ``ownerAddress`` asked for must be the session's owner). /getAddress,
 /initWallet, /deployWallet and /getFaucet handle nothing private: addresses are public

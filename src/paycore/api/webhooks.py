@@ -1,4 +1,4 @@
-"""Handlers for the wallet-signed webhook configuration (SPEC.md section 4, Webhooks)."""
+"""Handlers for the wallet-signed webhook configuration (docs/interface.md §Webhooks)."""
 
 from __future__ import annotations
 

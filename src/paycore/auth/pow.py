@@ -1,4 +1,4 @@
-"""Proof of work for invoice creation (SPEC.md section 4, DESIGN.md section 2).
+"""Proof of work for invoice creation (docs/interface.md §POST /invoice/challenge).
 
 A challenge is bound to the merchant address it was issued for, lives ``challenge_ttl``
 seconds and is spent by the first creation that solves it, so one solution buys exactly one

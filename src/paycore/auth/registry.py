@@ -1,4 +1,6 @@
-"""Registering, refreshing, listing and deregistering session keys (SPEC.md section 4).
+"""Registering, refreshing, listing and deregistering session keys.
+
+The interface is docs/interface.md §Session keys.
 
 Owner wallet signatures authorise changes here; :mod:`.session` then honours the keys on each
 request. The body-shaped functions take the parsed JSON request as it came, so field names in
@@ -34,8 +36,9 @@ def register_pubkey(
 ) -> SessionKey:
     """POST /auth/register-pubkey: ``{ownerAddress, publicKey, signature[, encryptionPublicKey]}``.
 
-    The owner signs the publicKey string exactly as sent (SPEC.md). Registering a key again
-    refreshes its window and keeps its nonce counter, so a refresh can never reopen replays.
+    The owner signs the publicKey string exactly as sent (docs/interface.md). Registering a
+    key again refreshes its window and keeps its nonce counter, so a refresh can never
+    reopen replays.
     Raises InvalidInput (malformed fields), AuthError (signature), Forbidden (the key is
     registered to another owner, or was deregistered), Conflict (the owner's cap of active keys).
     """
@@ -87,7 +90,7 @@ def deregister_pubkey(
     now: int,
     session: SessionKey | None = None,
 ) -> SessionKey:
-    """POST /auth/deregister-pubkey (DESIGN.md): by the owner's signature, or by the key itself.
+    """POST /auth/deregister-pubkey: by the owner's signature, or by the key itself.
 
     ``session`` is what :func:`.session.authenticate` returned for this request (``None``
     without session headers). With a session, the body's publicKey (default: the session's
@@ -157,5 +160,5 @@ def registration_wire(key: SessionKey) -> Json:
 
 
 def deregistration_wire(key: SessionKey) -> Json:
-    """Response of POST /auth/deregister-pubkey (DESIGN.md)."""
+    """Response of POST /auth/deregister-pubkey (docs/interface.md)."""
     return {"deregistered": True, "ownerAddress": key.owner, "publicKey": key.public_key}

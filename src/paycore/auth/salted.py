@@ -1,4 +1,4 @@
-"""Salt-signed management calls (SPEC.md section 5, DESIGN.md section 2).
+"""Salt-signed management calls (docs/interface.md §Salt-signed calls).
 
 The client signs ``JSON.stringify`` of its body (salt included, signature not yet added) and
 adds the result as ``signature``. The server rebuilds that text from the parsed body, which
@@ -37,7 +37,7 @@ def signed_text(body: Mapping[str, Any]) -> str:
 
 
 def _salt(body: Mapping[str, Any]) -> float:
-    """The salt as a number. Seconds are what SPEC.md asks for; a JavaScript client may
+    """The salt as a number. Seconds are what the interface asks for; a JavaScript client may
     well send ``Date.now() / 1000`` unrounded, or a string, so those are taken too."""
     salt = body.get("salt")
     if salt is None:

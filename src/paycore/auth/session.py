@@ -1,4 +1,4 @@
-"""Session-signed requests (SPEC.md section 5): who is calling, proven per request.
+"""Session-signed requests (docs/interface.md §Authentication): who is calling, proven per request.
 
 A request carries ``x-session-nonce`` and ``x-session-signature`` (and optionally
 ``x-session-pubkey``); the signature covers ``sess:{nonce}:{sha256hex}`` of the body, or of

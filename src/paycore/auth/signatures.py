@@ -103,7 +103,7 @@ def recover_address(
 def parse_public_key(public_key: object, field: str = "publicKey") -> bytes:
     """The 65 bytes of an uncompressed SEC1 key given as ``0x04`` + 128 hex, checked on-curve.
 
-    The ``0x04`` prefix is required (as SPEC.md states the format) so that the lowercase text
+    The ``0x04`` prefix is required (docs/interface.md states the format) so that the text
     a client signs, such as ``deregister-pubkey:{publicKeyLower}``, has one spelling only.
     """
     if not isinstance(public_key, str) or _PUBLIC_KEY_HEX.fullmatch(public_key) is None:

@@ -1,4 +1,4 @@
-"""Owner wallet signatures over the fixed texts of SPEC.md section 5 and DESIGN.md section 2.
+"""Owner wallet signatures over the fixed texts of docs/interface.md §Wallet signatures.
 
 The texts are built here and nowhere else, so the server and the tests (and any Python
 client) cannot drift apart on a colon or on the case of an address. Each text names the

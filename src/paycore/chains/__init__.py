@@ -1,7 +1,7 @@
 """What a chain backend offers the core; backends are plugins (``paycore_chain_backends``).
 
 ``ChainBackend`` is the least a backend does: derive deposit addresses without RPC (POST
-/invoice without an ``address``). ``WalletBackend`` adds SPEC.md's smart-wallet helpers
+/invoice without an ``address``). ``WalletBackend`` adds the interface's smart-wallet helpers
 (/getAddress, /initWallet, /deployWallet, /getBalances, /initWithdraw, /getFaucet); the HTTP
 handlers call them through this Protocol, so a Tron backend slots in beside the EVM one.
 """

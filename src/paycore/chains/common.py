@@ -47,7 +47,7 @@ class Transfer:
 
     tx_hash: str
     #: The log's index (EVM: in the block; Tron: in the transaction's log list); -1 for
-    #: native coin (DESIGN.md section 3).
+    #: native coin (docs/architecture.md §Chains).
     log_index: int
     tx_index: int
     block_number: int
@@ -95,7 +95,7 @@ class ChainBase:
         return self._deposit_at(self.wallet_of(owner), index)
 
     def address(self, owner: str, index: int, contract_type: str = "deposit") -> str:
-        """SPEC.md's /getAddress: a forwarder at ``index`` or the owner's wallet itself."""
+        """/getAddress: a forwarder at ``index`` or the owner's wallet itself."""
         if contract_type == "wallet":
             return self.wallet_of(owner)
         if contract_type != "deposit":

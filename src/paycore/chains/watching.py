@@ -1,4 +1,4 @@
-"""What every chain's deposit watcher shares (DESIGN.md section 3): the lease, the cursor,
+"""What every chain's deposit watcher shares (docs/architecture.md §Chains): the lease, the cursor,
 the shape of one pass and the loop of passes.
 
 A watcher holds its chain's lease in storage; the same row holds the cursor (the last block

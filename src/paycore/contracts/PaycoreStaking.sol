@@ -10,7 +10,7 @@ interface IERC20Staked {
     function transferFrom(address from, address to, uint256 amount) external returns (bool);
 }
 
-/// @title A reference token staking program with rewards in ETH (SPEC.md "Staking helpers").
+/// @title A reference token staking program with rewards in ETH (docs/interface.md, Staking helpers).
 /// @notice Holders stake any ERC20 token and unstake it whenever they like. The admin funds
 ///         rewards for one token at a time by sending ETH to `fundRewards(token)`; the ETH is
 ///         shared among that token's stakers in proportion to their stake at that moment.

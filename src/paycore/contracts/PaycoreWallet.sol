@@ -16,8 +16,8 @@ interface IPaycoreFees {
 ///         balances in, pays the recipient and charges the operator's native-coin fee, all in
 ///         one transaction signed by the owner or one of its app keys. paycore itself never
 ///         holds a key that can move these funds.
-/// @dev App keys (SPEC.md, "App keys"): at most 10. Before any app key exists only the owner can
-///      add one, so the owner (the wallet's deployer in SPEC.md's words) creates the first; after
+/// @dev App keys (docs/interface.md, App keys): at most 10. Before any app key exists only the owner can
+///      add one, so the owner (the wallet's deployer) creates the first; after
 ///      that an app key acts for the owner, adding keys and withdrawing included (the owner
 ///      keeps every right). Only the owner removes keys: a leaked app key cannot remove the
 ///      others, and the owner can always cut it off.
@@ -38,7 +38,7 @@ contract PaycoreWallet {
     address[] private _appKeys;
     /// @notice Whether `key` may act for the owner.
     mapping(address key => bool) public isAppKey;
-    /// @notice Disabled indexes are skipped by `withdraw` (SPEC.md, /disableWalletIndex).
+    /// @notice Disabled indexes are skipped by `withdraw` (docs/interface.md, /disableWalletIndex).
     mapping(uint256 index => bool) public isWalletIndexDisabled;
 
     event AppKeyAdded(address indexed key, address indexed addedBy);

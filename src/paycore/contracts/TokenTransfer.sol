@@ -9,7 +9,7 @@ interface IERC20Minimal {
 }
 
 /// @title Moves native coin or an ERC20 token, whichever `token` names.
-/// @notice paycore names the native coin by the zero address (SPEC.md's token ids), so every
+/// @notice paycore names the native coin by the zero address (the interface's token ids), so every
 ///         contract that pays out takes one `token` argument and branches here, once.
 library TokenTransfer {
     /// @notice A native transfer or an ERC20 `transfer` did not go through.

@@ -1,5 +1,6 @@
-"""The merchant's HTTP client: JSON calls to paycore, session-signed where SPEC.md section 5
-asks, written with the standard library so the demo needs nothing beyond paycore[flask].
+"""The merchant's HTTP client: JSON calls to paycore, session-signed where the interface
+asks (docs/interface.md §Authentication), written with the standard library so the demo
+needs nothing beyond paycore[flask].
 
 Signing uses eth-account directly, as a client would, not paycore's verifier: the demo
 should show the interface working from the outside.

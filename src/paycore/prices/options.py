@@ -45,7 +45,7 @@ DEFAULT_PLATFORMS: dict[int, str] = {
 
 
 def currency(raw: object, field: str = "vs_currency") -> str:
-    """A vsCurrency code, lowercase as SPEC.md's price snapshot shows it."""
+    """A vsCurrency code, lowercase as the interface's price snapshot shows it."""
     code = str(raw).strip().lower()
     if not _CURRENCY.match(code):
         raise InvalidInput(field, f"not a currency code: {str(raw)[:20]!r}")

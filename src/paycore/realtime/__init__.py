@@ -1,4 +1,4 @@
-"""Real-time pushes: GET /ws (SPEC.md sections 4 and 6, DESIGN.md sections 2 and 4).
+"""Real-time pushes: GET /ws (docs/interface.md §WebSocket frames, docs/architecture.md §Events).
 
 - :mod:`.frames`: the frame protocol as a pure state machine (``Conversation``).
 - :mod:`.hub`: the per-process ``Hub`` (subscriptions by owner, bounded queues), which is

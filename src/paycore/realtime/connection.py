@@ -114,8 +114,9 @@ class SocketSession:
         except AuthError as exc:
             return self.conversation.reject(exc.text)
         self.key = key
-        # DESIGN.md: owner-scoped answers are encrypted for a key that registered an
-        # encryption key, unless the client opts out; pushes are owner-scoped answers.
+        # docs/interface.md §Encrypted responses: owner-scoped answers are encrypted for a
+        # key that registered an encryption key, unless the client opts out; pushes are
+        # owner-scoped answers.
         self._encrypt_to = None if frame.plaintext else key.encryption_public_key
         self.subscription = self.hub.subscribe(key.owner, wake)
         self._next_check = time.monotonic() + self.gateway.settings.ws_recheck_interval

@@ -1,4 +1,6 @@
-"""The GET /ws frame protocol (DESIGN.md section 2) as a pure state machine: text in, text out.
+"""The GET /ws frame protocol as a pure state machine: text in, text out.
+
+The protocol is docs/interface.md §WebSocket frames.
 
 One :class:`Conversation` per socket. It never touches a socket, a clock or storage, in the
 style of h11: the connection drivers (``paycore.realtime.connection``) feed it what arrived

@@ -1,4 +1,4 @@
-"""Fan-out of pushes across processes through Redis pub/sub (DESIGN.md section 4).
+"""Fan-out of pushes across processes through Redis pub/sub (docs/architecture.md §Events).
 
 Every process that commits changes publishes each one to ``settings.redis_channel``; every
 process that serves sockets also runs one listener thread subscribed to that channel, which

@@ -1,7 +1,7 @@
 """Wallet and deposit addresses of paycore's EVM contracts, computed offline.
 
 ``/getAddress`` and POST /invoice must answer without an RPC round trip, and before the
-merchant has deployed anything: both addresses are CREATE2 results (DESIGN.md section 3).
+merchant has deployed anything: both addresses are CREATE2 results (docs/architecture.md §Chains).
 
 - The owner's wallet: ``CREATE2(factory, bytes32(owner), keccak256(wallet init code ++
   abi.encode(owner)))`` (``PaycoreFactory.walletAddress``).

@@ -1,4 +1,4 @@
-"""The smart-wallet helpers of SPEC.md section 4, for one EVM chain.
+"""The smart-wallet helpers of docs/interface.md, for one EVM chain.
 
 Each function gathers the chain facts it needs in as few JSON-RPC batches as it can, then
 hands them to the pure builders in ``txbuild``. None of them holds or asks for a merchant's

@@ -43,7 +43,7 @@ class EvmStaking:
     def info(self, owners: list[str], tokens: list[str]) -> Json:
         """Per owner: native balance, each token's balance and facts, and per token the
         stake and the allowance given to the contract; the ETH rewards claimable over all
-        of ``tokens`` ride on the first ``extra`` element (SPEC.md)."""
+        of ``tokens`` ride on the first ``extra`` element (docs/interface.md)."""
         facts: list[Call] = []
         for token in tokens:
             facts += [

@@ -1,7 +1,7 @@
 """Unsigned transactions for the owner to sign: wallet deployment and withdrawal.
 
 Pure: every chain fact (gas price, nonce, gas estimate, fee) comes in as an argument, so the
-shapes SPEC.md fixes -- hex ``gas``, ``gasPrice``, ``data``; a number ``nonce`` -- are
+shapes the interface fixes -- hex ``gas``, ``gasPrice``, ``data``; a number ``nonce`` -- are
 testable without a node. paycore never signs these; the merchant's wallet does.
 """
 
@@ -22,7 +22,7 @@ GAS_HEADROOM_PERCENT = 20
 
 @attrs.frozen
 class UnsignedTx:
-    """A legacy-priced transaction (SPEC.md gives ``gasPrice``) ready for eth_account."""
+    """A legacy-priced transaction (the interface gives ``gasPrice``) ready for eth_account."""
 
     chain_id: int
     from_: str
@@ -34,7 +34,7 @@ class UnsignedTx:
     value: int = 0
 
     def to_wire(self) -> Json:
-        """SPEC.md's fields plus ``value`` (the withdrawal fee rides on it), ``chainId`` and
+        """The interface's fields plus ``value`` (the withdrawal fee rides on it), ``chainId`` and
         ``from``, so the client can sign the dict as it is."""
         return {
             "to": self.to,

@@ -1,4 +1,4 @@
-"""The deposit watcher of one EVM chain (DESIGN.md section 3).
+"""The deposit watcher of one EVM chain (docs/architecture.md §Chains).
 
 One pass (:meth:`EvmWatcher.step`):
 

@@ -2,6 +2,6 @@
 
 Mirrors ``paycore.chains.evm``: ``address`` derives deposit addresses offline (TVM CREATE2,
 prefix 0x41, the same contract artifacts), ``watcher`` attributes TRC20 and TRX deposits,
-``operations`` and ``txbuild`` build the unsigned transactions of SPEC.md's helpers, and
+``operations`` and ``txbuild`` build the unsigned transactions of the wallet helpers, and
 ``backend`` routes a chain id to them. See docs/tron.md.
 """

@@ -1,6 +1,6 @@
 """Wallet and deposit addresses of paycore's contracts on Tron, computed offline.
 
-The TVM runs the same contracts as the EVM (DESIGN.md section 3), with one difference that
+The TVM runs the same contracts as the EVM (docs/architecture.md §Chains), with one difference that
 matters here: its CREATE2 hashes ``0x41 ++ deployer ++ salt ++ keccak256(init code)`` where
 the EVM puts ``0xff``. The 20 bytes it yields are a Tron account written in base58 with the
 0x41 version byte. Everything else -- salts, init codes -- is the EVM backend's, so the

@@ -1,4 +1,4 @@
-"""The smart-wallet helpers of SPEC.md section 4, for one Tron chain.
+"""The smart-wallet helpers of docs/interface.md, for one Tron chain.
 
 Each function reads the chain facts it needs from the node, dry-runs the call with
 ``triggerconstantcontract`` (a revert becomes a 400 that says why, before the owner signs

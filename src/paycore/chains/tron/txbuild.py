@@ -7,7 +7,7 @@ for, reading the protobuf bytes the signature will cover (``rawtx``) rather than
 beside them: contract, owner, calldata, call value and fee limit must all be paycore's.
 What the client receives is the node's transaction as it came -- ``{txID, raw_data,
 raw_data_hex, visible}``, TronWeb's and TronLink's input -- under a ``transaction`` key
-(SPEC.md, /initWithdraw), next to the plain facts it was built from.
+(docs/interface.md, /initWithdraw), next to the plain facts it was built from.
 
 The request and check are pure functions; ``operations`` does the I/O.
 """

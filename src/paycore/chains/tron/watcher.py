@@ -1,4 +1,4 @@
-"""The deposit watcher of one Tron chain (DESIGN.md section 3), shaped like the EVM one.
+"""The deposit watcher of one Tron chain (docs/architecture.md §Chains), shaped like the EVM one.
 
 One pass (:meth:`TronWatcher.step`):
 

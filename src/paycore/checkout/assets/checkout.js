@@ -3,7 +3,7 @@
  * and follow its status by polling the public read until it is paid or expired.
  *
  * Why polling and not GET /ws: the WebSocket is owner-scoped (it needs a session key), and a
- * payer has none. SPEC.md recommends polling every 2 to 5 seconds during a payment.
+ * payer has none. The interface recommends polling every 2 to 5 seconds during a payment.
  */
 
 import { HttpError, apiBase, getJson, invoiceUrl, pricesUrl, qrUrl } from "./api.js";
@@ -314,7 +314,7 @@ function tick() {
   countdown.setAttribute("datetime", iso);
   countdown.dataset.seconds = String(Math.max(0, Math.floor(left)));
   if (left <= 0 && !state.expiryAsked) {
-    state.expiryAsked = true; // the read applies the expiry (SPEC.md's lazy expiry)
+    state.expiryAsked = true; // the read applies the expiry (the interface's lazy expiry)
     refreshInvoice();
   }
 }
