@@ -95,7 +95,7 @@ def parse_new_invoice(
         raise InvalidInput("data", "must be an object")
 
     claimed = fields.get("owner")
-    if claimed is not None and normalize_owner(claimed) != owner:
+    if claimed is not None and normalize_owner(claimed, "owner") != owner:
         raise Forbidden("owner does not match the session key's owner")
 
     address = fields.get("address")
