@@ -48,7 +48,7 @@ from paycore.tokens import NATIVE
 
 from . import scan
 from .address import to_evm
-from .chain import CallRefused, TronChain
+from .chain import TronChain
 
 if TYPE_CHECKING:
     from paycore.gateway import Gateway
@@ -204,11 +204,9 @@ class TronWatcher(ChainWatcher[TronChain]):
         it, which no other contract can match. Answers are kept (an owner never changes)."""
         for emitter in sorted(emitters - self._wallet_owners.keys()):
             owner = None
-            try:
-                result = self.chain.call(scan.base58(emitter), "owner()")
-            except CallRefused:  # no contract answers there: not a wallet
-                self._wallet_owners[emitter] = None
-                continue
+            # A node in trouble raises (the pass is retried): only an answer that no
+            # wallet is there -- no contract, or a failing owner() -- is kept as None.
+            result = self.chain.call(scan.base58(emitter), "owner()")
             if not result.reverted and len(result.output) == 64:
                 candidate = scan.base58(result.output)
                 if scan.key(self.chain.wallet_of(candidate)) == emitter:
