@@ -110,6 +110,11 @@ class ChainConfig:
     #: Blocks re-scanned when the cursor's block turns out replaced (a reorg deeper than
     #: ``confirmations``): attribution is idempotent, so re-scanning costs only time.
     reorg_rewind: int = attrs.field(default=64, converter=int)
+    #: Blocks below a replaced cursor block within which recorded deposits are re-checked:
+    #: each one whose block was replaced too is taken back out of its invoice. Checked
+    #: newest first and only until the first intact block, so the cost is the blocks a
+    #: reorg replaced, not this depth.
+    reorg_depth: int = attrs.field(default=1000, converter=int)
     #: Scan full blocks for native-coin transfers (off: tokens only, far fewer RPC bytes).
     scan_native: bool = attrs.field(default=True, converter=lambda v: _flag(v))
     # -- Tron backend (paycore.chains.tron): on for a Tron chain with rpc_url and factory ------
@@ -129,6 +134,8 @@ class ChainConfig:
             raise InvalidInput("block_batch", "block_batch and rpc_batch must be at least 1")
         if self.confirmations < 0 or self.reorg_rewind < 0:
             raise InvalidInput("confirmations", "must not be negative")
+        if self.reorg_depth < 0:
+            raise InvalidInput("reorg_depth", "must not be negative")
         if self.fee_limit < 0:
             raise InvalidInput("fee_limit", "must not be negative")
 

@@ -10,7 +10,9 @@ One pass (:meth:`TronWatcher.step`):
 4. For each range of ``block_batch`` blocks up to the safe head: fetch the blocks with
    ``getblockbylimitnext`` (100 per request). The first block's ``parentHash`` must be the
    cursor's blockID: if it is not, the chain was replaced below the cursor (a fork deeper
-   than ``confirmations``), and the cursor rewinds ``reorg_rewind`` blocks. Within the range
+   than ``confirmations``): the deposits recorded in replaced blocks are taken back out of
+   their invoices (``ChainWatcher._rewind``), and the cursor rewinds ``reorg_rewind``
+   blocks, or below the lowest replaced deposit. Within the range
    each block must name the previous one as parent. TRX deposits are ``TransferContract``
    transactions in the blocks; TRC20 deposits are ``Transfer`` logs, read per block with
    ``gettransactioninfobyblocknum`` -- only for blocks that hold a contract call, the only
