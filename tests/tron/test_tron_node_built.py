@@ -394,3 +394,18 @@ def test_messages_and_kinds() -> None:
     )
     assert not call_fails("OTHER_ERROR", "class org.tron.core.exception.HeaderNotFound : x")
     assert not call_fails("SERVER_BUSY", "")
+
+
+def test_deploy_wallet_relays_no_trc10_tokens(env: Env) -> None:
+    """A relayed transaction is the owner's own (a memo or a Permission_id is theirs to
+    add), but TRC10 tokens sent along are not a wallet deployment."""
+    owner_t = _funded_owner(env)
+    built_tx = env.api.post("/initWallet", {"ownerAddress": owner_t, "chainId": CHAIN_ID}).ok()
+    raw = copy.deepcopy(built_tx["transaction"]["raw_data"])
+    raw["contract"][0]["parameter"]["value"]["call_token_value"] = 5
+    raw["contract"][0]["parameter"]["value"]["token_id"] = 1000001
+    with_tokens = rebuilt(built_tx["transaction"], raw)
+    signed = {**with_tokens, "signature": ["11" * 65]}
+    answer = env.api.post("/deployWallet", {"rawTx": signed, "chainId": CHAIN_ID})
+    assert answer.error(400) == "invalid request: rawTx: deployWallet takes no TRC10 tokens"
+    assert not [r for r in env.chain.requests if r[0] == "/wallet/broadcasthex"]

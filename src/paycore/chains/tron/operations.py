@@ -100,6 +100,10 @@ def deploy_wallet(chain: TronChain, raw_tx: object) -> Json:
     assert isinstance(raw_tx, dict)
     if call.contract_type != rawtx.TRIGGER_SMART_CONTRACT:
         raise InvalidInput("rawTx", "must be a contract call")
+    # The owner's own signed bytes may carry a memo or a Permission_id (a multi-signature
+    # account); TRC10 tokens sent along would be something other than a deployment.
+    if any(name in ("call_token_value", "token_id") for name in call.extras):
+        raise InvalidInput("rawTx", "deployWallet takes no TRC10 tokens")
     owner = deploy_owner(
         to_factory=call.to == tron_to_hex(chain.factory),
         factory=chain.factory,
