@@ -12,8 +12,8 @@ Rules in one place:
 - Deposits after paid (overpayment) or after expiry (late payment) are recorded; the status
   stays. A deposit whose block time is past the deadline on a still-open invoice first expires
   the invoice, then is recorded late.
-- A counted deposit whose block a reorg replaced is taken back out (DESIGN.md section 3
-  promises none is counted that vanished): its payment and vsValue leave the record, and
+- A counted deposit whose block a reorg replaced is taken back out (the design promises
+  that none that vanished is counted): its payment and vsValue leave the record, and
   the status is what the remaining payments make it -- paid if those made by the deadline
   still reach the value, partialPaid if some did, init if none did (the ``REORG_*`` moves),
   then expired if the deadline has passed by now. An expired invoice stays expired.
