@@ -20,6 +20,7 @@ from .redaction import redacted_repr, url_secrets
 from .tokens import (
     TRON_CHAIN_IDS,
     ChainKind,
+    address_text,
     chain_kind,
     normalize_tron,
     to_checksum,
@@ -30,28 +31,31 @@ from .tokens import (
 FAUCET_CHAIN_IDS = frozenset({1337, 31337})
 
 
-def _contract_address(raw: str, field: str) -> str:
+def _contract_address(raw: object, field: str) -> str:
     """A contract address from config: Tron base58 (``T...``) or ``41...`` hex stays Tron
     (base58), anything else is an EVM address, checksummed; a typo fails at startup. A
     chain's kind is checked (and a 0x address on a Tron chain converted) after all fields
     are set, in ``ChainConfig.__attrs_post_init__``."""
-    if raw.startswith("T") or (len(raw) == 42 and raw[:2] == "41"):
-        return normalize_tron(raw, field)
-    return to_checksum(raw, field)
+    text = address_text(raw, field)
+    if text.startswith("T") or (len(text) == 42 and text[:2] == "41"):
+        return normalize_tron(text, field)
+    return to_checksum(text, field)
 
 
 def _optional_address(raw: str | None) -> str | None:
-    return None if raw in (None, "") else _contract_address(str(raw), "factory")
+    return None if raw in (None, "") else _contract_address(raw, "factory")
 
 
 def _token_addresses(raw: Iterable[str] | str) -> tuple[str, ...]:
-    """Token contract addresses from a sequence or a comma-separated string."""
-    items = raw.split(",") if isinstance(raw, str) else raw
-    return tuple(_contract_address(str(i).strip(), "tokens") for i in items if str(i).strip())
+    """Token contract addresses from a sequence, or from a comma-separated string (an
+    environment variable), where spaces after a comma are list layout, not address text.
+    An address itself is taken as written: whitespace in a sequence item is refused."""
+    items = [i.strip(" ") for i in raw.split(",")] if isinstance(raw, str) else raw
+    return tuple(_contract_address(i, "tokens") for i in items if i != "")
 
 
 def _staking_contract(raw: str | None) -> str | None:
-    return None if raw in (None, "") else to_checksum(str(raw), "staking_contract")
+    return None if raw in (None, "") else to_checksum(raw, "staking_contract")
 
 
 def _optional_int(raw: int | str | None) -> int | None:
@@ -133,6 +137,11 @@ class ChainConfig:
     #: Blocks re-scanned when the cursor's block turns out replaced (a reorg deeper than
     #: ``confirmations``): attribution is idempotent, so re-scanning costs only time.
     reorg_rewind: int = attrs.field(default=64, converter=int)
+    #: Blocks below a replaced cursor block within which recorded deposits are re-checked:
+    #: each one whose block was replaced too is taken back out of its invoice. Checked
+    #: newest first and only until the first intact block, so the cost is the blocks a
+    #: reorg replaced, not this depth.
+    reorg_depth: int = attrs.field(default=1000, converter=int)
     #: Scan full blocks for native-coin transfers (off: tokens only, far fewer RPC bytes).
     scan_native: bool = attrs.field(default=True, converter=_flag)
     # -- Tron backend (paycore.chains.tron): on for a Tron chain with rpc_url and factory ------
@@ -152,6 +161,8 @@ class ChainConfig:
             raise InvalidInput("block_batch", "block_batch and rpc_batch must be at least 1")
         if self.confirmations < 0 or self.reorg_rewind < 0:
             raise InvalidInput("confirmations", "must not be negative")
+        if self.reorg_depth < 0:
+            raise InvalidInput("reorg_depth", "must not be negative")
         if self.fee_limit < 0:
             raise InvalidInput("fee_limit", "must not be negative")
 

@@ -17,7 +17,7 @@ from .chains import ChainBackend
 from .config import Settings
 from .dispatcher import enqueue_webhook
 from .errors import InvalidInput, InvoiceNotFound, PaycoreError
-from .invoices import attribute_deposit, parse_new_invoice
+from .invoices import attribute_deposit, parse_new_invoice, reorg_deposit
 from .model import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
 from .notify import Notifier
 from .outages import OutageLog
@@ -234,6 +234,17 @@ class Gateway:
             changes = attribute_deposit(
                 tx, deposit, self.pricing, self.settings.underpayment_tolerance
             )
+            payloads = self._emit(tx, changes)
+        if changes:
+            self._notify(changes[-1].owner, payloads)
+        return changes
+
+    def reorg_deposit(self, record: Transaction) -> list[Invoice]:
+        """Take back a recorded deposit whose block a reorg replaced: the invoice's
+        paidAmount and status are recomputed and the change goes out as events, in the same
+        transaction. Safe to call again for the same deposit (nothing changes)."""
+        with self.storage.transaction() as tx:
+            changes = reorg_deposit(tx, record, self.now(), self.settings.underpayment_tolerance)
             payloads = self._emit(tx, changes)
         if changes:
             self._notify(changes[-1].owner, payloads)

@@ -12,6 +12,11 @@ Rules in one place:
 - Deposits after paid (overpayment) or after expiry (late payment) are recorded; the status
   stays. A deposit whose block time is past the deadline on a still-open invoice first expires
   the invoice, then is recorded late.
+- A counted deposit whose block a reorg replaced is taken back out (the design promises
+  that none that vanished is counted): its payment and vsValue leave the record, and
+  the status is what the remaining payments make it -- paid if those made by the deadline
+  still reach the value, partialPaid if some did, init if none did (the ``REORG_*`` moves),
+  then expired if the deadline has passed by now. An expired invoice stays expired.
 - Each change of the record yields exactly one snapshot to emit as an event.
 """
 
@@ -32,9 +37,13 @@ class Move(StrEnum):
     FULL = "counted deposit, total reaches value"
     SETTLED_DEPOSIT = "deposit on a settled invoice"
     DEADLINE = "deadline passed unpaid"
+    REORG_FULL = "deposit reorged away, those left by the deadline still reach value"
+    REORG_PARTIAL = "deposit reorged away, those left by the deadline fall short"
+    REORG_NONE = "deposit reorged away, none left by the deadline"
 
 
-#: (status, move) -> next status. Anything absent is illegal.
+#: (status, move) -> next status. Anything absent is illegal (an init invoice has no
+#: payment a reorg could take back).
 TRANSITIONS: dict[Status, dict[Move, Status]] = {
     Status.INIT: {
         Move.PARTIAL: Status.PARTIAL_PAID,
@@ -45,9 +54,23 @@ TRANSITIONS: dict[Status, dict[Move, Status]] = {
         Move.PARTIAL: Status.PARTIAL_PAID,
         Move.FULL: Status.PAID,
         Move.DEADLINE: Status.EXPIRED,
+        # Only if the tolerance was raised since: the payments left are recomputed as is.
+        Move.REORG_FULL: Status.PAID,
+        Move.REORG_PARTIAL: Status.PARTIAL_PAID,
+        Move.REORG_NONE: Status.INIT,
     },
-    Status.PAID: {Move.SETTLED_DEPOSIT: Status.PAID},
-    Status.EXPIRED: {Move.SETTLED_DEPOSIT: Status.EXPIRED},
+    Status.PAID: {
+        Move.SETTLED_DEPOSIT: Status.PAID,
+        Move.REORG_FULL: Status.PAID,
+        Move.REORG_PARTIAL: Status.PARTIAL_PAID,
+        Move.REORG_NONE: Status.INIT,
+    },
+    Status.EXPIRED: {
+        Move.SETTLED_DEPOSIT: Status.EXPIRED,
+        Move.REORG_FULL: Status.EXPIRED,
+        Move.REORG_PARTIAL: Status.EXPIRED,
+        Move.REORG_NONE: Status.EXPIRED,
+    },
 }
 
 SETTLED = frozenset({Status.PAID, Status.EXPIRED})
@@ -105,3 +128,40 @@ def attribute(invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0
         changes.append(invoice)
     changes.append(add_payment(invoice, payment, tolerance))
     return changes
+
+
+def payment_key(payment: Payment) -> tuple[int, str, int, str]:
+    """What names one transfer (the transaction row's unique key)."""
+    return (payment.chain_id, payment.tx_hash, payment.log_index, payment.token)
+
+
+def remove_payment(
+    invoice: Invoice,
+    key: tuple[int, str, int, str],
+    now: int,
+    tolerance: Decimal = Decimal(0),
+) -> list[Invoice]:
+    """Take back the payment ``key`` (``payment_key``) after a reorg replaced its block.
+
+    Returns the successive records, one per change (the reorg move, then expiry when the
+    invoice is open again past its deadline at ``now``); empty when the invoice has no
+    such payment. ``paidAmount`` is the exact sum of the payments left."""
+    left = tuple(p for p in invoice.payments if payment_key(p) != key)
+    if len(left) == len(invoice.payments):
+        return []
+    on_time = [p for p in left if p.timestamp <= invoice.deadline]
+    with localcontext(MONEY_CONTEXT):
+        paid = sum((p.vs_value for p in left), Decimal(0))
+        paid_on_time = sum((p.vs_value for p in on_time), Decimal(0))
+    if on_time and _reaches_value(invoice, paid_on_time, tolerance):
+        move = Move.REORG_FULL
+    elif on_time:
+        move = Move.REORG_PARTIAL
+    else:
+        move = Move.REORG_NONE
+    changed = attrs.evolve(
+        invoice, status=next_status(invoice.status, move), paid_amount=paid, payments=left
+    )
+    if is_due(changed, now):
+        return [changed, expire(changed)]
+    return [changed]

@@ -1,4 +1,5 @@
-"""Turning a POST /invoice body into an Invoice, and attributing deposits to invoices.
+"""Turning a POST /invoice body into an Invoice, attributing deposits to invoices, and
+taking back a deposit a reorg removed.
 
 Both run inside the caller's storage transaction; neither knows about HTTP. Validation
 reports the first bad field as ``InvalidInput`` so a merchant sees exactly what to fix.
@@ -95,7 +96,7 @@ def parse_new_invoice(
         raise InvalidInput("data", "must be an object")
 
     claimed = fields.get("owner")
-    if claimed is not None and normalize_owner(claimed) != owner:
+    if claimed is not None and normalize_owner(claimed, "owner") != owner:
         raise Forbidden("owner does not match the session key's owner")
 
     address = fields.get("address")
@@ -179,9 +180,39 @@ def attribute_deposit(
         vs_value=vs_value,
         timestamp=deposit.timestamp,
     )
-    record = Transaction.of_deposit(payment, owner=target.owner, guid=target.guid, counted=counted)
+    record = Transaction.of_deposit(
+        payment,
+        owner=target.owner,
+        guid=target.guid,
+        counted=counted,
+        block_number=deposit.block_number if deposit.block_hash else None,
+        block_hash=deposit.block_hash or None,
+    )
+    # A row a reorg flagged gives way: the same transfer, mined again, counts once more.
     if not tx.insert_transaction(record) or not counted:
         return []
     changes = machine.attribute(target, payment, tolerance)
     tx.update_invoice(changes[-1])
+    return changes
+
+
+def reorg_deposit(
+    tx: StorageTx, record: Transaction, now: int, tolerance: Decimal
+) -> list[Invoice]:
+    """Take a deposit whose block a reorg replaced back out; returns the invoice records to
+    emit as events (none for a deposit that was not counted, or already taken back).
+
+    The row is flagged ``reorged`` (it stays stored, listed nowhere); the payment leaves its
+    invoice, whose paidAmount and status are recomputed by the state machine
+    (``invoice.remove_payment``). Idempotent through ``mark_reorged``, which flags a row
+    once. If the transfer is mined again, :func:`attribute_deposit` counts it again."""
+    flagged = tx.mark_reorged(*record.key)
+    if flagged is None or not flagged.counted or flagged.guid is None:
+        return []
+    invoice = tx.get_invoice(flagged.guid, for_update=True)
+    if invoice is None:
+        return []
+    changes = machine.remove_payment(invoice, flagged.key, now, tolerance)
+    if changes:
+        tx.update_invoice(changes[-1])
     return changes

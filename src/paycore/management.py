@@ -148,9 +148,11 @@ def authenticate(gateway: Gateway, body: Mapping[str, Any], chain_id: int | None
     Missing salt or signature: 400; stale salt, bad or reused signature: 401 (both from
     ``verify_salted``); a signer that is neither a known owner nor an app key: 403.
     """
-    signer = verify_salted(gateway.storage, gateway.settings, body, now=gateway.now())
     claimed = body.get("ownerAddress")
+    # Checked before the signature: a malformed address is the client's 400 to fix, which
+    # a 401 about the signature would hide.
     owner = None if claimed is None else normalize_owner(claimed, "ownerAddress")
+    signer = verify_salted(gateway.storage, gateway.settings, body, now=gateway.now())
     with gateway.storage.transaction() as tx:
         key = tx.get_app_key(signer)
         if owner is not None and owner != signer:

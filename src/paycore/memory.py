@@ -32,6 +32,7 @@ from .model import (
     SessionKey,
     Status,
     Transaction,
+    TxType,
     WebhookConfig,
 )
 from .price_records import LockedQuote, ParkedDeposit, StoredPrice
@@ -227,11 +228,35 @@ class _MemoryTx:
 
     # -- transactions ---------------------------------------------------------------------
     def insert_transaction(self, tx: Transaction) -> bool:
-        key = (tx.chain_id, tx.tx_hash, tx.log_index, tx.token)
-        if key in self._t.transactions:
+        known = self._t.transactions.get(tx.key)
+        if known is not None and not known.reorged:
             return False
-        self._t.transactions[key] = tx
+        self._t.transactions[tx.key] = tx
         return True
+
+    def recorded_deposits(self, chain_id: int, from_block: int) -> list[Transaction]:
+        found = [
+            tx
+            for tx in self._t.transactions.values()
+            if tx.type is TxType.DEPOSIT
+            and tx.chain_id == chain_id
+            and tx.block_number is not None
+            and tx.block_number >= from_block
+            and not tx.reorged
+        ]
+        found.sort(key=lambda tx: (-(tx.block_number or 0), tx.tx_hash, tx.log_index))
+        return found
+
+    def mark_reorged(
+        self, chain_id: int, tx_hash: str, log_index: int, token: str
+    ) -> Transaction | None:
+        key = (chain_id, tx_hash, log_index, token)
+        known = self._t.transactions.get(key)
+        if known is None or known.reorged:
+            return None
+        flagged = attrs.evolve(known, reorged=True)
+        self._t.transactions[key] = flagged
+        return flagged
 
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
@@ -239,7 +264,9 @@ class _MemoryTx:
         matches = [
             tx
             for tx in self._t.transactions.values()
-            if tx.owner == owner and (chain_id is None or tx.chain_id == chain_id)
+            if tx.owner == owner
+            and (chain_id is None or tx.chain_id == chain_id)
+            and not tx.reorged
         ]
         matches.sort(key=_newest_order, reverse=True)
         return _page(matches, offset, limit), len(matches)

@@ -195,9 +195,25 @@ class Transaction:
     to: str | None = None
     guid: str | None = None
     counted: bool = True  # False: a deposit in a token outside acceptedTokens
+    #: The block a deposit was found in, kept so a reorg that replaces it is noticed; None
+    #: for withdrawals and for deposits fed in without one.
+    block_number: int | None = None
+    block_hash: str | None = None
+    #: The block was replaced and the deposit taken back out of its invoice; such a row is
+    #: kept for the record but listed nowhere, and the same transfer mined again replaces it.
+    reorged: bool = False
 
     @classmethod
-    def of_deposit(cls, payment: Payment, *, owner: str, guid: str, counted: bool) -> Transaction:
+    def of_deposit(
+        cls,
+        payment: Payment,
+        *,
+        owner: str,
+        guid: str,
+        counted: bool,
+        block_number: int | None = None,
+        block_hash: str | None = None,
+    ) -> Transaction:
         """The GET /transactions row of a deposit attributed to invoice ``guid``."""
         return cls(
             type=TxType.DEPOSIT,
@@ -212,7 +228,14 @@ class Transaction:
             owner=owner,
             guid=guid,
             counted=counted,
+            block_number=block_number,
+            block_hash=block_hash,
         )
+
+    @property
+    def key(self) -> tuple[int, str, int, str]:
+        """The transfer it records: unique among transaction rows."""
+        return (self.chain_id, self.tx_hash, self.log_index, self.token)
 
     def to_wire(self) -> Json:
         wire: Json = {

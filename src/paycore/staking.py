@@ -79,7 +79,7 @@ def _backend(gateway: Gateway, body: Mapping[str, Any]) -> StakingBackend:
 def _address(raw: object, field: str) -> str:
     if not isinstance(raw, str) or not raw:
         raise InvalidInput(field, "required, a 0x address")
-    return to_checksum(raw.strip(), field)
+    return to_checksum(raw, field)  # as written: whitespace is refused, not stripped
 
 
 def _token(raw: object, field: str) -> str:
@@ -93,7 +93,7 @@ def _list(body: Mapping[str, Any], field: str, limit: int) -> list[object]:
     """A JSON array, or (GET) a comma-separated query value."""
     raw = body.get(field)
     if isinstance(raw, str):
-        raw = [part for part in raw.split(",") if part.strip()]
+        raw = [part for part in raw.split(",") if part]  # "a,b"; a part is taken as written
     if not isinstance(raw, list) or not raw:
         raise InvalidInput(field, "required, a non-empty array of addresses")
     if len(raw) > limit:

@@ -7,7 +7,8 @@ several threads and processes (row locks / atomic statements), because the core 
 
 - ``advance_nonce`` is one compare-and-set: of N parallel calls with the same nonce, one wins.
 - ``insert_transaction`` is idempotent on (chain_id, tx_hash, log_index, token): a deposit seen
-  twice, by two threads or after a restart, is counted once.
+  twice, by two threads or after a restart, is counted once; ``mark_reorged`` flags a row
+  once, so a deposit a reorg removed is taken back out once.
 - ``get_invoice(for_update=True)`` / ``invoices_at_address(for_update=True)`` lock the rows until
   the transaction ends, so two attributions to one invoice serialise.
 - ``allocate_wallet_index`` never hands out the same index twice for an (owner, chain).
@@ -93,12 +94,25 @@ class StorageTx(Protocol):
 
     # -- transactions (GET /transactions) ------------------------------------------------
     def insert_transaction(self, tx: Transaction) -> bool:
-        """Record a deposit or withdrawal; ``False`` (and nothing written) if already known."""
+        """Record a deposit or withdrawal; ``False`` (and nothing written) if already known.
+        A known row marked ``reorged`` is the one exception: the transfer was mined again,
+        and ``tx`` replaces that row (``True``), atomically, so it is counted once more."""
 
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
     ) -> tuple[list[Transaction], int]:
-        """Newest first (timestamp, then tx_hash, log_index), and the match count."""
+        """Newest first (timestamp, then tx_hash, log_index), and the match count. Rows
+        marked ``reorged`` are left out: their transfers are not on the chain."""
+
+    def recorded_deposits(self, chain_id: int, from_block: int) -> list[Transaction]:
+        """The deposits of ``chain_id`` recorded in blocks ``from_block`` and later (rows with
+        a block number, not reorged), newest block first, then tx_hash, log_index."""
+
+    def mark_reorged(
+        self, chain_id: int, tx_hash: str, log_index: int, token: str
+    ) -> Transaction | None:
+        """Flag that transfer's row ``reorged`` and return it as flagged; ``None`` when there
+        is no such row or it is flagged already. Atomic: of concurrent calls, one gets it."""
 
     # -- session keys -------------------------------------------------------------------
     def get_session_key(self, address: str) -> SessionKey | None:

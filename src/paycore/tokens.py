@@ -8,6 +8,7 @@ in its 0x form, as docs/interface.md §Conventions defines it, also on Tron.
 from __future__ import annotations
 
 import re
+import unicodedata
 from enum import StrEnum
 
 import attrs
@@ -18,7 +19,15 @@ from .hashing import keccak256, sha256
 
 NATIVE = "0x0000000000000000000000000000000000000000"
 
-_HEX40 = re.compile(r"^(0x|0X)?[0-9a-fA-F]{40}$")
+#: The only spellings taken (``fullmatch``: ``$`` would let a trailing newline through).
+_EVM_HEX = re.compile(r"0x[0-9a-fA-F]{40}")
+_TRON_HEX = re.compile(r"(41|0x)[0-9a-fA-F]{40}")
+#: A Tron account is 21 bytes (0x41 first) plus a 4-byte check: always 34 base58 digits.
+_TRON_BASE58 = re.compile(r"T[1-9A-HJ-NP-Za-km-z]{33}")
+
+#: Unicode categories an address can never contain and a copy-paste often adds: controls,
+#: format characters (zero-width space, BOM), and space/line/paragraph separators.
+_INVISIBLE = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
 
 
 class ChainKind(StrEnum):
@@ -38,11 +47,45 @@ def chain_kind(chain_id: int) -> ChainKind:
     return ChainKind.TRON if chain_id in TRON_CHAIN_IDS else ChainKind.EVM
 
 
-def to_checksum(address: str, field: str = "address") -> str:
-    """Any-case 40-hex address to EIP-55; a mixed-case input must already be a valid checksum."""
-    if not isinstance(address, str) or not _HEX40.match(address):
+def _stray(ch: str) -> bool:
+    return ch.isspace() or unicodedata.category(ch) in _INVISIBLE
+
+
+def address_text(address: object, field: str) -> str:
+    """``address`` if it is a string that could be an address as written, else a 400 that
+    says what is wrong with it.
+
+    Addresses are taken exactly as written: whitespace around or inside one (a pasted
+    newline, a no-break space, a zero-width space) is refused, never stripped, so what is
+    stored, signed and compared is what the client sent. The reason names the character,
+    which is invisible in the address itself.
+    """
+    if not isinstance(address, str):
+        raise InvalidInput(field, "must be a string")
+    if not address:
+        raise InvalidInput(field, "must not be empty")
+    for i, ch in enumerate(address):
+        if _stray(ch):
+            if all(_stray(c) for c in address[:i]):
+                where = "leading"
+            elif all(_stray(c) for c in address[i:]):
+                where = "trailing"
+            else:
+                where = "embedded"
+            kind = "whitespace" if ch.isspace() else "invisible character"
+            raise InvalidInput(field, f"has {where} {kind} U+{ord(ch):04X}")
+        if not ch.isascii():
+            raise InvalidInput(field, f"contains the non-ASCII character U+{ord(ch):04X}")
+    return address
+
+
+def to_checksum(address: object, field: str = "address") -> str:
+    """``0x`` and 40 hex digits, in any case, to EIP-55; a mixed-case input must already be
+    a valid checksum. No other spelling (no ``0X``, no bare digits) is taken."""
+    if not _EVM_HEX.fullmatch(address_text(address, field)):
         raise InvalidInput(field, "not a 20-byte hex address")
-    body = address[-40:]
+    assert isinstance(address, str)
+    body = address[2:]
     lower = body.lower()
     digest = keccak256(lower.encode("ascii")).hex()
     checksummed = "".join(
@@ -55,7 +98,10 @@ def to_checksum(address: str, field: str = "address") -> str:
 
 
 def tron_to_hex(address: str, field: str = "address") -> str:
-    """``T...`` base58check to the 21-byte ``41...`` hex form."""
+    """``T...`` base58check to the 21-byte ``41...`` hex form. The text must be exactly the
+    34 base58 digits: the decoder on its own would strip trailing whitespace."""
+    if not _TRON_BASE58.fullmatch(address_text(address, field)):
+        raise InvalidInput(field, "not a valid Tron base58 address")
     try:
         raw = base58.b58decode_check(address)
     except ValueError:
@@ -66,21 +112,17 @@ def tron_to_hex(address: str, field: str = "address") -> str:
 
 
 def tron_from_hex(address: str, field: str = "address") -> str:
-    """``41...`` hex (or a bare 20-byte 0x hex) to base58check ``T...``."""
-    text = address.lower()
-    if text.startswith("0x"):
-        text = text[2:]
-    if len(text) == 40:
-        text = "41" + text
-    if len(text) != 42 or not text.startswith("41") or not re.fullmatch(r"[0-9a-f]{42}", text):
-        raise InvalidInput(field, "not a valid Tron hex address")
-    raw = bytes.fromhex(text)
+    """``41...`` hex (21 bytes), or ``0x`` hex (the 20 bytes as EVM tools print them), to
+    base58check ``T...``."""
+    if not _TRON_HEX.fullmatch(address_text(address, field)):
+        raise InvalidInput(field, "not a valid Tron hex address (41... or 0x...)")
+    raw = bytes.fromhex("41" + address[2:])
     return base58.b58encode(raw + sha256(sha256(raw))[:4]).decode("ascii")
 
 
-def normalize_tron(address: str, field: str = "address") -> str:
-    if not isinstance(address, str) or not address:
-        raise InvalidInput(field, "not a Tron address")
+def normalize_tron(address: object, field: str = "address") -> str:
+    """A Tron address as base58: given as base58 (``T...``), ``41...`` hex or ``0x`` hex."""
+    address = address_text(address, field)
     if address.startswith("T"):
         tron_to_hex(address, field)  # validates
         return address
@@ -89,8 +131,6 @@ def normalize_tron(address: str, field: str = "address") -> str:
 
 def normalize_address(chain_id: int, address: object, field: str = "address") -> str:
     """The canonical form of an account or contract address on ``chain_id``."""
-    if not isinstance(address, str):
-        raise InvalidInput(field, "must be a string")
     if chain_kind(chain_id) is ChainKind.TRON:
         return normalize_tron(address, field)
     return to_checksum(address, field)
@@ -99,20 +139,18 @@ def normalize_address(chain_id: int, address: object, field: str = "address") ->
 def normalize_owner(address: object, field: str = "ownerAddress") -> str:
     """A merchant is a wallet: an EVM address, or a Tron one (base58 ``T...`` or hex
     ``41...``, returned as base58)."""
-    if isinstance(address, str) and (
-        address.startswith("T") or (len(address) == 42 and address[:2] == "41")
-    ):
+    address = address_text(address, field)
+    if address.startswith("T") or (len(address) == 42 and address[:2] == "41"):
         return normalize_tron(address, field)
-    if not isinstance(address, str):
-        raise InvalidInput(field, "must be a string")
     return to_checksum(address, field)
 
 
 def normalize_token_address(chain_id: int, address: object, field: str = "token") -> str:
-    """Like :func:`normalize_address`, but the native coin stays the 0x zero address everywhere."""
-    if isinstance(address, str) and address.lower() in (NATIVE, NATIVE[2:]):
+    """Like :func:`normalize_address`, but the native coin stays the 0x zero address
+    everywhere (on Tron, the zero account in any of its spellings is the coin too)."""
+    if address == NATIVE:
         return NATIVE
-    if chain_kind(chain_id) is ChainKind.TRON and isinstance(address, str):
+    if chain_kind(chain_id) is ChainKind.TRON:
         normalized = normalize_tron(address, field)
         if tron_to_hex(normalized) == "41" + "00" * 20:
             return NATIVE
@@ -138,8 +176,8 @@ class TokenId:
     def parse(cls, raw: object, field: str = "token") -> TokenId:
         if not isinstance(raw, str) or raw.count(":") != 1:
             raise InvalidInput(field, "must look like {chainId}:{tokenAddress}")
-        chain_text, address = raw.split(":")
-        if not chain_text.isdigit() or len(chain_text) > 18:
+        chain_text, address = address_text(raw, field).split(":")
+        if not chain_text.isascii() or not chain_text.isdigit() or len(chain_text) > 18:
             raise InvalidInput(field, f"bad chain id in {raw[:60]!r}")
         chain_id = int(chain_text)
         return cls(chain_id, normalize_token_address(chain_id, address, field))

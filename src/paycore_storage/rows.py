@@ -115,6 +115,9 @@ def transaction_row(tx: Transaction) -> dict[str, Any]:
         "owner": tx.owner,
         "guid": tx.guid,
         "counted": tx.counted,
+        "block_number": tx.block_number,
+        "block_hash": tx.block_hash,
+        "reorged": tx.reorged,
     }
 
 
@@ -133,6 +136,9 @@ def transaction_from_row(row: Row) -> Transaction:
         to=row["to_address"],
         guid=row["guid"],
         counted=bool(row["counted"]),
+        block_number=row["block_number"],
+        block_hash=row["block_hash"],
+        reorged=bool(row["reorged"]),
     )
 
 

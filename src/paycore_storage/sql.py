@@ -74,6 +74,7 @@ from paycore.model import (
     SessionKey,
     Status,
     Transaction,
+    TxType,
     WebhookConfig,
 )
 from paycore.price_records import LockedQuote, ParkedDeposit, StoredPrice
@@ -332,14 +333,62 @@ class SqlTx:
 
     # -- transactions ---------------------------------------------------------------------
     def insert_transaction(self, tx: Transaction) -> bool:
-        return self._insert_new(
-            transactions, transaction_row(tx), ["chain_id", "tx_hash", "log_index", "token"]
+        row = transaction_row(tx)
+        if self._insert_new(transactions, row, ["chain_id", "tx_hash", "log_index", "token"]):
+            return True
+        # Known already: only a reorged row gives way, and the WHERE decides that in the
+        # same statement that replaces it (a concurrent revival finds it revived).
+        replaced = self._c.execute(
+            update(transactions)
+            .where(*self._transfer(*tx.key), transactions.c.reorged.is_(True))
+            .values(row)
         )
+        return replaced.rowcount > 0
+
+    @staticmethod
+    def _transfer(chain_id: int, tx_hash: str, log_index: int, token: str) -> list[Any]:
+        return [
+            transactions.c.chain_id == chain_id,
+            transactions.c.tx_hash == tx_hash,
+            transactions.c.log_index == log_index,
+            transactions.c.token == token,
+        ]
+
+    def recorded_deposits(self, chain_id: int, from_block: int) -> list[Transaction]:
+        query = (
+            select(transactions)
+            .where(
+                transactions.c.chain_id == chain_id,
+                transactions.c.block_number >= from_block,
+                transactions.c.type == TxType.DEPOSIT.value,
+                transactions.c.reorged.is_(False),
+            )
+            .order_by(
+                transactions.c.block_number.desc(),
+                transactions.c.tx_hash,
+                transactions.c.log_index,
+            )
+        )
+        return [transaction_from_row(r) for r in self._all(query)]
+
+    def mark_reorged(
+        self, chain_id: int, tx_hash: str, log_index: int, token: str
+    ) -> Transaction | None:
+        flagged = self._c.execute(
+            update(transactions)
+            .where(
+                *self._transfer(chain_id, tx_hash, log_index, token),
+                transactions.c.reorged.is_(False),
+            )
+            .values(reorged=True)
+            .returning(*transactions.c)
+        ).first()
+        return None if flagged is None else transaction_from_row(flagged._mapping)
 
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
     ) -> tuple[list[Transaction], int]:
-        where = [transactions.c.owner == owner]
+        where = [transactions.c.owner == owner, transactions.c.reorged.is_(False)]
         if chain_id is not None:
             where.append(transactions.c.chain_id == chain_id)
         newest_first = [

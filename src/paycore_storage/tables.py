@@ -27,6 +27,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
@@ -115,11 +116,16 @@ transactions = Table(
     Column("owner", Key(), nullable=False),
     Column("guid", Key(64), nullable=True),
     Column("counted", Boolean, nullable=False),
+    # The deposit's block, re-checked for reorgs; the flag once one replaced it (0006).
+    Column("block_number", BigInteger, nullable=True),
+    Column("block_hash", Key(66), nullable=True),
+    Column("reorged", Boolean, nullable=False, server_default=false()),
     # One transfer, however often a watcher sees it (paycore.storage: insert_transaction).
     UniqueConstraint(
         "chain_id", "tx_hash", "log_index", "token", name="uq_paycore_transactions_transfer"
     ),
     Index(None, "owner", "timestamp"),
+    Index(None, "chain_id", "block_number"),  # recorded_deposits (revision 0006)
 )
 
 session_keys = Table(

@@ -11,7 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paycore.errors import IllegalTransition
-from paycore.invoice import SETTLED, TRANSITIONS, Move, attribute, expire, is_due, next_status
+from paycore.invoice import (
+    SETTLED,
+    TRANSITIONS,
+    Move,
+    attribute,
+    expire,
+    is_due,
+    next_status,
+    payment_key,
+    remove_payment,
+)
 from paycore.model import Invoice, Payment, Status
 
 TOKEN = "1:0x0000000000000000000000000000000000000000"
@@ -167,3 +177,96 @@ def test_final_status_is_order_independent_before_deadline(
     a, _ = run(make_invoice(value), timed)
     b, _ = run(make_invoice(value), list(shuffled))
     assert (a.status, a.paid_amount) == (b.status, b.paid_amount)
+
+
+# -- deep reorgs: a counted payment taken back -----------------------------------------------
+
+
+def test_a_reorg_takes_the_payment_back_through_the_table() -> None:
+    [inv] = attribute(make_invoice("100"), pay("40", n=1))
+    [inv] = attribute(inv, pay("60", n=2))
+    assert inv.status is Status.PAID
+    [back] = remove_payment(inv, payment_key(pay("60", n=2)), now=1_600)
+    assert (back.status, back.paid_amount) == (Status.PARTIAL_PAID, Decimal("40"))
+    assert [p.log_index for p in back.payments] == [1]
+    [empty] = remove_payment(back, payment_key(pay("40", n=1)), now=1_600)
+    assert (empty.status, empty.paid_amount, empty.payments) == (Status.INIT, Decimal(0), ())
+    assert remove_payment(empty, payment_key(pay("40", n=1)), now=1_600) == []  # not there
+
+
+def test_an_overpaid_invoice_stays_paid_when_the_rest_still_reaches_value() -> None:
+    inv, _ = run(make_invoice("100"), [(Decimal(70), 1_100), (Decimal(50), 1_200)])
+    [back] = remove_payment(inv, payment_key(pay("70", ts=1_100, n=0)), now=1_300)
+    assert (back.status, back.paid_amount) == (Status.PARTIAL_PAID, Decimal(50))
+    inv, _ = run(make_invoice("100"), [(Decimal(70), 1_100), (Decimal(60), 1_200)])
+    [back] = remove_payment(inv, payment_key(pay("70", ts=1_100, n=0)), now=1_300)
+    assert (back.status, back.paid_amount) == (Status.PARTIAL_PAID, Decimal(60))
+    inv, _ = run(make_invoice("100"), [(Decimal(100), 1_100), (Decimal(100), 1_200)])
+    [back] = remove_payment(inv, payment_key(pay("100", ts=1_100, n=0)), now=1_300)
+    assert (back.status, back.paid_amount) == (Status.PAID, Decimal(100))
+
+
+def test_past_the_deadline_an_unpaid_invoice_expires_after_the_reorg() -> None:
+    [inv] = attribute(make_invoice("100"), pay("100", n=1))
+    moved, expired = remove_payment(inv, payment_key(pay("100", n=1)), now=DEADLINE + 1)
+    assert (moved.status, expired.status, expired.paid_amount) == (
+        Status.INIT,
+        Status.EXPIRED,
+        Decimal(0),
+    )
+    # A late payment left cannot make it paid: only payments made by the deadline count.
+    inv, _ = run(make_invoice("100"), [(Decimal(100), 1_500), (Decimal(100), DEADLINE + 5)])
+    assert inv.status is Status.PAID
+    changes = remove_payment(inv, payment_key(pay("100", ts=1_500, n=0)), now=DEADLINE + 10)
+    assert [c.status for c in changes] == [Status.INIT, Status.EXPIRED]
+    assert changes[-1].paid_amount == Decimal(100)  # the late one is still recorded
+
+
+def test_an_expired_invoice_stays_expired() -> None:
+    inv, _ = run(make_invoice("100"), [(Decimal(30), 1_500), (Decimal(10), DEADLINE + 5)])
+    assert inv.status is Status.EXPIRED
+    [back] = remove_payment(inv, payment_key(pay("30", ts=1_500, n=0)), now=DEADLINE + 10)
+    assert (back.status, back.paid_amount) == (Status.EXPIRED, Decimal(10))
+
+
+def test_the_reorg_moves_are_in_the_table() -> None:
+    reorg = (Move.REORG_FULL, Move.REORG_PARTIAL, Move.REORG_NONE)
+    assert not any(m in TRANSITIONS[Status.INIT] for m in reorg)  # nothing to take back
+    assert [TRANSITIONS[Status.PAID][m] for m in reorg] == [
+        Status.PAID,
+        Status.PARTIAL_PAID,
+        Status.INIT,
+    ]
+    assert {TRANSITIONS[Status.EXPIRED][m] for m in reorg} == {Status.EXPIRED}
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.sampled_from(["0", "50", "100", "250"]), seq=deposits, data=st.data())
+def test_taking_a_payment_back_is_replaying_without_it(
+    value: str, seq: list[tuple[Decimal, int]], data: st.DataObject
+) -> None:
+    """Whatever the sequence (in chain order: block times only grow), removing one payment
+    leaves the record that the other payments alone would have made (then expired, if due
+    by now)."""
+    if not seq:
+        return
+    seq = sorted(seq, key=lambda item: item[1])
+    now = max([DEADLINE - 100, *(ts for _, ts in seq)]) + data.draw(st.integers(0, 400))
+    full, _ = run(make_invoice(value), seq)
+    if is_due(full, now):
+        full = expire(full)
+    gone = data.draw(st.integers(0, len(seq) - 1))
+    changes = remove_payment(full, payment_key(full.payments[gone]), now)
+    assert changes
+    replayed = make_invoice(value)
+    for n, (vs, ts) in enumerate(seq):
+        if n != gone:
+            replayed = attribute(replayed, pay(str(vs), ts=ts, n=n))[-1]
+    if is_due(replayed, now):
+        replayed = expire(replayed)
+    result = changes[-1]
+    assert (result.status, result.paid_amount, result.payments) == (
+        replayed.status,
+        replayed.paid_amount,
+        replayed.payments,
+    )

@@ -83,6 +83,28 @@ def test_a_deposit_seen_by_two_workers_is_counted_once(storage: Storage) -> None
     assert len(stored.payments) == 1
 
 
+def test_a_reorged_deposit_is_flagged_by_one_worker(storage: Storage) -> None:
+    """Two watchers that both saw a block replaced: one takes the deposit back."""
+    row = attrs.evolve(transaction(), block_number=5, block_hash="0x05")
+    with storage.transaction() as tx:
+        tx.insert_transaction(row)
+
+    def flag(_: int) -> bool:
+        with storage.transaction() as tx:
+            return tx.mark_reorged(*row.key) is not None
+
+    assert sorted(race(8, flag)) == [False] * 7 + [True]
+    remined = attrs.evolve(row, block_number=6, block_hash="0x06")
+
+    def revive(_: int) -> bool:
+        with storage.transaction() as tx:
+            return tx.insert_transaction(remined)
+
+    assert sorted(race(8, revive)) == [False] * 7 + [True]
+    with storage.transaction() as tx:
+        assert tx.recorded_deposits(1, 0) == [remined]
+
+
 @pytest.mark.parametrize("read", ["get_invoice", "invoices_at_address"])
 def test_a_locked_invoice_is_read_only_after_the_holder_commits(
     storage: Storage, read: str

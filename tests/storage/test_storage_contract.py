@@ -22,7 +22,7 @@ from storage_records import (
     transaction,
 )
 
-from paycore.model import PollToken, PowChallenge, Status, TxType, WebhookConfig
+from paycore.model import PollToken, PowChallenge, Status, Transaction, TxType, WebhookConfig
 from paycore.storage import Storage
 
 
@@ -260,6 +260,74 @@ def test_list_transactions_newest_first_filters_pages_and_counts(storage: Storag
         assert tx.list_transactions(OWNER, chain_id=137) == ([rows[1]], 1)
         assert tx.list_transactions(OTHER_OWNER) == ([rows[5]], 1)
         assert tx.list_transactions("0xnobody") == ([], 0)
+
+
+# -- deep reorgs: deposits with their block, flagged once replaced ---------------------------
+
+
+def _in_block(row: Transaction, number: int, block_hash: str) -> Transaction:
+    return attrs.evolve(row, block_number=number, block_hash=block_hash)
+
+
+def test_a_deposit_keeps_its_block(storage: Storage) -> None:
+    row = _in_block(transaction("0x01"), 77, "0x" + "ab" * 32)
+    with storage.transaction() as tx:
+        tx.insert_transaction(row)
+    with storage.transaction() as tx:
+        assert tx.list_transactions(OWNER) == ([row], 1)
+        assert tx.recorded_deposits(1, 77) == [row]
+
+
+def test_recorded_deposits_newest_block_first_from_a_block_on(storage: Storage) -> None:
+    rows = [
+        _in_block(transaction("0x01"), 10, "0xa"),
+        _in_block(transaction("0x02"), 12, "0xb"),
+        _in_block(transaction("0x03", log_index=2), 12, "0xb"),
+        _in_block(transaction("0x03", log_index=1), 12, "0xb"),
+        _in_block(transaction("0x04", chain_id=137), 12, "0xc"),  # another chain
+        _in_block(transaction("0x05", type=TxType.WITHDRAW), 12, "0xb"),  # not a deposit
+        transaction("0x06"),  # no block known (recorded before revision 0006)
+        _in_block(transaction("0x07"), 9, "0xd"),  # below from_block
+    ]
+    with storage.transaction() as tx:
+        for row in rows:
+            assert tx.insert_transaction(row)
+    with storage.transaction() as tx:
+        assert tx.recorded_deposits(1, 10) == [rows[1], rows[3], rows[2], rows[0]]
+        assert tx.recorded_deposits(137, 0) == [rows[4]]
+        assert tx.recorded_deposits(1, 13) == []
+
+
+def test_mark_reorged_flags_once_and_hides_the_row(storage: Storage) -> None:
+    row = _in_block(transaction("0x01"), 10, "0xa")
+    kept = _in_block(transaction("0x02"), 10, "0xa")
+    with storage.transaction() as tx:
+        tx.insert_transaction(row)
+        tx.insert_transaction(kept)
+    with storage.transaction() as tx:
+        assert tx.mark_reorged(1, "0x01", 0, USDT) == attrs.evolve(row, reorged=True)
+        assert tx.mark_reorged(1, "0x01", 0, USDT) is None  # once
+        assert tx.mark_reorged(1, "0xnone", 0, USDT) is None
+        assert tx.list_transactions(OWNER) == ([kept], 1)
+        assert tx.recorded_deposits(1, 0) == [kept]
+    remined = _in_block(attrs.evolve(row, timestamp=row.timestamp + 9), 15, "0xe")
+    with storage.transaction() as tx:
+        assert tx.insert_transaction(remined) is True  # mined again: the flagged row gives way
+        assert tx.insert_transaction(remined) is False  # and is a known transfer again
+        assert tx.recorded_deposits(1, 0) == [remined, kept]
+        items, total = tx.list_transactions(OWNER)
+    assert total == 2 and remined in items and not any(i.reorged for i in items)
+
+
+def test_a_flag_rolls_back_with_its_transaction(storage: Storage) -> None:
+    row = _in_block(transaction("0x01"), 10, "0xa")
+    with storage.transaction() as tx:
+        tx.insert_transaction(row)
+    with pytest.raises(RuntimeError), storage.transaction() as tx:
+        assert tx.mark_reorged(1, "0x01", 0, USDT) is not None
+        raise RuntimeError("the invoice update failed")
+    with storage.transaction() as tx:
+        assert tx.list_transactions(OWNER) == ([row], 1)
 
 
 # -- session keys -----------------------------------------------------------------------------

@@ -76,6 +76,40 @@ def test_migration_creates_exactly_the_tables_of_tables_py(sql_url: URL) -> None
 
 
 @BOTH
+def test_0006_keeps_the_transactions_recorded_before_it(sql_url: URL) -> None:
+    """Rows of a database at 0005 come through the deep-reorg revision unflagged, with no
+    block (never re-checked), and listed as before."""
+    migrate(sql_url, "0005")
+    engine = make_engine(sql_url)
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO paycore_transactions (chain_id, tx_hash, log_index, token, type,"
+                " from_address, amount, vs_value, timestamp, owner, guid, counted) VALUES"
+                " (1, '0xaa', 0, '0xtoken', 'deposit', '0xfrom', '1', '1', 5, :owner,"
+                " 'g', :counted)"
+            ),
+            {"owner": OWNER, "counted": True},
+        )
+    engine.dispose()
+    migrate(sql_url)
+    store = SqlStorage(sql_url)
+    try:
+        with store.transaction() as tx:
+            [row], total = tx.list_transactions(OWNER)
+            assert tx.recorded_deposits(1, 0) == []
+    finally:
+        store.close()
+    assert (total, row.tx_hash, row.block_number, row.block_hash, row.reorged) == (
+        1,
+        "0xaa",
+        None,
+        None,
+        False,
+    )
+
+
+@BOTH
 def test_migrate_is_repeatable_and_leaves_the_host_apps_alembic_alone(sql_url: URL) -> None:
     engine = make_engine(sql_url)
     with engine.begin() as connection:

@@ -28,7 +28,9 @@ java-tron writes them:
   ``transaction.ret[0].ret`` "FAILED"; a missing contract is ``result.code``
   CONTRACT_VALIDATE_ERROR.
 - ``wallet/triggersmartcontract`` -> ``{"result": {"result": true}, "transaction":
-  {"visible", "txID", "raw_data", "raw_data_hex"}}``.
+  {"visible", "txID", "raw_data", "raw_data_hex"}}``; a test can rewrite the transaction
+  (``tamper``, with :func:`rebuilt`) to play a node that adds a memo, a ``Permission_id``
+  or anything else, and the encoder writes those fields as ``tron.proto`` numbers them.
 - ``wallet/getaccount`` {``address``, ``visible``} -> Account {``address``, ``balance``
   (SUN, left out when 0), ``create_time``}, ``{}`` for an account that does not exist.
 - ``wallet/getcontract`` {``value``, ``visible``} -> SmartContract {``contract_address``,
@@ -49,7 +51,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -124,9 +127,8 @@ def _addr_bytes(address: str) -> bytes:
     return bytes.fromhex("41" + h20(address))
 
 
-def encode_raw(raw: dict[str, Any]) -> bytes:
-    """``Transaction.raw`` as protobuf, from the HTTP API's ``raw_data`` JSON."""
-    contract = raw["contract"][0]
+def encode_contract(contract: dict[str, Any]) -> bytes:
+    """One ``Transaction.Contract`` as protobuf, from its JSON."""
     value = contract["parameter"]["value"]
     if contract["type"] == "TriggerSmartContract":
         inner = (
@@ -134,6 +136,8 @@ def encode_raw(raw: dict[str, Any]) -> bytes:
             + pb_bytes(2, _addr_bytes(value["contract_address"]))
             + pb_int(3, int(value.get("call_value") or 0))
             + (pb_bytes(4, bytes.fromhex(value["data"])) if value.get("data") else b"")
+            + pb_int(5, int(value.get("call_token_value") or 0))
+            + pb_int(6, int(value.get("token_id") or 0))
         )
         kind = 31
     else:
@@ -144,15 +148,37 @@ def encode_raw(raw: dict[str, Any]) -> bytes:
         )
         kind = 1
     any_msg = pb_bytes(1, contract["parameter"]["type_url"].encode()) + pb_bytes(2, inner)
-    contract_msg = pb_int(1, kind) + pb_bytes(2, any_msg)
+    permission = pb_int(5, int(contract.get("Permission_id") or 0))
+    return pb_int(1, kind) + pb_bytes(2, any_msg) + permission
+
+
+def encode_raw(raw: dict[str, Any]) -> bytes:
+    """``Transaction.raw`` as protobuf, from the HTTP API's ``raw_data`` JSON (the fields
+    paycore builds, and the ones a misbehaving node could add: ``ref_block_num``, a
+    ``data`` memo, more contracts, ``Permission_id``, TRC10 ``call_token_value``)."""
     return (
         pb_bytes(1, bytes.fromhex(raw["ref_block_bytes"]))
+        + pb_int(3, int(raw.get("ref_block_num") or 0))
         + pb_bytes(4, bytes.fromhex(raw["ref_block_hash"]))
         + pb_int(8, raw["expiration"])
-        + pb_bytes(11, contract_msg)
+        + (pb_bytes(10, bytes.fromhex(raw["data"])) if raw.get("data") else b"")
+        + b"".join(pb_bytes(11, encode_contract(c)) for c in raw["contract"])
         + pb_int(14, raw["timestamp"])
         + pb_int(18, int(raw.get("fee_limit") or 0))
     )
+
+
+def rebuilt(tx: dict[str, Any], raw_data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``tx`` with ``raw_data`` replaced (default: kept) and ``raw_data_hex`` and ``txID``
+    recomputed from it: what a node that built that transaction answers, consistently."""
+    raw = raw_data if raw_data is not None else tx["raw_data"]
+    raw_hex = encode_raw(raw).hex()
+    return {
+        **tx,
+        "raw_data": raw,
+        "raw_data_hex": raw_hex,
+        "txID": hashlib.sha256(bytes.fromhex(raw_hex)).hexdigest(),
+    }
 
 
 def read_pb(buf: bytes) -> list[tuple[int, int | bytes]]:
@@ -248,6 +274,13 @@ class FakeTron:
         self.genesis_balances: dict[tuple[str, str], int] = {}
         self.pending: list[Tx] = []
         self.requests: list[tuple[str, dict[str, str], Any]] = []
+        #: A test's rewrite of every ``triggersmartcontract`` answer (a misbehaving node).
+        self.tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        #: A test's answer to ``triggerconstantcontract`` in place of the simulated one
+        #: (java-tron's shapes for a failure the simulation does not produce); None: simulate.
+        self.constant_answer: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+        #: An HTTP status every request is answered with (a node in trouble); None: serve.
+        self.http_status: int | None = None
         self._salt = 0
         self.blocks: list[Block] = []
         parent = "00" * 32
@@ -290,8 +323,10 @@ class FakeTron:
             return dropped
 
     def _ref(self) -> dict[str, Any]:
+        """java-tron's reference fields; its expiry is 60 s after the head block's time,
+        which on a live chain is now, so the wall clock stands in for it here."""
         head = self.head
-        now = head.timestamp
+        now = int(time.time() * 1000)
         return {
             "ref_block_bytes": format(head.number & 0xFFFF, "04x"),
             "ref_block_hash": head.block_id[16:32],
@@ -460,6 +495,10 @@ class FakeTron:
 
     # -- contract reads ------------------------------------------------------------------------
     def constant(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.constant_answer is not None:
+            injected = self.constant_answer(body)
+            if injected is not None:
+                return injected
         contract = h20(body["contract_address"])
         caller = h20(body.get("owner_address") or "41" + "00" * 20)
         function = body.get("function_selector", "")
@@ -540,6 +579,8 @@ class FakeTron:
         tx = self._tx(
             self._trigger_contract(body), int(body.get("fee_limit") or 0), bool(body.get("visible"))
         )
+        if self.tamper is not None:
+            tx = self.tamper(tx)
         return {"result": {"result": True}, "transaction": tx}
 
     def broadcast_hex(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -654,6 +695,11 @@ def serve(chain: FakeTron) -> Iterator[str]:
             except ValueError:
                 body = None
             chain.requests.append((self.path, dict(self.headers.items()), body))
+            if chain.http_status is not None:
+                self.send_response(chain.http_status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+                return
             result = chain.answer(self.path, body if isinstance(body, dict) else {})
             if result is None:
                 self.send_response(404)

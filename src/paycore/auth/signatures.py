@@ -84,7 +84,7 @@ def public_key_to_address(public_key: bytes) -> str:
     body = public_key[1:] if len(public_key) == 65 else public_key
     if len(body) != 64:
         raise ValueError("an uncompressed public key has 64 bytes after 0x04")
-    return to_checksum(keccak256(body)[12:].hex())
+    return to_checksum("0x" + keccak256(body)[12:].hex())
 
 
 def recover(message: str | bytes, signature: object, *, prefix: str = SESSION_PREFIX) -> bytes:

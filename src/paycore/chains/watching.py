@@ -8,6 +8,17 @@ how blocks are fetched, checked against reorgs and matched -- is the chain's own
 (:meth:`ChainWatcher._scan`). What a scan finds is turned into :class:`Deposit` and withdraw
 :class:`Transaction` records here, so both chains value and record them alike.
 
+Deep reorgs. A reorg deeper than ``confirmations`` can replace a block whose deposit was
+already counted. Every recorded deposit keeps its block's number and hash, and a reorg
+replaces a suffix of the chain, so a replaced deposit block means a replaced cursor block:
+whenever the chain's scan finds the cursor's block replaced (:meth:`ChainWatcher._rewind`),
+the recorded deposits of the ``reorg_depth`` blocks below it are re-checked, newest block
+first, up to the first block still on the chain. Each deposit whose block is gone is taken
+back out of its invoice (``Gateway.reorg_deposit``: paidAmount and status recomputed, an
+event emitted), and the cursor rewinds below the lowest such block, so a transfer the new
+chain mined again is found and counted again, once. Deposits recorded above the cursor (a
+watcher that died before advancing it) are re-checked at every pass.
+
 Why one place: the lease and cursor protocol is what makes a watcher safe to kill and to run
 twice; two copies of it could drift apart and only one chain would then count a deposit
 twice or lose one.
@@ -61,6 +72,8 @@ class StepReport:
     error: str | None = None
     #: Deposits left waiting for a fresh price this pass (``paycore.prices.parking``).
     parked: int = 0
+    #: Recorded deposits taken back this pass because a reorg replaced their block.
+    reorged: int = 0
 
 
 ChainT = TypeVar("ChainT", bound=ChainBase)
@@ -77,6 +90,10 @@ class FetchedRange(Generic[W]):
     transfers: list[Transfer]
     timestamps: dict[int, int]
     withdrawals: list[W]
+
+
+#: Block hashes asked for at once when recorded deposits are re-checked.
+_HASHES_PER_BATCH = 16
 
 
 class Inconsistent(Exception):
@@ -116,6 +133,7 @@ class ChainWatcher(Generic[ChainT]):
         #: Where a matched deposit goes; a test swaps it to simulate a crash mid-range.
         self.record = record or gateway.record_deposit
         self._wallet_owners: dict[str, str | None] = {}
+        self._reorged = 0  # deposits taken back during the current pass
 
     # -- what the chain provides -------------------------------------------------------------
     def _head(self) -> int:
@@ -125,6 +143,17 @@ class ChainWatcher(Generic[ChainT]):
     def _block_hash(self, number: int) -> str:
         """The hash (blockID) of block ``number``; raises when the node does not have it."""
         raise NotImplementedError
+
+    def _block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
+        """The hash of each block, None for one the chain does not have (any more). A chain
+        whose node answers several at once overrides this."""
+        hashes: dict[int, str | None] = {}
+        for number in numbers:
+            try:
+                hashes[number] = self._block_hash(number)
+            except Inconsistent:
+                hashes[number] = None
+        return hashes
 
     def _scan(
         self, last: int, last_hash: str | None, safe: int, stop: threading.Event | None
@@ -163,9 +192,16 @@ class ChainWatcher(Generic[ChainT]):
 
     def _rewind(self, last: int) -> tuple[int, str | None]:
         """Move the cursor ``reorg_rewind`` blocks back (never below ``start_block``) after
-        block ``last`` was found replaced; returns the new cursor and its hash."""
+        block ``last`` was found replaced; returns the new cursor and its hash.
+
+        First the deposits recorded in the ``reorg_depth`` blocks up to ``last`` are
+        re-checked, and those whose block was replaced are taken back; the cursor then
+        rewinds below the lowest of them too, so the new chain is scanned from there."""
         floor = (self.config.start_block or 0) - 1
         target = max(last - max(self.config.reorg_rewind, 1), floor)
+        lowest = self._check_recorded(max(last - self.config.reorg_depth, floor + 1, 0))
+        if lowest is not None:
+            target = max(min(target, lowest - 1), floor)
         target_hash = self._block_hash(target) if target >= 0 else None
         self._advance(target, target_hash)
         log.warning(
@@ -177,11 +213,51 @@ class ChainWatcher(Generic[ChainT]):
         )
         return target, target_hash
 
+    def _check_recorded(self, from_block: int) -> int | None:
+        """Take back every recorded deposit in blocks ``from_block`` and later whose block
+        is no longer on the chain; returns the lowest such block, or None.
+
+        Blocks are checked newest first, a batch at a time, and the check stops at the
+        first block still on the chain: a reorg replaces a suffix, so every older block is
+        intact too, and the cost is the replaced blocks, not the depth looked at."""
+        with self.gateway.storage.transaction() as tx:
+            recorded = tx.recorded_deposits(self.chain.chain_id, from_block)
+        by_block: dict[int, list[Transaction]] = {}
+        for record in recorded:  # newest block first
+            assert record.block_number is not None
+            by_block.setdefault(record.block_number, []).append(record)
+        numbers = list(by_block)
+        lowest: int | None = None
+        for start in range(0, len(numbers), _HASHES_PER_BATCH):
+            chunk = numbers[start : start + _HASHES_PER_BATCH]
+            hashes = self._block_hashes(chunk)
+            for number in chunk:
+                gone = [r for r in by_block[number] if r.block_hash != hashes.get(number)]
+                if not gone:
+                    return lowest
+                for record in gone:
+                    log.warning(
+                        "chain %d: block %d of deposit %s (log %d) was replaced; taking it back",
+                        self.chain.chain_id,
+                        number,
+                        record.tx_hash,
+                        record.log_index,
+                    )
+                    self.gateway.reorg_deposit(record)
+                    self._reorged += 1
+                lowest = number
+        return lowest
+
     # -- one pass -------------------------------------------------------------------------
     def step(self, stop: threading.Event | None = None) -> StepReport:
         """Claim the lease, then scan up to the block ``confirmations`` below the head. The
         first pass of a chain without ``start_block`` only sets the cursor at that block:
         a watcher starting today does not attribute yesterday's transfers."""
+        self._reorged = 0
+        report = self._step(stop)
+        return attrs.evolve(report, reorged=self._reorged) if self._reorged else report
+
+    def _step(self, stop: threading.Event | None) -> StepReport:
         cursor = self._claim()
         if cursor is None:
             return StepReport(held=False)
@@ -195,6 +271,9 @@ class ChainWatcher(Generic[ChainT]):
                 log.info("chain %d: first pass starts after block %d", self.chain.chain_id, safe)
                 return StepReport(held=True, scanned_to=safe)
             last, last_hash = self.config.start_block - 1, None
+        # Deposits above the cursor were recorded by a watcher that died before advancing
+        # it; the scan will meet the blocks again, but a replaced one would go unnoticed.
+        self._check_recorded(last + 1)
         return self._scan(last, last_hash, safe, stop)
 
     def _ranges(

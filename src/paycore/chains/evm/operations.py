@@ -33,15 +33,20 @@ from paycore.tokens import NATIVE
 from . import abi, txbuild
 from .chain import EvmChain
 from .relay import decode_raw_tx
-from .rpc import RpcError
+from .rpc import RpcError, execution_failure
 
 
 def _has_code(result: object) -> bool:
     return isinstance(result, str) and result not in ("0x", "0x0", "")
 
 
-def _revert_text(error: RpcError) -> str:
-    return str(error.detail.get("message") if isinstance(error.detail, dict) else error.detail)
+def _would_fail(error: RpcError, what: str) -> InvalidInput:
+    """A 400 for an estimate the call itself fails (a revert or another EVM failure, with
+    the node's reason); the node's own trouble is raised as it is (502)."""
+    reason = execution_failure(error)
+    if reason is None:
+        raise error
+    return InvalidInput("ownerAddress", f"{what} would fail: {reason}")
 
 
 # -- /initWallet and /deployWallet ---------------------------------------------------------------
@@ -65,7 +70,7 @@ def init_wallet(chain: EvmChain, owner: str) -> Json:
     if _has_code(code):
         raise InvalidInput("ownerAddress", f"wallet already deployed at {wallet}")
     if isinstance(estimate, RpcError):
-        raise InvalidInput("ownerAddress", f"deployWallet would fail: {_revert_text(estimate)}")
+        raise _would_fail(estimate, "deployWallet")
     tx = txbuild.deploy_wallet_tx(
         chain_id=chain.chain_id,
         factory=chain.factory,
@@ -167,10 +172,7 @@ def init_withdraw(
             "eth_estimateGas", [{"from": owner, "to": wallet, "data": data, "value": hex(fee)}]
         )
     except RpcError as exc:
-        if not isinstance(exc.detail, dict):
-            raise
-        reason = f"the withdrawal would fail: {_revert_text(exc)}"
-        raise InvalidInput("ownerAddress", reason) from None
+        raise _would_fail(exc, "the withdrawal") from None
     tx = txbuild.withdraw_tx(
         chain_id=chain.chain_id,
         wallet=wallet,

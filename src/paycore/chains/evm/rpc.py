@@ -5,10 +5,16 @@ taken raw (hex strings, plain dicts) on purpose: the watcher decodes only the fe
 needs, and web3's result formatters would cost more than the decoding itself on a range
 with thousands of logs. One HTTP request carries up to ``batch_size`` calls, which is where
 the watcher and /getBalances save their round trips.
+
+:func:`execution_failure` reads an error answer to ``eth_estimateGas``/``eth_call``: the
+call cannot run (a revert, or another EVM failure -- out of gas, an invalid opcode, too
+little balance for the value) is the caller's 4xx, with the node's reason; anything else
+(the node unreachable, rate-limited, missing a block) stays the node's 502.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +41,47 @@ class RpcError(PaycoreError):
         message = detail.get("message", detail) if isinstance(detail, dict) else detail
         self.data = detail.get("data") if isinstance(detail, dict) else None
         super().__init__(f"chain node: {method}: {str(message)[:300]}")
+
+
+#: EIP-1474's code for "execution reverted" (geth, anvil, erigon and others use it).
+EXECUTION_REVERTED = 3
+#: How nodes word an EVM failure of the call itself. The JSON-RPC codes do not tell: anvil
+#: answers an invalid opcode with -32603 "internal error", as other nodes answer trouble.
+_EXECUTION_TEXT = re.compile(
+    r"revert|out of gas|gas required exceeds|insufficient funds|invalid opcode|opcode"
+    r"|evm error|stack (?:under|over)flow|invalid jump|write protection|static call"
+    r"|precompile|execution",
+    re.IGNORECASE,
+)
+_ERROR_STRING = "0x08c379a0"  # the selector of Error(string)
+#: The most of a node's reason a refusal repeats.
+REASON_CHARS = 200
+
+
+def execution_failure(error: RpcError) -> str | None:
+    """The reason the call itself fails, or None when ``error`` is the node's trouble.
+
+    A revert's ``Error(string)`` is decoded from ``data`` when the message does not
+    already carry it; a custom error is named by its selector."""
+    detail = error.detail
+    if not isinstance(detail, dict):  # no answer at all: transport, HTTP status
+        return None
+    message = " ".join(str(detail.get("message") or "").split())
+    if detail.get("code") != EXECUTION_REVERTED and not _EXECUTION_TEXT.search(message):
+        return None
+    data = detail.get("data")
+    if isinstance(data, dict):  # some nodes nest it: {"data": {"data": "0x..."}}
+        data = data.get("data")
+    if isinstance(data, str) and len(data) > 10 and message.rstrip(".") == "execution reverted":
+        if data.startswith(_ERROR_STRING):
+            from . import abi  # eth_abi only where a reason is decoded
+
+            text = abi.decode_string("0x" + data[10:])
+            if text:
+                message = f"execution reverted: {text}"
+        else:
+            message = f"execution reverted: custom error {data[:10]}"
+    return (message or "execution reverted")[:REASON_CHARS]
 
 
 class Rpc:

@@ -14,7 +14,7 @@ from paycore.model import Json
 
 from . import abi, txbuild
 from .chain import EvmChain
-from .rpc import Call, RpcError
+from .rpc import Call, RpcError, execution_failure
 
 
 def _call(to: str, signature: str, *args: object, types: tuple[str, ...] = ()) -> Call:
@@ -186,9 +186,9 @@ class EvmStaking:
         try:
             estimate = self.chain.rpc.call("eth_estimateGas", [request])
         except RpcError as exc:
-            if not isinstance(exc.detail, dict):
+            reason = execution_failure(exc)
+            if reason is None:  # the node's trouble, not the call's: a 502
                 raise
-            reason = str(exc.detail.get("message", exc.detail))[:200]
             raise InvalidInput("ownerAddress", f"the transaction would fail: {reason}") from None
         tx = txbuild.UnsignedTx(
             chain_id=self.chain.chain_id,

@@ -27,7 +27,7 @@ from paycore.tokens import to_checksum
 
 from . import abi, txbuild
 from .chain import EvmChain
-from .rpc import RpcError
+from .rpc import RpcError, execution_failure
 
 
 @attrs.frozen
@@ -94,9 +94,9 @@ def wallet_admin(
             "eth_estimateGas", [{"from": sender, "to": wallet, "data": "0x" + data.hex()}]
         )
     except RpcError as exc:
-        if not isinstance(exc.detail, dict):
+        reason = execution_failure(exc)
+        if reason is None:  # the node's trouble, not the wallet's refusal: a 502
             raise
-        reason = exc.detail.get("message", exc.detail)
         raise Conflict(
             f"Conflict: the wallet {wallet} on chain {chain.chain_id} refuses "
             f"{spec.function.split('(')[0]}: {str(reason)[:200]}"

@@ -7,9 +7,12 @@ One pass (:meth:`EvmWatcher.step`):
    and its hash.
 2. Read the head; only blocks at least ``confirmations`` deep are scanned ("safe").
 3. Re-check the cursor block's hash. A different hash means the chain reorganised below the
-   cursor (deeper than ``confirmations``): rewind ``reorg_rewind`` blocks and scan again.
+   cursor (deeper than ``confirmations``): the deposits recorded in replaced blocks are
+   taken back out of their invoices (``ChainWatcher._rewind``), and the cursor rewinds
+   ``reorg_rewind`` blocks, or below the lowest replaced deposit, to scan again.
    Attribution is idempotent on (chain, txHash, logIndex, token), so a re-scan counts
-   nothing twice; what it adds are the replacement chain's transfers.
+   nothing twice; what it adds are the replacement chain's transfers, including a taken
+   back one that the new chain mined again.
 4. Load the watched addresses from storage -- after reading the head, so an invoice created
    later cannot have been paid in a block this pass scans.
 5. For each range of ``block_batch`` blocks up to the safe head, one JSON-RPC batch fetches
@@ -82,6 +85,11 @@ class EvmWatcher(ChainWatcher[EvmChain]):
     def _block_hash(self, number: int) -> str:
         block_hash: str = self._header(number)["hash"]
         return block_hash
+
+    def _block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
+        """One batch of headers (re-checking recorded deposits after a reorg)."""
+        headers = self.chain.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers])
+        return {n: (h or {}).get("hash") for n, h in zip(numbers, headers, strict=True)}
 
     def _scan(
         self, last: int, last_hash: str | None, safe: int, stop: threading.Event | None

@@ -20,12 +20,13 @@ from paycore.config import ChainConfig
 from paycore.tokens import NATIVE
 
 from . import address
-from .node import Node, NodeError
+from .node import Node, NodeError, call_fails, node_message
 
 
 class CallRefused(NodeError):
-    """The node answered that the call cannot run at all (``result.code``: no contract at
-    that address, a malformed call): an answer about the address, not an outage."""
+    """The node could not run a read for reasons of its own (busy, an internal error): an
+    outage, a 502. A call that cannot run because of the call itself is a failed
+    :class:`CallResult` instead."""
 
 
 #: The caller of read-only calls: the zero account, so no real account's state is implied.
@@ -35,7 +36,14 @@ ZERO_CALLER = "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb"
 @attrs.frozen
 class CallResult:
     """A ``triggerconstantcontract`` answer: the return data (hex, no 0x), whether the call
-    reverted, and the energy it used -- what /initWithdraw reports as an estimate."""
+    failed, the energy it used -- what /initWithdraw reports as an estimate -- and the
+    node's reason for a failure, as text.
+
+    ``reverted`` covers every way a call can fail that is the call's own doing: a REVERT
+    (its data may hold ``Error(string)``), another TVM exception (out of energy, an illegal
+    operation), and the checks before execution (no contract at that address, "Cannot
+    transfer TRX to yourself.", too little TRX for the call value).
+    """
 
     output: str
     reverted: bool
@@ -65,11 +73,8 @@ class TronChain(ChainBase):
         for token in wanted:
             if token in self._tokens:
                 continue
-            try:
-                decimals = self.call(token, "decimals()")
-            except CallRefused:  # no contract there (yet): not a token to value
-                continue
-            if decimals.reverted or not decimals.output:
+            decimals = self.call(token, "decimals()")
+            if decimals.reverted or not decimals.output:  # e.g. no contract there (yet)
                 continue
             value = abi.decode_uint("0x" + decimals.output[:64])
             if value > 77:
@@ -93,9 +98,11 @@ class TronChain(ChainBase):
     ) -> CallResult:
         """Run ``signature(args)`` on ``contract`` without a transaction.
 
-        A missing contract or a refused request (``result.code``) raises NodeError; a revert
-        is an answer (``reverted``), as the HTTP API reports it: ``result.message`` set and
-        ``transaction.ret[0].ret`` FAILED.
+        A failure of the call itself is an answer (``reverted``, with the node's reason):
+        java-tron reports a REVERT or a TVM error as ``result.result`` true with a
+        ``message`` and ``transaction.ret[0].ret`` FAILED, and a refusal before execution
+        as ``result.result`` false with CONTRACT_VALIDATE_ERROR (or an exception of the
+        TVM as OTHER_ERROR). The node's own trouble raises :class:`CallRefused` (502).
         """
         body: dict[str, Any] = {
             "owner_address": caller,
@@ -106,18 +113,28 @@ class TronChain(ChainBase):
         }
         if call_value:
             body["call_value"] = call_value
-        answer = self.node.post("wallet/triggerconstantcontract", body)
-        result = answer.get("result") or {}
+        path = "wallet/triggerconstantcontract"
+        answer = self.node.post(path, body)
+        if not isinstance(answer, dict):
+            raise CallRefused(path, "not a JSON object")
+        result = answer.get("result")
+        result = result if isinstance(result, dict) else {}
+        message = node_message(result.get("message"), "")
         if result.get("code") not in (None, "SUCCESS") or result.get("result") is not True:
-            raise CallRefused("wallet/triggerconstantcontract", _text(result.get("message")))
-        ret = ((answer.get("transaction") or {}).get("ret") or [{}])[0]
-        reverted = bool(result.get("message")) or ret.get("ret") == "FAILED"
-        outputs = answer.get("constant_result") or [""]
+            if not call_fails(result.get("code"), result.get("message")):
+                raise CallRefused(path, message or str(result.get("code") or "refused"))
+            return CallResult(output="", reverted=True, energy_used=0, message=message)
+        transaction = answer.get("transaction")
+        rets = transaction.get("ret") if isinstance(transaction, dict) else None
+        ret = rets[0] if isinstance(rets, list) and rets and isinstance(rets[0], dict) else {}
+        outputs = answer.get("constant_result")
+        output = outputs[0] if isinstance(outputs, list) and outputs else ""
+        energy = answer.get("energy_used")
         return CallResult(
-            output=str(outputs[0] or ""),
-            reverted=reverted,
-            energy_used=int(answer.get("energy_used") or 0),
-            message=str(result.get("message") or ""),
+            output=output if isinstance(output, str) else "",
+            reverted=bool(message) or ret.get("ret") == "FAILED",
+            energy_used=energy if isinstance(energy, int) and not isinstance(energy, bool) else 0,
+            message=message,
         )
 
     def has_code(self, contract: str) -> bool:
@@ -148,15 +165,6 @@ class TronChain(ChainBase):
     def index_disabled(self, wallet: str, index: int) -> bool:
         result = self.call(wallet, "isWalletIndexDisabled(uint256)", [index], ["uint256"])
         return not result.reverted and abi.decode_uint("0x" + result.output[:64]) != 0
-
-
-def _text(message: object) -> str:
-    """``result.message`` is hex-encoded text unless ``visible`` was set."""
-    raw = str(message or "refused")
-    try:
-        return bytes.fromhex(raw).decode("utf-8")
-    except ValueError:
-        return raw
 
 
 def abi_args(args: Sequence[object], types: Sequence[str]) -> str:

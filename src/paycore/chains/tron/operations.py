@@ -10,8 +10,8 @@ owner already signed after checking that it only deploys a wallet.
 
 from __future__ import annotations
 
-import contextlib
 import json
+import time
 from collections.abc import Sequence
 
 from paycore.chains import WithdrawRequest
@@ -37,9 +37,10 @@ _ERROR_SELECTOR = abi.selector("Error(string)").hex()
 
 
 def _revert_text(result: CallResult) -> str:
-    """The revert reason: ``Error(string)`` from the return data when the contract gave one,
-    else the node's message (hex-encoded text when ``visible`` is false), else the selector
-    of a custom error (``FeeNotPaid(...)`` and friends)."""
+    """Why a dry run failed: ``Error(string)`` from the return data when the contract gave
+    one, else the selector of a custom error (``FeeNotPaid(...)`` and friends), else the
+    node's reason ("REVERT opcode executed", "Cannot transfer TRX to yourself.", an
+    out-of-energy exception...)."""
     output = result.output
     if output.startswith(_ERROR_SELECTOR):
         text = abi.decode_string("0x" + output[8:])
@@ -47,14 +48,13 @@ def _revert_text(result: CallResult) -> str:
             return text
     if output and len(output) >= 8:
         return f"custom error 0x{output[:8]}"
-    message = result.message
-    with contextlib.suppress(ValueError):  # hex-encoded text when ``visible`` is false
-        message = bytes.fromhex(message).decode("utf-8")
-    return message or "reverted"
+    return result.message or "reverted"
 
 
 def _build(chain: TronChain, call: txbuild.ContractCall, field: str, what: str) -> Json:
-    """Dry-run ``call`` from its owner, then have the node build it; the helper's answer."""
+    """Dry-run ``call`` from its owner, then have the node build it; the helper's answer.
+    Any failure of the dry run -- a revert, another TVM exception, a refusal before
+    execution -- is a 400 with the reason, before the owner is asked to sign anything."""
     dry = chain.call(
         call.contract,
         call.signature,
@@ -66,7 +66,7 @@ def _build(chain: TronChain, call: txbuild.ContractCall, field: str, what: str) 
     if dry.reverted:
         raise InvalidInput(field, f"{what} would fail: {_revert_text(dry)}")
     answer = chain.node.post("wallet/triggersmartcontract", call.request())
-    transaction = txbuild.checked_transaction(call, answer)
+    transaction = txbuild.checked_transaction(call, answer, now_ms=int(time.time() * 1000))
     return txbuild.to_wire(call, chain.chain_id, transaction, dry.energy_used)
 
 
@@ -100,6 +100,10 @@ def deploy_wallet(chain: TronChain, raw_tx: object) -> Json:
     assert isinstance(raw_tx, dict)
     if call.contract_type != rawtx.TRIGGER_SMART_CONTRACT:
         raise InvalidInput("rawTx", "must be a contract call")
+    # The owner's own signed bytes may carry a memo or a Permission_id (a multi-signature
+    # account); TRC10 tokens sent along would be something other than a deployment.
+    if any(name in ("call_token_value", "token_id") for name in call.extras):
+        raise InvalidInput("rawTx", "deployWallet takes no TRC10 tokens")
     owner = deploy_owner(
         to_factory=call.to == tron_to_hex(chain.factory),
         factory=chain.factory,

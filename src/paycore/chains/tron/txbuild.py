@@ -3,8 +3,8 @@
 On Tron the node builds a transaction (``/wallet/triggersmartcontract``: it fills the
 reference block and expiry that make a transaction valid for about a minute), and the wallet
 signs its ``txID``. So paycore asks the node, then checks the answer against what it asked
-for, reading the protobuf bytes the signature will cover (``rawtx``) rather than the JSON
-beside them: contract, owner, calldata, call value and fee limit must all be paycore's.
+for, field by field (``built``): the protobuf bytes the signature will cover, and the JSON
+beside them, which must say the same.
 What the client receives is the node's transaction as it came -- ``{txID, raw_data,
 raw_data_hex, visible}``, TronWeb's and TronLink's input -- under a ``transaction`` key
 (docs/interface.md, /initWithdraw), next to the plain facts it was built from.
@@ -24,9 +24,9 @@ from paycore.errors import InvalidInput
 from paycore.model import Json
 from paycore.tokens import tron_to_hex
 
-from . import rawtx
+from . import built
 from .address import to_evm
-from .node import NodeError
+from .node import NodeError, call_fails, node_message
 
 #: The fields of a built transaction a client signs and broadcasts.
 TRANSACTION_FIELDS = ("txID", "raw_data", "raw_data_hex", "visible")
@@ -99,47 +99,36 @@ def withdraw_call(
     )
 
 
-def checked_transaction(call: ContractCall, answer: object) -> Json:
+def checked_transaction(call: ContractCall, answer: object, now_ms: int | None = None) -> Json:
     """The node's built transaction for ``call``, after checking it is exactly that call.
 
-    A refusal (``result.code``, e.g. the owner account does not exist yet) raises
-    InvalidInput with the node's message; an answer that is not the call asked for raises
-    NodeError (502): a node that builds something else must not be signed for.
+    A refusal of the call (``result.code``: the owner account does not exist yet, too
+    little TRX for the call value) raises InvalidInput with the node's reason; the node's
+    own trouble raises NodeError (502); a transaction that is not exactly the call asked
+    for -- any field, see ``built`` -- raises ``UnexpectedTransaction`` (502): a node that
+    builds something else must not be signed for. ``now_ms`` bounds its expiry.
     """
     if not isinstance(answer, dict):
-        raise NodeError("wallet/triggersmartcontract", "not a JSON object")
-    result = answer.get("result") or {}
-    if result.get("result") is not True:
-        message = _message(result.get("message"))
+        raise NodeError(built.PATH, "not a JSON object")
+    result = answer.get("result")
+    result = result if isinstance(result, dict) else {}
+    if result.get("result") is not True or result.get("code") not in (None, "SUCCESS"):
+        message = node_message(result.get("message"), str(result.get("code") or "no reason"))
+        if not call_fails(result.get("code"), result.get("message")):
+            raise NodeError(built.PATH, message)
         raise InvalidInput("ownerAddress", f"the node refused the transaction: {message}")
     tx = answer.get("transaction")
     if not isinstance(tx, dict):
-        raise NodeError("wallet/triggersmartcontract", "no transaction in the answer")
-    try:
-        _tx_id, raw = rawtx.read_transaction(tx, "transaction")
-    except InvalidInput as exc:
-        raise NodeError("wallet/triggersmartcontract", str(exc)) from None
-    expected = (
-        rawtx.TRIGGER_SMART_CONTRACT,
-        tron_to_hex(call.owner),
-        tron_to_hex(call.contract),
-        call.call_value,
-        call.data,
-        call.fee_limit,
+        raise built.UnexpectedTransaction("transaction", "missing")
+    expected = built.Expected(
+        owner=tron_to_hex(call.owner),
+        contract=tron_to_hex(call.contract),
+        data=call.data,
+        call_value=call.call_value,
+        fee_limit=call.fee_limit,
     )
-    got = (raw.contract_type, raw.owner, raw.to, raw.call_value, raw.data, raw.fee_limit)
-    if got != expected:
-        raise NodeError("wallet/triggersmartcontract", "built a different call than asked")
+    built.check(expected, tx, now_ms)
     return {key: tx[key] for key in TRANSACTION_FIELDS if key in tx}
-
-
-def _message(raw: object) -> str:
-    """``result.message`` is hex-encoded text when ``visible`` is false; plain otherwise."""
-    text = str(raw or "unknown reason")
-    try:
-        return bytes.fromhex(text).decode("utf-8")
-    except ValueError:
-        return text
 
 
 def to_wire(

@@ -10,7 +10,9 @@ One pass (:meth:`TronWatcher.step`):
 4. For each range of ``block_batch`` blocks up to the safe head: fetch the blocks with
    ``getblockbylimitnext`` (100 per request). The first block's ``parentHash`` must be the
    cursor's blockID: if it is not, the chain was replaced below the cursor (a fork deeper
-   than ``confirmations``), and the cursor rewinds ``reorg_rewind`` blocks. Within the range
+   than ``confirmations``): the deposits recorded in replaced blocks are taken back out of
+   their invoices (``ChainWatcher._rewind``), and the cursor rewinds ``reorg_rewind``
+   blocks, or below the lowest replaced deposit. Within the range
    each block must name the previous one as parent. TRX deposits are ``TransferContract``
    transactions in the blocks; TRC20 deposits are ``Transfer`` logs, read per block with
    ``gettransactioninfobyblocknum`` -- only for blocks that hold a contract call, the only
@@ -48,7 +50,7 @@ from paycore.tokens import NATIVE
 
 from . import scan
 from .address import to_evm
-from .chain import CallRefused, TronChain
+from .chain import TronChain
 
 if TYPE_CHECKING:
     from paycore.gateway import Gateway
@@ -204,11 +206,9 @@ class TronWatcher(ChainWatcher[TronChain]):
         it, which no other contract can match. Answers are kept (an owner never changes)."""
         for emitter in sorted(emitters - self._wallet_owners.keys()):
             owner = None
-            try:
-                result = self.chain.call(scan.base58(emitter), "owner()")
-            except CallRefused:  # no contract answers there: not a wallet
-                self._wallet_owners[emitter] = None
-                continue
+            # A node in trouble raises (the pass is retried): only an answer that no
+            # wallet is there -- no contract, or a failing owner() -- is kept as None.
+            result = self.chain.call(scan.base58(emitter), "owner()")
             if not result.reverted and len(result.output) == 64:
                 candidate = scan.base58(result.output)
                 if scan.key(self.chain.wallet_of(candidate)) == emitter:
