@@ -74,6 +74,9 @@ class _Tables:
     invoices: dict[str, Invoice] = attrs.field(factory=dict)
     transactions: dict[TxKey, Transaction] = attrs.field(factory=dict)
     session_keys: dict[str, SessionKey] = attrs.field(factory=dict)
+    #: address -> the (nonce, digest) pairs accepted within its window; frozen, so that a
+    #: snapshot's shallow copy is a real copy.
+    used_nonces: dict[str, frozenset[tuple[int, str]]] = attrs.field(factory=dict)
     wallet_indexes: dict[tuple[str, int], int] = attrs.field(factory=dict)  # -> next index
     challenges: dict[str, PowChallenge] = attrs.field(factory=dict)
     signatures: dict[str, int] = attrs.field(factory=dict)  # digest -> expires_at
@@ -254,9 +257,17 @@ class _MemoryTx:
         return keys
 
     def put_session_key(self, key: SessionKey) -> None:
+        stored = self._t.session_keys.get(key.address)
+        if stored is not None:
+            key = attrs.evolve(
+                key,
+                last_seen_nonce=max(key.last_seen_nonce, stored.last_seen_nonce),
+                expires_at=0 if stored.expires_at == 0 else key.expires_at,
+            )
         self._t.session_keys[key.address] = key
 
     def delete_session_key(self, address: str) -> bool:
+        self._t.used_nonces.pop(address, None)
         return self._t.session_keys.pop(address, None) is not None
 
     def advance_nonce(self, address: str, nonce: int) -> bool:
@@ -264,6 +275,24 @@ class _MemoryTx:
         if key is None or key.last_seen_nonce >= nonce:
             return False
         self._t.session_keys[address] = attrs.evolve(key, last_seen_nonce=nonce)
+        return True
+
+    def accept_nonce(
+        self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False
+    ) -> bool:
+        key = self._t.session_keys.get(address)
+        if key is None:
+            return False
+        highest = key.last_seen_nonce
+        used = self._t.used_nonces.get(address, frozenset())
+        if nonce <= highest - window or (strict and nonce <= highest) or (nonce, digest) in used:
+            return False
+        highest = max(highest, nonce)
+        floor = highest - window
+        self._t.used_nonces[address] = frozenset(
+            [(n, d) for n, d in used if n > floor] + [(nonce, digest)]
+        )
+        self._t.session_keys[address] = attrs.evolve(key, last_seen_nonce=highest)
         return True
 
     # -- smart-wallet deposit indexes -------------------------------------------------------

@@ -4,6 +4,12 @@ Each atomicity promise of the contract is one statement the database makes atomi
 than a read followed by a write that another transaction could slip between:
 
 - ``advance_nonce``: ``UPDATE .. WHERE last_seen_nonce < :n``; the row count says who won.
+- ``accept_nonce``: on PostgreSQL one statement -- an ``UPDATE`` of the key row (its row lock
+  serialises one key's requests, and READ COMMITTED re-checks the window on the row as the
+  previous holder committed it), a ``DELETE`` of rows that fell out of the window and an
+  ``INSERT .. ON CONFLICT DO NOTHING`` of the message, as data-modifying CTEs. On SQLite the
+  same three run as statements, serial under ``BEGIN IMMEDIATE``.
+- ``put_session_key``: an upsert whose ``DO UPDATE`` keeps the larger nonce and a tombstone.
 - ``insert_transaction`` / ``insert_invoice``: ``INSERT .. ON CONFLICT DO NOTHING RETURNING``,
   which also keeps the transaction usable (a unique violation would abort it on PostgreSQL).
 - ``allocate_wallet_index``: an upsert that increments and returns the counter.
@@ -119,6 +125,7 @@ from .tables import (
     prices,
     seen_signatures,
     session_keys,
+    session_nonces,
     transactions,
     wallet_indexes,
     webhook_attempts,
@@ -129,6 +136,8 @@ from .tables import (
 log = logging.getLogger("paycore.events")
 
 OUTBOX_LOCK = advisory_key("paycore.outbox.seq")
+#: The columns of ``SessionKey``; ``nonce_floor`` is the storage's own business.
+_KEY_COLUMNS = [c for c in session_keys.c if c.name != "nonce_floor"]
 _OPEN_STATUSES = (Status.INIT.value, Status.PARTIAL_PAID.value)
 _PENDING = DeliveryStatus.PENDING.value
 
@@ -345,21 +354,29 @@ class SqlTx:
 
     # -- session keys ---------------------------------------------------------------------
     def get_session_key(self, address: str) -> SessionKey | None:
-        row = self._one(select(session_keys).where(session_keys.c.address == address))
+        row = self._one(select(*_KEY_COLUMNS).where(session_keys.c.address == address))
         return None if row is None else SessionKey(**row)
 
     def session_keys_of(self, owner: str) -> list[SessionKey]:
         query = (
-            select(session_keys)
+            select(*_KEY_COLUMNS)
             .where(session_keys.c.owner == owner)
             .order_by(session_keys.c.registered_at, session_keys.c.address)
         )
         return [SessionKey(**row) for row in self._all(query)]
 
     def put_session_key(self, key: SessionKey) -> None:
-        self._put(session_keys, plain_row(key))
+        row = plain_row(key)
+        stmt = self._insert(session_keys).values(row)
+        stored, new = session_keys.c, stmt.excluded
+        larger = func.greatest if self._postgres else func.max  # SQLite's scalar max()
+        changes: dict[str, Any] = {name: new[name] for name in row if name != "address"}
+        changes["last_seen_nonce"] = larger(stored.last_seen_nonce, new.last_seen_nonce)
+        changes["expires_at"] = case((stored.expires_at == 0, 0), else_=new.expires_at)
+        self._c.execute(stmt.on_conflict_do_update(index_elements=["address"], set_=changes))
 
     def delete_session_key(self, address: str) -> bool:
+        self._delete(session_nonces, session_nonces.c.address == address)
         return self._delete(session_keys, session_keys.c.address == address)
 
     def advance_nonce(self, address: str, nonce: int) -> bool:
@@ -369,6 +386,69 @@ class SqlTx:
             .values(last_seen_nonce=nonce)
         )
         return result.rowcount == 1
+
+    def accept_nonce(
+        self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False
+    ) -> bool:
+        keys, used = session_keys.c, session_nonces.c
+        lowest = keys.last_seen_nonce if strict else keys.last_seen_nonce - window
+        larger = func.greatest if self._postgres else func.max
+        advance = (
+            update(session_keys)
+            .where(keys.address == address, keys.nonce_floor < nonce, lowest < nonce)
+            .values(last_seen_nonce=larger(keys.last_seen_nonce, nonce))
+            .returning(keys.last_seen_nonce)
+        )
+        message = {"address": address, "nonce": nonce, "digest": digest}
+        if self._postgres:
+            return self._accept_nonce_in_one_statement(advance, message, window)
+        highest = self._c.execute(advance).scalar_one_or_none()
+        if highest is None:
+            return False
+        if not self._insert_new(session_nonces, message, ["address", "nonce", "digest"]):
+            return False  # a replay: the caller's rollback undoes the (no-op) advance
+        if highest == nonce:  # the window moved up: forget what fell out of it
+            self._c.execute(
+                delete(session_nonces).where(
+                    used.address == address, used.nonce <= highest - window
+                )
+            )
+        return True
+
+    def _accept_nonce_in_one_statement(
+        self, advance: Any, message: dict[str, Any], window: int
+    ) -> bool:
+        """PostgreSQL: advance, prune and record as one statement (one round trip).
+
+        The ``UPDATE`` takes the key's row lock first, so one key's messages are decided one
+        at a time, each against the window as the previous one committed it; the
+        ``DELETE`` and ``INSERT`` only touch that key's rows. A replay conflicts with the
+        committed row (``DO NOTHING``: no row returned), and its advance changed nothing,
+        since a recorded nonce is never above the key's highest.
+        """
+        used = session_nonces.c
+        advanced = advance.cte("advanced")
+        highest = select(advanced.c.last_seen_nonce).scalar_subquery()
+        pruned = (
+            delete(session_nonces)
+            .where(used.address == message["address"], used.nonce <= highest - window)
+            .cte("pruned")
+        )
+        record = (
+            pg_insert(session_nonces)
+            .from_select(
+                ["address", "nonce", "digest"],
+                select(
+                    literal(message["address"], Text),
+                    literal(message["nonce"], BigInteger),
+                    literal(message["digest"], Text),
+                ).where(select(advanced.c.last_seen_nonce).exists()),
+            )
+            .on_conflict_do_nothing(index_elements=["address", "nonce", "digest"])
+            .returning(used.nonce)
+            .add_cte(advanced, pruned)
+        )
+        return self._c.execute(record).first() is not None
 
     # -- smart-wallet deposit indexes -------------------------------------------------------
     def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
