@@ -191,6 +191,9 @@ def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
 
 
 AUTH_MODES = ("strict", "soft")
+#: ``window``: concurrent and slightly reordered nonces pass, each (nonce, payload) once;
+#: ``strict``: SPEC.md's rule, every nonce above the last accepted (docs/decisions.md).
+NONCE_MODES = ("window", "strict")
 
 
 @attrs.frozen
@@ -201,6 +204,16 @@ class Settings:
     auth_mode: str = "strict"
     session_key_ttl: int = 30 * 24 * 3600
     session_key_cap: int = 5
+    # -- session nonces (docs/decisions.md, "Session nonces") -------------------------------
+    #: ``window`` (default) or ``strict``; both refuse every replay.
+    nonce_mode: str = "window"
+    #: Width of the replay window, in nonce units (milliseconds for ``Date.now()`` clients):
+    #: a nonce up to this far below the highest accepted one still passes if unseen, and the
+    #: (nonce, payload) pairs inside it are remembered; anything lower is refused.
+    nonce_window: int = attrs.field(default=60_000, converter=int)
+    #: Milliseconds a nonce may lie ahead of the server's clock (``Date.now()`` units; small
+    #: counters are never near it). Bounds how long a stray far-future nonce can lock a key.
+    nonce_horizon_ms: int = attrs.field(default=3_600_000, converter=int)
     default_deadline_secs: int = 90 * 3600
     pow_difficulty: int = 0
     challenge_ttl: int = 120
@@ -345,6 +358,13 @@ class Settings:
             raise InvalidInput("auth_mode", f"must be one of {', '.join(AUTH_MODES)}")
         if self.session_key_cap < 1:
             raise InvalidInput("session_key_cap", "must be at least 1")
+        if self.nonce_mode not in NONCE_MODES:
+            raise InvalidInput("nonce_mode", f"must be one of {', '.join(NONCE_MODES)}")
+        # Bounded so that ``highest - window`` and ``now_ms + horizon`` stay in 64 bits.
+        if not 1 <= self.nonce_window <= 2**53:
+            raise InvalidInput("nonce_window", "must be between 1 and 2**53")
+        if not 0 <= self.nonce_horizon_ms <= 2**53:
+            raise InvalidInput("nonce_horizon_ms", "must be between 0 and 2**53")
 
     def chain(self, chain_id: int, field: str = "chainId") -> ChainConfig:
         try:
