@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..auth import authenticate
+from ..auth.session import sends_session_headers
 from ..errors import AuthError, Forbidden, InvalidInput, PaycoreError, PayloadTooLarge
 from ..model import SessionKey
 from ..tokens import normalize_owner
@@ -80,6 +81,10 @@ class Route:
     session: str = "optional"  # "owner" (per auth_mode), "optional", or "none" (body-signed)
     #: What a success answer is, for the OpenAPI document (the checkout page is not JSON).
     media_type: str = "application/json"
+    #: Whether a session-signed POST may have an empty body: only where SPEC.md has clients
+    #: sign one (POST /poll/events). A POST signature does not name its endpoint, so
+    #: elsewhere the empty body every poll signs must not be spendable.
+    signed_empty_body: bool = False
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -132,6 +137,16 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
             raise PayloadTooLarge(MAX_BODY)
         route, params = router.match(request.method, request.path)
         if route.session != "none":
+            if (
+                not request.body
+                and not request.reads_uri
+                and not route.signed_empty_body
+                and sends_session_headers(request.headers)
+            ):
+                # Refused before the nonce is spent: the signature may be a poll's.
+                raise InvalidInput(
+                    "body", "required with session headers (the signature covers the body)"
+                )
             caller = authenticate(
                 gateway.storage,
                 gateway.settings,
