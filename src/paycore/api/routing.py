@@ -137,9 +137,10 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
             raise PayloadTooLarge(MAX_BODY)
         route, params = router.match(request.method, request.path)
         if route.session != "none":
-            if (
+            if request.reads_uri:
+                request.json()  # a repeated query parameter is refused on every signed read
+            elif (
                 not request.body
-                and not request.reads_uri
                 and not route.signed_empty_body
                 and sends_session_headers(request.headers)
             ):
