@@ -7,11 +7,14 @@ of work leaves nothing half-written, exactly like a database rollback. Snapshots
 copies of the tables: the records are frozen, so sharing them between snapshot and live state
 is safe, and only the JSON blobs (mutable dicts) are copied on the way in and out so that a
 caller mutating a returned dict cannot reach into storage -- as it could not with a database.
+The one table changed in place, the session keys' nonce windows (a copy per request would cost
+as much as a window holds), is put back from the transaction's undo log instead.
 """
 
 from __future__ import annotations
 
 import copy
+import heapq
 import logging
 import threading
 import time
@@ -68,15 +71,25 @@ class _DeliveryRow:
 
 
 @attrs.define
+class _NonceWindow:
+    """One key's accepted messages: the payload digests per nonce, and a min-heap of those
+    nonces, so that moving the window costs only what it forgets."""
+
+    by_nonce: dict[int, set[str]] = attrs.field(factory=dict)
+    heap: list[int] = attrs.field(factory=list)
+
+
+@attrs.define
 class _Tables:
     """Every table of the store; ``snapshot`` and ``restore`` make rollback possible."""
 
     invoices: dict[str, Invoice] = attrs.field(factory=dict)
     transactions: dict[TxKey, Transaction] = attrs.field(factory=dict)
     session_keys: dict[str, SessionKey] = attrs.field(factory=dict)
-    #: address -> the (nonce, digest) pairs accepted within its window; frozen, so that a
-    #: snapshot's shallow copy is a real copy.
-    used_nonces: dict[str, frozenset[tuple[int, str]]] = attrs.field(factory=dict)
+    #: address -> the messages it had accepted within its window. Mutated in place (copying
+    #: a window per request would cost as much as the window holds), so a rollback undoes
+    #: those changes from the transaction's undo log rather than from the snapshot.
+    used_nonces: dict[str, _NonceWindow] = attrs.field(factory=dict)
     wallet_indexes: dict[tuple[str, int], int] = attrs.field(factory=dict)  # -> next index
     challenges: dict[str, PowChallenge] = attrs.field(factory=dict)
     signatures: dict[str, int] = attrs.field(factory=dict)  # digest -> expires_at
@@ -130,6 +143,18 @@ def _page(items: list[Any], offset: int, limit: int | None) -> list[Any]:
     return items[offset:] if limit is None else items[offset : offset + limit]
 
 
+def _forget(used: _NonceWindow, nonce: int) -> Callable[[], None]:
+    """Drop the messages at ``nonce`` (already popped from the heap); returns the undo."""
+    dropped = used.by_nonce.pop(nonce, None)
+
+    def undo() -> None:
+        if dropped is not None:
+            used.by_nonce[nonce] = dropped
+        heapq.heappush(used.heap, nonce)
+
+    return undo
+
+
 class MemoryStorage:
     """A ``paycore.storage.Storage`` that lives in this process and dies with it.
 
@@ -150,6 +175,7 @@ class MemoryStorage:
             try:
                 yield tx
             except BaseException:
+                tx._undo_in_place()
                 self._tables.restore(snapshot)
                 raise
             finally:
@@ -165,9 +191,16 @@ class _MemoryTx:
     def __init__(self, tables: _Tables, clock: Callable[[], float]) -> None:
         self._live: _Tables | None = tables
         self._clock = clock
+        #: Reverses of the in-place changes the snapshot cannot put back, newest last.
+        self._undo: list[Callable[[], None]] = []
 
     def _close(self) -> None:
         self._live = None
+
+    def _undo_in_place(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
 
     @property
     def _t(self) -> _Tables:
@@ -284,14 +317,24 @@ class _MemoryTx:
         if key is None:
             return False
         highest = key.last_seen_nonce
-        used = self._t.used_nonces.get(address, frozenset())
-        if nonce <= highest - window or (strict and nonce <= highest) or (nonce, digest) in used:
+        if nonce <= highest - window or (strict and nonce <= highest):
             return False
+        used = self._t.used_nonces.get(address)
+        if used is None:  # a new entry: the snapshot's restore drops it on rollback
+            used = self._t.used_nonces[address] = _NonceWindow()
+        digests = used.by_nonce.get(nonce)
+        if digests is not None and digest in digests:
+            return False
+        if digests is None:
+            digests = used.by_nonce[nonce] = set()
+            heapq.heappush(used.heap, nonce)
+            self._undo.append(lambda: used.by_nonce.pop(nonce, None))  # its heap entry
+            # stays behind, and is dropped when the window passes it
+        digests.add(digest)
+        self._undo.append(lambda: digests.discard(digest))
         highest = max(highest, nonce)
-        floor = highest - window
-        self._t.used_nonces[address] = frozenset(
-            [(n, d) for n, d in used if n > floor] + [(nonce, digest)]
-        )
+        while used.heap and used.heap[0] <= highest - window:
+            self._undo.append(_forget(used, heapq.heappop(used.heap)))
         self._t.session_keys[address] = attrs.evolve(key, last_seen_nonce=highest)
         return True
 

@@ -56,6 +56,7 @@ from sqlalchemy import (
     Select,
     Table,
     Text,
+    TextClause,
     case,
     delete,
     func,
@@ -63,6 +64,7 @@ from sqlalchemy import (
     literal,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -138,6 +140,35 @@ log = logging.getLogger("paycore.events")
 OUTBOX_LOCK = advisory_key("paycore.outbox.seq")
 #: The columns of ``SessionKey``; ``nonce_floor`` is the storage's own business.
 _KEY_COLUMNS = [c for c in session_keys.c if c.name != "nonce_floor"]
+
+
+def _accept_nonce_sql(lowest: str) -> TextClause:
+    """``SqlTx.accept_nonce`` on PostgreSQL as text: the Core form of a data-modifying CTE
+    around an ``INSERT .. ON CONFLICT`` is not cacheable, and compiling it anew on every
+    request cost more than the round trip it saves."""
+    return text(
+        f"""
+        WITH advanced AS (
+            UPDATE {session_keys.name}
+               SET last_seen_nonce = GREATEST(last_seen_nonce, CAST(:nonce AS BIGINT))
+             WHERE address = :address AND nonce_floor < :nonce AND {lowest} < :nonce
+            RETURNING last_seen_nonce
+        ), pruned AS (
+            DELETE FROM {session_nonces.name}
+             WHERE address = :address
+               AND nonce <= (SELECT last_seen_nonce FROM advanced) - :window
+        )
+        INSERT INTO {session_nonces.name} (address, nonce, digest)
+        SELECT :address, CAST(:nonce AS BIGINT), :digest
+         WHERE EXISTS (SELECT 1 FROM advanced)
+        ON CONFLICT (address, nonce, digest) DO NOTHING
+        RETURNING nonce
+        """
+    )
+
+
+_ACCEPT_NONCE_WINDOW = _accept_nonce_sql("last_seen_nonce - :window")
+_ACCEPT_NONCE_STRICT = _accept_nonce_sql("last_seen_nonce")
 _OPEN_STATUSES = (Status.INIT.value, Status.PARTIAL_PAID.value)
 _PENDING = DeliveryStatus.PENDING.value
 
@@ -390,18 +421,18 @@ class SqlTx:
     def accept_nonce(
         self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False
     ) -> bool:
+        if self._postgres:
+            return self._accept_nonce_in_one_statement(address, nonce, digest, window, strict)
+        # SQLite: the same three steps as statements, serial under BEGIN IMMEDIATE.
         keys, used = session_keys.c, session_nonces.c
         lowest = keys.last_seen_nonce if strict else keys.last_seen_nonce - window
-        larger = func.greatest if self._postgres else func.max
         advance = (
             update(session_keys)
             .where(keys.address == address, keys.nonce_floor < nonce, lowest < nonce)
-            .values(last_seen_nonce=larger(keys.last_seen_nonce, nonce))
+            .values(last_seen_nonce=func.max(keys.last_seen_nonce, nonce))  # scalar max()
             .returning(keys.last_seen_nonce)
         )
         message = {"address": address, "nonce": nonce, "digest": digest}
-        if self._postgres:
-            return self._accept_nonce_in_one_statement(advance, message, window)
         highest = self._c.execute(advance).scalar_one_or_none()
         if highest is None:
             return False
@@ -416,7 +447,7 @@ class SqlTx:
         return True
 
     def _accept_nonce_in_one_statement(
-        self, advance: Any, message: dict[str, Any], window: int
+        self, address: str, nonce: int, digest: str, window: int, strict: bool
     ) -> bool:
         """PostgreSQL: advance, prune and record as one statement (one round trip).
 
@@ -426,29 +457,9 @@ class SqlTx:
         committed row (``DO NOTHING``: no row returned), and its advance changed nothing,
         since a recorded nonce is never above the key's highest.
         """
-        used = session_nonces.c
-        advanced = advance.cte("advanced")
-        highest = select(advanced.c.last_seen_nonce).scalar_subquery()
-        pruned = (
-            delete(session_nonces)
-            .where(used.address == message["address"], used.nonce <= highest - window)
-            .cte("pruned")
-        )
-        record = (
-            pg_insert(session_nonces)
-            .from_select(
-                ["address", "nonce", "digest"],
-                select(
-                    literal(message["address"], Text),
-                    literal(message["nonce"], BigInteger),
-                    literal(message["digest"], Text),
-                ).where(select(advanced.c.last_seen_nonce).exists()),
-            )
-            .on_conflict_do_nothing(index_elements=["address", "nonce", "digest"])
-            .returning(used.nonce)
-            .add_cte(advanced, pruned)
-        )
-        return self._c.execute(record).first() is not None
+        statement = _ACCEPT_NONCE_STRICT if strict else _ACCEPT_NONCE_WINDOW
+        params = {"address": address, "nonce": nonce, "digest": digest, "window": window}
+        return self._c.execute(statement, params).first() is not None
 
     # -- smart-wallet deposit indexes -------------------------------------------------------
     def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
