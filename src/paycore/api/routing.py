@@ -85,6 +85,9 @@ class Route:
     #: sign one (POST /poll/events). A POST signature does not name its endpoint, so
     #: elsewhere the empty body every poll signs must not be spendable.
     signed_empty_body: bool = False
+    #: Never encrypt the answer, even for a caller with an encryption key: for the one route
+    #: whose request may be changing that very key, and whose answer holds nothing private.
+    plain_answer: bool = False
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -132,10 +135,12 @@ class MethodNotAllowed(PaycoreError):
 def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
     """Answer one request. Never raises; never puts a stack trace in a body."""
     caller: SessionKey | None = None
+    plain = False
     try:
         if len(request.body) > MAX_BODY:
             raise PayloadTooLarge(MAX_BODY)
         route, params = router.match(request.method, request.path)
+        plain = route.plain_answer
         if route.session != "none":
             if request.reads_uri:
                 request.json()  # a repeated query parameter is refused on every signed read
@@ -169,7 +174,7 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return text_response("internal error", 500)
-    return _maybe_encrypt(gateway, request, caller, response)
+    return response if plain else _maybe_encrypt(gateway, request, caller, response)
 
 
 def _maybe_encrypt(

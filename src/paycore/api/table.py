@@ -111,6 +111,7 @@ ROUTES: list[Route] = [
         response=schemas.REGISTERED,
         errors=(400, 401, 403, 409),
         # optional session headers of the key itself make a refresh (docs/decisions.md)
+        plain_answer=True,
     ),
     Route(
         ("POST",),
