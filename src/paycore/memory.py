@@ -143,6 +143,10 @@ def _page(items: list[Any], offset: int, limit: int | None) -> list[Any]:
     return items[offset:] if limit is None else items[offset : offset + limit]
 
 
+def _drop(by_nonce: dict[int, set[str]], nonce: int) -> None:
+    by_nonce.pop(nonce, None)
+
+
 def _forget(used: _NonceWindow, nonce: int) -> Callable[[], None]:
     """Drop the messages at ``nonce`` (already popped from the heap); returns the undo."""
     dropped = used.by_nonce.pop(nonce, None)
@@ -328,8 +332,8 @@ class _MemoryTx:
         if digests is None:
             digests = used.by_nonce[nonce] = set()
             heapq.heappush(used.heap, nonce)
-            self._undo.append(lambda: used.by_nonce.pop(nonce, None))  # its heap entry
-            # stays behind, and is dropped when the window passes it
+            # Undone, the heap entry stays behind and is dropped when the window passes it.
+            self._undo.append(lambda: _drop(used.by_nonce, nonce))
         digests.add(digest)
         self._undo.append(lambda: digests.discard(digest))
         highest = max(highest, nonce)

@@ -13,15 +13,11 @@ from urllib.parse import parse_qsl
 
 import attrs
 
+from ..auth.session import URI_SIGNED_METHODS
 from ..errors import InvalidInput
 
 #: Request bodies above this are refused with 413 before they are read whole.
 MAX_BODY = 64 * 1024
-
-
-#: Methods whose parameters are in the URI (and whose session signature covers the URI);
-#: every other method's parameters are its body, the bytes its signature covers.
-URI_METHODS = frozenset({"GET", "HEAD"})
 
 
 @attrs.frozen
@@ -46,7 +42,9 @@ class Request:
 
     @property
     def reads_uri(self) -> bool:
-        return self.method.upper() in URI_METHODS
+        """Whether the parameters are in the URI (GET, HEAD: what their signature covers);
+        every other method's parameters are its body."""
+        return self.method.upper() in URI_SIGNED_METHODS
 
     def query(self, name: str) -> str | None:
         """A parameter of a GET/HEAD, read from the signed URI; ``None`` for other methods."""

@@ -51,6 +51,9 @@ URI_SIGNED_METHODS = frozenset({"GET", "HEAD"})
 _NONCE = re.compile(r"[1-9][0-9]{0,18}")
 _MAX_NONCE = 2**63 - 1  # a signed 64-bit column holds every accepted nonce
 
+_NOT_GREATER = "nonce is not greater than the last accepted one"
+_REPLAYED = "this nonce was already accepted for this request (a replay)"
+
 
 def is_revoked(key: SessionKey) -> bool:
     return key.expires_at == REVOKED
@@ -157,10 +160,6 @@ def verify_session(
         if not tx.accept_nonce(address, nonce_value, digest, window=window, strict=strict):
             raise AuthError(_NOT_GREATER if strict else _REPLAYED)
     return attrs.evolve(key, last_seen_nonce=max(highest, nonce_value))
-
-
-_NOT_GREATER = "nonce is not greater than the last accepted one"
-_REPLAYED = "this nonce was already accepted for this request (a replay)"
 
 
 def authenticate(
