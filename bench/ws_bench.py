@@ -129,7 +129,7 @@ def summary(samples: list[float]) -> dict[str, float | int]:
 
 def register(conn: ClientConnection, key: LocalAccount) -> None:
     challenge = json.loads(conn.recv(timeout=10))["challenge"]
-    nonce = time.time_ns() // 1000  # microseconds: above any earlier run's millisecond nonces
+    nonce = time.time_ns() // 1_000_000  # Date.now() milliseconds; each frame signs its challenge
     digest = hashlib.sha256(challenge.encode("ascii")).hexdigest()
     frame = {"type": "register", "nonce": nonce, "signature": sign(key, f"sess:{nonce}:{digest}")}
     conn.send(json.dumps(frame))

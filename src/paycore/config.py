@@ -241,6 +241,9 @@ def _prices(raw: Mapping[str, object]) -> dict[str, Decimal]:
 
 
 AUTH_MODES = ("strict", "soft")
+#: ``window``: concurrent and slightly reordered nonces pass, each (nonce, payload) once;
+#: ``strict``: the interface's rule, every nonce above the last accepted (docs/decisions.md).
+NONCE_MODES = ("window", "strict")
 
 
 @attrs.frozen
@@ -268,6 +271,15 @@ class Settings:
     session_key_ttl: int = 30 * 24 * 3600
     #: Live session keys per owner; one more is refused with 409.
     session_key_cap: int = 5
+    #: ``window`` (default) or ``strict``; both refuse every replay.
+    nonce_mode: str = "window"
+    #: Width of the replay window, in nonce units (milliseconds for ``Date.now()`` clients):
+    #: a nonce up to this far below the highest accepted one still passes if unseen, and the
+    #: (nonce, payload) pairs inside it are remembered; anything lower is refused.
+    nonce_window: int = attrs.field(default=60_000, converter=int)
+    #: Milliseconds a nonce may lie ahead of the server's clock (``Date.now()`` units; small
+    #: counters are never near it). Bounds how long a stray far-future nonce can lock a key.
+    nonce_horizon_ms: int = attrs.field(default=3_600_000, converter=int)
     #: An invoice's validity window when POST /invoice gives no ``deadlineSecs`` (90 h).
     default_deadline_secs: int = 90 * 3600
     #: Leading zero bits a proof of work needs to create an invoice; 0 turns it off.
@@ -432,6 +444,13 @@ class Settings:
             raise InvalidInput("auth_mode", f"must be one of {', '.join(AUTH_MODES)}")
         if self.session_key_cap < 1:
             raise InvalidInput("session_key_cap", "must be at least 1")
+        if self.nonce_mode not in NONCE_MODES:
+            raise InvalidInput("nonce_mode", f"must be one of {', '.join(NONCE_MODES)}")
+        # Bounded so that ``highest - window`` and ``now_ms + horizon`` stay in 64 bits.
+        if not 1 <= self.nonce_window <= 2**53:
+            raise InvalidInput("nonce_window", "must be between 1 and 2**53")
+        if not 0 <= self.nonce_horizon_ms <= 2**53:
+            raise InvalidInput("nonce_horizon_ms", "must be between 0 and 2**53")
 
     def secret_values(self) -> set[str]:
         """Every secret this configuration holds: URL passwords and API keys, and the key

@@ -7,11 +7,14 @@ of work leaves nothing half-written, exactly like a database rollback. Snapshots
 copies of the tables: the records are frozen, so sharing them between snapshot and live state
 is safe, and only the JSON blobs (mutable dicts) are copied on the way in and out so that a
 caller mutating a returned dict cannot reach into storage -- as it could not with a database.
+The one table changed in place, the session keys' nonce windows (a copy per request would cost
+as much as a window holds), is put back from the transaction's undo log instead.
 """
 
 from __future__ import annotations
 
 import copy
+import heapq
 import logging
 import threading
 import time
@@ -69,12 +72,25 @@ class _DeliveryRow:
 
 
 @attrs.define
+class _NonceWindow:
+    """One key's accepted messages: the payload digests per nonce, and a min-heap of those
+    nonces, so that moving the window costs only what it forgets."""
+
+    by_nonce: dict[int, set[str]] = attrs.field(factory=dict)
+    heap: list[int] = attrs.field(factory=list)
+
+
+@attrs.define
 class _Tables:
     """Every table of the store; ``snapshot`` and ``restore`` make rollback possible."""
 
     invoices: dict[str, Invoice] = attrs.field(factory=dict)
     transactions: dict[TxKey, Transaction] = attrs.field(factory=dict)
     session_keys: dict[str, SessionKey] = attrs.field(factory=dict)
+    #: address -> the messages it had accepted within its window. Mutated in place (copying
+    #: a window per request would cost as much as the window holds), so a rollback undoes
+    #: those changes from the transaction's undo log rather than from the snapshot.
+    used_nonces: dict[str, _NonceWindow] = attrs.field(factory=dict)
     wallet_indexes: dict[tuple[str, int], int] = attrs.field(factory=dict)  # -> next index
     challenges: dict[str, PowChallenge] = attrs.field(factory=dict)
     signatures: dict[str, int] = attrs.field(factory=dict)  # digest -> expires_at
@@ -128,6 +144,22 @@ def _page(items: list[Any], offset: int, limit: int | None) -> list[Any]:
     return items[offset:] if limit is None else items[offset : offset + limit]
 
 
+def _drop(by_nonce: dict[int, set[str]], nonce: int) -> None:
+    by_nonce.pop(nonce, None)
+
+
+def _forget(used: _NonceWindow, nonce: int) -> Callable[[], None]:
+    """Drop the messages at ``nonce`` (already popped from the heap); returns the undo."""
+    dropped = used.by_nonce.pop(nonce, None)
+
+    def undo() -> None:
+        if dropped is not None:
+            used.by_nonce[nonce] = dropped
+        heapq.heappush(used.heap, nonce)
+
+    return undo
+
+
 class MemoryStorage:
     """A ``paycore.storage.Storage`` that lives in this process and dies with it.
 
@@ -148,6 +180,7 @@ class MemoryStorage:
             try:
                 yield tx
             except BaseException:
+                tx._undo_in_place()
                 self._tables.restore(snapshot)
                 raise
             finally:
@@ -163,9 +196,16 @@ class _MemoryTx:
     def __init__(self, tables: _Tables, clock: Callable[[], float]) -> None:
         self._live: _Tables | None = tables
         self._clock = clock
+        #: Reverses of the in-place changes the snapshot cannot put back, newest last.
+        self._undo: list[Callable[[], None]] = []
 
     def _close(self) -> None:
         self._live = None
+
+    def _undo_in_place(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
 
     @property
     def _t(self) -> _Tables:
@@ -281,9 +321,17 @@ class _MemoryTx:
         return keys
 
     def put_session_key(self, key: SessionKey) -> None:
+        stored = self._t.session_keys.get(key.address)
+        if stored is not None:
+            key = attrs.evolve(
+                key,
+                last_seen_nonce=max(key.last_seen_nonce, stored.last_seen_nonce),
+                expires_at=0 if stored.expires_at == 0 else key.expires_at,
+            )
         self._t.session_keys[key.address] = key
 
     def delete_session_key(self, address: str) -> bool:
+        self._t.used_nonces.pop(address, None)
         return self._t.session_keys.pop(address, None) is not None
 
     def advance_nonce(self, address: str, nonce: int) -> bool:
@@ -291,6 +339,34 @@ class _MemoryTx:
         if key is None or key.last_seen_nonce >= nonce:
             return False
         self._t.session_keys[address] = attrs.evolve(key, last_seen_nonce=nonce)
+        return True
+
+    def accept_nonce(
+        self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False
+    ) -> bool:
+        key = self._t.session_keys.get(address)
+        if key is None:
+            return False
+        highest = key.last_seen_nonce
+        if nonce <= highest - window or (strict and nonce <= highest):
+            return False
+        used = self._t.used_nonces.get(address)
+        if used is None:  # a new entry: the snapshot's restore drops it on rollback
+            used = self._t.used_nonces[address] = _NonceWindow()
+        digests = used.by_nonce.get(nonce)
+        if digests is not None and digest in digests:
+            return False
+        if digests is None:
+            digests = used.by_nonce[nonce] = set()
+            heapq.heappush(used.heap, nonce)
+            # Undone, the heap entry stays behind and is dropped when the window passes it.
+            self._undo.append(lambda: _drop(used.by_nonce, nonce))
+        digests.add(digest)
+        self._undo.append(lambda: digests.discard(digest))
+        highest = max(highest, nonce)
+        while used.heap and used.heap[0] <= highest - window:
+            self._undo.append(_forget(used, heapq.heappop(used.heap)))
+        self._t.session_keys[address] = attrs.evolve(key, last_seen_nonce=highest)
         return True
 
     # -- smart-wallet deposit indexes -------------------------------------------------------

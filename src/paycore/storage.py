@@ -6,6 +6,8 @@ at all. Implementations must make each method below safe under concurrent transa
 several threads and processes (row locks / atomic statements), because the core relies on it:
 
 - ``advance_nonce`` is one compare-and-set: of N parallel calls with the same nonce, one wins.
+- ``accept_nonce`` records a (key, nonce, digest) once: of N parallel calls with the same
+  triple, one wins, and the key's highest nonce only moves up.
 - ``insert_transaction`` is idempotent on (chain_id, tx_hash, log_index, token): a deposit seen
   twice, by two threads or after a restart, is counted once; ``mark_reorged`` flags a row
   once, so a deposit a reorg removed is taken back out once.
@@ -123,13 +125,31 @@ class StorageTx(Protocol):
         """All keys of ``owner`` (expired ones included), oldest registration first."""
 
     def put_session_key(self, key: SessionKey) -> None:
-        """Insert, or replace the key with the same ``address``."""
+        """Insert, or replace the key with the same ``address`` -- except that a stored
+        ``last_seen_nonce`` is never lowered and a deregistered key (``expires_at == 0``)
+        stays deregistered, so a write based on a read that a concurrent request or
+        deregistration has since overtaken cannot reopen replays or revive the key."""
 
     def delete_session_key(self, address: str) -> bool:
         """Remove the key with this ``address``; ``False`` if there was none."""
 
     def advance_nonce(self, address: str, nonce: int) -> bool:
         """Atomically set last_seen_nonce = nonce where last_seen_nonce < nonce."""
+
+    def accept_nonce(
+        self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False
+    ) -> bool:
+        """Accept a signed message once: record (address, nonce, digest) as used and raise
+        the key's ``last_seen_nonce`` to ``nonce`` if it is higher, atomically.
+
+        Returns ``False`` and changes nothing when the key is unknown, the triple was
+        already recorded, ``nonce <= last_seen_nonce - window``, or (``strict``)
+        ``nonce <= last_seen_nonce``. Recorded triples at or below the new
+        ``last_seen_nonce - window`` are forgotten, since that bound refuses them anyway;
+        what stays is at most what the key signed within the window. A store that starts
+        recording while keys already have nonces must also refuse every nonce at or below
+        the ``last_seen_nonce`` of that moment (``paycore_storage`` keeps it as a floor),
+        because nothing says which of them were used."""
 
     # -- smart-wallet deposit indexes -------------------------------------------------------
     def allocate_wallet_index(self, owner: str, chain_id: int) -> int:

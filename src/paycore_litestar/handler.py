@@ -110,10 +110,24 @@ def to_paycore(request: AnyRequest, body: bytes) -> PaycoreRequest:
         method=request.method.upper(),
         path=path,
         query_string=request.scope.get("query_string", b"").decode("utf-8", "replace"),
-        headers=dict(request.headers),
+        headers=joined_headers(request),
         body=body,
         raw_uri=raw_uri(request),
     )
+
+
+def joined_headers(request: AnyRequest) -> dict[str, str]:
+    """Every header field, a repeated one joined with ``", "`` as WSGI servers join them.
+
+    ``dict(request.headers)`` would keep only the first of two ``x-session-nonce`` fields;
+    joined, a repeated session header reaches paycore as one value that does not parse, and
+    is refused the same way under both adapters.
+    """
+    joined: dict[str, str] = {}
+    for raw_name, raw_value in request.scope["headers"]:
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        joined[name] = f"{joined[name]}, {value}" if name in joined else value
+    return joined
 
 
 def raw_uri(request: AnyRequest) -> str:

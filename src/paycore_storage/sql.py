@@ -4,6 +4,12 @@ Each atomicity promise of the contract is one statement the database makes atomi
 than a read followed by a write that another transaction could slip between:
 
 - ``advance_nonce``: ``UPDATE .. WHERE last_seen_nonce < :n``; the row count says who won.
+- ``accept_nonce``: on PostgreSQL one statement -- an ``UPDATE`` of the key row (its row lock
+  serialises one key's requests, and READ COMMITTED re-checks the window on the row as the
+  previous holder committed it), a ``DELETE`` of rows that fell out of the window and an
+  ``INSERT .. ON CONFLICT DO NOTHING`` of the message, as data-modifying CTEs. On SQLite the
+  same three run as statements, serial under ``BEGIN IMMEDIATE``.
+- ``put_session_key``: an upsert whose ``DO UPDATE`` keeps the larger nonce and a tombstone.
 - ``insert_transaction`` / ``insert_invoice``: ``INSERT .. ON CONFLICT DO NOTHING RETURNING``,
   which also keeps the transaction usable (a unique violation would abort it on PostgreSQL).
 - ``allocate_wallet_index``: an upsert that increments and returns the counter.
@@ -50,6 +56,7 @@ from sqlalchemy import (
     Select,
     Table,
     Text,
+    TextClause,
     case,
     delete,
     func,
@@ -57,6 +64,7 @@ from sqlalchemy import (
     literal,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -120,6 +128,7 @@ from .tables import (
     prices,
     seen_signatures,
     session_keys,
+    session_nonces,
     transactions,
     wallet_indexes,
     webhook_attempts,
@@ -130,6 +139,37 @@ from .tables import (
 log = logging.getLogger("paycore.events")
 
 OUTBOX_LOCK = advisory_key("paycore.outbox.seq")
+#: The columns of ``SessionKey``; ``nonce_floor`` is the storage's own business.
+_KEY_COLUMNS = [c for c in session_keys.c if c.name != "nonce_floor"]
+
+
+def _accept_nonce_sql(lowest: str) -> TextClause:
+    """``SqlTx.accept_nonce`` on PostgreSQL as text: the Core form of a data-modifying CTE
+    around an ``INSERT .. ON CONFLICT`` is not cacheable, and compiling it anew on every
+    request cost more than the round trip it saves."""
+    return text(
+        f"""
+        WITH advanced AS (
+            UPDATE {session_keys.name}
+               SET last_seen_nonce = GREATEST(last_seen_nonce, CAST(:nonce AS BIGINT))
+             WHERE address = :address AND nonce_floor < :nonce AND {lowest} < :nonce
+            RETURNING last_seen_nonce
+        ), pruned AS (
+            DELETE FROM {session_nonces.name}
+             WHERE address = :address
+               AND nonce <= (SELECT last_seen_nonce FROM advanced) - :window
+        )
+        INSERT INTO {session_nonces.name} (address, nonce, digest)
+        SELECT :address, CAST(:nonce AS BIGINT), :digest
+         WHERE EXISTS (SELECT 1 FROM advanced)
+        ON CONFLICT (address, nonce, digest) DO NOTHING
+        RETURNING nonce
+        """
+    )
+
+
+_ACCEPT_NONCE_WINDOW = _accept_nonce_sql("last_seen_nonce - :window")
+_ACCEPT_NONCE_STRICT = _accept_nonce_sql("last_seen_nonce")
 _OPEN_STATUSES = (Status.INIT.value, Status.PARTIAL_PAID.value)
 _PENDING = DeliveryStatus.PENDING.value
 
@@ -403,21 +443,29 @@ class SqlTx:
 
     # -- session keys ---------------------------------------------------------------------
     def get_session_key(self, address: str) -> SessionKey | None:
-        row = self._one(select(session_keys).where(session_keys.c.address == address))
+        row = self._one(select(*_KEY_COLUMNS).where(session_keys.c.address == address))
         return None if row is None else SessionKey(**row)
 
     def session_keys_of(self, owner: str) -> list[SessionKey]:
         query = (
-            select(session_keys)
+            select(*_KEY_COLUMNS)
             .where(session_keys.c.owner == owner)
             .order_by(session_keys.c.registered_at, session_keys.c.address)
         )
         return [SessionKey(**row) for row in self._all(query)]
 
     def put_session_key(self, key: SessionKey) -> None:
-        self._put(session_keys, plain_row(key))
+        row = plain_row(key)
+        stmt = self._insert(session_keys).values(row)
+        stored, new = session_keys.c, stmt.excluded
+        larger = func.greatest if self._postgres else func.max  # SQLite's scalar max()
+        changes: dict[str, Any] = {name: new[name] for name in row if name != "address"}
+        changes["last_seen_nonce"] = larger(stored.last_seen_nonce, new.last_seen_nonce)
+        changes["expires_at"] = case((stored.expires_at == 0, 0), else_=new.expires_at)
+        self._c.execute(stmt.on_conflict_do_update(index_elements=["address"], set_=changes))
 
     def delete_session_key(self, address: str) -> bool:
+        self._delete(session_nonces, session_nonces.c.address == address)
         return self._delete(session_keys, session_keys.c.address == address)
 
     def advance_nonce(self, address: str, nonce: int) -> bool:
@@ -427,6 +475,49 @@ class SqlTx:
             .values(last_seen_nonce=nonce)
         )
         return result.rowcount == 1
+
+    def accept_nonce(
+        self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False
+    ) -> bool:
+        if self._postgres:
+            return self._accept_nonce_in_one_statement(address, nonce, digest, window, strict)
+        # SQLite: the same three steps as statements, serial under BEGIN IMMEDIATE.
+        keys, used = session_keys.c, session_nonces.c
+        lowest = keys.last_seen_nonce if strict else keys.last_seen_nonce - window
+        advance = (
+            update(session_keys)
+            .where(keys.address == address, keys.nonce_floor < nonce, lowest < nonce)
+            .values(last_seen_nonce=func.max(keys.last_seen_nonce, nonce))  # scalar max()
+            .returning(keys.last_seen_nonce)
+        )
+        message = {"address": address, "nonce": nonce, "digest": digest}
+        highest = self._c.execute(advance).scalar_one_or_none()
+        if highest is None:
+            return False
+        if not self._insert_new(session_nonces, message, ["address", "nonce", "digest"]):
+            return False  # a replay: the caller's rollback undoes the (no-op) advance
+        if highest == nonce:  # the window moved up: forget what fell out of it
+            self._c.execute(
+                delete(session_nonces).where(
+                    used.address == address, used.nonce <= highest - window
+                )
+            )
+        return True
+
+    def _accept_nonce_in_one_statement(
+        self, address: str, nonce: int, digest: str, window: int, strict: bool
+    ) -> bool:
+        """PostgreSQL: advance, prune and record as one statement (one round trip).
+
+        The ``UPDATE`` takes the key's row lock first, so one key's messages are decided one
+        at a time, each against the window as the previous one committed it; the
+        ``DELETE`` and ``INSERT`` only touch that key's rows. A replay conflicts with the
+        committed row (``DO NOTHING``: no row returned), and its advance changed nothing,
+        since a recorded nonce is never above the key's highest.
+        """
+        statement = _ACCEPT_NONCE_STRICT if strict else _ACCEPT_NONCE_WINDOW
+        params = {"address": address, "nonce": nonce, "digest": digest, "window": window}
+        return self._c.execute(statement, params).first() is not None
 
     # -- smart-wallet deposit indexes -------------------------------------------------------
     def allocate_wallet_index(self, owner: str, chain_id: int) -> int:

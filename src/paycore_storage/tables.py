@@ -138,7 +138,21 @@ session_keys = Table(
     Column("expires_at", BigInteger, nullable=False),
     Column("last_seen_nonce", BigInteger, nullable=False),
     Column("encryption_public_key", String(255), nullable=True),
+    #: Not part of ``SessionKey``: nonces at or below it are refused. Migration 0006 sets it
+    #: to the key's last_seen_nonce, because keys older than ``paycore_session_nonces`` have
+    #: no record of which nonces below that they used; new keys get 0.
+    Column("nonce_floor", BigInteger, nullable=False, default=0, server_default="0"),
     Index(None, "owner", "registered_at"),
+)
+
+#: Signed messages a session key has had accepted within its replay window (see
+#: ``paycore.auth.session``): one row per (key, nonce, sha256 hex of the signed payload).
+session_nonces = Table(
+    "paycore_session_nonces",
+    metadata,
+    Column("address", Key(), primary_key=True),
+    Column("nonce", BigInteger, primary_key=True, autoincrement=False),
+    Column("digest", Key(64), primary_key=True),
 )
 
 wallet_indexes = Table(

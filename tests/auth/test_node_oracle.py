@@ -166,6 +166,8 @@ def test_ethers_and_eth_account_make_the_same_signatures() -> None:
 def test_node_client_registers_and_signs_session_requests() -> None:
     storage = MemoryStorage()
     settings = Settings(auth_mode="strict")
+    # The client's nonces are Date.now() milliseconds; the server's clock is that moment.
+    signed_at = 1_716_300_000
     body = json.dumps({"value": "12.5", "description": "café ☕"}, ensure_ascii=False)
     uri = "/invoices?owner=" + OWNER.address.lower() + "&offset=0&limit=5"
     key_info, registration, post, get = oracle(
@@ -200,7 +202,7 @@ def test_node_client_registers_and_signs_session_requests() -> None:
     assert registration["message"] == public_key
     body_fields = {"ownerAddress": OWNER.address, "publicKey": public_key}
     key = register_pubkey(
-        storage, settings, {**body_fields, "signature": registration["signature"]}, now=NOW
+        storage, settings, {**body_fields, "signature": registration["signature"]}, now=signed_at
     )
     assert key.address == key_info["address"]
 
@@ -212,13 +214,13 @@ def test_node_client_registers_and_signs_session_requests() -> None:
         uri="/invoice",
         body=body.encode(),
         headers=post["headers"],
-        now=NOW,
+        now=signed_at,
     )
     assert caller is not None and caller.owner == OWNER.address
 
     assert get["message"] == session_message(1716300000001, uri.encode())
     caller = authenticate(
-        storage, settings, method="GET", uri=uri, body=b"", headers=get["headers"], now=NOW
+        storage, settings, method="GET", uri=uri, body=b"", headers=get["headers"], now=signed_at
     )
     assert caller is not None and caller.last_seen_nonce == 1716300000001
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -130,18 +131,52 @@ def test_encryption_public_key_is_stored_lowercase(
     assert _register(storage, settings, body).encryption_public_key == enc
 
 
-def test_re_registration_refreshes_expiry_and_keeps_the_nonce(
+def _refresh(
+    storage: MemoryStorage,
+    settings: Settings,
+    client: SessionClient,
+    body: dict[str, Any],
+    now: int,
+) -> SessionKey:
+    """POST /auth/register-pubkey with session headers of the key itself over this body."""
+    raw = json.dumps(body).encode()
+    session = authenticate(
+        storage,
+        settings,
+        method="POST",
+        uri="/auth/register-pubkey",
+        body=raw,
+        headers=client.headers("POST", "/auth/register-pubkey", raw),
+        now=now,
+    )
+    return register_pubkey(storage, settings, json.loads(raw), now=now, session=session)
+
+
+def test_re_registration_by_the_owner_alone_changes_nothing(
+    storage: MemoryStorage, settings: Settings, owner: LocalAccount, client: SessionClient
+) -> None:
+    first = _register(storage, settings, registration_body(owner, client.key))
+    for _ in range(3):
+        _use(storage, settings, client, NOW + 10)
+    # The same bytes as the first registration: a repeat, or a replay, cannot be told apart.
+    again = _register(storage, settings, registration_body(owner, client.key), now=NOW + 1000)
+    assert again.expires_at == first.expires_at and again.last_seen_nonce == 3
+    with storage.transaction() as tx:
+        assert tx.get_session_key(client.key.address) == again
+
+
+def test_refresh_with_the_keys_own_session_extends_and_keeps_the_nonce(
     storage: MemoryStorage, settings: Settings, owner: LocalAccount, client: SessionClient
 ) -> None:
     _register(storage, settings, registration_body(owner, client.key))
     for _ in range(3):
         _use(storage, settings, client, NOW + 10)
     later = NOW + 1000
-    key = _register(storage, settings, registration_body(owner, client.key), now=later)
-    assert key.last_seen_nonce == 3
+    key = _refresh(storage, settings, client, registration_body(owner, client.key), later)
+    assert key.last_seen_nonce == 4  # three polls and the refresh itself
     assert key.expires_at == later + settings.session_key_ttl
     # Old nonces stay spent after the refresh.
-    with pytest.raises(AuthError, match="not greater"):
+    with pytest.raises(AuthError, match="a replay"):
         authenticate(
             storage,
             settings,
@@ -153,14 +188,31 @@ def test_re_registration_refreshes_expiry_and_keeps_the_nonce(
         )
 
 
-def test_expired_key_can_be_refreshed_and_works_again(
+def test_session_of_another_key_cannot_refresh(
+    storage: MemoryStorage, settings: Settings, owner: LocalAccount, client: SessionClient
+) -> None:
+    _register(storage, settings, registration_body(owner, client.key))
+    other = SessionClient(account("session-2"))
+    first_other = _register(storage, settings, registration_body(owner, other.key))
+    with pytest.raises(Forbidden, match="only refresh their own key"):
+        _refresh(storage, settings, client, registration_body(owner, other.key), NOW + 5)
+    with storage.transaction() as tx:
+        assert tx.get_session_key(other.key.address) == first_other
+
+
+def test_expired_key_is_not_revived_a_new_key_is_registered(
     storage: MemoryStorage, settings: Settings, owner: LocalAccount, client: SessionClient
 ) -> None:
     key = _register(storage, settings, registration_body(owner, client.key))
     with pytest.raises(AuthError, match="expired"):
         _use(storage, settings, client, key.expires_at)
-    _register(storage, settings, registration_body(owner, client.key), now=key.expires_at)
-    assert _use(storage, settings, client, key.expires_at + 1).owner == owner.address
+    with pytest.raises(Forbidden, match="expired; register a new key"):
+        _register(storage, settings, registration_body(owner, client.key), now=key.expires_at)
+    with pytest.raises(AuthError, match="expired"):
+        _refresh(storage, settings, client, registration_body(owner, client.key), key.expires_at)
+    fresh = SessionClient(account("session-fresh"))
+    _register(storage, settings, registration_body(owner, fresh.key), now=key.expires_at)
+    assert _use(storage, settings, fresh, key.expires_at + 1).owner == owner.address
 
 
 def test_cap_of_active_keys_gives_conflict(
@@ -183,12 +235,10 @@ def test_expired_keys_do_not_count_toward_the_cap(
     for i in range(settings.session_key_cap):
         _register(storage, settings, registration_body(owner, account(f"k{i}")))
     later = NOW + settings.session_key_ttl
-    _register(storage, settings, registration_body(owner, account("fresh")), now=later)
-    # ...but an expired key coming back needs a free slot like any other.
-    for i in range(1, settings.session_key_cap):
-        _register(storage, settings, registration_body(owner, account(f"k{i}")), now=later)
+    for i in range(settings.session_key_cap):
+        _register(storage, settings, registration_body(owner, account(f"fresh{i}")), now=later)
     with pytest.raises(Conflict):
-        _register(storage, settings, registration_body(owner, account("k0")), now=later)
+        _register(storage, settings, registration_body(owner, account("one-more")), now=later)
 
 
 def test_cap_clears_after_deregistration(
@@ -253,10 +303,8 @@ def test_key_of_another_owner_cannot_be_taken_over(
             storage, settings, registration_body(thief, client.key), now=registered.expires_at
         )
     # ...while its own owner may still refresh it, keeping the nonce counter.
-    key = _register(
-        storage, settings, registration_body(owner, client.key), now=registered.expires_at
-    )
-    assert key.owner == owner.address and key.last_seen_nonce == 1
+    key = _refresh(storage, settings, client, registration_body(owner, client.key), NOW + 2)
+    assert key.owner == owner.address and key.last_seen_nonce == 2
 
 
 def _deregister_body(owner: LocalAccount, public_key: str) -> dict[str, Any]:
@@ -336,9 +384,21 @@ def test_session_headers_deregister_their_own_key_only(
         deregister_pubkey(storage, {"publicKey": other.public_key}, now=NOW + 1, session=session)
     with pytest.raises(Forbidden, match="ownerAddress"):
         deregister_pubkey(
-            storage, {"ownerAddress": account("x").address}, now=NOW + 1, session=session
+            storage,
+            {"publicKey": client.public_key, "ownerAddress": account("x").address},
+            now=NOW + 1,
+            session=session,
         )
-    removed = deregister_pubkey(storage, {}, now=NOW + 1, session=session)
+    # The key is named, never implied: an empty body is what every poll signs.
+    with pytest.raises(InvalidInput, match="publicKey: required"):
+        deregister_pubkey(storage, {}, now=NOW + 1, session=session)
+    # A registration body (which the key signs to refresh itself) is not a deregistration.
+    refresh_body = registration_body(owner, client.key)
+    with pytest.raises(InvalidInput, match="signature: not a field"):
+        deregister_pubkey(storage, refresh_body, now=NOW + 1, session=session)
+    removed = deregister_pubkey(
+        storage, {"publicKey": client.public_key}, now=NOW + 1, session=session
+    )
     assert removed.address == client.key.address
     assert [k.address for k in list_pubkeys(storage, owner.address).keys] == [other.key.address]
 

@@ -114,23 +114,47 @@ def test_owner_wallet_itself_is_not_a_session_key(
     _rejected("unknown session key", storage, settings, as_owner.headers("POST", "/i", BODY))
 
 
+@pytest.mark.parametrize(
+    ("mode", "reason"), [("window", "a replay"), ("strict", "not greater than the last accepted")]
+)
 def test_replayed_nonce_is_refused(
-    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+    storage: MemoryStorage, client: SessionClient, registered: SessionKey, mode: str, reason: str
 ) -> None:
+    settings = Settings(nonce_mode=mode)
     headers = client.headers("POST", "/invoice", BODY)
     assert _auth(storage, settings, headers) is not None
-    _rejected("not greater than the last accepted", storage, settings, headers)
+    _rejected(reason, storage, settings, headers)
 
 
-def test_lower_nonce_is_refused_higher_is_accepted(
-    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+def test_strict_mode_refuses_a_lower_nonce_and_accepts_a_higher(
+    storage: MemoryStorage, client: SessionClient, registered: SessionKey
 ) -> None:
+    settings = Settings(nonce_mode="strict")
     assert _auth(storage, settings, client.headers("POST", "/i", BODY, nonce=1000)) is not None
     low = client.headers("POST", "/i", BODY, nonce=999)
     _rejected("not greater than the last accepted", storage, settings, low)
     # Gaps are fine: a millisecond clock skips numbers.
     key = _auth(storage, settings, client.headers("POST", "/i", BODY, nonce=5000))
     assert key is not None and key.last_seen_nonce == 5000
+    with storage.transaction() as tx:
+        stored = tx.get_session_key(client.key.address)
+    assert stored is not None and stored.last_seen_nonce == 5000
+
+
+def test_window_mode_accepts_reordered_nonces_once_each(
+    storage: MemoryStorage, client: SessionClient, registered: SessionKey
+) -> None:
+    settings = Settings(nonce_window=1000)
+    for nonce in (5000, 4001, 4999, 4500):
+        assert _auth(storage, settings, client.headers("POST", "/i", BODY, nonce=nonce))
+    for nonce in (5000, 4001, 4999, 4500):  # each exact request once
+        headers = client.headers("POST", "/i", BODY, nonce=nonce)
+        _rejected("a replay", storage, settings, headers)
+    # The same nonce over another body is another request (two workers, one millisecond).
+    assert _auth(storage, settings, client.headers("POST", "/i", b"{}", nonce=5000), body=b"{}")
+    # At the window's edge and below: refused whether or not it was used.
+    at_edge = client.headers("POST", "/i", BODY, nonce=4000)
+    _rejected("more than 1000 below the highest accepted one", storage, settings, at_edge)
     with storage.transaction() as tx:
         stored = tx.get_session_key(client.key.address)
     assert stored is not None and stored.last_seen_nonce == 5000
@@ -176,11 +200,31 @@ def test_malformed_nonce_is_refused(
     _rejected("x-session-nonce must be a positive decimal integer", storage, settings, headers)
 
 
-def test_largest_nonce_is_accepted(
+@pytest.mark.parametrize("mode", ["window", "strict"])
+def test_a_nonce_beyond_the_horizon_is_refused_and_locks_nothing(
+    storage: MemoryStorage, client: SessionClient, registered: SessionKey, mode: str
+) -> None:
+    settings = Settings(nonce_mode=mode, nonce_horizon_ms=60_000)
+    now = NOW + 1
+    limit = now * 1000 + 60_000
+    for far in (limit + 1, 2**63 - 1):
+        headers = client.headers("POST", "/i", BODY, nonce=far)
+        _rejected("more than 60000 ms ahead of the server clock", storage, settings, headers)
+    with storage.transaction() as tx:
+        stored = tx.get_session_key(client.key.address)
+    assert stored is not None and stored.last_seen_nonce == 0
+    # A Date.now() client a minute fast is fine, and so is a counter.
+    assert _auth(storage, settings, client.headers("POST", "/i", BODY, nonce=limit)) is not None
+    # ...and a clock catching up moves the horizon: no value is refused for ever.
+    later = client.headers("POST", "/i", BODY, nonce=limit + 5000)
+    assert _auth(storage, settings, later, now=now + 5) is not None
+
+
+def test_counter_nonces_are_far_below_the_horizon(
     storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
 ) -> None:
-    headers = client.headers("POST", "/i", BODY, nonce=2**63 - 1)
-    assert _auth(storage, settings, headers) is not None
+    for nonce in (1, 2, 3):
+        assert _auth(storage, settings, client.headers("POST", "/i", BODY, nonce=nonce))
 
 
 @pytest.mark.parametrize("signature", ["", "0x", "0x1234", "not hex at all", "0x" + "ab" * 65])
@@ -312,7 +356,14 @@ def test_verify_session_serves_a_websocket_challenge(
 ) -> None:
     challenge = b"4f1c2a"
     signature = sign(client.key, session_message(7, challenge))
-    key = verify_session(storage, nonce="7", signature=signature, payload=challenge, now=NOW)
-    assert key.owner == registered.owner and key.last_seen_nonce == 7
-    with pytest.raises(AuthError, match="not greater"):
-        verify_session(storage, nonce="7", signature=signature, payload=challenge, now=NOW)
+    for mode, reason in (("window", "a replay"), ("strict", "not greater")):
+        settings = Settings(nonce_mode=mode)
+        if mode == "window":
+            key = verify_session(
+                storage, settings, nonce="7", signature=signature, payload=challenge, now=NOW
+            )
+            assert key.owner == registered.owner and key.last_seen_nonce == 7
+        with pytest.raises(AuthError, match=reason):
+            verify_session(
+                storage, settings, nonce="7", signature=signature, payload=challenge, now=NOW
+            )

@@ -105,6 +105,17 @@ class Api:
             },
         )
 
+    def refresh_key(self, owner: LocalAccount, key: SessionKey, **extra: Any) -> Answer:
+        """The registration body again, with session headers of the key itself: a refresh."""
+        public_key = public_key_of(key.key)
+        body = {
+            "ownerAddress": owner.address,
+            "publicKey": public_key,
+            "signature": sign_text(owner, public_key),
+            **extra,
+        }
+        return self.post("/auth/register-pubkey", body, session=key)
+
     def registered(self, owner: LocalAccount, key: SessionKey) -> SessionKey:
         self.register_key(owner, key).ok()
         return key

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from conf_api import Answer
-from conf_env import Env, invoice_body
+from conf_env import Env, MakeEnv, invoice_body
 from conf_keys import SessionKey, session, sha256_hex, sign_text
 from conf_transport import encode_body
 from eth_account.signers.local import LocalAccount
@@ -80,8 +80,8 @@ def test_key_is_honoured_until_just_before_expires_at(mode_env: Env) -> None:
     env.api.post("/poll/events", session=key).error(401, prefix=AUTH)
 
 
-def test_replayed_and_lower_nonces_are_refused(mode_env: Env) -> None:
-    env = mode_env
+def test_strict_nonces_refuse_replayed_and_lower(make_env: MakeEnv, mode: str) -> None:
+    env = make_env(auth_mode=mode, nonce_mode="strict")
     owner, [key] = env.merchant("m", "k")
     query = f"owner={owner.address}"
     env.api.get("/invoices", query, session=key, nonce=7000).ok()
@@ -90,6 +90,22 @@ def test_replayed_and_lower_nonces_are_refused(mode_env: Env) -> None:
     env.api.post("/poll/events", session=key, nonce=1).error(401, prefix=AUTH)
     # the counter is per key and only moves forward on acceptance
     env.api.get("/invoices", query, session=key, nonce=7001).ok()
+
+
+def test_window_nonces_accept_reordered_once_and_refuse_replays(
+    make_env: MakeEnv, mode: str
+) -> None:
+    env = make_env(auth_mode=mode, nonce_window=1000)
+    owner, [key] = env.merchant("m", "k")
+    query = f"owner={owner.address}"
+    env.api.get("/invoices", query, session=key, nonce=7000).ok()
+    env.api.get("/invoices", query, session=key, nonce=7000).error(401, prefix=AUTH + "this")
+    env.api.get("/invoices", query, session=key, nonce=6999).ok()  # arrived late: fine
+    env.api.get("/invoices", query, session=key, nonce=6999).error(401, prefix=AUTH + "this")
+    env.api.post("/poll/events", session=key, nonce=6001).ok()
+    env.api.post("/poll/events", session=key, nonce=6000).error(
+        401, AUTH + "nonce is more than 1000 below the highest accepted one"
+    )
 
 
 def test_exact_replay_of_a_captured_request_is_refused(mode_env: Env) -> None:
@@ -241,9 +257,15 @@ def test_owner_query_matches_the_session_in_any_case(mode_env: Env) -> None:
     )
 
 
-def test_largest_nonce_is_accepted_and_the_next_refused(mode_env: Env) -> None:
+def test_far_future_nonces_are_refused_and_lock_nothing(mode_env: Env) -> None:
     env = mode_env
     _, [first, second] = env.merchant("m", "k1", "k2")
-    env.api.post("/poll/events", session=first, nonce=2**63 - 1).ok()
-    env.api.post("/poll/events", session=first, nonce=2**63 - 1).error(401, prefix=AUTH)
+    horizon = int(env.clock.now) * 1000 + env.settings.nonce_horizon_ms
+    for far in (2**63 - 1, horizon + 1):
+        env.api.post("/poll/events", session=first, nonce=far).error(
+            401, prefix=AUTH + f"x-session-nonce is more than {env.settings.nonce_horizon_ms} ms"
+        )
     env.api.post("/poll/events", session=second, nonce=2**63).error(401, prefix=AUTH)
+    # a Date.now() client, and a counter on the other key, carry on
+    env.api.post("/poll/events", session=first, nonce=horizon).ok()
+    env.api.post("/poll/events", session=second, nonce=1).ok()

@@ -101,7 +101,9 @@ def test_success_answers_match_their_declared_schemas(env: Env) -> None:
         }
         checked.check("POST", f"/webhook/{op}", api.post(f"/webhook/{op}", body))
     checked.check(
-        "POST", "/auth/deregister-pubkey", api.post("/auth/deregister-pubkey", {}, session=key)
+        "POST",
+        "/auth/deregister-pubkey",
+        api.post("/auth/deregister-pubkey", {"publicKey": key.public_key}, session=key),
     )
 
     every = {(m.upper(), p) for p, item in checked.paths.items() for m in item}

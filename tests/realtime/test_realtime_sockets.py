@@ -150,15 +150,48 @@ def test_encrypted_pushes_for_a_key_with_an_encryption_key(
 
 
 def test_the_nonce_counter_is_shared_with_http(
-    server: str, registered: LocalAccount, nonces: Nonces
+    server: str, registered: LocalAccount, owner: LocalAccount, nonces: Nonces
 ) -> None:
-    """A register frame consumes its nonce as an HTTP request would, and vice versa."""
+    """A register frame moves the key's highest nonce as an HTTP request would: the listing
+    shows it, and it bounds the replay window of HTTP requests (window mode, the default)."""
     nonce = nonces.next()
     Client(server).register(registered, nonce)
-    uri = PREFIX + "/auth/pubkeys"
-    answer = httpx.get(server + uri, headers=session_headers(registered, nonce, uri.encode()))
+    uri = f"{PREFIX}/auth/pubkeys?owner={owner.address}"
+    # another message at a lower nonce is not a replay: it passes within the window
+    answer = httpx.get(server + uri, headers=session_headers(registered, nonce - 1, uri.encode()))
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["pubkeys"][0]["lastSeenNonce"] == nonce
+    below = nonce - 60_000
+    answer = httpx.get(server + uri, headers=session_headers(registered, below, uri.encode()))
     assert answer.status_code == 401
-    assert answer.text == "session signature: nonce is not greater than the last accepted one"
+    assert (
+        answer.text == "session signature: nonce is more than 60000 below the highest accepted one"
+    )
+
+
+def test_strict_nonces_are_shared_between_frames_and_http(framework: str, clock: Clock) -> None:
+    from realtime_helpers import make_gateway, served
+
+    key, nonces = account("strict realtime key"), Nonces()
+    gateway = make_gateway(clock, nonce_mode="strict")
+    with served(framework, gateway) as base:
+        answer = httpx.post(
+            base + PREFIX + "/auth/register-pubkey", json=registration(account("o"), key)
+        )
+        assert answer.status_code == 200, answer.text
+        nonce = nonces.next()
+        first = Client(base)
+        first.register(key, nonce)
+        uri = PREFIX + "/auth/pubkeys"
+        answer = httpx.get(base + uri, headers=session_headers(key, nonce, uri.encode()))
+        expected = "session signature: nonce is not greater than the last accepted one"
+        assert (answer.status_code, answer.text) == (401, expected)
+        again = Client(base)  # a new socket, so a new challenge, but the same nonce
+        again.send(register_frame(key, again.challenge, nonce))
+        closed = again.closed()
+        assert (closed.code, closed.reason) == (CLOSE_AUTH, expected)
+        first.close()
+    gateway.close()
 
 
 # -- refusals ------------------------------------------------------------------------------
@@ -250,20 +283,24 @@ def test_auth_failures_close_4401(
 def test_replayed_register_frame_closes_4401(
     server: str, registered: LocalAccount, nonces: Nonces
 ) -> None:
-    """The same nonce again (on a new socket, so a new challenge) is refused: the counter
-    moved. A frame captured from one socket cannot be used on another either, since it
-    signs that socket's challenge."""
+    """A frame captured from one socket cannot be used on another, since it signs that
+    socket's challenge; a frame below the replay window is refused whatever it signs.
+    (The same nonce over another challenge is another message; strict mode refuses it,
+    see the test above.)"""
     nonce = nonces.next()
     first = Client(server)
     first.register(registered, nonce)
-    again = Client(server)
-    again.send(register_frame(registered, again.challenge, nonce))
-    closed = again.closed()
-    assert closed.code == CLOSE_AUTH
-    assert closed.reason == "session signature: nonce is not greater than the last accepted one"
     captured = Client(server)
     captured.send(register_frame(registered, first.challenge, nonces.next()))
     assert captured.closed().code == CLOSE_AUTH
+    old = Client(server)
+    old.send(register_frame(registered, old.challenge, nonce - 60_000))
+    closed = old.closed()
+    assert closed.code == CLOSE_AUTH
+    assert (
+        closed.reason
+        == "session signature: nonce is more than 60000 below the highest accepted one"
+    )
     first.close()
 
 

@@ -7,7 +7,7 @@ import secrets
 import attrs
 
 from ..auth import poll_register_message, verify_wallet_signature
-from ..errors import AuthError, PaycoreError
+from ..errors import AuthError, InvalidInput, PaycoreError
 from ..model import Json, PollToken
 from ..tokens import normalize_owner
 from .http import Response, text_response
@@ -35,6 +35,10 @@ def poll_register(call: Call) -> Json:
 def poll_events(call: Call) -> Json:
     gw = call.gateway
     if call.caller is not None:
+        if call.request.body:
+            # docs/interface.md: the signature hashes the empty string. Draining on any other signed
+            # body would let a body signed for another call be spent here.
+            raise InvalidInput("body", "must be empty with session headers")
         owner, consumer = call.caller.owner, consumer_of_key(call.caller)
     else:
         body = call.body()

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qsl
 
 import attrs
 
+from ..auth.session import URI_SIGNED_METHODS
 from ..errors import InvalidInput
 
 #: Request bodies above this are refused with 413 before they are read whole.
@@ -25,6 +26,10 @@ def _lower(headers: Mapping[str, str]) -> dict[str, str]:
 
 @attrs.frozen
 class Request:
+    """One request. Parameters come from exactly the bytes a session signature covers
+    (docs/decisions.md, "What a session signature covers"): the URI of a GET or HEAD, the
+    body of anything else. A POST's query string and a GET's body are never read."""
+
     method: str
     path: str  # below the mount prefix, starting with "/"
     query_string: str = ""
@@ -39,21 +44,69 @@ class Request:
             return self.raw_uri
         return self.path + ("?" + self.query_string if self.query_string else "")
 
+    @property
+    def reads_uri(self) -> bool:
+        """Whether the parameters are in the URI (GET, HEAD: what their signature covers);
+        every other method's parameters are its body."""
+        return self.method.upper() in URI_SIGNED_METHODS
+
     def query(self, name: str) -> str | None:
-        values = parse_qs(self.query_string, keep_blank_values=True).get(name)
-        return values[-1] if values else None
+        """A parameter of a GET/HEAD, read from the signed URI; ``None`` for other methods."""
+        return self._query_params().get(name) if self.reads_uri else None
 
     def json(self) -> dict[str, Any]:
-        """The body as a JSON object; GET query parameters stand in when the body is empty."""
+        """The request's parameters as one object: a GET/HEAD's query (values are strings),
+        or the JSON object in the body of any other method (an empty body is ``{}``)."""
+        if self.reads_uri:
+            return self._query_params()
         if not self.body:
-            return {k: v[-1] for k, v in parse_qs(self.query_string).items()}
-        try:
-            data = json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidInput("body", "not valid JSON") from None
-        if not isinstance(data, dict):
-            raise InvalidInput("body", "must be a JSON object")
-        return data
+            return {}
+        return parse_json_object(self.body)
+
+    def _query_params(self) -> dict[str, str]:
+        """The query of :attr:`uri` -- the signed text, not a second copy of it that an
+        adapter might have decoded differently. A repeated name is refused: which of two
+        values counts is exactly where a signer and a parser can disagree."""
+        _, _, query = self.uri.partition("?")
+        found: dict[str, str] = {}
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            if name in found:
+                raise InvalidInput(_shown(name), "given more than once in the query")
+            found[name] = value
+        return found
+
+
+def parse_json_object(body: bytes) -> dict[str, Any]:
+    """A JSON object from UTF-8 bytes, read strictly: a key repeated at any depth, the
+    non-standard constants (``NaN``, ``Infinity``) and any other encoding are refused, because
+    each is a place where the client's serialiser and this parser could read the same signed
+    bytes as different values."""
+    try:
+        text = body.decode("utf-8")
+        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise InvalidInput("body", "not valid JSON") from None
+    if not isinstance(data, dict):
+        raise InvalidInput("body", "must be a JSON object")
+    return data
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise InvalidInput("body", f"key {_shown(key)!r} appears more than once")
+        found[key] = value
+    return found
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidInput("body", f"{name} is not JSON")
+
+
+def _shown(name: str) -> str:
+    """A client-chosen name as it may appear in a one-line error text."""
+    return name[:64].encode("unicode_escape").decode("ascii")
 
 
 @attrs.frozen

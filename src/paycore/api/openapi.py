@@ -33,14 +33,24 @@ SESSION_HEADERS = [
         "in": "header",
         "required": False,
         "schema": {"type": "string", "pattern": "^[0-9]+$"},
-        "description": "strictly increasing integer per session key",
+        "description": (
+            "positive integer: Date.now() milliseconds or a counter, at most nonce_horizon_ms "
+            "ahead of the server clock; window mode (default) accepts each signed request "
+            "once at any nonce above the key's highest minus nonce_window, strict mode only "
+            "nonces above the highest"
+        ),
     },
     {
         "name": "x-session-signature",
         "in": "header",
         "required": False,
         "schema": {"type": "string"},
-        "description": "EIP-191 signature over sess:{nonce}:{sha256hex(body or request URI)}",
+        "description": (
+            "EIP-191 signature over sess:{nonce}:{sha256hex(payload)}; the payload is the "
+            "request URI exactly as sent (path and query) for GET and HEAD, the body bytes "
+            "otherwise. Nothing else is covered: a POST's parameters come only from its body "
+            "(never the query string), a GET's only from its URI (never a body)"
+        ),
     },
     {"name": "x-session-pubkey", "in": "header", "required": False, "schema": {"type": "string"}},
     {

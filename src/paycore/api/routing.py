@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..auth import authenticate
+from ..auth.session import sends_session_headers
 from ..errors import (
     AuthError,
     Forbidden,
@@ -87,6 +88,13 @@ class Route:
     session: str = "optional"  # "owner" (per auth_mode), "optional", or "none" (body-signed)
     #: What a success answer is, for the OpenAPI document (the checkout page is not JSON).
     media_type: str = "application/json"
+    #: Whether a session-signed POST may have an empty body: only where docs/interface.md has clients
+    #: sign one (POST /poll/events). A POST signature does not name its endpoint, so
+    #: elsewhere the empty body every poll signs must not be spendable.
+    signed_empty_body: bool = False
+    #: Never encrypt the answer, even for a caller with an encryption key: for the one route
+    #: whose request may be changing that very key, and whose answer holds nothing private.
+    plain_answer: bool = False
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -134,11 +142,24 @@ class MethodNotAllowed(PaycoreError):
 def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
     """Answer one request. Never raises; never puts a stack trace in a body."""
     caller: SessionKey | None = None
+    plain = False
     try:
         if len(request.body) > MAX_BODY:
             raise PayloadTooLarge(MAX_BODY)
         route, params = router.match(request.method, request.path)
+        plain = route.plain_answer
         if route.session != "none":
+            if request.reads_uri:
+                request.json()  # a repeated query parameter is refused on every signed read
+            elif (
+                not request.body
+                and not route.signed_empty_body
+                and sends_session_headers(request.headers)
+            ):
+                # Refused before the nonce is spent: the signature may be a poll's.
+                raise InvalidInput(
+                    "body", "required with session headers (the signature covers the body)"
+                )
             caller = authenticate(
                 gateway.storage,
                 gateway.settings,
@@ -162,7 +183,7 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return text_response("internal error", 500)
-    return _maybe_encrypt(gateway, request, caller, response)
+    return response if plain else _maybe_encrypt(gateway, request, caller, response)
 
 
 def _storage_unavailable(gateway: Gateway, exc: StorageUnavailable) -> Response:

@@ -25,7 +25,9 @@ def consumer_of_key(key: SessionKey) -> str:
 
 def register(call: Call) -> Json:
     gw = call.gateway
-    key = register_pubkey(gw.storage, gw.settings, call.body(), now=gw.now())
+    # Session headers are optional here; when sent (by the key being registered) they make
+    # the request a refresh, which the owner's signature alone cannot be (see registry).
+    key = register_pubkey(gw.storage, gw.settings, call.body(), now=gw.now(), session=call.caller)
     gw.open_queue(consumer_of_key(key), key.owner)
     return registration_wire(key)
 

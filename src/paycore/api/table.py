@@ -90,6 +90,7 @@ ROUTES: list[Route] = [
         response=schemas.EVENTS,
         errors=(400, 401),
         session="owner",
+        signed_empty_body=True,
     ),
     Route(
         ("POST",),
@@ -109,7 +110,8 @@ ROUTES: list[Route] = [
         request_body=schemas.REGISTER_PUBKEY,
         response=schemas.REGISTERED,
         errors=(400, 401, 403, 409),
-        session="none",
+        # optional session headers of the key itself make a refresh (docs/decisions.md)
+        plain_answer=True,
     ),
     Route(
         ("POST",),

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from ..config import Settings
-from ..errors import Conflict, Forbidden, InvalidInput, NotFound
+from ..errors import AuthError, Conflict, Forbidden, InvalidInput, NotFound
 from ..model import Json, SessionKey
 from ..storage import Storage
 from ..tokens import normalize_owner
@@ -32,15 +32,29 @@ def _required(body: Mapping[str, Any], field: str) -> Any:
 
 
 def register_pubkey(
-    storage: Storage, settings: Settings, body: Mapping[str, Any], *, now: int
+    storage: Storage,
+    settings: Settings,
+    body: Mapping[str, Any],
+    *,
+    now: int,
+    session: SessionKey | None = None,
 ) -> SessionKey:
     """POST /auth/register-pubkey: ``{ownerAddress, publicKey, signature[, encryptionPublicKey]}``.
 
-    The owner signs the publicKey string exactly as sent (docs/interface.md). Registering a
-    key again refreshes its window and keeps its nonce counter, so a refresh can never
-    reopen replays.
-    Raises InvalidInput (malformed fields), AuthError (signature), Forbidden (the key is
-    registered to another owner, or was deregistered), Conflict (the owner's cap of active keys).
+    The owner signs the publicKey string exactly as sent (docs/interface.md). That signature covers
+    nothing else and is the same bytes each time the owner makes it (deterministic ECDSA),
+    so a second registration signed by the owner alone cannot be told from a replay of the
+    first (docs/decisions.md, "Re-registration"). It therefore changes nothing: asking for
+    what is stored answers the record as it is, a different ``encryptionPublicKey`` is
+    refused, and an expired key is not revived. A refresh -- a new window, an encryption key
+    set, swapped or removed -- needs ``session`` too: the request's session headers, signed
+    by this same key over this body with a fresh nonce, which :func:`.session.authenticate`
+    has verified (an expired key cannot sign, so it is never refreshed; a new key is). The
+    nonce counter is kept, so a refresh can never reopen replays.
+
+    Raises InvalidInput (malformed fields), AuthError (a signature, or a change without
+    session headers), Forbidden (another owner's key, a deregistered or expired key, session
+    headers of another key), Conflict (the owner's cap of active keys).
     """
     raw_key = _required(body, "publicKey")
     public_key = parse_public_key(raw_key)
@@ -49,6 +63,8 @@ def register_pubkey(
     if encryption_key is not None:
         encryption_key = public_key_text(parse_public_key(encryption_key, "encryptionPublicKey"))
     address = public_key_to_address(public_key)
+    if session is not None and session.address != address:
+        raise Forbidden("session headers may only refresh their own key")
 
     # Cap check and insert in one transaction: two racing registrations cannot both take
     # the last free slot.
@@ -65,6 +81,8 @@ def register_pubkey(
                 # public key (any signature reveals it) could claim it, and the old
                 # client's next requests would then act for the new owner.
                 raise Forbidden("this session key is registered to another owner")
+            if session is None:
+                return _unchanged(existing, encryption_key, now)
         others = [
             k for k in tx.session_keys_of(owner) if k.address != address and is_active(k, now)
         ]
@@ -83,6 +101,26 @@ def register_pubkey(
     return key
 
 
+def _unchanged(existing: SessionKey, encryption_key: str | None, now: int) -> SessionKey:
+    """A registration of a known key with the owner's signature alone: possibly a replay,
+    so it may neither revive, extend nor re-key; one asking for the stored state is a
+    harmless repeat and gets the record as it stands."""
+    if not is_active(existing, now):
+        raise Forbidden(
+            "this session key expired; register a new key (a refresh must be signed by "
+            "the key itself before it expires)"
+        )
+    if existing.encryption_public_key != encryption_key:
+        raise AuthError(
+            "changing encryptionPublicKey of a registered key needs session headers "
+            "signed by that key"
+        )
+    return existing
+
+
+_SESSION_DEREGISTER_FIELDS = frozenset({"publicKey", "ownerAddress"})
+
+
 def deregister_pubkey(
     storage: Storage,
     body: Mapping[str, Any],
@@ -93,13 +131,20 @@ def deregister_pubkey(
     """POST /auth/deregister-pubkey: by the owner's signature, or by the key itself.
 
     ``session`` is what :func:`.session.authenticate` returned for this request (``None``
-    without session headers). With a session, the body's publicKey (default: the session's
-    own key) must be that same key; without one, the body is ``{ownerAddress, publicKey,
+    without session headers). With a session, the body's publicKey must be that same key;
+    it is required, not defaulted, because a session signature does not name the endpoint:
+    a body that means "delete my key" must never be one signed for another call (every poll
+    signs an empty body). Without a session, the body is ``{ownerAddress, publicKey,
     signature}`` signed over ``deregister-pubkey:{publicKeyLower}``. Returns the key as it
     was before removal. Raises InvalidInput, AuthError, Forbidden, NotFound.
     """
     if session is not None:
-        public_key = parse_public_key(body.get("publicKey", session.public_key))
+        # Nothing but the key (and the owner, as a check): a registration body, which the
+        # same key signs to refresh itself, must not work here as well.
+        extra = sorted(set(body) - _SESSION_DEREGISTER_FIELDS)
+        if extra:
+            raise InvalidInput(extra[0][:64], "not a field of a session-signed deregistration")
+        public_key = parse_public_key(_required(body, "publicKey"))
         if public_key_text(public_key) != session.public_key:
             raise Forbidden("session headers may only deregister their own key")
         claimed = body.get("ownerAddress")

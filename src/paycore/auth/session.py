@@ -3,7 +3,17 @@
 A request carries ``x-session-nonce`` and ``x-session-signature`` (and optionally
 ``x-session-pubkey``); the signature covers ``sess:{nonce}:{sha256hex}`` of the body, or of
 the request URI for GET/HEAD so that a signed read cannot be replayed against another
-resource. The caller is the owner the signing key was registered for.
+resource. The caller is the owner the signing key was registered for. Nothing else of the
+request is covered -- not the method, the path of a POST, its query string nor any other
+header -- so :class:`paycore.api.http.Request` reads parameters from the covered bytes only.
+
+Replays (docs/decisions.md, "Session nonces"): a nonce more than ``nonce_horizon_ms`` ahead of
+the server's clock is refused before anything is stored, so no stray value can lock a key for
+long. Then, in ``window`` mode, each signed message -- the pair (nonce, payload hash) -- is
+accepted once, at any nonce above ``highest accepted - nonce_window``: concurrent requests of
+one key, which reach the server in any order, all pass, and every replay fails. ``strict``
+mode is the interface's rule, each nonce above the last accepted one. Both modes remember the
+messages inside the window, so switching modes never reopens a replay.
 
 Every failure is a 401 whose text starts with ``session signature:``, including malformed
 headers: the headers were sent, and they do not authenticate anyone. Nothing here falls back
@@ -41,6 +51,9 @@ URI_SIGNED_METHODS = frozenset({"GET", "HEAD"})
 _NONCE = re.compile(r"[1-9][0-9]{0,18}")
 _MAX_NONCE = 2**63 - 1  # a signed 64-bit column holds every accepted nonce
 
+_NOT_GREATER = "nonce is not greater than the last accepted one"
+_REPLAYED = "this nonce was already accepted for this request (a replay)"
+
 
 def is_revoked(key: SessionKey) -> bool:
     return key.expires_at == REVOKED
@@ -53,7 +66,11 @@ def is_active(key: SessionKey, now: int) -> bool:
 
 def session_message(nonce: int | str, payload: bytes) -> str:
     """The text a client signs for a request whose hashed input is ``payload``."""
-    return f"sess:{nonce}:{sha256(payload).hex()}"
+    return _signed_text(nonce, sha256(payload).hex())
+
+
+def _signed_text(nonce: int | str, digest: str) -> str:
+    return f"sess:{nonce}:{digest}"
 
 
 def signed_payload(method: str, uri: str | bytes, body: bytes) -> bytes:
@@ -63,13 +80,21 @@ def signed_payload(method: str, uri: str | bytes, body: bytes) -> bytes:
     return body
 
 
-def _parse_nonce(text: str) -> int:
+def _parse_nonce(text: str, *, now: int, horizon_ms: int) -> int:
     if _NONCE.fullmatch(text) is None or int(text) > _MAX_NONCE:
         raise AuthError(
             f"{NONCE_HEADER} must be a positive decimal integer below 2**63, "
             "without sign or leading zeros"
         )
-    return int(text)
+    value = int(text)
+    # ``now`` is unix seconds; a Date.now() client is within clock skew of now * 1000, and a
+    # counter (1, 2, 3, ...) is far below it.
+    if value > now * 1000 + horizon_ms:
+        raise AuthError(
+            f"{NONCE_HEADER} is more than {horizon_ms} ms ahead of the server clock "
+            "(use a counter or Date.now() milliseconds)"
+        )
+    return value
 
 
 def _session_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -85,8 +110,14 @@ def _session_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
+def sends_session_headers(headers: Mapping[str, str]) -> bool:
+    """Whether any session header is present (the request then is session-signed or 401)."""
+    return any(name.lower() in _SESSION_HEADERS for name in headers)
+
+
 def verify_session(
     storage: Storage,
+    settings: Settings,
     *,
     nonce: str,
     signature: str,
@@ -97,11 +128,12 @@ def verify_session(
     """Verify one session signature over ``payload`` and consume its nonce.
 
     The transport-neutral core of :func:`authenticate`, also used by the WebSocket register
-    frame (whose payload is the server's challenge). Returns the key with the accepted
-    nonce; raises AuthError for every failure.
+    frame (whose payload is the server's challenge). Returns the key with its highest
+    accepted nonce; raises AuthError for every failure, having stored nothing.
     """
-    nonce_value = _parse_nonce(nonce)
-    signer = recover(session_message(nonce, payload), signature)
+    nonce_value = _parse_nonce(nonce, now=now, horizon_ms=settings.nonce_horizon_ms)
+    digest = sha256(payload).hex()
+    signer = recover(_signed_text(nonce, digest), signature)
     if public_key is not None:
         try:
             claimed = parse_public_key(public_key, PUBKEY_HEADER)
@@ -110,16 +142,24 @@ def verify_session(
         if claimed != signer:
             raise AuthError(f"{PUBKEY_HEADER} does not match the signing key")
     address = public_key_to_address(signer)
+    strict = settings.nonce_mode == "strict"
+    window = settings.nonce_window
     with storage.transaction() as tx:
         key = tx.get_session_key(address)
         if key is None or is_revoked(key):
             raise AuthError("unknown session key")
         if not is_active(key, now):
             raise AuthError("session key expired")
-        # The read is a cheap early answer; the compare-and-set is what decides under races.
-        if nonce_value <= key.last_seen_nonce or not tx.advance_nonce(address, nonce_value):
-            raise AuthError("nonce is not greater than the last accepted one")
-    return attrs.evolve(key, last_seen_nonce=nonce_value)
+        # The read gives the common refusals their own words; the storage call is what
+        # decides under races (one atomic statement on PostgreSQL).
+        highest = key.last_seen_nonce
+        if strict and nonce_value <= highest:
+            raise AuthError(_NOT_GREATER)
+        if nonce_value <= highest - window:
+            raise AuthError(f"nonce is more than {window} below the highest accepted one")
+        if not tx.accept_nonce(address, nonce_value, digest, window=window, strict=strict):
+            raise AuthError(_NOT_GREATER if strict else _REPLAYED)
+    return attrs.evolve(key, last_seen_nonce=max(highest, nonce_value))
 
 
 def authenticate(
@@ -155,6 +195,7 @@ def authenticate(
         raise AuthError(f"{NONCE_HEADER} and {SIGNATURE_HEADER} must be sent together")
     return verify_session(
         storage,
+        settings,
         nonce=nonce,
         signature=signature,
         payload=signed_payload(method, uri, body),

@@ -44,8 +44,9 @@ class SessionKey:
         return "0x04" + self.account._key_obj.public_key.to_bytes().hex()
 
     def headers(self, hashed: bytes) -> dict[str, str]:
-        # Microseconds, bumped if the clock has not moved: the nonce must strictly grow.
-        self._nonce = max(self._nonce + 1, time.time_ns() // 1000)
+        # Date.now() milliseconds, bumped if the clock has not moved, so the nonces also
+        # suit a server in strict mode (docs/decisions.md, "Session nonces").
+        self._nonce = max(self._nonce + 1, time.time_ns() // 1_000_000)
         digest = hashlib.sha256(hashed).hexdigest()
         return {
             "x-session-nonce": str(self._nonce),

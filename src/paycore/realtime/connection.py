@@ -99,12 +99,13 @@ class SocketSession:
         """Verify the register frame and subscribe (blocking: storage, maybe Redis).
 
         Returns the registered frame, or the 4401 close. The nonce is consumed exactly as an
-        HTTP request's would be, from the same counter, so a register frame cannot be
+        HTTP request's would be, under the same replay rules, so a register frame cannot be
         replayed, nor an HTTP signature reused here (its hashed input is never a challenge).
         """
         try:
             key = verify_session(
                 self.gateway.storage,
+                self.gateway.settings,
                 nonce=frame.nonce,
                 signature=frame.signature,
                 payload=frame.payload,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006_deposit_reorg"
+revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None

@@ -1,0 +1,229 @@
+"""``accept_nonce`` (the replay window of session keys) and the session-key writes that must
+not undo it, on every backend; concurrency with real threads, one transaction each."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import attrs
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import URL
+from storage_records import session_key
+from test_storage_concurrency import race
+
+from paycore.storage import Storage
+from paycore_storage import SqlStorage, migrate
+from paycore_storage.engine import make_engine
+from paycore_storage.tables import session_nonces
+
+KEY = session_key()
+WINDOW = 1000
+
+
+def digest(label: object) -> str:
+    """The sha256 hex of a payload, as the session verifier passes it."""
+    return hashlib.sha256(str(label).encode()).hexdigest()
+
+
+def accept(storage: Storage, nonce: int, payload: object = "", **kw: object) -> bool:
+    options = {"window": WINDOW, "strict": False, **kw}
+    with storage.transaction() as tx:
+        return tx.accept_nonce(KEY.address, nonce, digest(payload), **options)  # type: ignore[arg-type]
+
+
+def highest(storage: Storage) -> int:
+    with storage.transaction() as tx:
+        stored = tx.get_session_key(KEY.address)
+    assert stored is not None
+    return stored.last_seen_nonce
+
+
+@pytest.fixture
+def keyed(storage: Storage) -> Storage:
+    with storage.transaction() as tx:
+        tx.put_session_key(KEY)
+    return storage
+
+
+# -- the contract, one transaction at a time ---------------------------------------------------
+
+
+def test_each_message_is_accepted_once(keyed: Storage) -> None:
+    assert accept(keyed, 5000) is True
+    assert accept(keyed, 5000) is False
+    assert highest(keyed) == 5000
+    # The same nonce over another payload is another message.
+    assert accept(keyed, 5000, "other body") is True
+    assert accept(keyed, 5000, "other body") is False
+
+
+def test_reordered_nonces_pass_within_the_window_only(keyed: Storage) -> None:
+    assert accept(keyed, 5000) is True
+    assert [accept(keyed, n) for n in (4999, 4001, 4500)] == [True, True, True]
+    assert highest(keyed) == 5000  # a late nonce never lowers the mark
+    assert [accept(keyed, n) for n in (4999, 4001, 4500)] == [False, False, False]
+    assert accept(keyed, 4000) is False  # highest - window: out, used or not
+    assert accept(keyed, 5001) is True and highest(keyed) == 5001
+
+
+def test_strict_accepts_only_above_the_highest(keyed: Storage) -> None:
+    assert accept(keyed, 10, strict=True) is True
+    assert accept(keyed, 10, "other", strict=True) is False
+    assert accept(keyed, 9, strict=True) is False
+    assert accept(keyed, 11, strict=True) is True and highest(keyed) == 11
+
+
+def test_messages_recorded_in_strict_mode_stay_refused_in_window_mode(keyed: Storage) -> None:
+    """Switching the setting never reopens a replay: strict mode records what it accepts."""
+    for nonce in (100, 200, 300):
+        assert accept(keyed, nonce, strict=True) is True
+    assert [accept(keyed, n) for n in (100, 200, 300)] == [False, False, False]
+    assert accept(keyed, 150) is True
+
+
+def test_window_moves_and_forgets_only_what_it_refuses_anyway(keyed: Storage) -> None:
+    assert accept(keyed, 1000) is True
+    assert accept(keyed, 1500) is True
+    assert accept(keyed, 2001) is True  # 1000 falls out (<= 2001 - 1000), 1500 stays in
+    assert accept(keyed, 1000) is False
+    assert accept(keyed, 1500) is False
+    assert accept(keyed, 1200) is True
+
+
+def test_unknown_key_accepts_nothing(storage: Storage) -> None:
+    with storage.transaction() as tx:
+        assert tx.accept_nonce("0xunknown", 1, digest(""), window=WINDOW) is False
+
+
+def test_a_rolled_back_acceptance_leaves_nothing(keyed: Storage) -> None:
+    with pytest.raises(RuntimeError), keyed.transaction() as tx:
+        assert tx.accept_nonce(KEY.address, 7000, digest(""), window=WINDOW) is True
+        raise RuntimeError("the request failed after its nonce was accepted")
+    assert highest(keyed) == 0
+    assert accept(keyed, 7000) is True
+
+
+def test_writing_a_key_never_lowers_its_nonce_nor_revives_it(keyed: Storage) -> None:
+    assert accept(keyed, 9000) is True
+    stale = attrs.evolve(KEY, expires_at=KEY.expires_at + 100)  # read before the 9000
+    with keyed.transaction() as tx:
+        tx.put_session_key(stale)
+        stored = tx.get_session_key(KEY.address)
+    assert stored == attrs.evolve(stale, last_seen_nonce=9000)
+    with keyed.transaction() as tx:
+        tx.put_session_key(attrs.evolve(stored, expires_at=0))  # deregistered
+        tx.put_session_key(stored)  # a refresh that read the key before that
+        after = tx.get_session_key(KEY.address)
+    assert after is not None and after.expires_at == 0
+
+
+# -- under concurrency ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", [20, 200])
+def test_concurrent_distinct_messages_of_one_key_all_pass(keyed: Storage, workers: int) -> None:
+    """Date.now() nonces of parallel requests, arriving in any order, all within the window."""
+    base = 1_700_000_000_000
+    nonces = [base + i for i in range(workers)]
+    random.Random(workers).shuffle(nonces)
+    outcomes = race(workers, lambda i: accept(keyed, nonces[i], window=60_000))
+    assert outcomes == [True] * workers
+    assert highest(keyed) == base + workers - 1
+
+
+@pytest.mark.parametrize("workers", [20, 200])
+def test_strict_mode_refuses_what_arrives_after_a_higher_nonce(
+    keyed: Storage, workers: int
+) -> None:
+    assert accept(keyed, 1_000 + workers, strict=True) is True  # the last one, arrived first
+    outcomes = race(workers, lambda i: accept(keyed, 1_000 + i, strict=True))
+    assert outcomes == [False] * workers
+    # All at once: some pass, at most one per nonce, and the mark ends at the highest.
+    outcomes = race(workers, lambda i: accept(keyed, 2_000 + i, strict=True))
+    assert 1 <= outcomes.count(True) <= workers
+    assert highest(keyed) == 2_000 + workers - 1
+
+
+def test_concurrent_replays_accept_each_message_exactly_once(keyed: Storage) -> None:
+    """20 messages, each sent 10 times at once, in a shuffled order: 20 acceptances."""
+    sends = [(5_000 + i % 20, f"body {i % 20}") for i in range(200)]
+    random.Random(7).shuffle(sends)
+    outcomes = race(200, lambda i: accept(keyed, sends[i][0], sends[i][1]))
+    accepted = sorted(send for send, ok in zip(sends, outcomes, strict=True) if ok)
+    assert accepted == sorted({(5_000 + i, f"body {i}") for i in range(20)})
+    assert highest(keyed) == 5_019
+
+
+def test_parallel_replays_of_one_message_accept_exactly_one(keyed: Storage) -> None:
+    assert sorted(race(50, lambda i: accept(keyed, 11))) == [False] * 49 + [True]
+
+
+# -- SQL only: what is kept, and keys older than the window --------------------------------
+
+BOTH = pytest.mark.parametrize(
+    "sql_url",
+    ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
+    indirect=True,
+)
+
+
+def stored_nonces(store: SqlStorage) -> list[int]:
+    with store.engine.connect() as connection:
+        query = select(session_nonces.c.nonce).order_by(session_nonces.c.nonce)
+        return list(connection.execute(query).scalars())
+
+
+@BOTH
+def test_rows_outside_the_window_are_deleted(sql_url: URL) -> None:
+    store = SqlStorage(sql_url)
+    try:
+        with store.transaction() as tx:
+            tx.put_session_key(KEY)
+        for nonce in (100, 600, 1099):
+            assert accept(store, nonce) is True
+        assert stored_nonces(store) == [100, 600, 1099]
+        assert accept(store, 1100) is True  # 100 <= 1100 - 1000: forgotten
+        assert stored_nonces(store) == [600, 1099, 1100]
+        assert accept(store, 3000) is True
+        assert stored_nonces(store) == [3000]
+        with store.engine.connect() as connection:
+            count = select(func.count()).select_from(session_nonces)
+            assert connection.execute(count).scalar_one() == 1
+    finally:
+        store.close()
+
+
+@BOTH
+def test_keys_from_before_the_upgrade_keep_their_used_nonces_refused(sql_url: URL) -> None:
+    """Before 0006 nothing recorded which nonces a key used, only the highest; the upgrade
+    makes that highest a floor, so no old request becomes acceptable in the window."""
+    migrate(sql_url, "0005")
+    engine = make_engine(sql_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO paycore_session_keys (address, public_key, owner, "
+                    "registered_at, expires_at, last_seen_nonce, encryption_public_key) "
+                    "VALUES (:address, :public_key, :owner, :registered_at, :expires_at, "
+                    ":last_seen_nonce, NULL)"
+                ),
+                {**attrs.asdict(KEY), "last_seen_nonce": 5000},
+            )
+    finally:
+        engine.dispose()
+    store = SqlStorage(sql_url)  # migrates to head on first use
+    try:
+        assert [accept(store, n) for n in (4999, 4500, 5000)] == [False, False, False]
+        assert accept(store, 5001) is True
+        # a key registered after the upgrade has no floor
+        newer = attrs.evolve(KEY, address="0x8888888888888888888888888888888888888888")
+        with store.transaction() as tx:
+            tx.put_session_key(newer)
+            assert tx.accept_nonce(newer.address, 1, digest(""), window=WINDOW) is True
+            old = tx.get_session_key(KEY.address)
+        assert old == attrs.evolve(KEY, last_seen_nonce=5001, encryption_public_key=None)
+    finally:
+        store.close()
