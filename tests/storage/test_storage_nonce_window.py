@@ -197,7 +197,7 @@ def test_rows_outside_the_window_are_deleted(sql_url: URL) -> None:
 
 @BOTH
 def test_keys_from_before_the_upgrade_keep_their_used_nonces_refused(sql_url: URL) -> None:
-    """Before 0006 nothing recorded which nonces a key used, only the highest; the upgrade
+    """Before 0007 nothing recorded which nonces a key used, only the highest; the upgrade
     makes that highest a floor, so no old request becomes acceptable in the window."""
     migrate(sql_url, "0005")
     engine = make_engine(sql_url)
