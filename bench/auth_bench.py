@@ -29,7 +29,7 @@ from coincurve import PrivateKey, PublicKey
 from paycore.auth import authenticate, register_pubkey
 from paycore.auth.signatures import personal_message_hash, public_key_to_address
 from paycore.config import Settings
-from paycore.memory import MemoryStorage
+from paycore.storage.memory import MemoryStorage
 
 NOW = 1_700_000_000
 BODY = json.dumps(

@@ -47,10 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from paycore import Deposit, Gateway, Settings
-from paycore.delivery import post, signed_headers
-from paycore.dispatcher import Dispatcher
-from paycore.webhooks import new_secret, set_webhook
-from paycore.worker import run_worker
+from paycore.runtime.worker import run_worker
+from paycore.webhooks.config import new_secret, set_webhook
+from paycore.webhooks.delivery import post, signed_headers
+from paycore.webhooks.dispatcher import Dispatcher
 
 CHAIN = 31337
 TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3"

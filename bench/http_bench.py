@@ -70,7 +70,7 @@ def _log(text: str) -> None:
 
 def _servers(port: int) -> dict[str, list[str]]:
     py = sys.executable
-    serve = [py, "-m", "paycore.cli", "serve", "--port", str(port), "--prefix", PREFIX]
+    serve = [py, "-m", "paycore.runtime.cli", "serve", "--port", str(port), "--prefix", PREFIX]
     return {
         "litestar+uvicorn": [*serve, "--framework", "litestar"],
         "flask+werkzeug-threaded": [*serve, "--framework", "flask"],

@@ -42,7 +42,7 @@ from paycore import NATIVE, ChainConfig, Gateway, Settings  # noqa: E402
 from paycore.chains.evm import abi, plugin, scan  # noqa: E402
 from paycore.chains.evm.backend import EvmBackend  # noqa: E402
 from paycore.chains.evm.watcher import EvmWatcher  # noqa: E402
-from paycore.model import Status  # noqa: E402
+from paycore.domain.records import Status  # noqa: E402
 from paycore.storage import Storage  # noqa: E402
 
 CHAIN_ID = 31337
@@ -64,7 +64,7 @@ def _rpc(url: str, method: str, params: list[Any]) -> Any:
 
 def _storage(kind: str, folder: Path) -> Storage:
     if kind == "memory":
-        from paycore.memory import MemoryStorage
+        from paycore.storage.memory import MemoryStorage
 
         return MemoryStorage()
     from paycore_storage import SqlStorage

@@ -53,7 +53,7 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.sync.server import ServerConnection, serve
 
 from paycore import NATIVE, Deposit, Gateway, Settings
-from paycore.model import Json
+from paycore.domain.records import Json
 
 PREFIX = "/paycore"
 CHAIN = 31337
@@ -263,12 +263,12 @@ def via_redis(framework: str, events: int, redis_url: str, workdir: str) -> list
         "PAYCORE_PRICES": json.dumps({ETH: "2000"}),
     }
     subprocess.run(
-        [sys.executable, "-m", "paycore.cli", "migrate", "--database-url", database],
+        [sys.executable, "-m", "paycore.runtime.cli", "migrate", "--database-url", database],
         check=True,
         capture_output=True,
     )
     port = free_port()
-    command = [sys.executable, "-m", "paycore.cli", "serve", "--framework", framework]
+    command = [sys.executable, "-m", "paycore.runtime.cli", "serve", "--framework", framework]
     command += ["--port", str(port), "--database-url", database]
     worker = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

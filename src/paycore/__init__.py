@@ -8,9 +8,9 @@ they talk to, and the one a Python caller needs.
 from __future__ import annotations
 
 from .config import ChainConfig, Settings
+from .domain.records import Deposit, Invoice, Payment, Status
+from .domain.tokens import NATIVE
 from .gateway import Gateway
-from .model import Deposit, Invoice, Payment, Status
-from .tokens import NATIVE
 
 __version__ = "0.1.0"
 

@@ -14,10 +14,7 @@ from typing import Any
 
 import attrs
 
-from .errors import InvalidInput
-from .prices import options as _price_opts
-from .redaction import redacted_repr, url_secrets
-from .tokens import (
+from .domain.tokens import (
     TRON_CHAIN_IDS,
     ChainKind,
     address_text,
@@ -26,6 +23,9 @@ from .tokens import (
     to_checksum,
     tron_from_hex,
 )
+from .errors import InvalidInput
+from .ops.redaction import redacted_repr, url_secrets
+from .prices import options as _price_opts
 
 #: Chains where ``faucet_key`` may be set: local dev chains, whose coin is worth nothing.
 FAUCET_CHAIN_IDS = frozenset({1337, 31337})
@@ -232,8 +232,8 @@ def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
 
 def _prices(raw: Mapping[str, object]) -> dict[str, Decimal]:
     """Accept ``{"1:0xabc..": "3000"}`` with any address case; keys end up canonical."""
-    from .money import parse_amount
-    from .tokens import TokenId
+    from .domain.money import parse_amount
+    from .domain.tokens import TokenId
 
     return {
         str(TokenId.parse(k, "prices")): parse_amount(v, f"prices[{k}]") for k, v in raw.items()
@@ -258,7 +258,7 @@ class Settings:
     """
 
     #: Where everything is stored: ``sqlite:///file``, ``postgresql://...`` or ``memory://``.
-    #: May hold a password: never printed whole (``paycore.redaction``), nor in the repr.
+    #: May hold a password: never printed whole (``paycore.ops.redaction``), nor in the repr.
     database_url: str = attrs.field(default="sqlite:///paycore.sqlite3", repr=redacted_repr)
     #: The default currency invoices are priced and deposits valued in (lowercase code).
     vs_currency: str = "usd"
@@ -454,7 +454,7 @@ class Settings:
 
     def secret_values(self) -> set[str]:
         """Every secret this configuration holds: URL passwords and API keys, and the key
-        and password fields. A Gateway hands them to ``paycore.redaction`` so that they are
+        and password fields. A Gateway hands them to ``paycore.ops.redaction`` so that they are
         masked wherever a log line or an error text quotes them."""
         urls = [self.database_url, self.redis_url, self.coingecko_url]
         urls += [c.rpc_url for c in self.chains.values()]

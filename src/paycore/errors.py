@@ -6,7 +6,7 @@ framework answers a given mistake with the same status and the same words.
 
 from __future__ import annotations
 
-from .redaction import redact
+from .ops.redaction import redact
 
 
 class PaycoreError(Exception):

@@ -12,21 +12,21 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from . import invoice as machine
 from .chains import ChainBackend
 from .config import Settings
-from .dispatcher import enqueue_webhook
+from .domain import machine
+from .domain.invoices import attribute_deposit, parse_new_invoice, reorg_deposit
+from .domain.records import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
 from .errors import InvalidInput, InvoiceNotFound, PaycoreError
-from .invoices import attribute_deposit, parse_new_invoice, reorg_deposit
-from .model import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
 from .notify import Notifier
-from .outages import OutageLog
-from .plugins import collect, plugin_manager
+from .ops.outages import OutageLog
+from .ops.redaction import remember_secrets
+from .plugins.manager import collect, plugin_manager
+from .prices.pricing import PriceSource, PriceTable
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
-from .pricing import PriceSource, PriceTable
-from .redaction import remember_secrets
 from .storage import Storage, StorageTx
+from .webhooks.dispatcher import enqueue_webhook
 
 log = logging.getLogger("paycore")
 

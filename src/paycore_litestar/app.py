@@ -36,7 +36,7 @@ def create_app(
         return {"ok": True}
 
     # logging_config=None: Litestar would replace the root logger's handlers, and with them
-    # the redacting formatter ``paycore serve`` installs (paycore.redaction).
+    # the redacting formatter ``paycore serve`` installs (paycore.ops.redaction).
     return Litestar(
         [index, health],
         plugins=[PayCorePlugin(config)],

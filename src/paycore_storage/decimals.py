@@ -1,6 +1,6 @@
 """Exact Decimal <-> column value conversion.
 
-``paycore.money.normalize`` works in the caller's decimal context, whose default precision of
+``paycore.domain.money.normalize`` works in the caller's decimal context, whose default precision of
 28 digits would round a 48-digit amount (30 integer places + 18 fractional). Storage must hand
 back exactly what it was given, so it canonicalises inside a context wide enough for any
 value a NUMERIC(60, 30) column can hold.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Context, Decimal, localcontext
 from typing import Any
 
-from paycore.money import normalize
+from paycore.domain.money import normalize
 
 _WIDE = Context(prec=80)
 

@@ -5,7 +5,7 @@ so another storage plugin (or the built-in ``memory:``) can take the URL."""
 from __future__ import annotations
 
 from paycore.config import Settings
-from paycore.hookspecs import hookimpl
+from paycore.plugins.hookspecs import hookimpl
 from paycore.storage import Storage
 
 from .engine import handles

@@ -11,8 +11,7 @@ from typing import Any
 import attrs
 from sqlalchemy import RowMapping
 
-from paycore.management_records import AppKey, EmailSetting
-from paycore.model import (
+from paycore.domain.records import (
     Deposit,
     Invoice,
     Json,
@@ -26,8 +25,9 @@ from paycore.model import (
     TxType,
     WebhookConfig,
 )
-from paycore.price_records import ParkedDeposit
-from paycore.webhook_records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus
+from paycore.management.records import AppKey, EmailSetting
+from paycore.prices.records import ParkedDeposit
+from paycore.webhooks.records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus
 
 from .decimals import exact, exact_text
 

@@ -71,8 +71,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL
 
-from paycore.management_records import AppKey, AppKeyAdd, EmailSetting
-from paycore.model import (
+from paycore.chains.records import ChainCursor
+from paycore.domain.records import (
     Deposit,
     Invoice,
     Json,
@@ -85,10 +85,10 @@ from paycore.model import (
     TxType,
     WebhookConfig,
 )
-from paycore.price_records import LockedQuote, ParkedDeposit, StoredPrice
+from paycore.management.records import AppKey, AppKeyAdd, EmailSetting
+from paycore.prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from paycore.storage import StorageTx
-from paycore.watch_records import ChainCursor
-from paycore.webhook_records import (
+from paycore.webhooks.records import (
     ClaimedDelivery,
     Delivery,
     DeliveryAttempt,

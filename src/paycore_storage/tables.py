@@ -33,7 +33,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from .decimals import exact, exact_text
 
-#: Same precision as ``paycore.money``: integer part below 10**30, 18 places used of 30.
+#: Same precision as ``paycore.domain.money``: integer part below 10**30, 18 places used of 30.
 MONEY_PRECISION, MONEY_SCALE = 60, 30
 
 

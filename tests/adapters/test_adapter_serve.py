@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow  # `paycore serve` in a subprocess
 def server(request: pytest.FixtureRequest) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "PAYCORE_PRICES": json.dumps({ETH_1: "2500"}), "PAYCORE_PREFIX": "/pay"}
-    command = [sys.executable, "-m", "paycore.cli", "serve", "--framework", request.param]
+    command = [sys.executable, "-m", "paycore.runtime.cli", "serve", "--framework", request.param]
     command += ["--port", str(port), "--database-url", "memory://"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -10,8 +10,8 @@ from eth_account.signers.local import LocalAccount
 
 from paycore.auth import register_pubkey
 from paycore.config import Settings
-from paycore.memory import MemoryStorage
-from paycore.model import SessionKey
+from paycore.domain.records import SessionKey
+from paycore.storage.memory import MemoryStorage
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ from paycore.auth import (
 )
 from paycore.auth.jsjson import stringify
 from paycore.config import Settings
-from paycore.memory import MemoryStorage
+from paycore.storage.memory import MemoryStorage
 
 pytestmark = pytest.mark.node
 

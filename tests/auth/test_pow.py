@@ -8,9 +8,9 @@ from auth_helpers import NOW, account
 from paycore.auth import issue_challenge, leading_zero_bits, meets_difficulty, solve, verify_pow
 from paycore.auth.pow import pow_digest
 from paycore.config import Settings
+from paycore.domain.records import POW_ALGORITHM
 from paycore.errors import Forbidden, InvalidInput
-from paycore.memory import MemoryStorage
-from paycore.model import POW_ALGORITHM
+from paycore.storage.memory import MemoryStorage
 
 SETTINGS = Settings(pow_difficulty=10, challenge_ttl=120)
 ADDRESS = account("merchant").address

@@ -20,9 +20,9 @@ from paycore.auth import (
     registration_wire,
 )
 from paycore.config import Settings
+from paycore.domain.records import SessionKey
 from paycore.errors import AuthError, Conflict, Forbidden, InvalidInput, NotFound
-from paycore.memory import MemoryStorage
-from paycore.model import SessionKey
+from paycore.storage.memory import MemoryStorage
 
 
 def _register(

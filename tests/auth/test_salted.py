@@ -11,7 +11,7 @@ from auth_helpers import NOW, account, salted_body, sign
 from paycore.auth import signed_text, verify_salted
 from paycore.config import Settings
 from paycore.errors import AuthError, InvalidInput
-from paycore.memory import MemoryStorage
+from paycore.storage.memory import MemoryStorage
 
 OWNER = account("owner")
 SETTINGS = Settings(salt_window=600)

@@ -11,9 +11,9 @@ from auth_helpers import NOW, SessionClient, account, registration_body, sign
 from paycore.auth import authenticate, register_pubkey, verify_session
 from paycore.auth.session import session_message
 from paycore.config import Settings
+from paycore.domain.records import SessionKey
 from paycore.errors import AuthError
-from paycore.memory import MemoryStorage
-from paycore.model import SessionKey
+from paycore.storage.memory import MemoryStorage
 
 BODY = b'{"value":"10","chainId":1}'
 

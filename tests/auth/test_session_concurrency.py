@@ -19,8 +19,8 @@ from sqlalchemy.engine import URL
 from paycore.api import Request, Response, handle
 from paycore.config import Settings
 from paycore.gateway import Gateway
-from paycore.memory import MemoryStorage
 from paycore.storage import Storage
+from paycore.storage.memory import MemoryStorage
 from paycore_storage import SqlStorage
 
 T = TypeVar("T")

@@ -87,7 +87,7 @@ def test_missing_or_malformed_parts() -> None:
 
 
 def test_a_tron_owner_is_the_same_key_spelled_in_base58() -> None:
-    from paycore.tokens import tron_from_hex
+    from paycore.domain.tokens import tron_from_hex
 
     tron_owner = tron_from_hex(OWNER.address)
     message = poll_register_message(tron_owner)

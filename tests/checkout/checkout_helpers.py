@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from paycore import NATIVE, Gateway, Settings
-from paycore.model import Deposit, Invoice
+from paycore.domain.records import Deposit, Invoice
 
 PREFIX = "/paycore"
 CHAIN = 31337

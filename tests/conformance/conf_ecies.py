@@ -1,4 +1,5 @@
-"""Decrypting eth-crypto's ECIES object, written from docs/interface.md, not from paycore.ecies.
+"""Decrypting eth-crypto's ECIES object, written from docs/interface.md, not from
+paycore.crypto.ecies.
 
 x coordinate of ECDH -> SHA-512; AES-256-CBC with the first half, HMAC-SHA256 with the
 second over iv || ephemPublicKey || ciphertext.

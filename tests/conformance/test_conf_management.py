@@ -24,8 +24,8 @@ from eth_account.signers.local import LocalAccount
 
 from paycore.config import Settings
 from paycore.gateway import Gateway
-from paycore.management import enable_email
-from paycore.memory import MemoryStorage
+from paycore.management.service import enable_email
+from paycore.storage.memory import MemoryStorage
 
 HOOK = "https://merchant.example.test/hooks/paycore"
 USDC = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"

@@ -1,4 +1,4 @@
-"""Addresses are taken exactly as written, by the one parser in ``paycore.tokens``.
+"""Addresses are taken exactly as written, by the one parser in ``paycore.domain.tokens``.
 
 A pasted address often carries a newline, a tab, a no-break space or a zero-width space.
 The base58 decoder paycore uses strips trailing whitespace on its own, so before this was
@@ -15,8 +15,7 @@ import pytest
 
 from paycore.chains.tron import address as tron_address
 from paycore.config import ChainConfig
-from paycore.errors import InvalidInput
-from paycore.tokens import (
+from paycore.domain.tokens import (
     NATIVE,
     TokenId,
     address_text,
@@ -28,6 +27,7 @@ from paycore.tokens import (
     tron_from_hex,
     tron_to_hex,
 )
+from paycore.errors import InvalidInput
 
 TRON = 728126428
 TRON_B58 = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"

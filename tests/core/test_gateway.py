@@ -8,7 +8,7 @@ import pytest
 
 from paycore import NATIVE, Deposit, Gateway, Settings, Status
 from paycore.errors import InvalidInput, InvoiceNotFound, PaycoreError, PriceUnavailable
-from paycore.hookspecs import hookimpl
+from paycore.plugins.hookspecs import hookimpl
 
 CHAIN = 31337
 ETH = f"{CHAIN}:{NATIVE}"

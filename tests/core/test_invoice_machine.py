@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paycore.errors import IllegalTransition
-from paycore.invoice import (
+from paycore.domain.machine import (
     SETTLED,
     TRANSITIONS,
     Move,
@@ -22,7 +21,8 @@ from paycore.invoice import (
     payment_key,
     remove_payment,
 )
-from paycore.model import Invoice, Payment, Status
+from paycore.domain.records import Invoice, Payment, Status
+from paycore.errors import IllegalTransition
 
 TOKEN = "1:0x0000000000000000000000000000000000000000"
 CREATED, DEADLINE = 1_000, 2_000

@@ -5,7 +5,7 @@ from decimal import Decimal
 import pytest
 
 from paycore.errors import PriceUnavailable
-from paycore.pricing import PriceTable, StaticPriceSource, build_table
+from paycore.prices.pricing import PriceTable, StaticPriceSource, build_table
 
 ETH = "1:0x0000000000000000000000000000000000000000"
 USDT = "1:0xdAC17F958D2ee523a2206206994597C13D831ec7"

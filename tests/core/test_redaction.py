@@ -1,4 +1,4 @@
-"""``paycore.redaction``: what counts as a secret, and that reprs and error texts hide it.
+"""``paycore.ops.redaction``: what counts as a secret, and that reprs and error texts hide it.
 
 The end-to-end check -- real ``paycore serve`` and ``paycore worker`` processes whose whole
 output is searched for the configured secrets -- is tests/ops/test_ops_secrets.py.
@@ -11,16 +11,10 @@ import logging
 import pytest
 
 from paycore.config import ChainConfig, Settings
+from paycore.domain.records import WebhookConfig
 from paycore.errors import InvalidInput, PaycoreError
-from paycore.model import WebhookConfig
-from paycore.redaction import (
-    MASK,
-    RedactingFormatter,
-    redact,
-    remember_secrets,
-    url_secrets,
-)
-from paycore.webhook_records import ClaimedDelivery
+from paycore.ops.redaction import MASK, RedactingFormatter, redact, remember_secrets, url_secrets
+from paycore.webhooks.records import ClaimedDelivery
 
 INFURA_KEY = "9aa3d95b3bc440fa88ea12eaa4456161"
 ALCHEMY_KEY = "aLcH3mY-k3y_0123456789abcdef"

@@ -7,9 +7,8 @@ from decimal import Decimal
 import pytest
 from eth_utils import to_checksum_address
 
-from paycore.errors import InvalidInput
-from paycore.money import from_base_units, parse_amount, to_base_units, to_text
-from paycore.tokens import (
+from paycore.domain.money import from_base_units, parse_amount, to_base_units, to_text
+from paycore.domain.tokens import (
     NATIVE,
     TokenId,
     normalize_address,
@@ -17,6 +16,7 @@ from paycore.tokens import (
     tron_from_hex,
     tron_to_hex,
 )
+from paycore.errors import InvalidInput
 
 # Public mainnet pairs: USDT-TRC20 contract and the Tron zero-ish burn address.
 TRON_PAIRS = [
@@ -141,7 +141,7 @@ def test_base_units_exact() -> None:
 
 
 def test_owner_in_tron_hex_is_returned_as_base58() -> None:
-    from paycore.tokens import normalize_owner
+    from paycore.domain.tokens import normalize_owner
 
     b58, hex_ = TRON_PAIRS[0]
     assert normalize_owner(hex_) == b58 == normalize_owner(b58)

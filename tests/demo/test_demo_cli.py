@@ -36,7 +36,7 @@ PROMPT = 5.0
 
 def _command() -> list[str]:
     script = Path(sys.executable).with_name("paycore")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "paycore.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "paycore.runtime.cli"]
 
 
 def _require_anvil() -> None:

@@ -35,7 +35,7 @@ def served(request: pytest.FixtureRequest) -> Iterator[str]:
     cmd = [
         sys.executable,
         "-m",
-        "paycore.cli",
+        "paycore.runtime.cli",
         "serve",
         "--framework",
         request.param,

@@ -1,4 +1,4 @@
-"""paycore.ecies in Python alone: round trips, the wire format, eth-crypto's frozen vectors,
+"""paycore.crypto.ecies in Python alone: round trips, the wire format, eth-crypto's frozen vectors,
 and refusal of anything tampered with or malformed."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from ecies_helpers import RECIPIENT, VECTOR_IV, VECTORS, key, stored_public_key
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paycore import ecies
-from paycore.ecies import EciesError
+from paycore.crypto import ecies
+from paycore.crypto.ecies import EciesError
 
 PUBLIC = stored_public_key(RECIPIENT)
 

@@ -1,4 +1,4 @@
-"""paycore.ecies against eth-crypto itself, run in Node: the library the interface promises.
+"""paycore.crypto.ecies against eth-crypto itself, run in Node: the library the interface promises.
 
 Both directions: what Python encrypts, eth-crypto's ``decryptWithPrivateKey`` opens; what
 eth-crypto's ``encryptWithPublicKey`` produces, Python opens. Skipped without Node and
@@ -19,7 +19,7 @@ from ecies_helpers import (
     stored_public_key,
 )
 
-from paycore import ecies
+from paycore.crypto import ecies
 
 pytestmark = pytest.mark.node
 

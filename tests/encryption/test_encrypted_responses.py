@@ -20,9 +20,10 @@ from eth_account import Account
 from eth_account.messages import encode_defunct
 from eth_account.signers.local import LocalAccount
 
-from paycore import Gateway, Settings, ecies
+from paycore import Gateway, Settings
 from paycore.api import Request, Response, handle
 from paycore.api.encryption import SCHEME, encrypt_response
+from paycore.crypto import ecies
 
 ENCRYPTION_KEY = key("responses-encryption")
 FIELDS = ["iv", "ephemPublicKey", "ciphertext", "mac"]

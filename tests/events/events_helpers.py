@@ -23,7 +23,7 @@ from standardwebhooks import Webhook
 
 from paycore import Deposit, Gateway, Settings
 from paycore.storage import Storage
-from paycore.webhooks import set_webhook
+from paycore.webhooks.config import set_webhook
 
 CHAIN = 31337
 TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3"

@@ -12,16 +12,16 @@ import pytest
 from events_helpers import OTHER_OWNER, Merchant, Receiver, fast_settings, gateway_on, wait_until
 from sqlalchemy.engine import URL
 
-from paycore.delivery import Outcome
-from paycore.dispatcher import Dispatcher
+from paycore.domain.records import WebhookConfig
 from paycore.errors import InvalidInput
 from paycore.gateway import Gateway
-from paycore.memory import MemoryStorage
-from paycore.model import WebhookConfig
 from paycore.storage import Storage
-from paycore.webhook_log import DeliveryNotFound, list_deliveries, redeliver
-from paycore.webhook_records import Delivery, DeliveryStatus
-from paycore.webhooks import clear_webhook, set_webhook
+from paycore.storage.memory import MemoryStorage
+from paycore.webhooks.config import clear_webhook, set_webhook
+from paycore.webhooks.delivery import Outcome
+from paycore.webhooks.dispatcher import Dispatcher
+from paycore.webhooks.log import DeliveryNotFound, list_deliveries, redeliver
+from paycore.webhooks.records import Delivery, DeliveryStatus
 from paycore_storage import SqlStorage
 
 pytestmark = pytest.mark.slow  # real HTTP receivers, waited on through retries

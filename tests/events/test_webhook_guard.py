@@ -11,14 +11,20 @@ import socket
 import pytest
 from events_helpers import OTHER_OWNER, Merchant, Receiver, fast_settings, gateway_on
 
-from paycore.delivery import post
-from paycore.dispatcher import Dispatcher
+from paycore.domain.records import WebhookConfig
 from paycore.errors import InvalidInput
-from paycore.model import WebhookConfig
-from paycore.netguard import check_webhook_url, is_public, literal_address, refusal, resolve
 from paycore.storage import Storage
-from paycore.webhook_log import list_deliveries
-from paycore.webhook_records import Delivery, DeliveryStatus
+from paycore.webhooks.delivery import post
+from paycore.webhooks.dispatcher import Dispatcher
+from paycore.webhooks.log import list_deliveries
+from paycore.webhooks.netguard import (
+    check_webhook_url,
+    is_public,
+    literal_address,
+    refusal,
+    resolve,
+)
+from paycore.webhooks.records import Delivery, DeliveryStatus
 
 #: (address, the reason the guard must give), every range the guard promises to refuse.
 REFUSED = [

@@ -14,11 +14,11 @@ from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from paycore.config import Settings
-from paycore.delivery import Outcome, retry_delay, settle, sign, signed_headers
 from paycore.errors import InvalidInput
-from paycore.netguard import check_webhook_url, is_public
-from paycore.webhook_records import ClaimedDelivery, DeliveryStatus
-from paycore.webhooks import new_secret
+from paycore.webhooks.config import new_secret
+from paycore.webhooks.delivery import Outcome, retry_delay, settle, sign, signed_headers
+from paycore.webhooks.netguard import check_webhook_url, is_public
+from paycore.webhooks.records import ClaimedDelivery, DeliveryStatus
 
 BODY = '{"guid":"g","status":"paid","note":"caf\u00e9 \u2713"}'
 

@@ -8,9 +8,9 @@ import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from paycore.model import WebhookConfig
+from paycore.domain.records import WebhookConfig
 from paycore.storage import Storage
-from paycore.webhook_records import DeliveryAttempt, DeliveryStatus, Settlement
+from paycore.webhooks.records import DeliveryAttempt, DeliveryStatus, Settlement
 
 OWNER = "0x1111111111111111111111111111111111111111"
 OTHER = "0x2222222222222222222222222222222222222222"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from paycore import delivery
-from paycore.delivery import post, signed_headers
-from paycore.webhooks import new_secret
+from paycore.webhooks import delivery
+from paycore.webhooks.config import new_secret
+from paycore.webhooks.delivery import post, signed_headers
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import time
 import anyio
 from events_helpers import Merchant, Receiver, fast_settings, gateway_on, wait_until
 
-from paycore.memory import MemoryStorage
-from paycore.worker import run_worker, worker_task
+from paycore.runtime.worker import run_worker, worker_task
+from paycore.storage.memory import MemoryStorage
 
 
 def test_thread_worker_delivers_at_once_and_stops_cleanly(receiver: Receiver) -> None:

@@ -1,4 +1,4 @@
-"""Worker processes (``python -m paycore.worker``) on a shared SQLite file or PostgreSQL:
+"""Worker processes (``python -m paycore.runtime.worker``) on a shared SQLite file or PostgreSQL:
 killed mid-delivery and restarted, and two at once -- nothing lost, nothing doubled."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from events_helpers import FAST_ENV, Merchant, Receiver, gateway_on, wait_until
 from sqlalchemy.engine import URL
 
 from paycore.gateway import Gateway
-from paycore.webhook_log import list_deliveries
-from paycore.webhook_records import DeliveryStatus
+from paycore.webhooks.log import list_deliveries
+from paycore.webhooks.records import DeliveryStatus
 from paycore_storage import SqlStorage
 
 pytestmark = pytest.mark.slow  # real worker processes, waited on
@@ -34,7 +34,7 @@ def start_worker(tmp_path: Path) -> Iterator[Start]:
         env = {**os.environ, **FAST_ENV}
         env.pop("PAYCORE_DATABASE_URL", None)
         log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
-        command = [sys.executable, "-m", "paycore.worker", "--database-url"]
+        command = [sys.executable, "-m", "paycore.runtime.worker", "--database-url"]
         command += [url.render_as_string(hide_password=False), "--no-sweep", *extra]
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
@@ -135,7 +135,7 @@ def test_two_workers_share_the_work_without_double_delivery(
 
 def test_worker_refuses_a_database_url_no_plugin_handles(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "paycore.worker", "--database-url", "nosuch://x"],
+        [sys.executable, "-m", "paycore.runtime.worker", "--database-url", "nosuch://x"],
         capture_output=True,
         timeout=60,
         env={k: v for k, v in os.environ.items() if k != "PAYCORE_DATABASE_URL"},

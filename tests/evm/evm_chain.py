@@ -30,7 +30,7 @@ from web3.exceptions import ContractLogicError
 from web3.types import TxParams, TxReceipt, Wei
 
 from paycore.contracts import load_artifact
-from paycore.hashing import keccak256
+from paycore.crypto.hashing import keccak256
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NODE_MODULES = REPO_ROOT / "node_modules"

@@ -10,8 +10,8 @@ import pytest
 
 from paycore.chains.evm import create2
 from paycore.contracts import CONTRACT_NAMES, load_artifact
+from paycore.crypto.hashing import keccak256
 from paycore.errors import InvalidInput
-from paycore.hashing import keccak256
 
 ZERO32 = b"\0" * 32
 

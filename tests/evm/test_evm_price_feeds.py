@@ -16,7 +16,7 @@ from web3.contract import Contract
 from paycore.chains.evm.rpc import Call
 from paycore.prices.chainlink import ChainlinkSource
 from paycore.prices.options import ChainlinkFeed
-from paycore.pricing import Quote
+from paycore.prices.pricing import Quote
 
 NATIVE = "0x0000000000000000000000000000000000000000"
 ETH = f"31337:{NATIVE}"

@@ -14,8 +14,8 @@ from evm_gateway import CHAIN_ID, ETH_ID, USD, Clock, chain_config, drain, pay_t
 
 from paycore import Gateway, Settings
 from paycore.chains.evm import plugin as evm_plugin
-from paycore.hookspecs import hookimpl
-from paycore.model import Status
+from paycore.domain.records import Status
+from paycore.plugins.hookspecs import hookimpl
 from paycore.prices import parking
 
 pytestmark = pytest.mark.node  # anvil comes from npm

@@ -24,9 +24,9 @@ from sqlalchemy.engine import URL
 from web3.types import TxParams
 
 from paycore import Gateway
-from paycore.memory import MemoryStorage
-from paycore.model import Invoice, Status, Transaction
+from paycore.domain.records import Invoice, Status, Transaction
 from paycore.storage import Storage
+from paycore.storage.memory import MemoryStorage
 from paycore_storage import SqlStorage
 from paycore_storage.tables import transactions
 

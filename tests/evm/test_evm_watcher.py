@@ -31,9 +31,9 @@ from evm_gateway import (
 from web3.exceptions import TransactionNotFound
 
 from paycore import Gateway
-from paycore.memory import MemoryStorage
-from paycore.model import Status
+from paycore.domain.records import Status
 from paycore.storage import Storage
+from paycore.storage.memory import MemoryStorage
 from paycore_storage import SqlStorage
 
 pytestmark = pytest.mark.node  # anvil comes from npm

@@ -17,10 +17,10 @@ import pytest
 from mgmt_helpers import account, salted, self_signed, smtp_server, tls_server_kwargs
 
 from paycore import Deposit, Gateway, Settings
-from paycore.email_notices import EmailNotifier
+from paycore.domain.records import Transaction, TxType
 from paycore.errors import NotFound
-from paycore.management import enable_email, set_email_notifications
-from paycore.model import Transaction, TxType
+from paycore.management.service import enable_email, set_email_notifications
+from paycore.notify.email import EmailNotifier
 
 NATIVE = "0x0000000000000000000000000000000000000000"
 ETH_1 = f"1:{NATIVE}"
@@ -228,7 +228,7 @@ def test_starttls_and_login_and_the_password_is_never_logged(
             smtp_password="wrong-pw-123",
             smtp_timeout=5,
         )
-        monkeypatch.setattr("paycore.email_notices.RETRY_DELAYS", (0.0,))
+        monkeypatch.setattr("paycore.notify.email.RETRY_DELAYS", (0.0,))
         invoice(wrong, OWNER.address, 1)
         store_email(wrong, OWNER)
         enable_email(wrong, OWNER.address)

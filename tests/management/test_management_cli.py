@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from paycore.cli import main
-from paycore.management_records import EmailSetting
+from paycore.management.records import EmailSetting
+from paycore.runtime.cli import main
 from paycore_storage import SqlStorage
 
 OWNER = "0x1111111111111111111111111111111111111111"

@@ -1,5 +1,5 @@
-"""``paycore.management`` and ``paycore.staking`` without HTTP: whom a signer acts for, the
-e-mail address rule, and the deep link format."""
+"""``paycore.management.service`` and ``paycore.management.staking`` without HTTP: whom a signer
+acts for, the e-mail address rule, and the deep link format."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from mgmt_helpers import account, salted
 
 from paycore import Gateway, Settings
 from paycore.errors import Forbidden, InvalidInput, NotFound
-from paycore.management import authenticate, enable_email, validate_email
-from paycore.management_records import AppKey
-from paycore.memory import MemoryStorage
-from paycore.staking import wallet_deep_link
+from paycore.management.records import AppKey
+from paycore.management.service import authenticate, enable_email, validate_email
+from paycore.management.staking import wallet_deep_link
+from paycore.storage.memory import MemoryStorage
 
 NOW = 1_700_000_000
 

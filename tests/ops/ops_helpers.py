@@ -157,7 +157,7 @@ class Process:
         self.log = log
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "paycore.cli", *args],
+                [sys.executable, "-m", "paycore.runtime.cli", *args],
                 env=dict(env),
                 stdout=out,
                 stderr=subprocess.STDOUT,

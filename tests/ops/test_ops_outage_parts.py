@@ -18,7 +18,7 @@ from ops_helpers import free_port
 
 from paycore import Gateway, Settings
 from paycore.errors import StorageUnavailable
-from paycore.outages import Backoff, LoopGuard, OutageLog
+from paycore.ops.outages import Backoff, LoopGuard, OutageLog
 from paycore_flask import create_app as flask_app
 from paycore_litestar import create_app as litestar_app
 from paycore_storage import SqlStorage

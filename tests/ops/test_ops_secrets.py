@@ -21,7 +21,7 @@ import pytest
 from ops_helpers import PrivatePostgres, Process, Receiver, free_port, serve, wait_until
 
 from paycore import Gateway, Settings
-from paycore.webhooks import set_webhook
+from paycore.webhooks.config import set_webhook
 
 pytestmark = pytest.mark.postgres
 

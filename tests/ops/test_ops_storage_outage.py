@@ -24,7 +24,7 @@ import pytest
 from ops_helpers import PrivatePostgres, Process, Receiver, serve, wait_until
 
 from paycore import Gateway, Settings
-from paycore.webhooks import set_webhook
+from paycore.webhooks.config import set_webhook
 from paycore_storage import SqlStorage
 
 pytestmark = pytest.mark.postgres

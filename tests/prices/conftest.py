@@ -9,8 +9,8 @@ import pytest
 from fake_coingecko import FakeCoinGecko, serve
 from sqlalchemy.engine import URL
 
-from paycore.memory import MemoryStorage
 from paycore.storage import Storage
+from paycore.storage.memory import MemoryStorage
 from paycore_storage import SqlStorage
 
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 from typing import Any
 
 from paycore import Gateway, Settings
-from paycore.hookspecs import hookimpl
-from paycore.pricing import Quote
+from paycore.plugins.hookspecs import hookimpl
+from paycore.prices.pricing import Quote
 from paycore.storage import Storage
 
 NATIVE = "0x0000000000000000000000000000000000000000"

@@ -14,7 +14,7 @@ import pytest
 from fake_coingecko import FakeCoinGecko
 
 from paycore.prices.coingecko import CoinGeckoSource, retry_after
-from paycore.pricing import Quote
+from paycore.prices.pricing import Quote
 
 NATIVE = "0x0000000000000000000000000000000000000000"
 ETH = f"1:{NATIVE}"
@@ -90,7 +90,7 @@ def test_requests_are_batched(coingecko: FakeCoinGecko) -> None:
     addresses = [f"0x{i:040x}" for i in range(1, 6)]
     coingecko.tokens = {"ethereum": {a: {"usd": str(i)} for i, a in enumerate(addresses, 1)}}
     tokens = [f"1:{a}" for a in addresses]
-    from paycore.tokens import TokenId
+    from paycore.domain.tokens import TokenId
 
     tokens = [str(TokenId.parse(t)) for t in tokens]
     prices = source(coingecko, batch_size=2).fetch("usd", tokens)

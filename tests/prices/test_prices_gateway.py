@@ -18,8 +18,8 @@ from paycore.api.http import Request
 from paycore.api.routing import dispatch
 from paycore.api.table import build_router
 from paycore.errors import InvalidInput, PriceUnavailable
-from paycore.pricing import StalePrice
-from paycore.worker import run_worker
+from paycore.prices.pricing import StalePrice
+from paycore.runtime.worker import run_worker
 from paycore_storage import SqlStorage
 
 

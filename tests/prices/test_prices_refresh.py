@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from prices_helpers import ADDRESS, ETH, T0, USDC, USDT, WBTC, Board, Clock, gateway
 
-from paycore.model import Deposit
-from paycore.price_records import StoredPrice
+from paycore.domain.records import Deposit
 from paycore.prices import parking
-from paycore.pricing import StaticPriceSource
+from paycore.prices.pricing import StaticPriceSource
+from paycore.prices.records import StoredPrice
 from paycore_storage import SqlStorage
 
 

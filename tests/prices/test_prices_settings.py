@@ -14,7 +14,7 @@ from paycore import Deposit, Settings
 from paycore.errors import InvalidInput
 from paycore.prices import parking
 from paycore.prices.options import ChainlinkFeed
-from paycore.pricing import StaticPriceSource
+from paycore.prices.pricing import StaticPriceSource
 
 FEED = "0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419"
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from paycore.model import Deposit
-from paycore.price_records import LockedQuote, ParkedDeposit, StoredPrice
+from paycore.domain.records import Deposit
+from paycore.prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from paycore.storage import Storage
 
 ETH = "1:0x0000000000000000000000000000000000000000"

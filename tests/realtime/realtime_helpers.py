@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from paycore import Deposit, Gateway, Invoice, Settings
-from paycore.tokens import NATIVE
+from paycore.domain.tokens import NATIVE
 
 PREFIX = "/paycore"
 CHAIN = 31337
@@ -212,7 +212,7 @@ def start_serve_process(
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``paycore serve`` as its own process (a web worker); returns it and its base URL."""
     port = free_port()
-    command = [sys.executable, "-m", "paycore.cli", "serve", "--framework", framework]
+    command = [sys.executable, "-m", "paycore.runtime.cli", "serve", "--framework", framework]
     command += ["--port", str(port), "--database-url", database_url]
     log = open(log_path, "wb")  # noqa: SIM115 - the child owns it
     process = subprocess.Popen(

@@ -21,9 +21,9 @@ from realtime_helpers import (
 
 from paycore import Gateway, Settings
 from paycore.auth.registry import register_pubkey
-from paycore.memory import MemoryStorage
 from paycore.realtime import CLOSE_TOO_SLOW, Hub, hub_for, serve_async, serve_sync
 from paycore.realtime.frames import encode_event
+from paycore.storage.memory import MemoryStorage
 
 OWNER = "0xdBB105387e6f362A7b58c1C8DD2aF3Bf16E6Bb22"
 

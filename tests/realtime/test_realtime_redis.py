@@ -139,7 +139,7 @@ def test_redis_down_never_fails_a_change(channel: str) -> None:
 def shared_db(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
     done = subprocess.run(
-        [sys.executable, "-m", "paycore.cli", "migrate", "--database-url", url],
+        [sys.executable, "-m", "paycore.runtime.cli", "migrate", "--database-url", url],
         capture_output=True,
         text=True,
         timeout=120,
@@ -239,7 +239,7 @@ def test_the_worker_process_sweeper_pushes_expiry_through_redis(
     invoice = create_invoice(base, key, nonces.next(), deadlineSecs=1)
 
     log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the child owns it
-    command = [sys.executable, "-m", "paycore.worker", "--database-url", shared_db]
+    command = [sys.executable, "-m", "paycore.runtime.worker", "--database-url", shared_db]
     worker = subprocess.Popen(
         [*command, "--no-dispatch"],
         env={**os.environ, **worker_env},

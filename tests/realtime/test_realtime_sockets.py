@@ -24,7 +24,8 @@ from realtime_helpers import (
     wait_until,
 )
 
-from paycore import Gateway, ecies
+from paycore import Gateway
+from paycore.crypto import ecies
 from paycore.realtime import CLOSE_AUTH, CLOSE_BAD_FRAME, hub_for
 
 pytestmark = pytest.mark.slow  # each adapter's real server, per test

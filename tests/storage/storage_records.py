@@ -5,14 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from paycore.model import (
-    Invoice,
-    Payment,
-    SessionKey,
-    Status,
-    Transaction,
-    TxType,
-)
+from paycore.domain.records import Invoice, Payment, SessionKey, Status, Transaction, TxType
 
 OWNER = "0x1111111111111111111111111111111111111111"
 OTHER_OWNER = "0x2222222222222222222222222222222222222222"

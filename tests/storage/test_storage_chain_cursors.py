@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from storage_records import OWNER, invoice
 
-from paycore.model import Status
+from paycore.chains.records import ChainCursor
+from paycore.domain.records import Status
 from paycore.storage import Storage
-from paycore.watch_records import ChainCursor
 
 NOW = 1_700_000_000_000  # ms
 LEASE = 30_000

@@ -17,7 +17,7 @@ import attrs
 import pytest
 from storage_records import OWNER, invoice, payment, session_key, transaction
 
-from paycore.model import Invoice, PowChallenge, Status
+from paycore.domain.records import Invoice, PowChallenge, Status
 from paycore.storage import Storage, StorageTx
 
 T = TypeVar("T")

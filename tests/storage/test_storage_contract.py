@@ -22,7 +22,14 @@ from storage_records import (
     transaction,
 )
 
-from paycore.model import PollToken, PowChallenge, Status, Transaction, TxType, WebhookConfig
+from paycore.domain.records import (
+    PollToken,
+    PowChallenge,
+    Status,
+    Transaction,
+    TxType,
+    WebhookConfig,
+)
 from paycore.storage import Storage
 
 

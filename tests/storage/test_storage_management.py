@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from storage_records import OTHER_OWNER, OWNER, invoice, session_key
 
-from paycore.management_records import AppKey, AppKeyAdd, EmailSetting
-from paycore.model import WebhookConfig
+from paycore.domain.records import WebhookConfig
+from paycore.management.records import AppKey, AppKeyAdd, EmailSetting
 from paycore.storage import Storage
 
 

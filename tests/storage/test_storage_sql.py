@@ -19,7 +19,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 from storage_records import OWNER, invoice
 
-import paycore.hookspecs
+import paycore.plugins.hookspecs
 from paycore.config import Settings
 from paycore_storage import SqlStorage, migrate
 from paycore_storage.engine import database_url, handles, make_engine
@@ -174,9 +174,9 @@ def test_other_urls_are_left_to_other_plugins() -> None:
 @pytest.fixture
 def plugins() -> pluggy.PluginManager:
     """The plugin manager as an installed paycore sees it: hooks found by entry point."""
-    manager = pluggy.PluginManager(paycore.hookspecs.PROJECT)
-    manager.add_hookspecs(paycore.hookspecs)
-    manager.load_setuptools_entrypoints(paycore.hookspecs.PROJECT)
+    manager = pluggy.PluginManager(paycore.plugins.hookspecs.PROJECT)
+    manager.add_hookspecs(paycore.plugins.hookspecs)
+    manager.load_setuptools_entrypoints(paycore.plugins.hookspecs.PROJECT)
     return manager
 
 

@@ -30,7 +30,7 @@ from tron_env import (
 )
 
 from paycore import NATIVE
-from paycore.model import Deposit
+from paycore.domain.records import Deposit
 
 pytestmark = pytest.mark.slow  # end to end over HTTP against the TronGrid stand-in
 

@@ -19,8 +19,8 @@ from paycore.chains.tron import address, rawtx, txbuild
 from paycore.chains.tron.node import API_KEY_HEADER, Node, NodeError
 from paycore.config import ChainConfig
 from paycore.contracts import bytecode
+from paycore.domain.tokens import NATIVE, normalize_token_address, tron_from_hex, tron_to_hex
 from paycore.errors import InvalidInput
-from paycore.tokens import NATIVE, normalize_token_address, tron_from_hex, tron_to_hex
 
 NILE = 3448148188
 

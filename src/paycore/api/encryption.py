@@ -15,7 +15,7 @@ import logging
 
 import attrs
 
-from .. import ecies
+from ..crypto import ecies
 from .http import Response, text_response
 
 log = logging.getLogger("paycore.api")

@@ -7,9 +7,9 @@ import secrets
 import attrs
 
 from ..auth import poll_register_message, verify_wallet_signature
+from ..domain.records import Json, PollToken
+from ..domain.tokens import normalize_owner
 from ..errors import AuthError, InvalidInput, PaycoreError
-from ..model import Json, PollToken
-from ..tokens import normalize_owner
 from .http import Response, text_response
 from .params import body_str
 from .routing import Call

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..auth import issue_challenge, verify_pow
+from ..domain.records import Json
+from ..domain.tokens import normalize_address
 from ..errors import InvalidInput
-from ..model import Json
-from ..tokens import normalize_address
 from .http import json_response
 from .params import query_int
 from .routing import Call

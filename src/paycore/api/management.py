@@ -1,16 +1,16 @@
 """Handlers for the management functions and app keys: salt-signed POST bodies.
 
 Each handler reads the JSON body -- in the key order the client signed it, which ``json``
-keeps -- and calls ``paycore.management``, where the rules and their reasons live. Their
+keeps -- and calls ``paycore.management.service``, where the rules and their reasons live. Their
 routes take no session headers (``session="none"``): the body's own signature is the
 authentication, as docs/interface.md §Salt-signed calls describes.
 """
 
 from __future__ import annotations
 
-from .. import management
+from ..domain.records import Json
 from ..errors import InvalidInput
-from ..model import Json
+from ..management import service as management
 from .routing import Call
 
 

@@ -17,6 +17,8 @@ import attrs
 
 from ..auth import authenticate
 from ..auth.session import sends_session_headers
+from ..domain.records import SessionKey
+from ..domain.tokens import normalize_owner
 from ..errors import (
     AuthError,
     Forbidden,
@@ -25,8 +27,6 @@ from ..errors import (
     PayloadTooLarge,
     StorageUnavailable,
 )
-from ..model import SessionKey
-from ..tokens import normalize_owner
 from .http import MAX_BODY, Request, Response, json_response, text_response
 
 if TYPE_CHECKING:
@@ -88,8 +88,8 @@ class Route:
     session: str = "optional"  # "owner" (per auth_mode), "optional", or "none" (body-signed)
     #: What a success answer is, for the OpenAPI document (the checkout page is not JSON).
     media_type: str = "application/json"
-    #: Whether a session-signed POST may have an empty body: only where docs/interface.md has clients
-    #: sign one (POST /poll/events). A POST signature does not name its endpoint, so
+    #: Whether a session-signed POST may have an empty body: only where docs/interface.md
+    #: has clients sign one (POST /poll/events). A POST signature does not name its endpoint, so
     #: elsewhere the empty body every poll signs must not be spendable.
     signed_empty_body: bool = False
     #: Never encrypt the answer, even for a caller with an encryption key: for the one route

@@ -9,8 +9,8 @@ from ..auth import (
     register_pubkey,
     registration_wire,
 )
-from ..model import Json, SessionKey
-from ..webhooks import set_webhook, validate_url
+from ..domain.records import Json, SessionKey
+from ..webhooks.config import set_webhook, validate_url
 from .routing import Call
 
 

@@ -1,10 +1,10 @@
 """Handlers for the staking helpers (Ethereum only), each by GET (query; lists are
-comma-separated) or POST (JSON). ``paycore.staking`` does the work."""
+comma-separated) or POST (JSON). ``paycore.management.staking`` does the work."""
 
 from __future__ import annotations
 
-from .. import staking
-from ..model import Json
+from ..domain.records import Json
+from ..management import staking
 from .routing import Call
 
 

@@ -19,10 +19,10 @@ from typing import Any
 
 from ..chains import WalletBackend, WithdrawRequest
 from ..config import FAUCET_CHAIN_IDS
+from ..domain.money import parse_amount
+from ..domain.records import Json
+from ..domain.tokens import TokenId, normalize_address, normalize_owner, normalize_token_address
 from ..errors import Gone, InvalidInput
-from ..model import Json
-from ..money import parse_amount
-from ..tokens import TokenId, normalize_address, normalize_owner, normalize_token_address
 from .routing import Call
 
 _MAX_DIGITS = 78  # 2**256 - 1 has 78 digits: indexes and base-unit values fit

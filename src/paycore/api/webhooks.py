@@ -8,9 +8,9 @@ from ..auth import (
     set_webhook_message,
     verify_wallet_signature,
 )
-from ..model import Json
-from ..tokens import normalize_owner
-from ..webhooks import clear_webhook, get_webhook, set_webhook, validate_url
+from ..domain.records import Json
+from ..domain.tokens import normalize_owner
+from ..webhooks.config import clear_webhook, get_webhook, set_webhook, validate_url
 from .params import body_str
 from .routing import Call
 

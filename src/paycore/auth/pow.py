@@ -13,11 +13,11 @@ import re
 import secrets
 
 from ..config import Settings
+from ..crypto.hashing import sha256
+from ..domain.records import PowChallenge
+from ..domain.tokens import normalize_owner
 from ..errors import Forbidden, InvalidInput
-from ..hashing import sha256
-from ..model import PowChallenge
 from ..storage import Storage
-from ..tokens import normalize_owner
 
 _NONCE_TEXT = re.compile(r"[0-9]{1,32}")
 

@@ -15,10 +15,10 @@ from typing import Any
 import attrs
 
 from ..config import Settings
+from ..domain.records import Json, SessionKey
+from ..domain.tokens import normalize_owner
 from ..errors import AuthError, Conflict, Forbidden, InvalidInput, NotFound
-from ..model import Json, SessionKey
 from ..storage import Storage
-from ..tokens import normalize_owner
 from .session import REVOKED, is_active, is_revoked
 from .signatures import parse_public_key, public_key_text, public_key_to_address
 from .wallet import deregister_pubkey_message, verify_wallet_signature

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import Settings
+from ..crypto.hashing import sha256
 from ..errors import AuthError, InvalidInput
-from ..hashing import sha256
 from ..storage import Storage
 from .jsjson import stringify
 from .signatures import (

@@ -28,9 +28,9 @@ from collections.abc import Mapping
 import attrs
 
 from ..config import Settings
+from ..crypto.hashing import sha256
+from ..domain.records import SessionKey
 from ..errors import AuthError, InvalidInput
-from ..hashing import sha256
-from ..model import SessionKey
 from ..storage import Storage
 from .signatures import parse_public_key, public_key_to_address, recover
 

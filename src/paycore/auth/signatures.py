@@ -17,9 +17,9 @@ from functools import lru_cache
 
 from coincurve import PublicKey
 
+from ..crypto.hashing import keccak256
+from ..domain.tokens import to_checksum
 from ..errors import AuthError, InvalidInput
-from ..hashing import keccak256
-from ..tokens import to_checksum
 
 SESSION_PREFIX = "session signature"
 WALLET_PREFIX = "wallet signature"

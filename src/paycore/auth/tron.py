@@ -13,8 +13,8 @@ is not accepted: TronLink signs v2 for text messages, and one rule is easier to 
 
 from __future__ import annotations
 
-from ..hashing import keccak256
-from ..tokens import tron_from_hex
+from ..crypto.hashing import keccak256
+from ..domain.tokens import tron_from_hex
 from .signatures import SESSION_PREFIX, parse_signature, public_key_to_address, recover_public_key
 
 _TIP191_PREFIX = b"\x19TRON Signed Message:\n"

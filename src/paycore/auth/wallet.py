@@ -7,8 +7,8 @@ operation, so a signature given for one call can never be presented to another.
 
 from __future__ import annotations
 
+from ..domain.tokens import normalize_owner, tron_from_hex
 from ..errors import AuthError, InvalidInput
-from ..tokens import normalize_owner, tron_from_hex
 from .signatures import WALLET_PREFIX, parse_public_key, public_key_text, recover_address
 from .tron import recover_tron_address
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
-from ..model import Json
+from ..domain.records import Json
 
 if TYPE_CHECKING:
     from ..gateway import Gateway

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from ..model import Json
+from ..domain.records import Json
 
 #: The wallet functions a management call can ask for, by their Solidity names.
 ADD_APP_KEY = "addAppKey"

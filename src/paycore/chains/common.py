@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 import attrs
 
 from paycore.config import ChainConfig, Settings
+from paycore.domain.money import from_base_units, to_base_units, to_text
+from paycore.domain.records import Json
+from paycore.domain.tokens import NATIVE, ChainKind, TokenId
 from paycore.errors import InvalidInput, PriceUnavailable
-from paycore.model import Json
-from paycore.money import from_base_units, to_base_units, to_text
-from paycore.tokens import NATIVE, ChainKind, TokenId
 
 if TYPE_CHECKING:
     from paycore.chains import WithdrawRequest
-    from paycore.pricing import PriceTable
+    from paycore.prices.pricing import PriceTable
 
 CONTRACT_TYPES = ("deposit", "wallet")
 

@@ -15,8 +15,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from paycore.config import ChainConfig
+from paycore.domain.records import Invoice, Json
 from paycore.errors import InvalidInput
-from paycore.model import Invoice, Json
 
 from .common import ChainBase
 

@@ -37,18 +37,18 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
+from paycore.domain.money import from_base_units
+from paycore.domain.records import Deposit, Transaction, TxType
+from paycore.domain.tokens import NATIVE
 from paycore.errors import PriceUnavailable, StorageUnavailable
-from paycore.model import Deposit, Transaction, TxType
-from paycore.money import from_base_units
-from paycore.outages import LoopGuard
-from paycore.tokens import NATIVE
+from paycore.ops.outages import LoopGuard
 
 from .common import ChainBase, Transfer
 
 if TYPE_CHECKING:
+    from paycore.chains.records import ChainCursor
     from paycore.gateway import Gateway
-    from paycore.pricing import PriceTable
-    from paycore.watch_records import ChainCursor
+    from paycore.prices.pricing import PriceTable
 
 log = logging.getLogger("paycore.watcher")
 
@@ -416,7 +416,7 @@ class ChainWatcher(Generic[ChainT]):
     def run(self, stop: threading.Event) -> None:
         """Pass after pass until ``stop`` is set; sleeps ``poll_interval`` once caught up
         (or after an error, which is logged: a node outage must not end the watcher).
-        While storage is down the passes back off (``paycore.outages``) and resume when
+        While storage is down the passes back off (``paycore.ops.outages``) and resume when
         it answers; the lease lapses meanwhile and the cursor keeps the place."""
         guard = LoopGuard.from_settings(
             f"chain {self.chain.chain_id} watcher",

@@ -149,7 +149,7 @@ def start_shop(s: Story) -> None:
 
 def _start_worker(s: Story, gateway: Any) -> None:
     """``run_worker`` on a thread, as an app embeds it; a crash is kept for the waits."""
-    from paycore.worker import run_worker
+    from paycore.runtime.worker import run_worker
 
     stop = threading.Event()
 

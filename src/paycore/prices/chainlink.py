@@ -20,9 +20,9 @@ from decimal import Decimal
 
 from ..chains.evm import abi
 from ..chains.evm.rpc import Rpc, RpcError
-from ..money import MONEY_CONTEXT
-from ..pricing import Quote, is_usable
+from ..domain.money import MONEY_CONTEXT
 from .options import ChainlinkFeed
+from .pricing import Quote, is_usable
 
 log = logging.getLogger("paycore.prices.chainlink")
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import httpx
 
-from ..pricing import Quote, is_usable
-from ..tokens import TokenId
+from ..domain.tokens import TokenId
+from .pricing import Quote, is_usable
 
 log = logging.getLogger("paycore.prices.coingecko")
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import attrs
 
+from ..domain.money import parse_amount
+from ..domain.tokens import TokenId, to_checksum
 from ..errors import InvalidInput
-from ..money import parse_amount
-from ..redaction import redacted_repr
-from ..tokens import TokenId, to_checksum
+from ..ops.redaction import redacted_repr
 
 _CURRENCY = re.compile(r"^[a-z0-9]{2,12}$")
 

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from ..domain.records import Deposit
 from ..errors import PriceUnavailable
-from ..model import Deposit
-from ..price_records import ParkedDeposit
+from .records import ParkedDeposit
 
 if TYPE_CHECKING:
     from ..gateway import Gateway

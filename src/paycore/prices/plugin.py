@@ -1,7 +1,7 @@
 """The price-source plugin: CoinGecko and Chainlink, each on when configured.
 
 Registered through the ``paycore`` entry-point group (``prices = "paycore.prices.plugin"``).
-The static source is a built-in (``paycore.builtins``) and comes last unless
+The static source is a built-in (``paycore.plugins.builtins``) and comes last unless
 ``Settings.price_sources`` orders otherwise.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import Settings
-from ..hookspecs import hookimpl
+from ..plugins.hookspecs import hookimpl
 
 
 @hookimpl

@@ -29,17 +29,17 @@ from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 import attrs
 
 from ..config import Settings
+from ..domain.money import MONEY_CONTEXT, normalize
+from ..domain.tokens import NATIVE
 from ..errors import StorageUnavailable
-from ..money import MONEY_CONTEXT, normalize
-from ..outages import LoopGuard
-from ..price_records import StoredPrice
-from ..pricing import PriceSource, Quote, quotes_of
-from ..tokens import NATIVE
+from ..ops.outages import LoopGuard
+from .pricing import PriceSource, Quote, quotes_of
+from .records import StoredPrice
 from .service import PriceService
 
 log = logging.getLogger("paycore.prices.refresher")
 
-#: Fractional digits a stored price keeps, as token amounts do (``paycore.money.MAX_SCALE``):
+#: Fractional digits a stored price keeps, as token amounts do (``paycore.domain.money.MAX_SCALE``):
 #: every storage backend then holds exactly the same number.
 PRICE_PLACES = 18
 _PRICE_QUANTUM = Decimal(1).scaleb(-PRICE_PLACES)
@@ -163,7 +163,7 @@ class PriceRefresher:
 
     def run(self, halt: threading.Event) -> None:
         """Round after round until ``halt`` is set. While storage is down the rounds back
-        off (``paycore.outages``, one log line per interval) and resume when it answers;
+        off (``paycore.ops.outages``, one log line per interval) and resume when it answers;
         any other failure is logged and retried at the next interval."""
         guard = LoopGuard.from_settings(
             "price refresher", log, self.settings, pace=min(self.interval, 1.0)

@@ -1,6 +1,6 @@
 """What the Gateway asks about prices, answered from storage so every process agrees.
 
-The table in force is the set of stored prices (``paycore.price_records.StoredPrice``) no
+The table in force is the set of stored prices (``paycore.prices.records.StoredPrice``) no
 older than ``Settings.max_price_age``. Older prices are kept -- they are the last good ones,
 shown again the moment a source answers -- but never value a deposit: the deposit waits
 (``StalePrice``) and is valued when a fresh price arrives. Configuration prices (the static
@@ -20,12 +20,12 @@ import time
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
+from ..domain.records import Invoice, PriceSnapshot
+from ..domain.tokens import TokenId
 from ..errors import InvalidInput, PriceUnavailable
-from ..model import Invoice, PriceSnapshot
-from ..price_records import LockedQuote, StoredPrice
-from ..pricing import PriceSource, PriceTable, StalePrice, quotes_of, value_at
 from ..storage import Storage, StorageTx
-from ..tokens import TokenId
+from .pricing import PriceSource, PriceTable, StalePrice, quotes_of, value_at
+from .records import LockedQuote, StoredPrice
 
 log = logging.getLogger("paycore.prices")
 

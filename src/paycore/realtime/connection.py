@@ -24,11 +24,11 @@ from typing import Protocol
 import anyio
 from anyio import to_thread
 
-from .. import ecies
 from ..auth.session import is_active, is_revoked, verify_session
+from ..crypto import ecies
+from ..domain.records import SessionKey
 from ..errors import AuthError
 from ..gateway import Gateway
-from ..model import SessionKey
 from .frames import Close, Conversation, Register
 from .hub import Hub, Subscription, hub_for
 

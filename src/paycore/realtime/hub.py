@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from ..model import Json
+from ..domain.records import Json
 from .frames import encode_event
 
 if TYPE_CHECKING:

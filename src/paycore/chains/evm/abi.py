@@ -14,8 +14,8 @@ from functools import cache
 from eth_abi.abi import decode as abi_decode
 from eth_abi.abi import encode as abi_encode
 
-from paycore.hashing import keccak256
-from paycore.tokens import to_checksum
+from paycore.crypto.hashing import keccak256
+from paycore.domain.tokens import to_checksum
 
 
 @cache

@@ -17,8 +17,8 @@ from paycore.chains import WithdrawRequest
 from paycore.chains.admin import ChainSync
 from paycore.chains.routing import RoutingBackend, allocated_indexes, invoices_of
 from paycore.config import ChainConfig
-from paycore.management import disabled_indexes
-from paycore.model import Json
+from paycore.domain.records import Json
+from paycore.management.service import disabled_indexes
 
 from . import operations as _operations
 from . import wallet_admin
@@ -72,6 +72,6 @@ class EvmBackend(RoutingBackend[EvmChain]):
     def app_keys_on_chain(self, chain_id: int, owner: str) -> list[str] | None:
         return wallet_admin.app_keys_on_chain(self.chain(chain_id), owner)
 
-    # -- StakingProvider (paycore.staking) -------------------------------------------------
+    # -- StakingProvider (paycore.management.staking) -------------------------------------
     def staking(self, chain_id: int, contract: str) -> EvmStaking:
         return EvmStaking(self.chain(chain_id), contract)

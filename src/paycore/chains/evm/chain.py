@@ -14,7 +14,7 @@ from functools import lru_cache
 from paycore.chains.common import CONTRACT_TYPES as CONTRACT_TYPES
 from paycore.chains.common import ChainBase, TokenMeta
 from paycore.config import ChainConfig
-from paycore.tokens import NATIVE, to_checksum
+from paycore.domain.tokens import NATIVE, to_checksum
 
 from . import abi, create2
 from .rpc import Call, Rpc, RpcError

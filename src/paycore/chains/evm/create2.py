@@ -17,8 +17,8 @@ from __future__ import annotations
 from functools import cache
 
 from paycore.contracts import bytecode
-from paycore.hashing import keccak256
-from paycore.tokens import to_checksum
+from paycore.crypto.hashing import keccak256
+from paycore.domain.tokens import to_checksum
 
 #: The byte CREATE2 puts before the deployer's address on EVM chains. Tron's TVM uses 0x41.
 EVM_CREATE2_PREFIX = 0xFF

@@ -24,11 +24,11 @@ from paycore.chains.common import (
     withdraw_summary,
 )
 from paycore.config import FAUCET_CHAIN_IDS
+from paycore.domain.money import to_base_units, to_text
+from paycore.domain.records import Json
+from paycore.domain.tokens import NATIVE
 from paycore.errors import InvalidInput
-from paycore.model import Json
-from paycore.money import to_base_units, to_text
-from paycore.pricing import PriceTable
-from paycore.tokens import NATIVE
+from paycore.prices.pricing import PriceTable
 
 from . import abi, txbuild
 from .chain import EvmChain

@@ -11,8 +11,8 @@ from typing import Any
 
 from paycore.chains.common import configured
 from paycore.config import Settings
-from paycore.hookspecs import hookimpl
-from paycore.tokens import ChainKind
+from paycore.domain.tokens import ChainKind
+from paycore.plugins.hookspecs import hookimpl
 
 
 @hookimpl

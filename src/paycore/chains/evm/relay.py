@@ -12,8 +12,8 @@ import attrs
 import rlp
 from eth_account import Account
 
+from paycore.domain.tokens import to_checksum
 from paycore.errors import InvalidInput
-from paycore.tokens import to_checksum
 
 # Positions of (chainId, nonce, to, value, data) in each envelope's RLP list.
 _LAYOUTS: dict[int, tuple[int | None, int, int, int, int]] = {

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from paycore.chains.common import Transfer as Transfer
-from paycore.tokens import NATIVE, to_checksum
+from paycore.domain.tokens import NATIVE, to_checksum
 
 from . import abi
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from paycore.domain.records import Json
 from paycore.errors import InvalidInput
-from paycore.model import Json
 
 from . import abi, txbuild
 from .chain import EvmChain
@@ -33,7 +33,7 @@ def _uint(result: object) -> int:
 
 
 class EvmStaking:
-    """A ``paycore.staking.StakingBackend`` for ``contract`` on ``chain``."""
+    """A ``paycore.management.staking.StakingBackend`` for ``contract`` on ``chain``."""
 
     def __init__(self, chain: EvmChain, contract: str) -> None:
         self.chain = chain

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from paycore.model import Json
+from paycore.domain.records import Json
 
 from . import abi
 

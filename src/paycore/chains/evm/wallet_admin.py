@@ -22,8 +22,8 @@ from paycore.chains.admin import (
     REMOVE_APP_KEY,
     ChainSync,
 )
+from paycore.domain.tokens import to_checksum
 from paycore.errors import Conflict, InvalidInput
-from paycore.tokens import to_checksum
 
 from . import abi, txbuild
 from .chain import EvmChain

@@ -50,10 +50,10 @@ from paycore.chains.watching import (
     default_holder,
     run_all,
 )
+from paycore.domain.records import Deposit, Transaction
+from paycore.domain.tokens import NATIVE
 from paycore.errors import PriceUnavailable
-from paycore.model import Deposit, Transaction
 from paycore.prices import parking
-from paycore.tokens import NATIVE
 
 from . import abi, scan
 from .chain import EvmChain

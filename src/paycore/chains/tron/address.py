@@ -15,8 +15,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from paycore.chains.evm import create2
-from paycore.hashing import keccak256
-from paycore.tokens import normalize_tron, to_checksum, tron_from_hex, tron_to_hex
+from paycore.crypto.hashing import keccak256
+from paycore.domain.tokens import normalize_tron, to_checksum, tron_from_hex, tron_to_hex
 
 #: The byte TVM's CREATE2 puts before the deployer's address (the EVM's is 0xff).
 TVM_CREATE2_PREFIX = 0x41

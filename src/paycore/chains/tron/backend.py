@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from paycore.chains import WithdrawRequest
 from paycore.chains.routing import RoutingBackend, allocated_indexes, invoices_of
 from paycore.config import ChainConfig
+from paycore.domain.records import Json
 from paycore.errors import InvalidInput
-from paycore.model import Json
 
 from . import operations as _operations
 from .chain import TronChain

@@ -21,9 +21,9 @@ from typing import Any
 
 import attrs
 
+from paycore.crypto.hashing import sha256
+from paycore.domain.tokens import normalize_tron, tron_to_hex
 from paycore.errors import InvalidInput, PaycoreError
-from paycore.hashing import sha256
-from paycore.tokens import normalize_tron, tron_to_hex
 
 from . import rawtx
 from .node import NodeError

@@ -17,7 +17,7 @@ from paycore.chains.common import CONTRACT_TYPES as CONTRACT_TYPES
 from paycore.chains.common import ChainBase, TokenMeta
 from paycore.chains.evm import abi
 from paycore.config import ChainConfig
-from paycore.tokens import NATIVE
+from paycore.domain.tokens import NATIVE
 
 from . import address
 from .node import Node, NodeError, call_fails, node_message

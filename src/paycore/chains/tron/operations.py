@@ -24,10 +24,10 @@ from paycore.chains.common import (
     withdraw_summary,
 )
 from paycore.chains.evm import abi
+from paycore.domain.records import Json
+from paycore.domain.tokens import NATIVE, tron_to_hex
 from paycore.errors import InvalidInput
-from paycore.model import Json
-from paycore.pricing import PriceTable
-from paycore.tokens import NATIVE, tron_to_hex
+from paycore.prices.pricing import PriceTable
 
 from . import rawtx, txbuild
 from .address import to_evm, to_tron

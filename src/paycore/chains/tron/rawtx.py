@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import attrs
 
+from paycore.crypto.hashing import sha256
 from paycore.errors import InvalidInput
-from paycore.hashing import sha256
 
 #: ``Transaction.Contract.ContractType`` values paycore reads.
 TRANSFER_CONTRACT = 1

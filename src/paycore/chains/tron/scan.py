@@ -24,7 +24,7 @@ import attrs
 
 from paycore.chains.common import Transfer as Transfer
 from paycore.chains.evm import abi
-from paycore.tokens import NATIVE, tron_from_hex, tron_to_hex
+from paycore.domain.tokens import NATIVE, tron_from_hex, tron_to_hex
 
 RawBlock = Mapping[str, Any]
 RawInfo = Mapping[str, Any]

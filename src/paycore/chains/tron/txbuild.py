@@ -20,9 +20,9 @@ from typing import Any
 import attrs
 
 from paycore.chains.evm import abi
+from paycore.domain.records import Json
+from paycore.domain.tokens import tron_to_hex
 from paycore.errors import InvalidInput
-from paycore.model import Json
-from paycore.tokens import tron_to_hex
 
 from . import built
 from .address import to_evm

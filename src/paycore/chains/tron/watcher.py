@@ -44,9 +44,9 @@ from paycore.chains.watching import (
     StepReport,
     run_all,
 )
+from paycore.domain.records import Transaction
+from paycore.domain.tokens import NATIVE
 from paycore.errors import PriceUnavailable
-from paycore.model import Transaction
-from paycore.tokens import NATIVE
 
 from . import scan
 from .address import to_evm

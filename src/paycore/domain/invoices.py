@@ -1,0 +1,218 @@
+"""Turning a POST /invoice body into an Invoice, attributing deposits to invoices, and
+taking back a deposit a reorg removed.
+
+Both run inside the caller's storage transaction; neither knows about HTTP. Validation
+reports the first bad field as ``InvalidInput`` so a merchant sees exactly what to fix.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from ..config import Settings
+from ..errors import Forbidden, InvalidInput, PriceUnavailable
+from ..prices.pricing import DepositValuer
+from ..storage import StorageTx
+from . import machine
+from .money import parse_amount
+from .records import Deposit, Invoice, Payment, Status, Transaction
+from .tokens import TokenId, normalize_address, normalize_owner
+
+MAX_ACCEPTED_TOKENS = 20
+MAX_DESCRIPTION = 2000
+MAX_DEADLINE_SECS = 366 * 24 * 3600
+OPEN = (Status.INIT, Status.PARTIAL_PAID)
+
+
+def _int(fields: Mapping[str, Any], name: str, *, required: bool) -> int | None:
+    raw = fields.get(name)
+    if raw is None:
+        if required:
+            raise InvalidInput(name, "is required")
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        if isinstance(raw, str) and raw.isdigit() and len(raw) <= 18:
+            return int(raw)
+        raise InvalidInput(name, "must be an integer")
+    return raw
+
+
+def parse_new_invoice(
+    settings: Settings,
+    fields: Mapping[str, Any],
+    owner: str,
+    now: int,
+    derive_address: Callable[[int], str] | None,
+) -> Invoice:
+    """Validate a creation request. ``derive_address(chain_id)`` allocates a deposit address
+    when the request carries none; ``None`` means no chain backend can."""
+    value = parse_amount(fields.get("value"), "value")
+    chain_id = _int(fields, "chainId", required=True)
+    assert chain_id is not None
+    settings.chain(chain_id)
+
+    description = fields.get("description")
+    if not isinstance(description, str):
+        raise InvalidInput("description", "is required and must be a string")
+    if len(description) > MAX_DESCRIPTION:
+        raise InvalidInput("description", f"longer than {MAX_DESCRIPTION} characters")
+
+    raw_tokens = fields.get("acceptedTokens")
+    if not isinstance(raw_tokens, list) or not raw_tokens:
+        raise InvalidInput("acceptedTokens", "must be a non-empty array")
+    if len(raw_tokens) > MAX_ACCEPTED_TOKENS:
+        raise InvalidInput("acceptedTokens", f"at most {MAX_ACCEPTED_TOKENS} entries")
+    accepted: list[str] = []
+    for i, raw in enumerate(raw_tokens):
+        token = TokenId.parse(raw, f"acceptedTokens[{i}]")
+        if token.chain_id != chain_id:
+            raise InvalidInput(
+                f"acceptedTokens[{i}]", f"is on chain {token.chain_id}, the invoice on {chain_id}"
+            )
+        if str(token) not in accepted:
+            accepted.append(str(token))
+
+    display = fields.get("token")
+    if display is None:
+        display_token = accepted[0]
+    else:
+        display_token = str(TokenId.parse(display, "token"))
+        if display_token not in accepted:
+            raise InvalidInput("token", "must be one of acceptedTokens")
+
+    deadline_secs = _int(fields, "deadlineSecs", required=False)
+    if deadline_secs is None:
+        deadline_secs = settings.default_deadline_secs
+    if not 0 < deadline_secs <= MAX_DEADLINE_SECS:
+        raise InvalidInput("deadlineSecs", f"must be between 1 and {MAX_DEADLINE_SECS}")
+
+    data = fields.get("data", {})
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InvalidInput("data", "must be an object")
+
+    claimed = fields.get("owner")
+    if claimed is not None and normalize_owner(claimed, "owner") != owner:
+        raise Forbidden("owner does not match the session key's owner")
+
+    address = fields.get("address")
+    if address is not None:
+        address = normalize_address(chain_id, address, "address")
+    elif derive_address is None:
+        raise InvalidInput("address", f"required: no chain backend derives addresses on {chain_id}")
+    else:
+        address = derive_address(chain_id)
+
+    vs_currency = _vs_currency(settings, fields.get("vsCurrency"))
+
+    return Invoice(
+        guid=str(uuid.uuid4()),
+        created_at=now,
+        deadline=now + deadline_secs,
+        status=Status.INIT,
+        value=value,
+        token=display_token,
+        chain_id=chain_id,
+        description=description,
+        address=address,
+        owner=owner,
+        accepted_tokens=tuple(accepted),
+        data=data,
+        vs_currency=vs_currency,
+    )
+
+
+def _vs_currency(settings: Settings, raw: object) -> str:
+    """The invoice's vsCurrency: the default one, or another of ``vs_currencies``, whose
+    price table then values its deposits."""
+    default = settings.vs_currency.lower()
+    if raw is None:
+        return default
+    allowed = (default, *settings.vs_currencies)
+    if not isinstance(raw, str) or raw.strip().lower() not in allowed:
+        raise InvalidInput("vsCurrency", f"must be one of {', '.join(allowed)}")
+    return raw.strip().lower()
+
+
+def pick_invoice(candidates: list[Invoice], deposit: Deposit) -> Invoice | None:
+    """Which invoice at an address a deposit pays: the oldest still open one created before
+    the deposit; failing that, the newest created before it (a late or extra payment)."""
+    before = [i for i in candidates if i.created_at <= deposit.timestamp] or candidates
+    for invoice in before:
+        if invoice.status in OPEN:
+            return invoice
+    return before[-1] if before else None
+
+
+def attribute_deposit(
+    tx: StorageTx, deposit: Deposit, prices: DepositValuer, tolerance: Decimal
+) -> list[Invoice]:
+    """Record a deposit once and apply it; returns the invoice records to emit as events.
+
+    Idempotent: the transaction row's unique key (chain, txHash, logIndex, token) makes a
+    second attribution of the same deposit a no-op. Raises ``PriceUnavailable`` (or its
+    ``StalePrice``) for a counted deposit with no fresh price in the invoice's vsCurrency,
+    leaving nothing written (the watcher parks it and retries later).
+    """
+    candidates = tx.invoices_at_address(deposit.chain_id, deposit.to, for_update=True)
+    target = pick_invoice(candidates, deposit)
+    if target is None:
+        return []
+    token_id = f"{deposit.chain_id}:{deposit.token}"
+    counted = token_id in target.accepted_tokens
+    try:
+        vs_value = prices.value_deposit(tx, target, token_id, deposit.amount, deposit.timestamp)
+    except PriceUnavailable:
+        if counted:
+            raise
+        vs_value = Decimal(0)  # an unpriced foreign token is still recorded, at no value
+    payment = Payment(
+        tx_hash=deposit.tx_hash,
+        log_index=deposit.log_index,
+        chain_id=deposit.chain_id,
+        token=deposit.token,
+        from_=deposit.from_,
+        amount=deposit.amount,
+        vs_value=vs_value,
+        timestamp=deposit.timestamp,
+    )
+    record = Transaction.of_deposit(
+        payment,
+        owner=target.owner,
+        guid=target.guid,
+        counted=counted,
+        block_number=deposit.block_number if deposit.block_hash else None,
+        block_hash=deposit.block_hash or None,
+    )
+    # A row a reorg flagged gives way: the same transfer, mined again, counts once more.
+    if not tx.insert_transaction(record) or not counted:
+        return []
+    changes = machine.attribute(target, payment, tolerance)
+    tx.update_invoice(changes[-1])
+    return changes
+
+
+def reorg_deposit(
+    tx: StorageTx, record: Transaction, now: int, tolerance: Decimal
+) -> list[Invoice]:
+    """Take a deposit whose block a reorg replaced back out; returns the invoice records to
+    emit as events (none for a deposit that was not counted, or already taken back).
+
+    The row is flagged ``reorged`` (it stays stored, listed nowhere); the payment leaves its
+    invoice, whose paidAmount and status are recomputed by the state machine
+    (``domain.machine.remove_payment``). Idempotent through ``mark_reorged``, which flags a row
+    once. If the transfer is mined again, :func:`attribute_deposit` counts it again."""
+    flagged = tx.mark_reorged(*record.key)
+    if flagged is None or not flagged.counted or flagged.guid is None:
+        return []
+    invoice = tx.get_invoice(flagged.guid, for_update=True)
+    if invoice is None:
+        return []
+    changes = machine.remove_payment(invoice, flagged.key, now, tolerance)
+    if changes:
+        tx.update_invoice(changes[-1])
+    return changes

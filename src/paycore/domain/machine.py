@@ -1,0 +1,167 @@
+"""The invoice lifecycle as one transition table, with no I/O (modelled on h11's ``_state``).
+
+docs/interface.md §Invoice lifecycle gives the status moves and what happens to deposits that arrive
+after an invoice is settled. Every function here takes an invoice and returns a new one (the
+records are frozen), so an illegal move raises ``IllegalTransition`` and changes nothing.
+
+Rules in one place:
+- A counted deposit (its token is in ``acceptedTokens``) adds a Payment and its vsValue to
+  ``paidAmount``. Tip-jar invoices (value 0) are paid by the first counted deposit.
+- ``paidAmount >= value * (1 - tolerance)`` means paid; anything counted below that is
+  partialPaid.
+- Deposits after paid (overpayment) or after expiry (late payment) are recorded; the status
+  stays. A deposit whose block time is past the deadline on a still-open invoice first expires
+  the invoice, then is recorded late.
+- A counted deposit whose block a reorg replaced is taken back out (the design promises
+  that none that vanished is counted): its payment and vsValue leave the record, and
+  the status is what the remaining payments make it -- paid if those made by the deadline
+  still reach the value, partialPaid if some did, init if none did (the ``REORG_*`` moves),
+  then expired if the deadline has passed by now. An expired invoice stays expired.
+- Each change of the record yields exactly one snapshot to emit as an event.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, localcontext
+from enum import StrEnum
+
+import attrs
+
+from ..errors import IllegalTransition
+from .money import MONEY_CONTEXT
+from .records import Invoice, Payment, Status
+
+
+class Move(StrEnum):
+    PARTIAL = "counted deposit, total below value"
+    FULL = "counted deposit, total reaches value"
+    SETTLED_DEPOSIT = "deposit on a settled invoice"
+    DEADLINE = "deadline passed unpaid"
+    REORG_FULL = "deposit reorged away, those left by the deadline still reach value"
+    REORG_PARTIAL = "deposit reorged away, those left by the deadline fall short"
+    REORG_NONE = "deposit reorged away, none left by the deadline"
+
+
+#: (status, move) -> next status. Anything absent is illegal (an init invoice has no
+#: payment a reorg could take back).
+TRANSITIONS: dict[Status, dict[Move, Status]] = {
+    Status.INIT: {
+        Move.PARTIAL: Status.PARTIAL_PAID,
+        Move.FULL: Status.PAID,
+        Move.DEADLINE: Status.EXPIRED,
+    },
+    Status.PARTIAL_PAID: {
+        Move.PARTIAL: Status.PARTIAL_PAID,
+        Move.FULL: Status.PAID,
+        Move.DEADLINE: Status.EXPIRED,
+        # Only if the tolerance was raised since: the payments left are recomputed as is.
+        Move.REORG_FULL: Status.PAID,
+        Move.REORG_PARTIAL: Status.PARTIAL_PAID,
+        Move.REORG_NONE: Status.INIT,
+    },
+    Status.PAID: {
+        Move.SETTLED_DEPOSIT: Status.PAID,
+        Move.REORG_FULL: Status.PAID,
+        Move.REORG_PARTIAL: Status.PARTIAL_PAID,
+        Move.REORG_NONE: Status.INIT,
+    },
+    Status.EXPIRED: {
+        Move.SETTLED_DEPOSIT: Status.EXPIRED,
+        Move.REORG_FULL: Status.EXPIRED,
+        Move.REORG_PARTIAL: Status.EXPIRED,
+        Move.REORG_NONE: Status.EXPIRED,
+    },
+}
+
+SETTLED = frozenset({Status.PAID, Status.EXPIRED})
+
+
+def next_status(status: Status, move: Move) -> Status:
+    try:
+        return TRANSITIONS[status][move]
+    except KeyError:
+        raise IllegalTransition(f"{move.value} is not allowed in status {status.value}") from None
+
+
+def is_due(invoice: Invoice, now: int) -> bool:
+    """Past its deadline and not settled: the next read or sweep expires it."""
+    return invoice.status not in SETTLED and now > invoice.deadline
+
+
+def expire(invoice: Invoice) -> Invoice:
+    return attrs.evolve(invoice, status=next_status(invoice.status, Move.DEADLINE))
+
+
+def _reaches_value(invoice: Invoice, paid: Decimal, tolerance: Decimal) -> bool:
+    if invoice.is_tip_jar:
+        return True
+    with localcontext(MONEY_CONTEXT):
+        return paid >= invoice.value * (1 - tolerance)
+
+
+def add_payment(invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0)) -> Invoice:
+    """Record one counted payment; the move is chosen by the status and the new total."""
+    with localcontext(MONEY_CONTEXT):
+        paid = invoice.paid_amount + payment.vs_value
+    if invoice.status in SETTLED:
+        move = Move.SETTLED_DEPOSIT
+    elif _reaches_value(invoice, paid, tolerance):
+        move = Move.FULL
+    else:
+        move = Move.PARTIAL
+    return attrs.evolve(
+        invoice,
+        status=next_status(invoice.status, move),
+        paid_amount=paid,
+        payments=(*invoice.payments, payment),
+    )
+
+
+def attribute(invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal(0)) -> list[Invoice]:
+    """Apply a counted payment, expiring first if it was made after the deadline.
+
+    Returns the successive records, one per change; the last is the invoice's new state.
+    """
+    changes: list[Invoice] = []
+    if is_due(invoice, payment.timestamp):
+        invoice = expire(invoice)
+        changes.append(invoice)
+    changes.append(add_payment(invoice, payment, tolerance))
+    return changes
+
+
+def payment_key(payment: Payment) -> tuple[int, str, int, str]:
+    """What names one transfer (the transaction row's unique key)."""
+    return (payment.chain_id, payment.tx_hash, payment.log_index, payment.token)
+
+
+def remove_payment(
+    invoice: Invoice,
+    key: tuple[int, str, int, str],
+    now: int,
+    tolerance: Decimal = Decimal(0),
+) -> list[Invoice]:
+    """Take back the payment ``key`` (``payment_key``) after a reorg replaced its block.
+
+    Returns the successive records, one per change (the reorg move, then expiry when the
+    invoice is open again past its deadline at ``now``); empty when the invoice has no
+    such payment. ``paidAmount`` is the exact sum of the payments left."""
+    left = tuple(p for p in invoice.payments if payment_key(p) != key)
+    if len(left) == len(invoice.payments):
+        return []
+    on_time = [p for p in left if p.timestamp <= invoice.deadline]
+    with localcontext(MONEY_CONTEXT):
+        paid = sum((p.vs_value for p in left), Decimal(0))
+        paid_on_time = sum((p.vs_value for p in on_time), Decimal(0))
+    if on_time and _reaches_value(invoice, paid_on_time, tolerance):
+        move = Move.REORG_FULL
+    elif on_time:
+        move = Move.REORG_PARTIAL
+    else:
+        move = Move.REORG_NONE
+    changed = attrs.evolve(
+        invoice, status=next_status(invoice.status, move), paid_amount=paid, payments=left
+    )
+    if is_due(changed, now):
+        return [changed, expire(changed)]
+    return [changed]

@@ -1,0 +1,88 @@
+"""Decimal parsing for money. Floats never enter arithmetic; odd numerals never enter storage.
+
+``Decimal("NaN")``, ``Decimal("1e400")`` and ``Decimal("-0")`` are all valid Python decimals
+that a payment system must refuse, so every amount from outside comes through here.
+"""
+
+from __future__ import annotations
+
+from decimal import Context, Decimal, InvalidOperation, localcontext
+
+from ..errors import InvalidInput
+
+#: Largest magnitude accepted from a request: 10**30 is beyond any fiat amount or token supply
+#: expressed in whole units, and keeps every value inside a NUMERIC(60, 30) column.
+MAX_AMOUNT = Decimal(10) ** 30
+#: Most fractional digits kept: ERC20 tokens use at most 18, fiat far fewer.
+MAX_SCALE = 18
+#: Arithmetic precision for money: 30 integer + 30 fractional digits and then some. Python's
+#: default 28 digits would round (or refuse) amounts this module itself accepts.
+MONEY_CONTEXT = Context(prec=80)
+
+
+def parse_amount(raw: object, field: str, *, allow_zero: bool = True) -> Decimal:
+    """Parse a decimal string (or int) into a finite, non-negative Decimal.
+
+    Floats are refused on purpose: ``0.1`` as a JSON number has already lost precision.
+    """
+    if isinstance(raw, bool) or raw is None:
+        raise InvalidInput(field, "must be a decimal string")
+    if isinstance(raw, int):
+        text = str(raw)
+    elif isinstance(raw, str):
+        text = raw.strip()
+    else:
+        raise InvalidInput(field, "must be a decimal string")
+    if not text or len(text) > 80:
+        raise InvalidInput(field, "must be a decimal string")
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise InvalidInput(field, f"not a decimal number: {text[:40]!r}") from None
+    if not value.is_finite():
+        raise InvalidInput(field, "must be a finite number")
+    if value.is_signed() and value != 0:
+        raise InvalidInput(field, "must not be negative")
+    if value.copy_abs() >= MAX_AMOUNT:
+        raise InvalidInput(field, "is too large")
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    with localcontext(MONEY_CONTEXT):
+        if -exponent > MAX_SCALE and value != value.quantize(Decimal(1).scaleb(-MAX_SCALE)):
+            raise InvalidInput(field, f"has more than {MAX_SCALE} decimal places")
+    if value == 0 and not allow_zero:
+        raise InvalidInput(field, "must be greater than 0")
+    return normalize(value)
+
+
+def normalize(value: Decimal) -> Decimal:
+    """Canonical form: no exponent notation, no trailing zeros, ``0`` for any zero."""
+    if value == 0:
+        return Decimal(0)
+    with localcontext(MONEY_CONTEXT):
+        value = value.normalize()
+        exponent = value.as_tuple().exponent
+        assert isinstance(exponent, int)
+        if exponent > 0:
+            value = value.quantize(Decimal(1))
+    return value
+
+
+def to_text(value: Decimal) -> str:
+    """Wire form of a decimal: plain notation, never ``1E+3``."""
+    return format(normalize(value), "f")
+
+
+def from_base_units(units: int, decimals: int) -> Decimal:
+    """Token base units (wei, SUN) to a whole-token Decimal, exactly."""
+    with localcontext(MONEY_CONTEXT):
+        return normalize(Decimal(units).scaleb(-decimals))
+
+
+def to_base_units(amount: Decimal, decimals: int, field: str = "amount") -> int:
+    """Whole-token Decimal to base units; refuses amounts finer than the token can carry."""
+    with localcontext(MONEY_CONTEXT):
+        scaled = amount.scaleb(decimals)
+    if scaled != scaled.to_integral_value():
+        raise InvalidInput(field, f"has more than {decimals} decimal places for this token")
+    return int(scaled)

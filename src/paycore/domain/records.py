@@ -1,0 +1,340 @@
+"""The records of docs/interface.md §Records, and their JSON wire form (camelCase names).
+
+Records are frozen attrs classes: a change is a new record (``attrs.evolve``), so a failed
+transition can never leave a half-updated invoice behind. Money is Decimal inside; only
+``to_wire`` turns it into the string (or, for ``vsValue``, the number) the interface shows.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+import attrs
+
+from .money import to_text
+
+Json = dict[str, Any]
+
+
+class Status(StrEnum):
+    """An invoice's status; the moves between them are in ``paycore.domain.machine.TRANSITIONS``."""
+
+    INIT = "init"
+    PARTIAL_PAID = "partialPaid"
+    PAID = "paid"
+    EXPIRED = "expired"
+
+
+def _number(value: Decimal) -> float | int:
+    """A JSON number from a Decimal, only at the edge (the interface types vsValue as a number)."""
+    if value == value.to_integral_value():
+        return int(value)
+    return float(value)
+
+
+@attrs.frozen
+class Payment:
+    """One deposit attributed to an invoice: an element of ``Invoice.payments``.
+
+    ``amount`` is in token units (``Decimal("0.5")`` ETH, not wei); ``vs_value`` is its
+    worth in the invoice's vsCurrency when it was attributed. ``log_index`` is -1 for a
+    native-coin transfer, which has no log.
+    """
+
+    tx_hash: str
+    log_index: int
+    chain_id: int
+    token: str
+    from_: str
+    amount: Decimal
+    vs_value: Decimal
+    timestamp: int
+
+    def to_wire(self) -> Json:
+        return {
+            "txHash": self.tx_hash,
+            "logIndex": self.log_index,
+            "chainId": str(self.chain_id),
+            "token": self.token,
+            "from": self.from_,
+            "amount": to_text(self.amount),
+            "vsValue": _number(self.vs_value),
+            "timestamp": self.timestamp,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Json) -> Payment:
+        return cls(
+            tx_hash=data["txHash"],
+            log_index=int(data["logIndex"]),
+            chain_id=int(data["chainId"]),
+            token=data["token"],
+            from_=data["from"],
+            amount=Decimal(data["amount"]),
+            vs_value=Decimal(str(data["vsValue"])),
+            timestamp=int(data["timestamp"]),
+        )
+
+
+@attrs.frozen
+class Invoice:
+    """An invoice as paycore stores it: frozen, so every change is a new record.
+
+    Field names are the wire names in snake case (``created_at`` is ``createdAt``);
+    docs/interface.md §Records says what each means. Money (``value``, ``paid_amount``) is
+    ``Decimal`` in ``vs_currency``; times are unix seconds. ``to_wire`` gives the JSON record
+    the interface shows and ``from_wire`` reads it back. Status moves are made by
+    ``paycore.domain.machine`` (the state machine), never by editing a record by hand.
+    """
+
+    guid: str
+    created_at: int
+    deadline: int
+    status: Status
+    value: Decimal
+    token: str
+    chain_id: int
+    description: str
+    address: str
+    owner: str
+    accepted_tokens: tuple[str, ...]
+    data: Json = attrs.field(factory=dict)
+    paid_amount: Decimal = Decimal(0)
+    payments: tuple[Payment, ...] = ()
+    vs_currency: str = "usd"
+
+    @property
+    def is_tip_jar(self) -> bool:
+        """A ``value`` of 0: the first counted deposit pays it, whatever its amount."""
+        return self.value == 0
+
+    def to_wire(self, checkout_url: str | None = None) -> Json:
+        """The JSON record of the interface; ``paymentUrl`` is added when ``checkout_url``
+        is given. Decimals become strings, except ``vsValue``, a number."""
+        wire: Json = {
+            "guid": self.guid,
+            "createdAt": self.created_at,
+            "deadline": self.deadline,
+            "status": self.status.value,
+            "value": to_text(self.value),
+            "token": self.token,
+            "chainId": self.chain_id,
+            "data": self.data,
+            "description": self.description,
+            "address": self.address,
+            "owner": self.owner,
+            "paidAmount": to_text(self.paid_amount),
+            "payments": [p.to_wire() for p in self.payments],
+            "acceptedTokens": list(self.accepted_tokens),
+        }
+        if checkout_url is not None:
+            wire["paymentUrl"] = payment_url(checkout_url, self.guid)
+        return wire
+
+    @classmethod
+    def from_wire(cls, data: Json, vs_currency: str = "usd") -> Invoice:
+        """The record ``to_wire`` wrote (the wire form carries no vsCurrency: pass it)."""
+        return cls(
+            guid=data["guid"],
+            created_at=int(data["createdAt"]),
+            deadline=int(data["deadline"]),
+            status=Status(data["status"]),
+            value=Decimal(data["value"]),
+            token=data["token"],
+            chain_id=int(data["chainId"]),
+            description=data["description"],
+            address=data["address"],
+            owner=data["owner"],
+            accepted_tokens=tuple(data["acceptedTokens"]),
+            data=dict(data.get("data") or {}),
+            paid_amount=Decimal(data["paidAmount"]),
+            payments=tuple(Payment.from_wire(p) for p in data.get("payments", [])),
+            vs_currency=vs_currency,
+        )
+
+
+def payment_url(checkout_url: str, guid: str) -> str:
+    return f"{checkout_url.rstrip('/')}/?invoice={guid}"
+
+
+@attrs.frozen
+class Deposit:
+    """A transfer a chain backend saw arrive at a watched address, before attribution."""
+
+    chain_id: int
+    tx_hash: str
+    log_index: int  # -1 for a native-coin transfer (docs/architecture.md §Chains)
+    token: str  # token address, NATIVE for the coin
+    from_: str
+    to: str
+    amount: Decimal
+    timestamp: int
+    block_number: int = 0
+    block_hash: str = ""
+
+
+class TxType(StrEnum):
+    DEPOSIT = "deposit"
+    WITHDRAW = "withdraw"
+
+
+@attrs.frozen
+class Transaction:
+    type: TxType
+    tx_hash: str
+    log_index: int
+    chain_id: int
+    token: str
+    from_: str
+    amount: Decimal
+    vs_value: Decimal
+    timestamp: int
+    owner: str
+    to: str | None = None
+    guid: str | None = None
+    counted: bool = True  # False: a deposit in a token outside acceptedTokens
+    #: The block a deposit was found in, kept so a reorg that replaces it is noticed; None
+    #: for withdrawals and for deposits fed in without one.
+    block_number: int | None = None
+    block_hash: str | None = None
+    #: The block was replaced and the deposit taken back out of its invoice; such a row is
+    #: kept for the record but listed nowhere, and the same transfer mined again replaces it.
+    reorged: bool = False
+
+    @classmethod
+    def of_deposit(
+        cls,
+        payment: Payment,
+        *,
+        owner: str,
+        guid: str,
+        counted: bool,
+        block_number: int | None = None,
+        block_hash: str | None = None,
+    ) -> Transaction:
+        """The GET /transactions row of a deposit attributed to invoice ``guid``."""
+        return cls(
+            type=TxType.DEPOSIT,
+            tx_hash=payment.tx_hash,
+            log_index=payment.log_index,
+            chain_id=payment.chain_id,
+            token=payment.token,
+            from_=payment.from_,
+            amount=payment.amount,
+            vs_value=payment.vs_value,
+            timestamp=payment.timestamp,
+            owner=owner,
+            guid=guid,
+            counted=counted,
+            block_number=block_number,
+            block_hash=block_hash,
+        )
+
+    @property
+    def key(self) -> tuple[int, str, int, str]:
+        """The transfer it records: unique among transaction rows."""
+        return (self.chain_id, self.tx_hash, self.log_index, self.token)
+
+    def to_wire(self) -> Json:
+        wire: Json = {
+            "type": self.type.value,
+            "txHash": self.tx_hash,
+            "logIndex": self.log_index,
+            "chainId": str(self.chain_id),
+            "token": self.token,
+            "from": self.from_,
+            "amount": to_text(self.amount),
+            "vsValue": _number(self.vs_value),
+            "timestamp": self.timestamp,
+        }
+        if self.type is TxType.WITHDRAW:
+            wire["to"] = self.to
+        if self.type is TxType.DEPOSIT and self.guid is not None:
+            wire["guid"] = self.guid
+        return wire
+
+
+@attrs.frozen
+class PriceSnapshot:
+    vs_currency: str
+    fetched_at: int
+    prices: dict[str, Decimal] = attrs.field(factory=dict)
+
+    def to_wire(self) -> Json:
+        return {
+            "vsCurrency": self.vs_currency,
+            "fetchedAt": self.fetched_at,
+            "prices": {k: _number(v) for k, v in sorted(self.prices.items())},
+        }
+
+
+@attrs.frozen
+class SessionKey:
+    """A registered session key. ``address`` (the key's EVM address) is how requests find it."""
+
+    address: str
+    public_key: str  # 0x04 + 128 hex, lowercase
+    owner: str
+    registered_at: int
+    expires_at: int
+    last_seen_nonce: int = 0
+    encryption_public_key: str | None = None
+
+    def to_wire(self) -> Json:
+        return {
+            "publicKey": self.public_key,
+            "registeredAt": self.registered_at,
+            "expiresAt": self.expires_at,
+            "lastSeenNonce": self.last_seen_nonce,
+        }
+
+
+POW_ALGORITHM = "sha256(challenge || ':' || nonce) must have at least difficulty leading zero bits"
+
+
+@attrs.frozen
+class PowChallenge:
+    challenge: str
+    address: str
+    difficulty: int
+    expires_at: int
+
+    def to_wire(self, now: int) -> Json:
+        return {
+            "challenge": self.challenge,
+            "difficulty": self.difficulty,
+            "expiresInSecs": max(0, self.expires_at - now),
+            "algorithm": POW_ALGORITHM,
+        }
+
+
+@attrs.frozen
+class WebhookConfig:
+    owner: str
+    url: str
+    secret: str = attrs.field(repr=False)  # the signing key: never in a log or a traceback
+
+    def to_wire(self) -> Json:
+        return {"ownerAddress": self.owner, "url": self.url, "secret": self.secret}
+
+
+@attrs.frozen
+class OutboxEvent:
+    """One invoice change, written in the same storage transaction as the change itself."""
+
+    id: int
+    owner: str
+    guid: str
+    payload: Json  # the full Invoice wire record at the time of the change
+    created_at: int
+
+
+@attrs.frozen
+class PollToken:
+    """A legacy polling token from POST /poll/register."""
+
+    token: str
+    owner: str
+    created_at: int

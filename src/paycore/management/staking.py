@@ -1,0 +1,149 @@
+"""The staking helpers of docs/interface.md (Ethereum only): read a staking program's state
+for some owners and build the owner's unsigned approve, stake, unstake and claim calls.
+
+The program is a ``PaycoreStaking`` contract (``contracts/PaycoreStaking.sol``) at
+``Settings.staking_contract`` on ``Settings.staking_chain_id`` -- Ethereum in production,
+anvil in tests; "Ethereum only" means one configured chain, so a request naming another
+``chainId`` is refused. Like /initWithdraw, nothing here signs: each helper answers with the
+unsigned ``transaction`` and a ``walletDeepLink`` that opens the same transaction in a
+mobile wallet (format in docs/management.md). The helpers are public, as /initWallet is:
+they reveal only chain state anyone can read, and a transaction is only good once its
+sender signs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from urllib.parse import urlencode
+
+from ..domain.records import Json
+from ..domain.tokens import NATIVE, to_checksum
+from ..errors import InvalidInput
+
+if TYPE_CHECKING:
+    from ..gateway import Gateway
+
+#: Bounds on one /mevStakingInfo: each owner costs a few calls per token in one RPC batch.
+MAX_OWNERS = 50
+MAX_TOKENS = 20
+DEEP_LINK_BASE = "https://metamask.app.link/send/"
+
+
+@runtime_checkable
+class StakingBackend(Protocol):
+    """One staking contract on one chain. Values are base units (wei, token units)."""
+
+    def info(self, owners: list[str], tokens: list[str]) -> Json:
+        """The /mevStakingInfo object, keyed by owner address."""
+
+    def stake(self, owner: str, token: str, value: int) -> Json:
+        """The unsigned ``stake(token, value)``, or the ``approve`` it needs first
+        (``isApprove`` true) when the owner's allowance is short."""
+
+    def unstake(self, owner: str, token: str, value: int) -> Json: ...
+
+    def claim(self, owner: str, tokens: list[str]) -> Json: ...
+
+
+@runtime_checkable
+class StakingProvider(Protocol):
+    """A chain backend that can speak to a staking contract on one of its chains."""
+
+    def staking(self, chain_id: int, contract: str) -> StakingBackend: ...
+
+
+def wallet_deep_link(tx: Mapping[str, Any]) -> str:
+    """A MetaMask deep link carrying ``tx``: ``https://metamask.app.link/send/<to>@<chainId>``
+    with ``value`` (decimal wei) and ``data`` (0x hex) as query parameters -- the EIP-681
+    ``ethereum:`` form behind MetaMask's own prefix, plus the calldata, which EIP-681 has no
+    generic parameter for. Gas is left to the wallet."""
+    query = {"value": str(int(str(tx["value"]), 16)), "data": str(tx["data"])}
+    return f"{DEEP_LINK_BASE}{tx['to']}@{tx['chainId']}?{urlencode(query)}"
+
+
+def _backend(gateway: Gateway, body: Mapping[str, Any]) -> StakingBackend:
+    settings = gateway.settings
+    if settings.staking_contract is None:
+        raise InvalidInput("chainId", "no staking contract is configured on this deployment")
+    chain_id = settings.staking_chain_id
+    given = body.get("chainId")
+    if given not in (None, "") and str(given) != str(chain_id):
+        raise InvalidInput("chainId", f"staking runs on chain {chain_id} only")
+    provider = gateway.chains.get(chain_id)
+    if not isinstance(provider, StakingProvider):
+        raise InvalidInput("chainId", f"no EVM backend is configured for chain {chain_id}")
+    return provider.staking(chain_id, settings.staking_contract)
+
+
+def _address(raw: object, field: str) -> str:
+    if not isinstance(raw, str) or not raw:
+        raise InvalidInput(field, "required, a 0x address")
+    return to_checksum(raw, field)  # as written: whitespace is refused, not stripped
+
+
+def _token(raw: object, field: str) -> str:
+    token = _address(raw, field)
+    if token == NATIVE:
+        raise InvalidInput(field, "must be an ERC20 token: the native coin cannot be staked")
+    return token
+
+
+def _list(body: Mapping[str, Any], field: str, limit: int) -> list[object]:
+    """A JSON array, or (GET) a comma-separated query value."""
+    raw = body.get(field)
+    if isinstance(raw, str):
+        raw = [part for part in raw.split(",") if part]  # "a,b"; a part is taken as written
+    if not isinstance(raw, list) or not raw:
+        raise InvalidInput(field, "required, a non-empty array of addresses")
+    if len(raw) > limit:
+        raise InvalidInput(field, f"at most {limit} entries")
+    return raw
+
+
+def _value(body: Mapping[str, Any]) -> int:
+    raw = body.get("value")
+    if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 78:
+        raw = int(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise InvalidInput("value", "required, an integer in the token's base units")
+    if not 0 < raw < 1 << 256:
+        raise InvalidInput("value", "must be between 1 and 2**256 - 1")
+    return raw
+
+
+def _answer(tx: Json) -> Json:
+    return {"walletDeepLink": wallet_deep_link(tx), "transaction": tx}
+
+
+def staking_info(gateway: Gateway, body: Mapping[str, Any]) -> Json:
+    owners = [
+        _address(o, f"ownerAddresses[{i}]")
+        for i, o in enumerate(_list(body, "ownerAddresses", MAX_OWNERS))
+    ]
+    tokens = [
+        _token(t, f"tokenList[{i}]") for i, t in enumerate(_list(body, "tokenList", MAX_TOKENS))
+    ]
+    return _backend(gateway, body).info(owners, tokens)
+
+
+def stake(gateway: Gateway, body: Mapping[str, Any]) -> Json:
+    owner = _address(body.get("ownerAddress"), "ownerAddress")
+    token, value = _token(body.get("tokenAddress"), "tokenAddress"), _value(body)
+    return _answer(_backend(gateway, body).stake(owner, token, value))
+
+
+def unstake(gateway: Gateway, body: Mapping[str, Any]) -> Json:
+    owner = _address(body.get("ownerAddress"), "ownerAddress")
+    token, value = _token(body.get("tokenAddress"), "tokenAddress"), _value(body)
+    return _answer(_backend(gateway, body).unstake(owner, token, value))
+
+
+def claim(gateway: Gateway, body: Mapping[str, Any]) -> Json:
+    """The interface leaves tokenList's meaning open: here it is the staked tokens whose rewards
+    are paid out, as ``PaycoreStaking.claim(tokens)`` takes them."""
+    owner = _address(body.get("ownerAddress"), "ownerAddress")
+    tokens = [
+        _token(t, f"tokenList[{i}]") for i, t in enumerate(_list(body, "tokenList", MAX_TOKENS))
+    ]
+    return _answer(_backend(gateway, body).claim(owner, tokens))

@@ -1,0 +1,243 @@
+"""The background worker: the webhook dispatcher plus the expiry sweeper.
+
+Three ways to run it, all the same loops:
+
+- ``python -m paycore.runtime.worker --database-url URL`` (``paycore worker``): its own process,
+  stopped by SIGTERM or SIGINT. Start as many as you like against one database: they share
+  the deliveries through storage leases, and expiry is idempotent.
+- In a thread of the web app: ``threading.Thread(target=run_worker, args=(gateway,),
+  kwargs={"stop_event": stop}).start()``, then ``stop.set()`` and ``join()`` at shutdown.
+- In an anyio/ASGI lifespan: ``task_group.start_soon(worker_task, gateway)``; cancelling
+  the task group (or setting the optional ``anyio.Event``) stops it cleanly.
+
+Storage and HTTP are blocking in this sync core, so the loops run on threads even under
+anyio; ``worker_task`` only bridges cancellation to them. Embedded in the app's process the
+worker also hooks a notifier into the gateway, so a change committed there wakes the
+dispatcher at once instead of at its next poll.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+import anyio
+
+from ..chains import WatchingBackend
+from ..config import Settings
+from ..domain.records import Json
+from ..errors import PaycoreError, StorageUnavailable
+from ..gateway import Gateway
+from ..ops.outages import LoopGuard
+from ..ops.redaction import configure_logging
+from ..webhooks.dispatcher import Dispatcher
+
+log = logging.getLogger("paycore.worker")
+
+
+class _WakeDispatcher:
+    """A notifier that nudges the in-process dispatcher after every committed change."""
+
+    name = "webhook-dispatcher-wake"
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    def invoice_changed(self, owner: str, payload: Json) -> None:
+        self.dispatcher.wake()
+
+
+def sweep_expired(gateway: Gateway, halt: threading.Event) -> None:
+    """Expire overdue invoices every ``worker_sweep_interval`` so their events need not
+    wait for someone to read them (docs/architecture.md §Events). While storage is down the
+    rounds back off (``paycore.ops.outages``) and resume once it answers."""
+    batch = 500
+    settings = gateway.settings
+    guard = LoopGuard.from_settings(
+        "expiry sweep", log, settings, pace=min(settings.worker_poll_interval, 1.0)
+    )
+    while not halt.is_set():
+        try:
+            expired = gateway.expire_due(batch)
+        except StorageUnavailable as exc:
+            halt.wait(guard.failed(exc))
+            continue
+        except Exception:  # a bug: keep sweeping, the traceback says where
+            log.exception("expiry sweep failed")
+            expired = 0
+        else:
+            guard.succeeded()
+        if expired < batch:  # a full batch means more are due: go again at once
+            halt.wait(settings.worker_sweep_interval)
+
+
+def run_worker(
+    gateway: Gateway,
+    *,
+    stop_event: threading.Event,
+    dispatch: bool = True,
+    sweep: bool = True,
+    watch: bool = True,
+    prices: bool = True,
+) -> None:
+    """Run the dispatcher, the sweeper, the chain watchers and the price refresher
+    (``paycore.prices.refresher``) until ``stop_event`` is set; blocks.
+
+    In-flight POSTs are allowed to finish (each is bounded by ``webhook_timeout``) before
+    this returns. If a loop dies of an unexpected error the other one is stopped too and
+    the error is raised here, so a supervisor sees the worker fail rather than idle.
+    """
+    dispatcher = Dispatcher(gateway.storage, gateway.settings, clock=gateway.clock)
+    waker = _WakeDispatcher(dispatcher)
+    halt_sweep = threading.Event()
+    halt_prices = threading.Event()
+    crashed: list[BaseException] = []
+
+    def guarded(loop: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                loop()
+            except BaseException as exc:
+                log.exception("worker loop crashed")
+                crashed.append(exc)
+                stop_event.set()
+
+        return run
+
+    loops: list[Callable[[], None]] = []
+    if dispatch:
+        loops.append(dispatcher.run)
+        gateway.notifiers.append(waker)
+    if sweep:
+        loops.append(functools.partial(sweep_expired, gateway, halt_sweep))
+    if prices:
+        loops.append(functools.partial(gateway.price_refresher.run, halt_prices))
+    if watch:
+        # One loop per backend object: a backend serving several chains runs them all.
+        backends = {id(b): b for b in gateway.chains.values() if isinstance(b, WatchingBackend)}
+        loops.extend(functools.partial(b.watch, gateway, stop_event) for b in backends.values())
+    threads = [
+        threading.Thread(target=guarded(loop), name=f"paycore-worker-{i}", daemon=True)
+        for i, loop in enumerate(loops)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        # Timed waits, so a signal handler in the main thread gets to run promptly.
+        while not stop_event.wait(0.5):
+            pass
+    finally:
+        dispatcher.stop()
+        halt_sweep.set()
+        halt_prices.set()
+        for thread in threads:
+            thread.join()
+        if waker in gateway.notifiers:
+            gateway.notifiers.remove(waker)
+    if crashed:
+        raise crashed[0]
+
+
+async def worker_task(
+    gateway: Gateway,
+    *,
+    stop_event: anyio.Event | None = None,
+    dispatch: bool = True,
+    sweep: bool = True,
+) -> None:
+    """``run_worker`` as an anyio task: returns when ``stop_event`` is set, and stops the
+    threads cleanly (waiting for POSTs in flight) when the task is cancelled."""
+    halt = threading.Event()
+
+    async def relay_stop() -> None:
+        try:
+            if stop_event is None:
+                await anyio.sleep_forever()
+            else:
+                await stop_event.wait()
+        finally:
+            halt.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(relay_stop)
+        try:
+            # Not abandoned on cancel: the thread is told to stop (relay_stop's finally)
+            # and this waits for it, so no POST is cut off mid-flight.
+            await anyio.to_thread.run_sync(
+                functools.partial(
+                    run_worker, gateway, stop_event=halt, dispatch=dispatch, sweep=sweep
+                )
+            )
+        finally:
+            halt.set()
+            group.cancel_scope.cancel()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="paycore worker",
+        description="Deliver webhooks and expire overdue invoices until SIGTERM or SIGINT. "
+        "Other settings come from PAYCORE_* environment variables (e.g. "
+        "PAYCORE_WEBHOOK_RETRY_SCHEDULE, PAYCORE_WORKER_POLL_INTERVAL).",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3",
+    )
+    parser.add_argument("--no-dispatch", action="store_true", help="do not deliver webhooks")
+    parser.add_argument("--no-sweep", action="store_true", help="do not expire invoices")
+    parser.add_argument("--no-watch", action="store_true", help="do not scan chains for deposits")
+    parser.add_argument("--no-prices", action="store_true", help="do not refresh prices")
+    parser.add_argument("--log-level", default="INFO", help="logging level on stderr; default INFO")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``paycore worker`` and ``python -m paycore.runtime.worker``."""
+    args = _parser().parse_args(argv)
+    # Every line redacted (paycore.ops.redaction): tracebacks quote URLs and driver messages.
+    configure_logging(args.log_level.upper())
+    try:
+        overrides = {"database_url": args.database_url} if args.database_url else {}
+        gateway = Gateway(Settings.from_env(**overrides))
+    except PaycoreError as exc:
+        print(f"paycore worker: {exc.text}", file=sys.stderr)  # redacted by PaycoreError
+        return 2
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: finishing deliveries in flight, then stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info(
+        "worker started (pid %d, dispatch=%s, sweep=%s)",
+        os.getpid(),
+        not args.no_dispatch,
+        not args.no_sweep,
+    )
+    try:
+        run_worker(
+            gateway,
+            stop_event=stop,
+            dispatch=not args.no_dispatch,
+            sweep=not args.no_sweep,
+            watch=not args.no_watch,
+            prices=not args.no_prices,
+        )
+    finally:
+        gateway.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

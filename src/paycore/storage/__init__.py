@@ -1,0 +1,13 @@
+"""Storage: the contract the core needs (``contract``: ``Storage`` and ``StorageTx``) and the
+in-memory reference implementation that unit tests and the quickstart use (``memory``). The
+SQL implementation is the ``paycore_storage`` plugin.
+
+The contract's names are re-exported here so that ``from paycore.storage import Storage``,
+the path plugin authors know, keeps working.
+"""
+
+from __future__ import annotations
+
+from .contract import Storage, StorageTx
+
+__all__ = ["Storage", "StorageTx"]

@@ -1,0 +1,400 @@
+"""What the core needs from storage, as a typed Protocol; implementations are plugins.
+
+Every change the core makes goes through one unit of work, ``with storage.transaction() as tx``:
+the invoice update, the payment's transaction row and the outbox event commit together or not
+at all. Implementations must make each method below safe under concurrent transactions from
+several threads and processes (row locks / atomic statements), because the core relies on it:
+
+- ``advance_nonce`` is one compare-and-set: of N parallel calls with the same nonce, one wins.
+- ``accept_nonce`` records a (key, nonce, digest) once: of N parallel calls with the same
+  triple, one wins, and the key's highest nonce only moves up.
+- ``insert_transaction`` is idempotent on (chain_id, tx_hash, log_index, token): a deposit seen
+  twice, by two threads or after a restart, is counted once; ``mark_reorged`` flags a row
+  once, so a deposit a reorg removed is taken back out once.
+- ``get_invoice(for_update=True)`` / ``invoices_at_address(for_update=True)`` lock the rows until
+  the transaction ends, so two attributions to one invoice serialise.
+- ``allocate_wallet_index`` never hands out the same index twice for an (owner, chain).
+- ``take_challenge`` and ``remember_signature`` succeed once per value.
+- ``claim_deliveries`` hands a due webhook delivery to one claimant at a time, and only the
+  earliest pending delivery of an invoice (see the webhook deliveries section below).
+- ``claim_chain`` gives a chain's scanning lease to one holder at a time, and
+  ``advance_chain`` moves the cursor only while that holder still has it.
+
+Addresses and owners arrive already normalised (checksummed / base58); storage compares them
+as plain strings. Exceptions raised inside the ``with`` block roll everything back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol, runtime_checkable
+
+from ..chains.records import ChainCursor
+from ..domain.records import (
+    Deposit,
+    Invoice,
+    Json,
+    OutboxEvent,
+    PollToken,
+    PowChallenge,
+    SessionKey,
+    Transaction,
+    WebhookConfig,
+)
+from ..management.records import AppKey, AppKeyAdd, EmailSetting
+from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
+from ..webhooks.records import (
+    ClaimedDelivery,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryStatus,
+    Settlement,
+)
+
+
+class StorageTx(Protocol):
+    """One open unit of work: what ``Storage.transaction()`` yields.
+
+    Everything done through one ``StorageTx`` commits together when the ``with`` block ends
+    normally, and is rolled back when it raises. Reads see this transaction's own writes.
+    The concurrency duties of the module docstring apply to every method below.
+    """
+
+    # -- invoices -------------------------------------------------------------------------
+    def insert_invoice(self, invoice: Invoice) -> None:
+        """Store a new invoice; a duplicate guid raises ``ValueError``."""
+
+    def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None:
+        """The invoice ``guid``, or ``None`` if there is none.
+
+        With ``for_update=True`` the invoice's row is locked until this transaction ends
+        (PostgreSQL: ``SELECT ... FOR UPDATE``; SQLite and the memory storage run whole
+        transactions one at a time, which is stronger): another transaction that asks for
+        the same lock waits, so a read, a decision and the ``update_invoice`` that follows
+        are one step. The core relies on it
+        to attribute two deposits to one invoice, or a deposit and an expiry, one after the
+        other, never both from the same stale record. Without it, a plain read.
+        """
+
+    def update_invoice(self, invoice: Invoice) -> None:
+        """Replace the stored invoice with the same guid (status, paid_amount, payments...)."""
+
+    def invoices_at_address(
+        self, chain_id: int, address: str, *, for_update: bool = False
+    ) -> list[Invoice]:
+        """Every invoice whose deposit address is ``address`` on ``chain_id``, oldest first."""
+
+    def list_invoices(
+        self,
+        *,
+        owner: str | None = None,
+        chain_id: int | None = None,
+        address: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> tuple[list[Invoice], int]:
+        """A page of matching invoices (ordered by created_at then guid) and the match count."""
+
+    def due_for_expiry(self, now: int, limit: int) -> list[str]:
+        """Guids of init/partialPaid invoices whose deadline is before ``now``."""
+
+    # -- transactions (GET /transactions) ------------------------------------------------
+    def insert_transaction(self, tx: Transaction) -> bool:
+        """Record a deposit or withdrawal; ``False`` (and nothing written) if already known.
+        A known row marked ``reorged`` is the one exception: the transfer was mined again,
+        and ``tx`` replaces that row (``True``), atomically, so it is counted once more."""
+
+    def list_transactions(
+        self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
+    ) -> tuple[list[Transaction], int]:
+        """Newest first (timestamp, then tx_hash, log_index), and the match count. Rows
+        marked ``reorged`` are left out: their transfers are not on the chain."""
+
+    def recorded_deposits(self, chain_id: int, from_block: int) -> list[Transaction]:
+        """The deposits of ``chain_id`` recorded in blocks ``from_block`` and later (rows with
+        a block number, not reorged), newest block first, then tx_hash, log_index."""
+
+    def mark_reorged(
+        self, chain_id: int, tx_hash: str, log_index: int, token: str
+    ) -> Transaction | None:
+        """Flag that transfer's row ``reorged`` and return it as flagged; ``None`` when there
+        is no such row or it is flagged already. Atomic: of concurrent calls, one gets it."""
+
+    # -- session keys -------------------------------------------------------------------
+    def get_session_key(self, address: str) -> SessionKey | None:
+        """The session key whose Ethereum address is ``address`` (expired or deregistered
+        ones included: their nonce counter must outlive them), or ``None``."""
+
+    def session_keys_of(self, owner: str) -> list[SessionKey]:
+        """All keys of ``owner`` (expired ones included), oldest registration first."""
+
+    def put_session_key(self, key: SessionKey) -> None:
+        """Insert, or replace the key with the same ``address`` -- except that a stored
+        ``last_seen_nonce`` is never lowered and a deregistered key (``expires_at == 0``)
+        stays deregistered, so a write based on a read that a concurrent request or
+        deregistration has since overtaken cannot reopen replays or revive the key."""
+
+    def delete_session_key(self, address: str) -> bool:
+        """Remove the key with this ``address``; ``False`` if there was none."""
+
+    def advance_nonce(self, address: str, nonce: int) -> bool:
+        """Atomically set last_seen_nonce = nonce where last_seen_nonce < nonce."""
+
+    def accept_nonce(
+        self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False
+    ) -> bool:
+        """Accept a signed message once: record (address, nonce, digest) as used and raise
+        the key's ``last_seen_nonce`` to ``nonce`` if it is higher, atomically.
+
+        Returns ``False`` and changes nothing when the key is unknown, the triple was
+        already recorded, ``nonce <= last_seen_nonce - window``, or (``strict``)
+        ``nonce <= last_seen_nonce``. Recorded triples at or below the new
+        ``last_seen_nonce - window`` are forgotten, since that bound refuses them anyway;
+        what stays is at most what the key signed within the window. A store that starts
+        recording while keys already have nonces must also refuse every nonce at or below
+        the ``last_seen_nonce`` of that moment (``paycore_storage`` keeps it as a floor),
+        because nothing says which of them were used."""
+
+    # -- smart-wallet deposit indexes -------------------------------------------------------
+    def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
+        """The owner's next unused index on the chain: 0, 1, 2, ..."""
+
+    # -- proof of work --------------------------------------------------------------------
+    def put_challenge(self, challenge: PowChallenge) -> None:
+        """Store a proof-of-work challenge issued by POST /invoice/challenge until it is
+        taken or expires."""
+
+    def take_challenge(self, challenge: str) -> PowChallenge | None:
+        """Remove and return it; a second take of the same challenge returns ``None``."""
+
+    # -- salt-signed calls ----------------------------------------------------------------
+    def remember_signature(self, digest: str, expires_at: int, *, now: int | None = None) -> bool:
+        """``True`` the first time ``digest`` is seen, ``False`` ever after (until expiry).
+
+        ``now`` is the caller's clock, the one its ``expires_at`` was computed with; without
+        it the storage's own clock decides whether a remembered signature has expired."""
+
+    # -- webhooks -------------------------------------------------------------------------
+    def get_webhook(self, owner: str) -> WebhookConfig | None:
+        """``owner``'s webhook URL and signing secret, or ``None`` if never set."""
+
+    def put_webhook(self, config: WebhookConfig) -> None:
+        """Insert, or replace the configuration of the same owner."""
+
+    def delete_webhook(self, owner: str) -> bool:
+        """Remove ``owner``'s webhook; ``False`` if there was none."""
+
+    # -- events: outbox and per-consumer queues ---------------------------------------------
+    def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
+        """Append to the outbox; returns the event id (strictly increasing)."""
+
+    def open_queue(self, consumer: str, owner: str) -> None:
+        """Create ``consumer``'s queue of ``owner``'s events if missing. A new queue starts
+        after the newest existing event; an existing one is left as it is."""
+
+    def drain_queue(self, consumer: str, cap: int) -> list[OutboxEvent]:
+        """Return the queued events (oldest first, at most the newest ``cap``) and mark them
+        consumed, atomically: two concurrent drains never return the same event."""
+
+    def close_queue(self, consumer: str) -> None:
+        """Remove ``consumer``'s queue (the events stay in the outbox); a no-op if missing."""
+
+    # -- webhook deliveries -----------------------------------------------------------------
+    # A delivery is one outbox event queued for the owner's webhook. ``enqueue_delivery`` runs
+    # inside the invoice change's own transaction, so the change, its event and its delivery
+    # commit together or not at all. Dispatchers then take work with ``claim_deliveries`` (a
+    # lease, in its own short transaction), POST without any transaction open, and report
+    # with ``finish_delivery``. A dispatcher that dies holding a lease simply lets it lapse:
+    # the delivery is claimed again, with the same webhook id (at-least-once).
+
+    def enqueue_delivery(
+        self, event_id: int, owner: str, guid: str, webhook_id: str, body: str, now: int
+    ) -> int | None:
+        """Queue ``body`` (event ``event_id``) for ``owner``'s webhook, due at ``now`` (ms),
+        if and only if ``owner`` has a non-empty webhook URL as read in this transaction.
+        Returns the delivery id (strictly increasing), or ``None`` when nothing was queued."""
+
+    def claim_deliveries(
+        self, now: int, lease_ms: int, token: str, limit: int
+    ) -> list[ClaimedDelivery]:
+        """Lease up to ``limit`` deliveries that are pending, due (``next_attempt_at <= now``),
+        not under a live lease, and the lowest-id pending delivery of their invoice -- so a
+        later event of an invoice waits while an earlier one awaits its retry. Each claimed
+        delivery gets ``lease_until = now + lease_ms``, lease ``token`` and one more attempt
+        counted. Atomic against concurrent claims from any thread or process: no delivery is
+        ever under two live leases (PostgreSQL: ``FOR UPDATE SKIP LOCKED``). Oldest due
+        first. The owner's current webhook URL and secret come back with each claim."""
+
+    def finish_delivery(
+        self, delivery_id: int, token: str, attempt: DeliveryAttempt, settlement: Settlement
+    ) -> bool:
+        """Append ``attempt`` to the log, and settle the delivery as ``settlement`` says and
+        release the lease -- but only while ``token`` still holds it: a dispatcher whose lease
+        lapsed and was re-claimed by another must not overwrite the newer claim's outcome.
+        Returns whether the delivery was settled (the attempt is logged either way)."""
+
+    def list_deliveries(
+        self,
+        owner: str,
+        *,
+        status: DeliveryStatus | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[Delivery], int]:
+        """A page of ``owner``'s deliveries, newest first, each with its attempt log (oldest
+        attempt first), and the match count."""
+
+    def redeliver(self, delivery_id: int, owner: str, now: int) -> Delivery | None:
+        """Make ``owner``'s delivery pending again, due at ``now``, with its attempt count
+        reset (a new retry schedule) and its webhook id unchanged; a live lease is left to
+        finish. ``None`` if there is no such delivery of that owner."""
+
+    # -- legacy poll tokens ---------------------------------------------------------------
+    def put_poll_token(self, token: PollToken) -> None:
+        """Store a legacy poll token (POST /poll/register) with the owner it drains for."""
+
+    def get_poll_token(self, token: str) -> PollToken | None:
+        """The legacy poll token with this text, or ``None``."""
+
+    # -- chain watchers ---------------------------------------------------------------------
+    # One row per chain: the cursor (last block scanned and its hash) and the lease that lets
+    # one watcher at a time scan the chain, across processes. Times are unix milliseconds. A
+    # watcher that dies holding the lease lets it lapse; the next one resumes at the cursor.
+
+    def claim_chain(
+        self, chain_id: int, holder: str, now: int, lease_ms: int
+    ) -> ChainCursor | None:
+        """Take or renew ``chain_id``'s lease for ``holder`` -- when nobody holds it, it has
+        lapsed (``lease_until <= now``), or it is ``holder``'s already -- until ``now +
+        lease_ms``, and return the cursor (``block_number`` None on first use). ``None`` while
+        another holder's lease is live. Atomic against concurrent claims: one winner."""
+
+    def advance_chain(
+        self,
+        chain_id: int,
+        holder: str,
+        block_number: int,
+        block_hash: str | None,
+        now: int,
+        lease_ms: int,
+    ) -> bool:
+        """Set the cursor (forward, or back after a reorg) and renew the lease to ``now +
+        lease_ms``, only while ``holder`` is still the holder (a lapsed lease nobody took over
+        is still its own). ``False``, changing nothing, once another holder has claimed it."""
+
+    def release_chain(self, chain_id: int, holder: str) -> None:
+        """Give up ``holder``'s lease (the cursor stays), so another watcher need not wait
+        for it to lapse. A no-op when ``holder`` does not hold it."""
+
+    def get_chain_cursor(self, chain_id: int) -> ChainCursor | None:
+        """``chain_id``'s cursor and lease as they stand, without claiming anything; ``None``
+        before any watcher has claimed the chain."""
+
+    def watched_addresses(self, chain_id: int, deadline_after: int) -> list[str]:
+        """The distinct deposit addresses of ``chain_id``'s invoices that are open (init,
+        partialPaid) or whose deadline is at or after ``deadline_after`` (late payments and
+        overpayments are still recorded for a while), sorted."""
+
+    # -- owner management (docs/interface.md: app keys, e-mail notices, wallet indexes) ----
+    def owner_is_known(self, owner: str) -> bool:
+        """Whether paycore has anything of ``owner``: an invoice, a session key, a webhook,
+        an app key, an e-mail setting or an allocated wallet index."""
+
+    def get_app_key(self, address: str) -> AppKey | None:
+        """The app key record of ``address`` (whoever's it is), or ``None``."""
+
+    def app_keys_of(self, owner: str) -> list[AppKey]:
+        """``owner``'s app keys, oldest first (added_at, then address)."""
+
+    def add_app_key(self, key: AppKey, cap: int) -> AppKeyAdd:
+        """Add ``key`` unless its address is already an app key (of this owner: EXISTS; of
+        another: TAKEN) or the owner holds ``cap`` keys (FULL). Atomic against concurrent
+        adds for the same owner: the cap holds however many race."""
+
+    def remove_app_key(self, owner: str, address: str) -> bool:
+        """Remove ``owner``'s app key ``address``; ``False`` if it was not one."""
+
+    def get_email(self, owner: str, chain_id: int) -> EmailSetting | None:
+        """``owner``'s e-mail setting for ``chain_id``, or ``None``."""
+
+    def emails_of(self, owner: str) -> list[EmailSetting]:
+        """Every e-mail setting of ``owner``, by chain id."""
+
+    def put_email(self, setting: EmailSetting) -> None:
+        """Insert, or replace the setting of the same (owner, chain_id)."""
+
+    def delete_email(self, owner: str, chain_id: int) -> bool:
+        """Remove ``owner``'s setting for ``chain_id``; ``False`` if there was none."""
+
+    def enable_emails(
+        self, owner: str, chain_id: int | None, enabled: bool, now: int
+    ) -> list[EmailSetting]:
+        """The operator's switch: set ``enabled`` on ``owner``'s setting of ``chain_id``
+        (every chain when ``None``); turning one on stamps ``enabled_at = now``, turning on
+        one already on leaves its stamp. Returns the settings as they now are."""
+
+    def set_wallet_index_disabled(
+        self, owner: str, chain_id: int, index: int, disabled: bool, now: int
+    ) -> bool:
+        """Record ``index`` as left out of (``disabled``) or back in withdrawal address
+        selection; returns whether that changed anything."""
+
+    def disabled_wallet_indexes(self, owner: str, chain_id: int) -> list[int]:
+        """``owner``'s disabled indexes on ``chain_id``, ascending."""
+
+    def claim_notice(self, key: str, now: int) -> bool:
+        """``True`` the first time ``key`` (one notice, e.g. one deposit's e-mail) is
+        claimed, ``False`` ever after, across processes: a notice goes out once."""
+
+    # -- prices (paycore.prices) --------------------------------------------------------------
+    # The refresher writes the last good price of each (token, vsCurrency); every process
+    # reads the same rows, so the table GET /prices shows is the one that values deposits.
+
+    def put_prices(self, rows: Sequence[StoredPrice]) -> None:
+        """Insert each row, or replace the row of the same (token, vs_currency)."""
+
+    def get_prices(self, vs_currency: str | None = None) -> list[StoredPrice]:
+        """Every stored price (of ``vs_currency`` only, when given), by currency and token."""
+
+    def get_price(self, token: str, vs_currency: str) -> StoredPrice | None:
+        """The last stored price of ``token`` (``{chainId}:{address}``) in ``vs_currency``,
+        fresh or not (the caller judges its age), or ``None``."""
+
+    def put_quotes(self, quotes: Sequence[LockedQuote]) -> None:
+        """Store rates locked at invoice creation; one per (guid, token), replaced if any."""
+
+    def get_quotes(self, guid: str) -> list[LockedQuote]:
+        """The rates locked for invoice ``guid``, by token; empty when none were."""
+
+    def park_deposit(self, parked: ParkedDeposit) -> bool:
+        """Keep a deposit that could not be valued yet; ``False`` (nothing written) when the
+        same transfer (chain_id, tx_hash, log_index, token) is parked already."""
+
+    def parked_deposits(self, chain_id: int, limit: int) -> list[ParkedDeposit]:
+        """Up to ``limit`` parked deposits of ``chain_id``, in the order they were parked
+        (the watcher parks in chain order)."""
+
+    def unpark_deposit(self, deposit: Deposit) -> bool:
+        """Forget a parked deposit (valued now, or gone in a reorg); ``False`` if unknown."""
+
+    def parked_tokens(self) -> list[str]:
+        """The ``{chainId}:{token}`` ids that parked deposits wait for a price of, sorted."""
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """A storage backend: what the ``paycore_storage`` hook returns for a database URL.
+
+    ``paycore_storage`` (SQLAlchemy: SQLite, PostgreSQL) and ``paycore.storage.memory``
+    (``memory://``) implement it. A backend must be safe to share between threads; each
+    ``transaction()`` is independent of the others.
+    """
+
+    def transaction(self) -> AbstractContextManager[StorageTx]:
+        """Open a unit of work: ``with storage.transaction() as tx: ...`` commits when the
+        block ends and rolls back everything if it raises."""
+
+    def close(self) -> None:
+        """Release connections and files; the storage is not used afterwards."""

@@ -1,0 +1,284 @@
+"""Webhook dispatch: queue a delivery with each event, and the loop that POSTs them.
+
+Why it is built this way:
+
+- Nothing is lost. ``enqueue_webhook`` runs inside the transaction of the invoice change
+  (``Gateway._emit``), so a committed change always has its delivery row, and the row stays
+  until a 2xx answer or the give-up horizon. A crash anywhere leaves it pending.
+- Work is shared through storage, not between processes: a dispatcher leases due deliveries
+  (``StorageTx.claim_deliveries``), POSTs with no transaction open, then settles them in a
+  second short transaction. Any number of dispatchers, in any number of processes, can run
+  against one database; a killed one's leases lapse after ``webhook_lease`` seconds and the
+  deliveries go out again with the same ``webhook-id`` (at-least-once; receivers dedupe).
+- Per-invoice order. Storage only hands out the earliest pending delivery of an invoice,
+  so a later event waits while an earlier one is retried; different invoices go in
+  parallel, up to ``webhook_concurrency`` POSTs at a time on a thread pool (storage and
+  ``http.client`` are blocking, and the core is sync).
+- Few transactions: the loop settles every finished attempt and claims the next work in one
+  transaction per round, which matters most on SQLite, where write transactions are serial.
+- Prompt without busy polling: the loop sleeps ``worker_poll_interval`` when idle, but a
+  finished POST or ``wake()`` (called by the worker's notifier on every change committed in
+  this process) starts the next claim at once.
+- Patient with storage: while it is unavailable the loop backs off (``paycore.ops.outages``:
+  doubling waits with jitter, one log line per interval) and keeps the outcomes of POSTs
+  that finished meanwhile, settling them once storage answers -- before their leases lapse,
+  for outages shorter than ``webhook_lease``, so no receiver sees them twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+from ..config import Settings
+from ..domain.records import Json
+from ..errors import StorageUnavailable
+from ..ops.outages import LoopGuard
+from ..storage import Storage, StorageTx
+from .delivery import Outcome, post, settle, signed_headers
+from .records import ClaimedDelivery, DeliveryAttempt, DeliveryStatus, Settlement
+
+log = logging.getLogger("paycore.webhooks")
+
+Sender = Callable[..., Outcome]
+#: A finished attempt waiting to be settled: the claim, what happened, what it means.
+_Done = tuple[ClaimedDelivery, DeliveryAttempt, Settlement]
+
+
+def webhook_body(payload: Json) -> str:
+    """The exact text that is signed and sent: the Invoice JSON as a poll event carries it,
+    serialised the way the HTTP layer serialises responses."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def new_webhook_id() -> str:
+    """Random rather than derived from the event id, so that ids never repeat across
+    databases (a receiver may serve several gateways, or a test database be recreated)."""
+    return "msg_" + secrets.token_hex(16)
+
+
+def enqueue_webhook(
+    tx: StorageTx, event_id: int, owner: str, guid: str, payload: Json, now_ms: int
+) -> int | None:
+    """Queue the event for ``owner``'s webhook in the caller's transaction, if a URL is set."""
+    return tx.enqueue_delivery(
+        event_id, owner, guid, new_webhook_id(), webhook_body(payload), now_ms
+    )
+
+
+class Dispatcher:
+    """Delivers due webhook deliveries from ``storage`` until ``stop()``.
+
+    ``clock`` gives unix seconds (scheduling and the ``webhook-timestamp`` header); ``send``
+    is the POST (``delivery.post``), replaceable in tests; ``rng`` draws the jitter.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.time,
+        send: Sender = post,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self.storage = storage
+        self.settings = settings
+        self.clock = clock
+        self.send = send
+        self.rng = rng
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._busy = 0
+        self._busy_lock = threading.Lock()  # guards _busy and _done
+        self._done: list[_Done] = []  # finished attempts the loop has yet to settle
+        self.guard = LoopGuard.from_settings(
+            "webhook dispatcher", log, settings, pace=settings.worker_poll_interval
+        )
+
+    def now_ms(self) -> int:
+        return round(self.clock() * 1000)
+
+    # -- control --------------------------------------------------------------------------
+    def wake(self) -> None:
+        """Look for due work now instead of at the end of the idle wait. Thread-safe."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop claiming; ``run`` returns once the POSTs in flight have finished."""
+        self._stopping.set()
+        self._wake.set()
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self) -> None:
+        """Claim, POST on the pool, settle; until ``stop()``.
+
+        Finished attempts are settled by this loop, together with the next claim, in one
+        transaction, rather than one transaction each from the pool threads: on SQLite every
+        write transaction is serial and costs a sync, so batching is what keeps one
+        dispatcher ahead of the changes being committed.
+        """
+        concurrency = self.settings.webhook_concurrency
+        with ThreadPoolExecutor(concurrency, thread_name_prefix="paycore-webhook") as pool:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                done = self._take_done()
+                with self._busy_lock:
+                    free = concurrency - self._busy
+                try:
+                    claimed = self._settle_and_claim(done, free)
+                except StorageUnavailable as exc:
+                    self._put_back(done)  # settled once storage answers again
+                    self._stopping.wait(self.guard.failed(exc))
+                    continue
+                for delivery in claimed:
+                    self._start(pool, delivery)
+                if free > 0 and len(claimed) == free:
+                    continue  # the pool is full now; more may be due once a slot frees
+                if done:
+                    continue  # settling may have released an invoice's next event
+                self._wake.wait(self.settings.worker_poll_interval)
+        self._settle_or_log(self._take_done(), 0)  # the POSTs that finished while stopping
+
+    def run_once(self, limit: int | None = None) -> int:
+        """Claim what is due now and deliver it, one after another; for tests and scripts
+        that want a deterministic step rather than a loop."""
+        claimed = self._settle_or_log([], limit or self.settings.webhook_concurrency)
+        for delivery in claimed:
+            self.deliver(delivery)
+        return len(claimed)
+
+    def _start(self, pool: ThreadPoolExecutor, delivery: ClaimedDelivery) -> None:
+        with self._busy_lock:
+            self._busy += 1
+        pool.submit(self._attempt_for_loop, delivery)
+
+    def _attempt_for_loop(self, delivery: ClaimedDelivery) -> None:
+        try:
+            result = self.attempt(delivery)
+        except Exception:  # a bug, not a receiver's failure: let the lease lapse and retry
+            log.exception("webhook delivery %d: attempt crashed", delivery.id)
+            result = None
+        with self._busy_lock:
+            self._busy -= 1
+            if result is not None:
+                self._done.append((delivery, *result))
+        self._wake.set()  # a slot is free, and an outcome waits to be settled
+
+    def _take_done(self) -> list[_Done]:
+        with self._busy_lock:
+            done, self._done = self._done, []
+        return done
+
+    def _put_back(self, done: list[_Done]) -> None:
+        with self._busy_lock:
+            self._done[:0] = done
+
+    def _settle_or_log(self, done: list[_Done], limit: int) -> list[ClaimedDelivery]:
+        """``_settle_and_claim`` outside the loop: storage being down is logged (rate
+        limited) and the leases lapse, so the deliveries go out again later."""
+        try:
+            return self._settle_and_claim(done, limit)
+        except StorageUnavailable as exc:
+            self.guard.failed(exc)
+            return []
+
+    def _settle_and_claim(self, done: list[_Done], limit: int) -> list[ClaimedDelivery]:
+        """One transaction: record finished attempts, then lease up to ``limit`` more.
+        Raises ``StorageUnavailable``; any other failure is logged and lets the leases
+        lapse, so the deliveries go out again."""
+        if not done and limit <= 0:
+            return []
+        lease_ms = round(self.settings.webhook_lease * 1000)
+        try:
+            with self.storage.transaction() as tx:
+                settled = [
+                    tx.finish_delivery(d.id, d.lease_token, attempt, settlement)
+                    for d, attempt, settlement in done
+                ]
+                claimed = (
+                    tx.claim_deliveries(self.now_ms(), lease_ms, secrets.token_hex(16), limit)
+                    if limit > 0
+                    else []
+                )
+        except StorageUnavailable:
+            raise
+        except Exception:  # a bug: the leases lapse and the deliveries go out again
+            log.exception("settling or claiming webhook deliveries failed")
+            return []
+        self.guard.succeeded()
+        for (delivery, attempt, settlement), ok in zip(done, settled, strict=True):
+            self._report(delivery, attempt, settlement, ok)
+        return claimed
+
+    # -- one attempt ----------------------------------------------------------------------
+    def attempt(self, delivery: ClaimedDelivery) -> tuple[DeliveryAttempt, Settlement]:
+        """POST one claimed delivery; what happened and what it means for the delivery."""
+        started = self.now_ms()
+        if not delivery.url:
+            outcome = Outcome(None, "webhook cleared: no URL to deliver to", 0)
+            settlement = Settlement(DeliveryStatus.FAILED)
+        else:
+            headers = signed_headers(
+                delivery.secret, delivery.webhook_id, int(self.clock()), delivery.body
+            )
+            outcome = self.send(
+                delivery.url,
+                delivery.body.encode(),
+                headers,
+                timeout=self.settings.webhook_timeout,
+                allow_private=self.settings.webhook_allow_private,
+            )
+            settlement = settle(delivery, outcome, self.now_ms(), self.settings, self.rng)
+        attempt = DeliveryAttempt(
+            delivery.id,
+            started,
+            delivery.url,
+            outcome.status_code,
+            outcome.error,
+            outcome.latency_ms,
+        )
+        return attempt, settlement
+
+    def deliver(self, delivery: ClaimedDelivery) -> DeliveryAttempt:
+        """POST one claimed delivery and settle it in its own transaction. Never raises: a
+        failure to record the outcome leaves the lease to lapse, and it goes out again."""
+        attempt, settlement = self.attempt(delivery)
+        self._settle_or_log([(delivery, attempt, settlement)], 0)
+        return attempt
+
+    def _report(
+        self,
+        delivery: ClaimedDelivery,
+        attempt: DeliveryAttempt,
+        settlement: Settlement,
+        settled: bool,
+    ) -> None:
+        host = urlsplit(delivery.url).hostname or "-"  # the host only: a query may hold a token
+        if not settled:
+            log.warning(
+                "webhook delivery %d: lease lapsed before the attempt finished; "
+                "another claim settles it",
+                delivery.id,
+            )
+        elif attempt.ok:
+            log.debug(
+                "webhook delivery %d (%s) delivered to %s", delivery.id, delivery.webhook_id, host
+            )
+        else:
+            log.warning(
+                "webhook delivery %d (%s) to %s failed (attempt %d): %s; %s",
+                delivery.id,
+                delivery.webhook_id,
+                host,
+                delivery.attempts,
+                attempt.error,
+                "gave up" if settlement.status is DeliveryStatus.FAILED else "will retry",
+            )
