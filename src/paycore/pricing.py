@@ -19,7 +19,7 @@ import attrs
 
 from .errors import PriceUnavailable
 from .model import PriceSnapshot
-from .money import MAX_AMOUNT, MONEY_CONTEXT
+from .money import MAX_AMOUNT, MONEY_CONTEXT, normalize
 from .tokens import TokenId
 
 if TYPE_CHECKING:
@@ -126,9 +126,11 @@ class PriceTable:
 
 def value_at(price: Decimal, amount: Decimal) -> Decimal:
     """``amount`` whole tokens at ``price``, rounded half-even to VS_PLACES, computed with
-    enough precision that no digit of either operand is lost first."""
+    enough precision that no digit of either operand is lost first. The result is in canonical
+    form: the quantum's trailing zeros (``10.00000000``, or ``0E-8`` for a deposit worth less
+    than the last place) would otherwise reach storage, and be kept by some backends only."""
     with localcontext(MONEY_CONTEXT):
-        return (amount * price).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN)
+        return normalize((amount * price).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN))
 
 
 def _lower_keys(raw: Mapping[str, Mapping[str, Decimal]]) -> dict[str, dict[str, Decimal]]:
