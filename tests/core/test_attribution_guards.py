@@ -94,6 +94,23 @@ def test_the_oldest_open_invoice_created_before_the_deposit_is_paid(
     )
 
 
+def test_a_partly_paid_invoice_is_completed_before_a_newer_one_is_started(
+    gw: Gateway, clock: Clock
+) -> None:
+    # Both init and partialPaid are open: the oldest open one takes every deposit until paid.
+    first = invoice_at(gw, clock, T0)
+    second = invoice_at(gw, clock, T0 + 10)
+    payers = [gw.record_deposit(deposit(a, T0 + 20 + i))[-1].guid for i, a in enumerate("46")]
+    assert payers == [first, first]
+    assert gw.get_invoice(first).status is Status.PARTIAL_PAID
+    gw.record_deposit(deposit("90", T0 + 30))
+    assert [c.guid for c in gw.record_deposit(deposit("5", T0 + 31))] == [second]
+    assert (paid_by(gw, first), paid_by(gw, second)) == (
+        [Decimal(4), Decimal(6), Decimal(90)],
+        [Decimal(5)],
+    )
+
+
 def test_an_invoice_created_in_the_deposits_own_second_counts_as_before(
     gw: Gateway, clock: Clock
 ) -> None:

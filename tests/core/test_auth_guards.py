@@ -18,12 +18,15 @@ from eth_account.messages import encode_defunct
 from eth_account.signers.local import LocalAccount
 
 from paycore.auth import authenticate, register_pubkey, verify_salted, verify_wallet_signature
-from paycore.auth.signatures import SECP256K1_N, WALLET_PREFIX, parse_signature, recover_address
+from paycore.auth.signatures import WALLET_PREFIX, parse_signature, recover_address
 from paycore.config import Settings
 from paycore.errors import AuthError, InvalidInput
 from paycore.memory import MemoryStorage
 
 NOW = 1_700_000_000
+#: The order of secp256k1, written out rather than imported so that the bound under test is
+#: not the one the tests compare against.
+SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 HALF_N = SECP256K1_N // 2
 WINDOW = 600
 
