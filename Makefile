@@ -32,7 +32,7 @@ lint: $(VENV)/.installed
 
 # Mutation testing of the money, attribution, auth and address-guard modules against the fast
 # tests ([tool.mutmut] in pyproject.toml; docs/mutation.md): mutmut for the code in functions,
-# then the module-level limits mutmut leaves alone. About fifteen minutes on two cores, so it
+# then the module-level limits mutmut leaves alone. About ten minutes on two cores, so it
 # is not part of `make test` or CI. Starts from scratch each time; fails below MUTATE_MIN or
 # when a limit's mutant survives.
 MUTATE_MIN ?= 95
