@@ -170,7 +170,7 @@ def test_an_unpriced_token_outside_accepted_is_recorded_at_no_value(
     assert (items[0].guid, items[0].counted, items[0].amount) == (guid, False, Decimal(3))
     assert items[0].vs_value == 0 and isinstance(items[0].vs_value, Decimal)
     invoice = gw.get_invoice(guid)
-    assert (invoice.status, invoice.paid_amount, invoice.payments) == (Status.INIT, 0, ())
+    assert (invoice.status, invoice.paid_amount, invoice.payments) == (Status.INIT, Decimal(0), ())
 
 
 def test_the_underpayment_tolerance_applies_to_deposits(clock: Clock) -> None:
