@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
-from ..domain.money import MAX_AMOUNT, MONEY_CONTEXT
+from ..domain.money import MAX_AMOUNT, MONEY_CONTEXT, normalize
 from ..domain.records import PriceSnapshot
 from ..domain.tokens import TokenId
 from ..errors import PriceUnavailable
@@ -126,9 +126,11 @@ class PriceTable:
 
 def value_at(price: Decimal, amount: Decimal) -> Decimal:
     """``amount`` whole tokens at ``price``, rounded half-even to VS_PLACES, computed with
-    enough precision that no digit of either operand is lost first."""
+    enough precision that no digit of either operand is lost first. The result is in canonical
+    form: the quantum's trailing zeros (``10.00000000``, or ``0E-8`` for a deposit worth less
+    than the last place) would otherwise reach storage, and be kept by some backends only."""
     with localcontext(MONEY_CONTEXT):
-        return (amount * price).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN)
+        return normalize((amount * price).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN))
 
 
 def _lower_keys(raw: Mapping[str, Mapping[str, Decimal]]) -> dict[str, dict[str, Decimal]]:
