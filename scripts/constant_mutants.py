@@ -46,7 +46,11 @@ MUTANTS: list[tuple[str, str, str]] = [
         "MAX_DEADLINE_SECS = 366 * 24 * 3600",
         "MAX_DEADLINE_SECS = 366 * 24 * 3600 + 1",
     ),
-    ("paycore/domain/invoices.py", "OPEN = (Status.INIT, Status.PARTIAL_PAID)", "OPEN = (Status.INIT,)"),
+    (
+        "paycore/domain/invoices.py",
+        "OPEN = (Status.INIT, Status.PARTIAL_PAID)",
+        "OPEN = (Status.INIT,)",
+    ),
     (
         "paycore/domain/invoices.py",
         "OPEN = (Status.INIT, Status.PARTIAL_PAID)",

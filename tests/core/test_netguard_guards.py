@@ -74,7 +74,8 @@ def test_a_name_with_any_inside_address_is_refused_naming_them_all(
     with pytest.raises(RefusedTarget) as err:
         allowed_addresses("hook.example", 443, allow_private=False)
     assert str(err.value) == (
-        "hook.example resolves to a private, loopback or link-local address (10.0.0.1: private; fe80::1: link-local)"
+        "hook.example resolves to a private, loopback or link-local address "
+        "(10.0.0.1: private; fe80::1: link-local)"
     )
     assert [str(ip) for ip in allowed_addresses("hook.example", 443, allow_private=True)] == [
         "8.8.8.8",
