@@ -72,6 +72,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL
 
 from paycore.chains.records import ChainCursor
+from paycore.domain.machine import OPEN
 from paycore.domain.records import (
     Deposit,
     Invoice,
@@ -80,7 +81,6 @@ from paycore.domain.records import (
     PollToken,
     PowChallenge,
     SessionKey,
-    Status,
     Transaction,
     TxType,
     WebhookConfig,
@@ -170,7 +170,8 @@ def _accept_nonce_sql(lowest: str) -> TextClause:
 
 _ACCEPT_NONCE_WINDOW = _accept_nonce_sql("last_seen_nonce - :window")
 _ACCEPT_NONCE_STRICT = _accept_nonce_sql("last_seen_nonce")
-_OPEN_STATUSES = (Status.INIT.value, Status.PARTIAL_PAID.value)
+# Sorted so the compiled statement is the same in every process.
+_OPEN_STATUSES = tuple(sorted(status.value for status in OPEN))
 _PENDING = DeliveryStatus.PENDING.value
 
 

@@ -270,3 +270,11 @@ def test_taking_a_payment_back_is_replaying_without_it(
         replayed.paid_amount,
         replayed.payments,
     )
+
+
+def test_open_statuses_are_those_with_a_deadline_move() -> None:
+    """Storage sweeps and intake read OPEN from here; it must stay the complement of SETTLED."""
+    from paycore.domain.machine import OPEN
+
+    assert {Status.INIT, Status.PARTIAL_PAID} == OPEN
+    assert set(Status) == OPEN | SETTLED and not OPEN & SETTLED

@@ -24,7 +24,6 @@ from .tokens import TokenId, normalize_address, normalize_owner
 MAX_ACCEPTED_TOKENS = 20
 MAX_DESCRIPTION = 2000
 MAX_DEADLINE_SECS = 366 * 24 * 3600
-OPEN = (Status.INIT, Status.PARTIAL_PAID)
 
 
 def _int(fields: Mapping[str, Any], name: str, *, required: bool) -> int | None:
@@ -143,7 +142,7 @@ def pick_invoice(candidates: list[Invoice], deposit: Deposit) -> Invoice | None:
     the deposit; failing that, the newest created before it (a late or extra payment)."""
     before = [i for i in candidates if i.created_at <= deposit.timestamp] or candidates
     for invoice in before:
-        if invoice.status in OPEN:
+        if invoice.status in machine.OPEN:
             return invoice
     return before[-1] if before else None
 

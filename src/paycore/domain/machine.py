@@ -73,7 +73,11 @@ TRANSITIONS: dict[Status, dict[Move, Status]] = {
     },
 }
 
-SETTLED = frozenset({Status.PAID, Status.EXPIRED})
+#: The statuses an invoice can still leave by payment or deadline: the ones with a deadline
+#: move. Storage sweeps and watches these, intake attributes to them; defined here once.
+OPEN: frozenset[Status] = frozenset(s for s, moves in TRANSITIONS.items() if Move.DEADLINE in moves)
+#: Paid or expired: what a deposit can no longer change the status of, except by a reorg.
+SETTLED: frozenset[Status] = frozenset(Status) - OPEN
 
 
 def next_status(status: Status, move: Move) -> Status:

@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 
 from ..chains.records import ChainCursor
+from ..domain.machine import OPEN as _OPEN_STATUSES
 from ..domain.records import (
     Deposit,
     Invoice,
@@ -33,7 +34,6 @@ from ..domain.records import (
     PollToken,
     PowChallenge,
     SessionKey,
-    Status,
     Transaction,
     TxType,
     WebhookConfig,
@@ -52,8 +52,6 @@ from .contract import StorageTx
 log = logging.getLogger("paycore.events")
 
 TxKey = tuple[int, str, int, str]  # (chain_id, tx_hash, log_index, token): one transfer
-
-_OPEN_STATUSES = (Status.INIT, Status.PARTIAL_PAID)
 
 
 @attrs.frozen
