@@ -54,6 +54,7 @@ from websockets.sync.server import ServerConnection, serve
 
 from paycore import NATIVE, Deposit, Gateway, Settings
 from paycore.domain.records import Json
+from paycore.notify import BaseNotifier
 
 PREFIX = "/paycore"
 CHAIN = 31337
@@ -94,7 +95,7 @@ def wait_answers(url: str, process: subprocess.Popen[bytes] | None = None) -> No
     raise SystemExit(f"ws_bench: {url} did not answer within 30 s")
 
 
-class Stamp:
+class Stamp(BaseNotifier):
     """A notifier ahead of the Hub: the moment each change is handed to notifiers, which
     is right after its transaction committed."""
 
@@ -143,7 +144,7 @@ def measure(
 ) -> list[float]:
     """Commit ``WARMUP + events`` deposits one at a time; the latency of each push."""
     stamp = Stamp()
-    gateway.notifiers.insert(0, stamp)
+    gateway.add_notifier(stamp, first=True)
     tag = secrets.token_hex(4)
     total = WARMUP + events
     invoices = [
@@ -183,7 +184,7 @@ def measure(
                 if n >= WARMUP:
                     latencies.append(arrived - stamp.at[invoice.guid])
     finally:
-        gateway.notifiers.remove(stamp)
+        gateway.remove_notifier(stamp)
     return latencies
 
 

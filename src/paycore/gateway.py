@@ -80,11 +80,11 @@ class Gateway:
         self.price_sources: list[PriceSource] = collect(
             self.pm.hook.paycore_price_sources, self.settings
         )
-        self.notifiers: list[Notifier] = collect(self.pm.hook.paycore_notifiers, self.settings)
-        for notifier in self.notifiers:
-            bind = getattr(notifier, "bind", None)  # optional (paycore.notify)
-            if callable(bind):
-                bind(self)
+        # A tuple replaced whole (copy on write): a change told while the worker adds or
+        # removes a notifier iterates one consistent set, with no lock.
+        self._notifiers: tuple[Notifier, ...] = ()
+        for notifier in collect(self.pm.hook.paycore_notifiers, self.settings):
+            self.add_notifier(notifier)
         # Prices live in storage, written by the worker's refresher (paycore.prices): no
         # source is asked here, so starting a web process costs no request to a price API.
         self.pricing = PriceService(
@@ -103,16 +103,34 @@ class Gateway:
         """The gateway's clock in whole unix seconds: the time every record is stamped with."""
         return int(self.clock())
 
+    @property
+    def notifiers(self) -> tuple[Notifier, ...]:
+        """The notifiers told of each committed change, in the order they are told."""
+        return self._notifiers
+
+    def add_notifier(self, notifier: Notifier, *, first: bool = False) -> None:
+        """Bind ``notifier`` to this gateway and tell it of every change committed from
+        now on, after the others (or before them, ``first``). Adding it again does nothing."""
+        if notifier in self._notifiers:
+            return
+        notifier.bind(self)
+        if first:
+            self._notifiers = (notifier, *self._notifiers)
+        else:
+            self._notifiers = (*self._notifiers, notifier)
+
+    def remove_notifier(self, notifier: Notifier) -> None:
+        """Stop telling ``notifier``; its owner closes it. Absent: nothing happens."""
+        self._notifiers = tuple(n for n in self._notifiers if n is not notifier)
+
     def close(self) -> None:
         """Let notifiers finish what they hold (queued e-mail, the Redis listener), then
         release storage. A failing notifier never keeps storage open."""
-        for notifier in self.notifiers:
-            closer = getattr(notifier, "close", None)
-            if callable(closer):
-                try:
-                    closer()
-                except Exception:
-                    log.exception("closing notifier %s failed", getattr(notifier, "name", notifier))
+        for notifier in self._notifiers:
+            try:
+                notifier.close()
+            except Exception:
+                log.exception("closing notifier %s failed", notifier.name)
         self.storage.close()
 
     @property
@@ -265,26 +283,22 @@ class Gateway:
 
     def notify_transactions(self, records: Iterable[Transaction]) -> None:
         """Tell notifiers of transactions recorded outside an invoice change (withdrawals
-        the watcher saw), after their commit. Only notifiers that implement the optional
-        ``transaction_recorded`` hear of them (paycore.notify)."""
+        the watcher saw), after their commit (``Notifier.transaction_recorded``)."""
         for record in records:
             item = record.to_wire()
-            for notifier in self.notifiers:
-                told = getattr(notifier, "transaction_recorded", None)
-                if not callable(told):
-                    continue
+            for notifier in self._notifiers:
                 try:
-                    told(record.owner, item)
+                    notifier.transaction_recorded(record.owner, item)
                 except Exception:  # the transaction is recorded; a notice is a courtesy
-                    log.exception("notifier %s failed", getattr(notifier, "name", notifier))
+                    log.exception("notifier %s failed", notifier.name)
 
     def _notify(self, owner: str, payloads: list[Json]) -> None:
         for payload in payloads:
-            for notifier in self.notifiers:
+            for notifier in self._notifiers:
                 try:
                     notifier.invoice_changed(owner, payload)
                 except Exception:  # the outbox still holds the event; never fail the change
-                    log.exception("notifier %s failed", getattr(notifier, "name", notifier))
+                    log.exception("notifier %s failed", notifier.name)
 
     def open_queue(self, consumer: str, owner: str) -> None:
         """Give ``consumer`` (a session key's or poll token's queue name) a queue of

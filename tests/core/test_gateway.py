@@ -8,6 +8,7 @@ import pytest
 
 from paycore import NATIVE, Deposit, Gateway, Settings, Status
 from paycore.errors import InvalidInput, InvoiceNotFound, PaycoreError, PriceUnavailable
+from paycore.notify import BaseNotifier
 from paycore.plugins.hookspecs import hookimpl
 
 CHAIN = 31337
@@ -182,7 +183,7 @@ def test_paging_clamps_and_orders(gw: Gateway, clock: Clock) -> None:
     assert items[0].guid == guids[-1]
 
 
-class Closable:
+class Closable(BaseNotifier):
     name = "closable"
 
     def __init__(self, fail: bool = False) -> None:
@@ -200,6 +201,7 @@ class Closable:
 
 def test_close_closes_notifiers_even_when_one_fails(gw: Gateway) -> None:
     bad, good = Closable(fail=True), Closable()
-    gw.notifiers[:0] = [bad, good]
+    gw.add_notifier(bad, first=True)
+    gw.add_notifier(good)
     gw.close()
     assert bad.closed and good.closed

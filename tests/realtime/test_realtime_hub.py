@@ -95,7 +95,7 @@ def test_every_gateway_has_a_hub_and_blocking_the_builtins_does_not_lose_it() ->
         entry_points=False,
     )
     assert not bare.notifiers
-    assert isinstance(hub_for(bare), Hub) and bare.notifiers == [hub_for(bare)]
+    assert isinstance(hub_for(bare), Hub) and bare.notifiers == (hub_for(bare),)
 
 
 # -- drivers with a client that does not read ----------------------------------------------

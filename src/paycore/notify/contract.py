@@ -2,26 +2,54 @@
 
 Notifiers are for fast paths (WebSocket fan-out, e-mail); they may fail without loss because
 the durable outbox, written in the same transaction as the change, remains the source of truth.
+
+The whole lifecycle is declared here, so the Gateway calls it without probing: ``bind`` once
+when the notifier joins a gateway, ``invoice_changed`` and ``transaction_recorded`` after
+each commit, ``close`` when the gateway closes. ``BaseNotifier`` gives every method a no-op
+body; a notifier subclasses it and overrides what it needs.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..domain.records import Json
+
+if TYPE_CHECKING:  # the gateway imports this module
+    from ..gateway import Gateway
 
 
 class Notifier(Protocol):
     name: str
 
+    def bind(self, gateway: Gateway) -> None:
+        """Called once by the Gateway the notifier joins (``Gateway.add_notifier``, or
+        collected from the ``paycore_notifiers`` hook), before any change is told."""
+
     def invoice_changed(self, owner: str, payload: Json) -> None:
         """``payload`` is the full Invoice wire record after the change."""
 
+    def transaction_recorded(self, owner: str, item: Json) -> None:
+        """A transaction newly recorded outside an invoice change (a withdrawal the watcher
+        saw on chain); ``item`` is the GET /transactions wire form."""
 
-# Two optional methods, looked up with getattr so the protocol above stays the minimum:
-#
-# - ``bind(gateway)``: called once by the Gateway that collected the notifier, for a
-#   notifier that needs the gateway's storage or settings (the e-mail notifier does).
-# - ``transaction_recorded(owner, item)``: told of each transaction newly recorded outside
-#   an invoice change -- a withdrawal the watcher saw on chain; ``item`` is the
-#   GET /transactions wire form.
+    def close(self) -> None:
+        """Finish what is held (queued e-mail, a listener); the gateway is closing."""
+
+
+class BaseNotifier:
+    """Every ``Notifier`` method as a no-op: subclass it and override what you need."""
+
+    name = "notifier"
+
+    def bind(self, gateway: Gateway) -> None:
+        return None
+
+    def invoice_changed(self, owner: str, payload: Json) -> None:
+        return None
+
+    def transaction_recorded(self, owner: str, item: Json) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

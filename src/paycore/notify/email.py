@@ -39,6 +39,7 @@ from ..config import Settings
 from ..domain.records import Json
 from ..domain.tokens import NATIVE
 from ..plugins.hookspecs import hookimpl
+from .contract import BaseNotifier
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
@@ -141,7 +142,7 @@ def build_message(settings: Settings, notice: Mapping[str, str]) -> EmailMessage
 # -- the notifier --------------------------------------------------------------------------
 
 
-class EmailNotifier:
+class EmailNotifier(BaseNotifier):
     """``paycore.notify.Notifier`` that mails deposits and withdrawals to enabled owners."""
 
     name = "email"

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from ..domain.records import Json
+from ..notify.contract import BaseNotifier
 from .frames import encode_event
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class Subscription:
             return len(self._events)
 
 
-class Hub:
+class Hub(BaseNotifier):
     """Subscriptions by owner for one process, and the gateway's notifier for pushes."""
 
     name = "websocket-hub"
@@ -176,5 +177,5 @@ def hub_for(gateway: Gateway) -> Hub:
         if isinstance(notifier, Hub):
             return notifier
     hub = Hub.from_settings(gateway.settings)
-    gateway.notifiers.append(hub)
+    gateway.add_notifier(hub)
     return hub

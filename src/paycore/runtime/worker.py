@@ -35,6 +35,7 @@ from ..config import Settings
 from ..domain.records import Json
 from ..errors import PaycoreError, StorageUnavailable
 from ..gateway import Gateway
+from ..notify import BaseNotifier
 from ..ops.outages import LoopGuard
 from ..ops.redaction import configure_logging
 from ..webhooks.dispatcher import Dispatcher
@@ -42,7 +43,7 @@ from ..webhooks.dispatcher import Dispatcher
 log = logging.getLogger("paycore.worker")
 
 
-class _WakeDispatcher:
+class _WakeDispatcher(BaseNotifier):
     """A notifier that nudges the in-process dispatcher after every committed change."""
 
     name = "webhook-dispatcher-wake"
@@ -114,7 +115,7 @@ def run_worker(
     loops: list[Callable[[], None]] = []
     if dispatch:
         loops.append(dispatcher.run)
-        gateway.notifiers.append(waker)
+        gateway.add_notifier(waker)
     if sweep:
         loops.append(functools.partial(sweep_expired, gateway, halt_sweep))
     if prices:
@@ -139,8 +140,7 @@ def run_worker(
         halt_prices.set()
         for thread in threads:
             thread.join()
-        if waker in gateway.notifiers:
-            gateway.notifiers.remove(waker)
+        gateway.remove_notifier(waker)
     if crashed:
         raise crashed[0]
 
