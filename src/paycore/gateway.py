@@ -12,12 +12,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .auth.service import ProofOfWork, Sessions
 from .chains import ChainBackend
 from .config import Settings
 from .domain import machine
 from .domain.invoices import attribute_deposit, parse_new_invoice, reorg_deposit
 from .domain.records import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
 from .errors import InvalidInput, InvoiceNotFound, PaycoreError
+from .events.queues import EventQueues
+from .management.service import Management
 from .notify import Notifier
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
@@ -27,6 +30,7 @@ from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
 from .storage import Storage, StorageTx
 from .webhooks.dispatcher import enqueue_webhook
+from .webhooks.service import Webhooks
 
 log = logging.getLogger("paycore")
 
@@ -72,7 +76,13 @@ class Gateway:
         found = storage or self.pm.hook.paycore_storage(settings=self.settings)
         if found is None:
             raise PaycoreError(f"no storage plugin handles {self.settings.database_url!r}")
-        self.storage: Storage = found
+        self._storage: Storage = found
+        # The sub-services: every operation a caller needs, over the storage held here.
+        self.sessions = Sessions(found, self.settings, self.now)
+        self.pow = ProofOfWork(found, self.settings, self.now)
+        self.events = EventQueues(found, self.settings)
+        self.webhooks = Webhooks(found, self.settings, self.clock)
+        self.management = Management(self, found)
         self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:
@@ -88,7 +98,7 @@ class Gateway:
         # Prices live in storage, written by the worker's refresher (paycore.prices): no
         # source is asked here, so starting a web process costs no request to a price API.
         self.pricing = PriceService(
-            storage=self.storage,
+            storage=self._storage,
             sources=self.price_sources,
             vs_currency=self.settings.vs_currency,
             vs_currencies=self.settings.vs_currencies,
@@ -102,6 +112,13 @@ class Gateway:
     def now(self) -> int:
         """The gateway's clock in whole unix seconds: the time every record is stamped with."""
         return int(self.clock())
+
+    @property
+    def storage(self) -> Storage:
+        """The storage this gateway was built with, read-only: for storage plugin authors
+        and tests. Core code outside the gateway and its services never uses it (a test
+        guards this); callers use the sub-services and the methods here."""
+        return self._storage
 
     @property
     def notifiers(self) -> tuple[Notifier, ...]:
@@ -131,7 +148,7 @@ class Gateway:
                 notifier.close()
             except Exception:
                 log.exception("closing notifier %s failed", notifier.name)
-        self.storage.close()
+        self._storage.close()
 
     @property
     def prices(self) -> PriceTable:
@@ -159,7 +176,7 @@ class Gateway:
         are locked in the same transaction. Raises InvalidInput for any bad field.
         """
         now = self.now()
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             invoice = parse_new_invoice(self.settings, fields, owner, now, self._deriver(tx, owner))
             tx.insert_invoice(invoice)
             if self.settings.rate_lock:
@@ -181,7 +198,7 @@ class Gateway:
 
     def get_invoice(self, guid: str) -> Invoice:
         """The invoice, expired first if its deadline has passed (lazy expiry)."""
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             invoice = tx.get_invoice(guid)
         if invoice is None:
             raise InvoiceNotFound(guid)
@@ -192,7 +209,7 @@ class Gateway:
     def _expire(self, guid: str) -> Invoice | None:
         """Expire under a row lock, re-checking, so a racing read or sweep emits one event."""
         payloads: list[Json] = []
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             invoice = tx.get_invoice(guid, for_update=True)
             if invoice is None or not machine.is_due(invoice, self.now()):
                 return invoice
@@ -204,7 +221,7 @@ class Gateway:
 
     def expire_due(self, limit: int = 500) -> int:
         """The sweeper's pass: expire every overdue invoice so its event need not wait a read."""
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             due = tx.due_for_expiry(self.now(), limit)
         return sum(1 for guid in due if self._expire(guid) is not None)
 
@@ -221,7 +238,7 @@ class Gateway:
         either offset or limit is given (docs/interface.md §GET /invoices)."""
         paged = offset is not None or limit is not None
         off, lim = _page(offset, limit, INVOICE_PAGE_MAX)
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             items, total = tx.list_invoices(
                 owner=owner,
                 address=address,
@@ -242,13 +259,13 @@ class Gateway:
         ``chain_id`` keeps one chain; ``limit`` is clamped to 200 (GET /transactions).
         """
         off, lim = _page(offset, limit, TRANSACTION_PAGE_MAX)
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             items, total = tx.list_transactions(owner, chain_id=chain_id, offset=off, limit=lim)
         return items, total, off, lim
 
     def record_deposit(self, deposit: Deposit) -> list[Invoice]:
         """Attribute one confirmed deposit; safe to call again for the same deposit."""
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             changes = attribute_deposit(
                 tx, deposit, self.pricing, self.settings.underpayment_tolerance
             )
@@ -261,7 +278,7 @@ class Gateway:
         """Take back a recorded deposit whose block a reorg replaced: the invoice's
         paidAmount and status are recomputed and the change goes out as events, in the same
         transaction. Safe to call again for the same deposit (nothing changes)."""
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             changes = reorg_deposit(tx, record, self.now(), self.settings.underpayment_tolerance)
             payloads = self._emit(tx, changes)
         if changes:
@@ -301,21 +318,16 @@ class Gateway:
                     log.exception("notifier %s failed", notifier.name)
 
     def open_queue(self, consumer: str, owner: str) -> None:
-        """Give ``consumer`` (a session key's or poll token's queue name) a queue of
-        ``owner``'s events, starting after the newest one; an existing queue is kept."""
-        with self.storage.transaction() as tx:
-            tx.open_queue(consumer, owner)
+        """``Gateway.events.open``, kept for callers that know it here."""
+        self.events.open(consumer, owner)
 
     def close_queue(self, consumer: str) -> None:
-        """Drop ``consumer``'s queue (its key was deregistered); the events stay in the outbox."""
-        with self.storage.transaction() as tx:
-            tx.close_queue(consumer)
+        """``Gateway.events.close``, kept for callers that know it here."""
+        self.events.close(consumer)
 
     def drain_events(self, consumer: str) -> list[OutboxEvent]:
-        """Take the events queued for ``consumer``, oldest first, at most the newest
-        ``event_retention``; each is returned once, whoever drains concurrently."""
-        with self.storage.transaction() as tx:
-            return tx.drain_queue(consumer, self.settings.event_retention)
+        """``Gateway.events.drain``, kept for callers that know it here."""
+        return self.events.drain(consumer)
 
 
 def _page(offset: int | None, limit: int | None, ceiling: int) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from mgmt_helpers import account, salted, self_signed, smtp_server, tls_server_k
 from paycore import Deposit, Gateway, Settings
 from paycore.domain.records import Transaction, TxType
 from paycore.errors import NotFound
-from paycore.management.service import enable_email, set_email_notifications
+from paycore.management.service import enable_email
 from paycore.notify.email import EmailNotifier
 
 NATIVE = "0x0000000000000000000000000000000000000000"
@@ -89,7 +89,7 @@ def deposit(gateway: Gateway, to: str, amount: str, n: int) -> None:
 
 def store_email(gateway: Gateway, signer: Any, email: str = MAILBOX) -> Any:
     body = salted(signer, {"emailAddress": email, "chainId": 1}, gateway.now())
-    return set_email_notifications(gateway, body)
+    return gateway.management.set_email_notifications(body)
 
 
 def test_a_deposit_is_mailed_once_only_after_the_operator_enabled_it() -> None:

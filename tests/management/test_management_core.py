@@ -12,7 +12,7 @@ from mgmt_helpers import account, salted
 from paycore import Gateway, Settings
 from paycore.errors import Forbidden, InvalidInput, NotFound
 from paycore.management.records import AppKey
-from paycore.management.service import authenticate, enable_email, validate_email
+from paycore.management.service import enable_email, validate_email
 from paycore.management.staking import wallet_deep_link
 from paycore.storage.memory import MemoryStorage
 
@@ -50,17 +50,17 @@ def test_an_app_key_acts_for_its_owner_unless_the_body_says_otherwise(gateway: G
         tx.allocate_wallet_index(key.address, 1)  # ... and so is the key's own address
         tx.add_app_key(AppKey(key.address, owner.address, NOW, owner.address), 10)
 
-    actor = authenticate(gateway, _body(gateway, key), 1)
+    actor = gateway.management.authenticate(_body(gateway, key), 1)
     assert (actor.owner, actor.is_owner) == (owner.address, False)
     # Naming itself, the key's address acts as the owner it also is.
-    actor = authenticate(gateway, _body(gateway, key, ownerAddress=key.address), 1)
+    actor = gateway.management.authenticate(_body(gateway, key, ownerAddress=key.address), 1)
     assert (actor.owner, actor.is_owner) == (key.address, True)
-    actor = authenticate(gateway, _body(gateway, owner), 1)
+    actor = gateway.management.authenticate(_body(gateway, owner), 1)
     assert (actor.owner, actor.is_owner) == (owner.address, True)
     with pytest.raises(Forbidden, match="is neither"):
-        authenticate(gateway, _body(gateway, key, ownerAddress=other.address), 1)
+        gateway.management.authenticate(_body(gateway, key, ownerAddress=other.address), 1)
     with pytest.raises(Forbidden, match="neither an owner known to paycore"):
-        authenticate(gateway, _body(gateway, other), 1)
+        gateway.management.authenticate(_body(gateway, other), 1)
 
 
 @pytest.mark.parametrize(

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import secrets
-
 import attrs
 
 from ..auth import poll_register_message, verify_wallet_signature
-from ..domain.records import Json, PollToken
+from ..domain.records import Json
 from ..domain.tokens import normalize_owner
 from ..errors import AuthError, InvalidInput, PaycoreError
+from ..events.queues import consumer_of_token
 from .http import Response, text_response
 from .params import body_str
 from .routing import Call
 from .sessions import consumer_of_key
-
-
-def consumer_of_token(token: str) -> str:
-    return f"token:{token}"
 
 
 def poll_register(call: Call) -> Json:
@@ -25,10 +20,7 @@ def poll_register(call: Call) -> Json:
     body = call.body()
     owner = normalize_owner(body_str(body, "ownerAddress"), "ownerAddress")
     verify_wallet_signature(poll_register_message(owner), body.get("signature"), owner)
-    token = PollToken(secrets.token_hex(24), owner, gw.now())
-    with gw.storage.transaction() as tx:
-        tx.put_poll_token(token)
-        tx.open_queue(consumer_of_token(token.token), owner)
+    token = gw.events.register_token(owner, gw.now())
     return {"ownerAddress": owner, "token": token.token}
 
 
@@ -47,8 +39,7 @@ def poll_events(call: Call) -> Json:
             raise AuthError("missing x-session-nonce and x-session-signature headers")
         owner = normalize_owner(body_str(body, "ownerAddress"), "ownerAddress")
         token_text = body_str(body, "token")
-        with gw.storage.transaction() as tx:
-            token = tx.get_poll_token(token_text)
+        token = gw.events.token(token_text)
         if token is None or token.owner != owner:
             raise AuthError("unknown poll token for this ownerAddress", prefix="poll token")
         consumer = consumer_of_token(token.token)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..auth import issue_challenge, verify_pow
 from ..domain.records import Json
 from ..domain.tokens import normalize_address
 from ..errors import InvalidInput
@@ -18,20 +17,14 @@ def create_invoice(call: Call) -> Any:
     body = call.body()
     owner = call.owner_scope(body.get("owner"))
     if gw.settings.pow_difficulty > 0:
-        verify_pow(
-            gw.storage,
-            challenge=body.get("challenge"),
-            nonce=body.get("nonce"),
-            address=owner,
-            now=gw.now(),
-        )
+        gw.pow.verify(challenge=body.get("challenge"), nonce=body.get("nonce"), address=owner)
     invoice = gw.create_invoice(owner, body)
     return json_response(gw.invoice_wire(invoice), 201)
 
 
 def invoice_challenge(call: Call) -> Json:
     gw = call.gateway
-    challenge = issue_challenge(gw.storage, gw.settings, call.body().get("address"), now=gw.now())
+    challenge = gw.pow.issue(call.body().get("address"))
     return challenge.to_wire(gw.now())
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ..domain.records import Json
 from ..errors import InvalidInput
-from ..management import service as management
 from .routing import Call
 
 
@@ -23,28 +22,28 @@ def _salted_body(call: Call) -> dict[str, object]:
 
 
 def change_callback_url(call: Call) -> Json:
-    return management.change_callback_url(call.gateway, _salted_body(call))
+    return call.gateway.management.change_callback_url(_salted_body(call))
 
 
 def set_email_notifications(call: Call) -> Json:
-    return management.set_email_notifications(call.gateway, _salted_body(call))
+    return call.gateway.management.set_email_notifications(_salted_body(call))
 
 
 def disable_wallet_index(call: Call) -> Json:
-    return management.set_wallet_index(call.gateway, _salted_body(call), disabled=True)
+    return call.gateway.management.set_wallet_index(_salted_body(call), disabled=True)
 
 
 def enable_wallet_index(call: Call) -> Json:
-    return management.set_wallet_index(call.gateway, _salted_body(call), disabled=False)
+    return call.gateway.management.set_wallet_index(_salted_body(call), disabled=False)
 
 
 def add_app_key(call: Call) -> Json:
-    return management.add_app_key(call.gateway, _salted_body(call))
+    return call.gateway.management.add_app_key(_salted_body(call))
 
 
 def remove_app_key(call: Call) -> Json:
-    return management.remove_app_key(call.gateway, _salted_body(call))
+    return call.gateway.management.remove_app_key(_salted_body(call))
 
 
 def get_app_keys(call: Call) -> list[Json]:
-    return management.get_app_keys(call.gateway, call.body())
+    return call.gateway.management.get_app_keys(call.body())

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..auth import authenticate
 from ..auth.session import sends_session_headers
 from ..domain.records import SessionKey
 from ..domain.tokens import normalize_owner
@@ -160,14 +159,11 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
                 raise InvalidInput(
                     "body", "required with session headers (the signature covers the body)"
                 )
-            caller = authenticate(
-                gateway.storage,
-                gateway.settings,
+            caller = gateway.sessions.authenticate(
                 method=request.method,
                 uri=request.uri,
                 body=request.body,
                 headers=request.headers,
-                now=gateway.now(),
                 required=False,
             )
         result = route.handler(Call(gateway, request, params, caller))

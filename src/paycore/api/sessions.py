@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from ..auth import (
-    deregister_pubkey,
-    deregistration_wire,
-    list_pubkeys,
-    register_pubkey,
-    registration_wire,
-)
+from ..auth import deregistration_wire, registration_wire
 from ..domain.records import Json, SessionKey
-from ..webhooks.config import set_webhook, validate_url
 from .routing import Call
 
 
@@ -27,14 +20,14 @@ def register(call: Call) -> Json:
     gw = call.gateway
     # Session headers are optional here; when sent (by the key being registered) they make
     # the request a refresh, which the owner's signature alone cannot be (see registry).
-    key = register_pubkey(gw.storage, gw.settings, call.body(), now=gw.now(), session=call.caller)
+    key = gw.sessions.register(call.body(), session=call.caller)
     gw.open_queue(consumer_of_key(key), key.owner)
     return registration_wire(key)
 
 
 def deregister(call: Call) -> Json:
     gw = call.gateway
-    key = deregister_pubkey(gw.storage, call.body(), now=gw.now(), session=call.caller)
+    key = gw.sessions.deregister(call.body(), session=call.caller)
     gw.close_queue(consumer_of_key(key))
     return deregistration_wire(key)
 
@@ -45,7 +38,7 @@ def pubkeys(call: Call) -> Json:
     if call.caller is None:
         # Strict mode needs the owner's session; soft mode serves the list without one.
         call.owner_scope(owner)
-    return list_pubkeys(gw.storage, owner, session=call.caller).to_wire()
+    return gw.sessions.list(owner, session=call.caller).to_wire()
 
 
 def register_callback(call: Call) -> Json:
@@ -54,8 +47,5 @@ def register_callback(call: Call) -> Json:
     body = call.body()
     call.session()
     owner = call.owner_scope(body.get("ownerAddress"), "ownerAddress")
-    allow_private = call.gateway.settings.webhook_allow_private
-    config = set_webhook(
-        call.gateway.storage, owner, validate_url(body.get("url")), allow_private=allow_private
-    )
+    config = call.gateway.webhooks.set(owner, body.get("url"))
     return {"ownerAddress": config.owner, "url": config.url}

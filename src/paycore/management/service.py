@@ -48,6 +48,7 @@ from .records import MAX_APP_KEYS, AppKey, AppKeyAdd, EmailSetting
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
+    from ..storage import Storage
 
 #: Wallet indexes are stored as signed 64-bit integers; paycore hands them out from 0 up.
 MAX_WALLET_INDEX = 2**63 - 1
@@ -142,36 +143,6 @@ def _admin_backend(gateway: Gateway, chain_id: int | None) -> WalletAdminBackend
     return backend if isinstance(backend, WalletAdminBackend) else None
 
 
-def authenticate(gateway: Gateway, body: Mapping[str, Any], chain_id: int | None) -> Actor:
-    """The signer of a salt-signed body and the owner it acts for (module docstring).
-
-    Missing salt or signature: 400; stale salt, bad or reused signature: 401 (both from
-    ``verify_salted``); a signer that is neither a known owner nor an app key: 403.
-    """
-    claimed = body.get("ownerAddress")
-    # Checked before the signature: a malformed address is the client's 400 to fix, which
-    # a 401 about the signature would hide.
-    owner = None if claimed is None else normalize_owner(claimed, "ownerAddress")
-    signer = verify_salted(gateway.storage, gateway.settings, body, now=gateway.now())
-    with gateway.storage.transaction() as tx:
-        key = tx.get_app_key(signer)
-        if owner is not None and owner != signer:
-            if key is None or key.owner != owner:
-                raise Forbidden(f"{signer} is neither {owner} nor one of its app keys")
-            return Actor(signer, owner, key)
-        if owner is None and key is not None:
-            return Actor(signer, key.owner, key)
-        known = tx.owner_is_known(signer)
-    backend = _admin_backend(gateway, chain_id)
-    if not known and backend is not None and chain_id is not None:
-        known = backend.wallet_deployed(chain_id, signer)
-    if not known:
-        raise Forbidden(
-            f"the signer {signer} is neither an owner known to paycore nor an app key of one"
-        )
-    return Actor(signer, signer)
-
-
 def _sync(
     gateway: Gateway, chain_id: int | None, actor: Actor, action: str, argument: str | int
 ) -> ChainSync | None:
@@ -193,141 +164,7 @@ def _chain_wire(sync: ChainSync | None) -> Json:
     }
 
 
-# -- /changeCallbackUrl ---------------------------------------------------------------------
-
-
-def change_callback_url(gateway: Gateway, body: Mapping[str, Any]) -> Json:
-    """Point the owner's webhook (the one /webhook/set and /auth/register-callback set) at
-    ``newCallbackUrl``. The signing secret stays, so receivers need not rotate it; deliveries
-    queued from now on go to the new URL, and so do retries of earlier ones, since a
-    delivery reads the owner's current URL when it is attempted."""
-    chain_id = chain_field(gateway, body, required=True)
-    url = validate_url(body.get("newCallbackUrl"), "newCallbackUrl")
-    actor = authenticate(gateway, body, chain_id)
-    check_webhook_url(
-        url, allow_private=gateway.settings.webhook_allow_private, field="newCallbackUrl"
-    )
-    with gateway.storage.transaction() as tx:
-        current = tx.get_webhook(actor.owner)
-        tx.put_webhook(WebhookConfig(actor.owner, url, current.secret if current else new_secret()))
-    return {
-        "ownerAddress": actor.owner,
-        "chainId": chain_id,
-        "url": url,
-        "previousUrl": current.url if current else "",
-    }
-
-
-# -- /setEmailNotifications and the operator's switch ---------------------------------------
-
-
-def set_email_notifications(gateway: Gateway, body: Mapping[str, Any]) -> Json:
-    """Store where the owner's deposit and withdrawal notices on ``chainId`` go.
-
-    Sending stays off until the operator turns it on (:func:`enable_email`). A new address
-    turns it off again -- the operator approved the old one, not this one -- while sending
-    the same address again changes nothing. An empty ``emailAddress`` removes the setting.
-    """
-    chain_id = chain_field(gateway, body, required=True)
-    assert chain_id is not None
-    email = validate_email(body.get("emailAddress"))
-    actor = authenticate(gateway, body, chain_id)
-    now = gateway.now()
-    with gateway.storage.transaction() as tx:
-        current = tx.get_email(actor.owner, chain_id)
-        if email == "":
-            tx.delete_email(actor.owner, chain_id)
-            return EmailSetting(actor.owner, chain_id, "").to_wire()
-        if current is not None and current.email == email:
-            return current.to_wire()
-        setting = EmailSetting(actor.owner, chain_id, email, enabled=False, updated_at=now)
-        tx.put_email(setting)
-    return setting.to_wire()
-
-
-def enable_email(
-    gateway: Gateway, owner: str, chain_id: int | None = None, *, enabled: bool = True
-) -> list[EmailSetting]:
-    """The operator's switch (docs/interface.md: sending is enabled by the operator, not
-    the owner): turn sending on (or off) for ``owner``'s stored addresses, on one chain or
-    all. ``paycore email enable OWNER`` runs this. Raises NotFound when the owner has set
-    no address there, since enabling nothing is surely a typo."""
-    owner = normalize_owner(owner, "owner")
-    with gateway.storage.transaction() as tx:
-        changed = tx.enable_emails(owner, chain_id, enabled, gateway.now())
-    if not changed:
-        where = "" if chain_id is None else f" on chain {chain_id}"
-        raise NotFound(f"{owner} has set no e-mail address{where}")
-    return changed
-
-
-# -- /disableWalletIndex and /enableWalletIndex ---------------------------------------------
-
-
-def set_wallet_index(gateway: Gateway, body: Mapping[str, Any], *, disabled: bool) -> Json:
-    """Leave a deposit index out of withdrawals (or put it back).
-
-    paycore's record takes effect at once: /initWithdraw never collects an index disabled
-    here, and never one disabled on chain either, since the wallet would skip it. The
-    returned transaction sets the same flag in the wallet contract, so that withdrawals
-    built by anything else than paycore skip the index too.
-    """
-    chain_id = chain_field(gateway, body, required=True)
-    assert chain_id is not None
-    index = _wallet_index(body)
-    actor = authenticate(gateway, body, chain_id)
-    sync = _sync(gateway, chain_id, actor, DISABLE_INDEX if disabled else ENABLE_INDEX, index)
-    with gateway.storage.transaction() as tx:
-        changed = tx.set_wallet_index_disabled(
-            actor.owner, chain_id, index, disabled, gateway.now()
-        )
-    return {
-        "ownerAddress": actor.owner,
-        "chainId": chain_id,
-        "walletIndex": index,
-        "disabled": disabled,
-        "changed": changed,
-        **_chain_wire(sync),
-    }
-
-
-def disabled_indexes(gateway: Gateway, owner: str, chain_id: int) -> set[int]:
-    """The indexes paycore's records leave out of ``owner``'s withdrawals on ``chain_id``."""
-    with gateway.storage.transaction() as tx:
-        return set(tx.disabled_wallet_indexes(owner, chain_id))
-
-
 # -- app keys -------------------------------------------------------------------------------
-
-
-def add_app_key(gateway: Gateway, body: Mapping[str, Any]) -> Json:
-    """/addNewAppKey: let ``appKeyAddress`` act for the owner.
-
-    The owner adds the first key; after that the owner or any of its app keys may add more,
-    up to MAX_APP_KEYS (409 beyond) -- the wallet contract's own rules. A key already in
-    paycore's records is accepted again only to get the transaction for a chain where the
-    wallet lacks it.
-    """
-    address = _evm_address(body, "appKeyAddress")
-    chain_id = chain_field(gateway, body, required=False)
-    actor = authenticate(gateway, body, chain_id)
-    if address == actor.owner:
-        raise InvalidInput("appKeyAddress", "is the owner itself, which needs no app key")
-    with gateway.storage.transaction() as tx:
-        existing = tx.get_app_key(address)
-        count = len(tx.app_keys_of(actor.owner))
-    _check_add(actor, address, existing, count)
-    sync = _sync(gateway, chain_id, actor, ADD_APP_KEY, address)
-    if existing is not None and not _has_work(sync):
-        raise Conflict(f"Conflict: {address} is already an app key of {actor.owner}")
-    record = AppKey(address, actor.owner, gateway.now(), actor.signer)
-    with gateway.storage.transaction() as tx:
-        outcome = tx.add_app_key(record, MAX_APP_KEYS)
-        if outcome is AppKeyAdd.EXISTS:
-            record = tx.get_app_key(address) or record
-        elif outcome is not AppKeyAdd.ADDED:
-            _check_add(actor, address, tx.get_app_key(address), MAX_APP_KEYS)
-    return {"ownerAddress": actor.owner, "appKey": record.to_wire(), **_chain_wire(sync)}
 
 
 def _check_add(actor: Actor, address: str, existing: AppKey | None, count: int) -> None:
@@ -339,51 +176,227 @@ def _check_add(actor: Actor, address: str, existing: AppKey | None, count: int) 
         raise Conflict(f"Conflict: an owner has at most {MAX_APP_KEYS} app keys")
 
 
-def remove_app_key(gateway: Gateway, body: Mapping[str, Any]) -> Json:
-    """/removeAppKey: the owner only (docs/interface.md §App keys: only the owner removes them),
-    so a leaked app key cannot lock out the others. 404 when the key is neither in
-    paycore's records nor, on the chain named, in the wallet."""
-    address = _evm_address(body, "appKeyAddress")
-    chain_id = chain_field(gateway, body, required=False)
-    actor = authenticate(gateway, body, chain_id)
-    if not actor.is_owner:
-        raise Forbidden("only the owner removes app keys")
-    with gateway.storage.transaction() as tx:
-        existing = tx.get_app_key(address)
-    recorded = existing is not None and existing.owner == actor.owner
-    sync = _sync(gateway, chain_id, actor, REMOVE_APP_KEY, address)
-    if not recorded and not _has_work(sync):
-        raise NotFound(f"app key {address} not found")
-    with gateway.storage.transaction() as tx:
-        removed = tx.remove_app_key(actor.owner, address)
-    return {
-        "ownerAddress": actor.owner,
-        "appKeyAddress": address,
-        "removed": removed,
-        **_chain_wire(sync),
-    }
+# -- the service ----------------------------------------------------------------------------
 
 
-def get_app_keys(gateway: Gateway, body: Mapping[str, Any]) -> list[Json]:
-    """/getAppKeys: the owner's app keys, oldest first. Public: the same keys are readable
-    from the wallet contract by anyone. With ``chainId`` each record says whether the wallet
-    there holds the key (``onChain``), and keys only the wallet holds are listed after them
-    with ``addedAt`` and ``addedBy`` null."""
-    owner = normalize_owner(body.get("ownerAddress"), "ownerAddress")
-    chain_id = chain_field(gateway, body, required=False)
-    with gateway.storage.transaction() as tx:
-        records = [key.to_wire() for key in tx.app_keys_of(owner)]
-    backend = _admin_backend(gateway, chain_id)
-    if backend is None or chain_id is None:
-        return records
-    on_chain = backend.app_keys_on_chain(chain_id, owner)
-    held = set(on_chain or ())
-    for record in records:
-        record["onChain"] = record["address"] in held
-    listed = {record["address"] for record in records}
-    extra = [
-        {"address": a, "addedAt": None, "addedBy": None, "onChain": True}
-        for a in on_chain or ()
-        if a not in listed
-    ]
-    return records + extra
+class Management:
+    """``Gateway.management``: the salt-signed management calls, app keys and the
+    operator's e-mail switch, over the gateway's storage held here privately. The HTTP
+    handlers and the CLI call these methods; the module docstring gives the rules."""
+
+    def __init__(self, gateway: Gateway, storage: Storage) -> None:
+        self._gateway = gateway
+        self._storage = storage
+
+    def authenticate(self, body: Mapping[str, Any], chain_id: int | None) -> Actor:
+        """The signer of a salt-signed body and the owner it acts for (module docstring).
+
+        Missing salt or signature: 400; stale salt, bad or reused signature: 401 (both from
+        ``verify_salted``); a signer that is neither a known owner nor an app key: 403.
+        """
+        gateway = self._gateway
+        claimed = body.get("ownerAddress")
+        # Checked before the signature: a malformed address is the client's 400 to fix, which
+        # a 401 about the signature would hide.
+        owner = None if claimed is None else normalize_owner(claimed, "ownerAddress")
+        signer = verify_salted(self._storage, gateway.settings, body, now=gateway.now())
+        with self._storage.transaction() as tx:
+            key = tx.get_app_key(signer)
+            if owner is not None and owner != signer:
+                if key is None or key.owner != owner:
+                    raise Forbidden(f"{signer} is neither {owner} nor one of its app keys")
+                return Actor(signer, owner, key)
+            if owner is None and key is not None:
+                return Actor(signer, key.owner, key)
+            known = tx.owner_is_known(signer)
+        backend = _admin_backend(gateway, chain_id)
+        if not known and backend is not None and chain_id is not None:
+            known = backend.wallet_deployed(chain_id, signer)
+        if not known:
+            raise Forbidden(
+                f"the signer {signer} is neither an owner known to paycore nor an app key of one"
+            )
+        return Actor(signer, signer)
+
+    def change_callback_url(self, body: Mapping[str, Any]) -> Json:
+        """Point the owner's webhook (the one /webhook/set and /auth/register-callback set) at
+        ``newCallbackUrl``. The signing secret stays, so receivers need not rotate it; deliveries
+        queued from now on go to the new URL, and so do retries of earlier ones, since a
+        delivery reads the owner's current URL when it is attempted."""
+        gateway = self._gateway
+        chain_id = chain_field(gateway, body, required=True)
+        url = validate_url(body.get("newCallbackUrl"), "newCallbackUrl")
+        actor = self.authenticate(body, chain_id)
+        check_webhook_url(
+            url, allow_private=gateway.settings.webhook_allow_private, field="newCallbackUrl"
+        )
+        with self._storage.transaction() as tx:
+            current = tx.get_webhook(actor.owner)
+            tx.put_webhook(
+                WebhookConfig(actor.owner, url, current.secret if current else new_secret())
+            )
+        return {
+            "ownerAddress": actor.owner,
+            "chainId": chain_id,
+            "url": url,
+            "previousUrl": current.url if current else "",
+        }
+
+    def set_email_notifications(self, body: Mapping[str, Any]) -> Json:
+        """Store where the owner's deposit and withdrawal notices on ``chainId`` go.
+
+        Sending stays off until the operator turns it on (:func:`enable_email`). A new address
+        turns it off again -- the operator approved the old one, not this one -- while sending
+        the same address again changes nothing. An empty ``emailAddress`` removes the setting.
+        """
+        gateway = self._gateway
+        chain_id = chain_field(gateway, body, required=True)
+        assert chain_id is not None
+        email = validate_email(body.get("emailAddress"))
+        actor = self.authenticate(body, chain_id)
+        now = gateway.now()
+        with self._storage.transaction() as tx:
+            current = tx.get_email(actor.owner, chain_id)
+            if email == "":
+                tx.delete_email(actor.owner, chain_id)
+                return EmailSetting(actor.owner, chain_id, "").to_wire()
+            if current is not None and current.email == email:
+                return current.to_wire()
+            setting = EmailSetting(actor.owner, chain_id, email, enabled=False, updated_at=now)
+            tx.put_email(setting)
+        return setting.to_wire()
+
+    def enable_email(
+        self, owner: str, chain_id: int | None = None, *, enabled: bool = True
+    ) -> list[EmailSetting]:
+        """The operator's switch (docs/interface.md: sending is enabled by the operator, not
+        the owner): turn sending on (or off) for ``owner``'s stored addresses, on one chain or
+        all. ``paycore email enable OWNER`` runs this. Raises NotFound when the owner has set
+        no address there, since enabling nothing is surely a typo."""
+        gateway = self._gateway
+        owner = normalize_owner(owner, "owner")
+        with self._storage.transaction() as tx:
+            changed = tx.enable_emails(owner, chain_id, enabled, gateway.now())
+        if not changed:
+            where = "" if chain_id is None else f" on chain {chain_id}"
+            raise NotFound(f"{owner} has set no e-mail address{where}")
+        return changed
+
+    def set_wallet_index(self, body: Mapping[str, Any], *, disabled: bool) -> Json:
+        """Leave a deposit index out of withdrawals (or put it back).
+
+        paycore's record takes effect at once: /initWithdraw never collects an index disabled
+        here, and never one disabled on chain either, since the wallet would skip it. The
+        returned transaction sets the same flag in the wallet contract, so that withdrawals
+        built by anything else than paycore skip the index too.
+        """
+        gateway = self._gateway
+        chain_id = chain_field(gateway, body, required=True)
+        assert chain_id is not None
+        index = _wallet_index(body)
+        actor = self.authenticate(body, chain_id)
+        sync = _sync(gateway, chain_id, actor, DISABLE_INDEX if disabled else ENABLE_INDEX, index)
+        with self._storage.transaction() as tx:
+            changed = tx.set_wallet_index_disabled(
+                actor.owner, chain_id, index, disabled, gateway.now()
+            )
+        return {
+            "ownerAddress": actor.owner,
+            "chainId": chain_id,
+            "walletIndex": index,
+            "disabled": disabled,
+            "changed": changed,
+            **_chain_wire(sync),
+        }
+
+    def disabled_indexes(self, owner: str, chain_id: int) -> set[int]:
+        """The indexes paycore's records leave out of ``owner``'s withdrawals on ``chain_id``."""
+        with self._storage.transaction() as tx:
+            return set(tx.disabled_wallet_indexes(owner, chain_id))
+
+    def add_app_key(self, body: Mapping[str, Any]) -> Json:
+        """/addNewAppKey: let ``appKeyAddress`` act for the owner.
+
+        The owner adds the first key; after that the owner or any of its app keys may add more,
+        up to MAX_APP_KEYS (409 beyond) -- the wallet contract's own rules. A key already in
+        paycore's records is accepted again only to get the transaction for a chain where the
+        wallet lacks it.
+        """
+        gateway = self._gateway
+        address = _evm_address(body, "appKeyAddress")
+        chain_id = chain_field(gateway, body, required=False)
+        actor = self.authenticate(body, chain_id)
+        if address == actor.owner:
+            raise InvalidInput("appKeyAddress", "is the owner itself, which needs no app key")
+        with self._storage.transaction() as tx:
+            existing = tx.get_app_key(address)
+            count = len(tx.app_keys_of(actor.owner))
+        _check_add(actor, address, existing, count)
+        sync = _sync(gateway, chain_id, actor, ADD_APP_KEY, address)
+        if existing is not None and not _has_work(sync):
+            raise Conflict(f"Conflict: {address} is already an app key of {actor.owner}")
+        record = AppKey(address, actor.owner, gateway.now(), actor.signer)
+        with self._storage.transaction() as tx:
+            outcome = tx.add_app_key(record, MAX_APP_KEYS)
+            if outcome is AppKeyAdd.EXISTS:
+                record = tx.get_app_key(address) or record
+            elif outcome is not AppKeyAdd.ADDED:
+                _check_add(actor, address, tx.get_app_key(address), MAX_APP_KEYS)
+        return {"ownerAddress": actor.owner, "appKey": record.to_wire(), **_chain_wire(sync)}
+
+    def remove_app_key(self, body: Mapping[str, Any]) -> Json:
+        """/removeAppKey: the owner only (docs/interface.md §App keys: only the owner removes them),
+        so a leaked app key cannot lock out the others. 404 when the key is neither in
+        paycore's records nor, on the chain named, in the wallet."""
+        gateway = self._gateway
+        address = _evm_address(body, "appKeyAddress")
+        chain_id = chain_field(gateway, body, required=False)
+        actor = self.authenticate(body, chain_id)
+        if not actor.is_owner:
+            raise Forbidden("only the owner removes app keys")
+        with self._storage.transaction() as tx:
+            existing = tx.get_app_key(address)
+        recorded = existing is not None and existing.owner == actor.owner
+        sync = _sync(gateway, chain_id, actor, REMOVE_APP_KEY, address)
+        if not recorded and not _has_work(sync):
+            raise NotFound(f"app key {address} not found")
+        with self._storage.transaction() as tx:
+            removed = tx.remove_app_key(actor.owner, address)
+        return {
+            "ownerAddress": actor.owner,
+            "appKeyAddress": address,
+            "removed": removed,
+            **_chain_wire(sync),
+        }
+
+    def get_app_keys(self, body: Mapping[str, Any]) -> list[Json]:
+        """/getAppKeys: the owner's app keys, oldest first. Public: the same keys are readable
+        from the wallet contract by anyone. With ``chainId`` each record says whether the wallet
+        there holds the key (``onChain``), and keys only the wallet holds are listed after them
+        with ``addedAt`` and ``addedBy`` null."""
+        gateway = self._gateway
+        owner = normalize_owner(body.get("ownerAddress"), "ownerAddress")
+        chain_id = chain_field(gateway, body, required=False)
+        with self._storage.transaction() as tx:
+            records = [key.to_wire() for key in tx.app_keys_of(owner)]
+        backend = _admin_backend(gateway, chain_id)
+        if backend is None or chain_id is None:
+            return records
+        on_chain = backend.app_keys_on_chain(chain_id, owner)
+        held = set(on_chain or ())
+        for record in records:
+            record["onChain"] = record["address"] in held
+        listed = {record["address"] for record in records}
+        extra = [
+            {"address": a, "addedAt": None, "addedBy": None, "onChain": True}
+            for a in on_chain or ()
+            if a not in listed
+        ]
+        return records + extra
+
+
+def enable_email(
+    gateway: Gateway, owner: str, chain_id: int | None = None, *, enabled: bool = True
+) -> list[EmailSetting]:
+    """``Gateway.management.enable_email``, kept where operators' scripts know it."""
+    return gateway.management.enable_email(owner, chain_id, enabled=enabled)

@@ -24,7 +24,7 @@ from typing import Protocol
 import anyio
 from anyio import to_thread
 
-from ..auth.session import is_active, is_revoked, verify_session
+from ..auth.session import is_active, is_revoked
 from ..crypto import ecies
 from ..domain.records import SessionKey
 from ..errors import AuthError
@@ -103,13 +103,10 @@ class SocketSession:
         replayed, nor an HTTP signature reused here (its hashed input is never a challenge).
         """
         try:
-            key = verify_session(
-                self.gateway.storage,
-                self.gateway.settings,
+            key = self.gateway.sessions.verify(
                 nonce=frame.nonce,
                 signature=frame.signature,
                 payload=frame.payload,
-                now=self.gateway.now(),
                 public_key=frame.public_key,
             )
         except AuthError as exc:
@@ -159,8 +156,7 @@ class SocketSession:
         if time.monotonic() < self._next_check:
             return None
         self._next_check = time.monotonic() + self.gateway.settings.ws_recheck_interval
-        with self.gateway.storage.transaction() as tx:
-            current = tx.get_session_key(self.key.address)
+        current = self.gateway.sessions.current(self.key.address)
         if current is None or is_revoked(current) or current.owner != self.key.owner:
             return self.conversation.revoked("session signature: session key deregistered")
         self.key = current

@@ -129,12 +129,12 @@ def email(args: argparse.Namespace) -> int:
     """The operator's switch for an owner's e-mail notices (docs/interface.md
     §Management calls: enabling is the operator's business); the owner stores the address with
     /setEmailNotifications first."""
-    from ..management.service import enable_email
-
     overrides = {"database_url": args.database_url} if args.database_url else {}
     gateway = Gateway(Settings.from_env(**overrides))
     try:
-        changed = enable_email(gateway, args.owner, args.chain_id, enabled=args.action == "enable")
+        changed = gateway.management.enable_email(
+            args.owner, args.chain_id, enabled=args.action == "enable"
+        )
     finally:
         gateway.close()
     for setting in changed:

@@ -95,7 +95,7 @@ def run_worker(
     this returns. If a loop dies of an unexpected error the other one is stopped too and
     the error is raised here, so a supervisor sees the worker fail rather than idle.
     """
-    dispatcher = Dispatcher(gateway.storage, gateway.settings, clock=gateway.clock)
+    dispatcher = gateway.webhooks.dispatcher()
     waker = _WakeDispatcher(dispatcher)
     halt_sweep = threading.Event()
     halt_prices = threading.Event()

@@ -7,15 +7,19 @@ with every attempt (time, URL, HTTP status or error text, latency in ms);
 it can recognise it; it starts a fresh retry schedule and is due at once. Like any pending
 delivery it goes before later events of the same invoice.
 
-These are functions over a Gateway rather than Gateway methods so that webhook bookkeeping
-stays in one module; the HTTP layer can expose them without the Gateway growing.
+Both are kept as functions over a Gateway for callers that know them; the work is done by
+``Gateway.webhooks`` (``paycore.webhooks.service``), which holds the storage.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import InvalidInput, NotFound
-from ..gateway import Gateway
 from .records import Delivery, DeliveryStatus
+
+if TYPE_CHECKING:  # the gateway builds the service that imports this module
+    from ..gateway import Gateway
 
 DELIVERY_PAGE_MAX = 50
 
@@ -35,29 +39,15 @@ def list_deliveries(
     limit: int | None = None,
 ) -> tuple[list[Delivery], int, int, int]:
     """(items newest first, total, offset, limit); ``limit`` is clamped to 50."""
-    off = 0 if offset is None else offset
-    lim = DELIVERY_PAGE_MAX if limit is None else limit
-    if off < 0:
-        raise InvalidInput("offset", "must not be negative")
-    if lim < 1:
-        raise InvalidInput("limit", "must be at least 1")
-    lim = min(lim, DELIVERY_PAGE_MAX)
-    wanted = _status(status)
-    with gateway.storage.transaction() as tx:
-        items, total = tx.list_deliveries(owner, status=wanted, offset=off, limit=lim)
-    return items, total, off, lim
+    return gateway.webhooks.deliveries(owner, status=status, offset=offset, limit=limit)
 
 
 def redeliver(gateway: Gateway, owner: str, delivery_id: int) -> Delivery:
     """Queue ``owner``'s delivery again, due now; another owner's id is "not found"."""
-    with gateway.storage.transaction() as tx:
-        delivery = tx.redeliver(delivery_id, owner, round(gateway.clock() * 1000))
-    if delivery is None:
-        raise DeliveryNotFound(delivery_id)
-    return delivery
+    return gateway.webhooks.redeliver(owner, delivery_id)
 
 
-def _status(status: DeliveryStatus | str | None) -> DeliveryStatus | None:
+def parse_status(status: DeliveryStatus | str | None) -> DeliveryStatus | None:
     if status is None or isinstance(status, DeliveryStatus):
         return status
     try:

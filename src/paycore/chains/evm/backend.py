@@ -18,7 +18,6 @@ from paycore.chains.admin import ChainSync
 from paycore.chains.routing import RoutingBackend, allocated_indexes, invoices_of
 from paycore.config import ChainConfig
 from paycore.domain.records import Json
-from paycore.management.service import disabled_indexes
 
 from . import operations as _operations
 from . import wallet_admin
@@ -52,7 +51,7 @@ class EvmBackend(RoutingBackend[EvmChain]):
         indexes = allocated_indexes(chain, owner, invoices_of(gateway, owner, chain_id))
         # /disableWalletIndex takes effect here at once, before (or without) the on-chain
         # call; operations also skips the indexes the wallet itself has disabled.
-        off = disabled_indexes(gateway, owner, chain_id)
+        off = gateway.management.disabled_indexes(owner, chain_id)
         return _operations.init_withdraw(
             chain, owner, [i for i in indexes if i not in off], request
         )

@@ -1,0 +1,102 @@
+"""What the HTTP layer and the WebSocket endpoint ask of authentication, as two services.
+
+``Gateway.sessions`` (session keys: register, deregister, list, authenticate a signed
+request or a register frame, re-read a key) and ``Gateway.pow`` (proof-of-work challenges)
+hold the gateway's storage privately, so no caller outside the gateway reaches storage. The
+functions in ``registry``, ``session`` and ``pow`` stay the implementation, over a storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..config import Settings
+from ..domain.records import PowChallenge, SessionKey
+from ..storage import Storage
+from .pow import issue_challenge, verify_pow
+from .registry import OwnerKeys, deregister_pubkey, list_pubkeys, register_pubkey
+from .session import authenticate, verify_session
+
+
+class Sessions:
+    """Session keys of owners: ``Gateway.sessions``."""
+
+    def __init__(self, storage: Storage, settings: Settings, now: Callable[[], int]) -> None:
+        self._storage = storage
+        self._settings = settings
+        self._now = now
+
+    def register(self, body: Mapping[str, Any], *, session: SessionKey | None) -> SessionKey:
+        """POST /registerPubkey (``paycore.auth.registry.register_pubkey``)."""
+        return register_pubkey(
+            self._storage, self._settings, body, now=self._now(), session=session
+        )
+
+    def deregister(self, body: Mapping[str, Any], *, session: SessionKey | None) -> SessionKey:
+        """POST /deregisterPubkey (``paycore.auth.registry.deregister_pubkey``)."""
+        return deregister_pubkey(self._storage, body, now=self._now(), session=session)
+
+    def list(self, owner: object, *, session: SessionKey | None) -> OwnerKeys:
+        """GET /pubkeys: ``owner``'s keys (``paycore.auth.registry.list_pubkeys``)."""
+        return list_pubkeys(self._storage, owner, session=session)
+
+    def authenticate(
+        self,
+        *,
+        method: str,
+        uri: str | bytes,
+        body: bytes,
+        headers: Mapping[str, str],
+        required: bool | None = None,
+    ) -> SessionKey | None:
+        """The key that signed this request, its nonce spent (``paycore.auth.session``)."""
+        return authenticate(
+            self._storage,
+            self._settings,
+            method=method,
+            uri=uri,
+            body=body,
+            headers=headers,
+            now=self._now(),
+            required=required,
+        )
+
+    def verify(
+        self, *, nonce: str, signature: str, payload: bytes, public_key: str | None = None
+    ) -> SessionKey:
+        """A signature over ``payload`` by a registered key, its nonce spent (a /ws
+        register frame)."""
+        return verify_session(
+            self._storage,
+            self._settings,
+            nonce=nonce,
+            signature=signature,
+            payload=payload,
+            now=self._now(),
+            public_key=public_key,
+        )
+
+    def current(self, address: str) -> SessionKey | None:
+        """The stored key at ``address`` as it is now (revoked keys included), or None."""
+        with self._storage.transaction() as tx:
+            return tx.get_session_key(address)
+
+
+class ProofOfWork:
+    """Proof-of-work challenges for POST /invoice: ``Gateway.pow``."""
+
+    def __init__(self, storage: Storage, settings: Settings, now: Callable[[], int]) -> None:
+        self._storage = storage
+        self._settings = settings
+        self._now = now
+
+    def issue(self, address: object) -> PowChallenge:
+        """POST /invoiceChallenge (``paycore.auth.pow.issue_challenge``)."""
+        return issue_challenge(self._storage, self._settings, address, now=self._now())
+
+    def verify(self, *, challenge: object, nonce: object, address: str) -> None:
+        """Spend ``challenge`` solved by ``nonce`` for ``address``; raises if it is not."""
+        verify_pow(
+            self._storage, challenge=challenge, nonce=nonce, address=address, now=self._now()
+        )

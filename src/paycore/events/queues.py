@@ -1,0 +1,55 @@
+"""``Gateway.events``: poll queues and legacy poll tokens over the gateway's storage.
+
+A queue is a cursor over the owner's outbox, not a copy (docs/architecture.md §Events), so
+opening one costs a row and draining it is one read; this object holds the storage so the
+handlers that poll need not.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from ..config import Settings
+from ..domain.records import OutboxEvent, PollToken
+from ..storage import Storage
+
+
+def consumer_of_token(token: str) -> str:
+    """The poll queue of a legacy poll token."""
+    return f"token:{token}"
+
+
+class EventQueues:
+    def __init__(self, storage: Storage, settings: Settings) -> None:
+        self._storage = storage
+        self._settings = settings
+
+    def open(self, consumer: str, owner: str) -> None:
+        """Give ``consumer`` (a session key's or poll token's queue name) a queue of
+        ``owner``'s events, starting after the newest one; an existing queue is kept."""
+        with self._storage.transaction() as tx:
+            tx.open_queue(consumer, owner)
+
+    def close(self, consumer: str) -> None:
+        """Drop ``consumer``'s queue (its key was deregistered); the events stay in the outbox."""
+        with self._storage.transaction() as tx:
+            tx.close_queue(consumer)
+
+    def drain(self, consumer: str) -> list[OutboxEvent]:
+        """Take the events queued for ``consumer``, oldest first, at most the newest
+        ``event_retention``; each is returned once, whoever drains concurrently."""
+        with self._storage.transaction() as tx:
+            return tx.drain_queue(consumer, self._settings.event_retention)
+
+    def register_token(self, owner: str, now: int) -> PollToken:
+        """A new legacy poll token for ``owner`` with its queue, in one transaction."""
+        token = PollToken(secrets.token_hex(24), owner, now)
+        with self._storage.transaction() as tx:
+            tx.put_poll_token(token)
+            tx.open_queue(consumer_of_token(token.token), owner)
+        return token
+
+    def token(self, text: str) -> PollToken | None:
+        """The stored poll token ``text``, or None."""
+        with self._storage.transaction() as tx:
+            return tx.get_poll_token(text)

@@ -1,0 +1,73 @@
+"""``Gateway.webhooks``: an owner's webhook configuration, its delivery log and redelivery,
+and the dispatcher the worker runs, all over the gateway's storage held here privately.
+
+The HTTP handlers, the worker and a merchant's dashboard code call this object; none of them
+touches storage. ``config``, ``log`` and ``dispatcher`` keep the rules of each part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..config import Settings
+from ..domain.records import WebhookConfig
+from ..errors import InvalidInput
+from ..storage import Storage
+from .config import clear_webhook, get_webhook, set_webhook, validate_url
+from .dispatcher import Dispatcher
+from .log import DELIVERY_PAGE_MAX, DeliveryNotFound, parse_status
+from .records import Delivery, DeliveryStatus
+
+
+class Webhooks:
+    def __init__(self, storage: Storage, settings: Settings, clock: Callable[[], float]) -> None:
+        self._storage = storage
+        self._settings = settings
+        self._clock = clock
+
+    def set(self, owner: str, url: object) -> WebhookConfig:
+        """Point ``owner``'s webhook at ``url`` (validated and checked against private
+        targets unless ``webhook_allow_private``); the secret survives a URL change."""
+        allow_private = self._settings.webhook_allow_private
+        return set_webhook(self._storage, owner, validate_url(url), allow_private=allow_private)
+
+    def get(self, owner: str) -> WebhookConfig:
+        """``owner``'s configuration; empty URL and secret when none is set."""
+        return get_webhook(self._storage, owner)
+
+    def clear(self, owner: str) -> bool:
+        """Drop ``owner``'s URL and secret; False if there was none."""
+        return clear_webhook(self._storage, owner)
+
+    def deliveries(
+        self,
+        owner: str,
+        *,
+        status: DeliveryStatus | str | None = None,
+        offset: int | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[Delivery], int, int, int]:
+        """(items newest first, total, offset, limit); ``limit`` is clamped to 50."""
+        off = 0 if offset is None else offset
+        lim = DELIVERY_PAGE_MAX if limit is None else limit
+        if off < 0:
+            raise InvalidInput("offset", "must not be negative")
+        if lim < 1:
+            raise InvalidInput("limit", "must be at least 1")
+        lim = min(lim, DELIVERY_PAGE_MAX)
+        wanted = parse_status(status)
+        with self._storage.transaction() as tx:
+            items, total = tx.list_deliveries(owner, status=wanted, offset=off, limit=lim)
+        return items, total, off, lim
+
+    def redeliver(self, owner: str, delivery_id: int) -> Delivery:
+        """Queue ``owner``'s delivery again, due now; another owner's id is "not found"."""
+        with self._storage.transaction() as tx:
+            delivery = tx.redeliver(delivery_id, owner, round(self._clock() * 1000))
+        if delivery is None:
+            raise DeliveryNotFound(delivery_id)
+        return delivery
+
+    def dispatcher(self) -> Dispatcher:
+        """A dispatcher over the gateway's storage, settings and clock (the worker's loop)."""
+        return Dispatcher(self._storage, self._settings, clock=self._clock)
