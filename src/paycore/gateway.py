@@ -14,6 +14,7 @@ from typing import Any
 
 from .auth.service import ProofOfWork, Sessions
 from .chains import ChainBackend
+from .chains.ledger import ChainLedger
 from .config import Settings
 from .domain import machine
 from .domain.invoices import attribute_deposit, parse_new_invoice, reorg_deposit
@@ -25,6 +26,7 @@ from .notify import Notifier
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
 from .plugins.manager import collect, plugin_manager
+from .prices.parking import ParkedDeposits
 from .prices.pricing import PriceSource, PriceTable
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
@@ -83,6 +85,8 @@ class Gateway:
         self.events = EventQueues(found, self.settings)
         self.webhooks = Webhooks(found, self.settings, self.clock)
         self.management = Management(self, found)
+        self.chain_ledger = ChainLedger(found)
+        self.parking = ParkedDeposits(found)
         self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:

@@ -79,8 +79,7 @@ class RoutingBackend(Generic[ChainT]):
 
 def invoices_of(gateway: Gateway, owner: str, chain_id: int) -> list[Invoice]:
     """Every invoice of ``owner`` on the chain, from storage."""
-    with gateway.storage.transaction() as tx:
-        invoices, _total = tx.list_invoices(owner=owner, chain_id=chain_id)
+    invoices, _total = gateway.chain_ledger.invoices_of(owner, chain_id)
     return invoices
 
 

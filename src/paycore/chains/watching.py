@@ -170,25 +170,22 @@ class ChainWatcher(Generic[ChainT]):
         return int(self.config.watcher_lease * 1000)
 
     def _claim(self) -> ChainCursor | None:
-        with self.gateway.storage.transaction() as tx:
-            return tx.claim_chain(
-                self.chain.chain_id, self.holder, self._now_ms(), self._lease_ms()
-            )
+        return self.gateway.chain_ledger.claim(
+            self.chain.chain_id, self.holder, self._now_ms(), self._lease_ms()
+        )
 
     def _advance(self, number: int, block_hash: str | None) -> bool:
-        with self.gateway.storage.transaction() as tx:
-            return tx.advance_chain(
-                self.chain.chain_id,
-                self.holder,
-                number,
-                block_hash,
-                self._now_ms(),
-                self._lease_ms(),
-            )
+        return self.gateway.chain_ledger.advance(
+            self.chain.chain_id,
+            self.holder,
+            number,
+            block_hash,
+            self._now_ms(),
+            self._lease_ms(),
+        )
 
     def release(self) -> None:
-        with self.gateway.storage.transaction() as tx:
-            tx.release_chain(self.chain.chain_id, self.holder)
+        self.gateway.chain_ledger.release(self.chain.chain_id, self.holder)
 
     def _rewind(self, last: int) -> tuple[int, str | None]:
         """Move the cursor ``reorg_rewind`` blocks back (never below ``start_block``) after
@@ -220,8 +217,7 @@ class ChainWatcher(Generic[ChainT]):
         Blocks are checked newest first, a batch at a time, and the check stops at the
         first block still on the chain: a reorg replaces a suffix, so every older block is
         intact too, and the cost is the replaced blocks, not the depth looked at."""
-        with self.gateway.storage.transaction() as tx:
-            recorded = tx.recorded_deposits(self.chain.chain_id, from_block)
+        recorded = self.gateway.chain_ledger.recorded_deposits(self.chain.chain_id, from_block)
         by_block: dict[int, list[Transaction]] = {}
         for record in recorded:  # newest block first
             assert record.block_number is not None
@@ -339,8 +335,7 @@ class ChainWatcher(Generic[ChainT]):
 
     def _watched_addresses(self) -> list[str]:
         deadline_after = int(self.gateway.clock()) - self.config.watch_grace
-        with self.gateway.storage.transaction() as tx:
-            return tx.watched_addresses(self.chain.chain_id, deadline_after)
+        return self.gateway.chain_ledger.watched_addresses(self.chain.chain_id, deadline_after)
 
     def _token_decimals(self) -> dict[str, int]:
         """Decimals of the native coin and every token this chain watches: configured, then
@@ -409,8 +404,7 @@ class ChainWatcher(Generic[ChainT]):
     def _insert(self, records: list[Transaction]) -> list[Transaction]:
         """Store the records in one transaction; returns those that were new (a re-scan
         meets the ones it recorded before)."""
-        with self.gateway.storage.transaction() as tx:
-            return [record for record in records if tx.insert_transaction(record)]
+        return self.gateway.chain_ledger.record(records)
 
     # -- loop -----------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:

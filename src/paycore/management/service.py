@@ -25,7 +25,7 @@ rules it relies on.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -281,6 +281,25 @@ class Management:
             where = "" if chain_id is None else f" on chain {chain_id}"
             raise NotFound(f"{owner} has set no e-mail address{where}")
         return changed
+
+    def claim_email_notices(
+        self, owner: str, chain_id: int, notices: Sequence[tuple[str, int | None]]
+    ) -> tuple[EmailSetting, list[str]] | None:
+        """For the e-mail notifier: ``owner``'s enabled setting on ``chain_id`` and, of the
+        ``(key, unix time or None)`` notices, the keys claimed now -- each once across
+        processes, none timed before sending was enabled. None when sending is off there."""
+        gateway = self._gateway
+        with self._storage.transaction() as tx:
+            setting = tx.get_email(owner, chain_id)
+            if setting is None or not setting.enabled:
+                return None
+            since = setting.enabled_at or 0
+            claimed = [
+                key
+                for key, at in notices
+                if (at is None or at >= since) and tx.claim_notice(key, gateway.now())
+            ]
+        return setting, claimed
 
     def set_wallet_index(self, body: Mapping[str, Any], *, disabled: bool) -> Json:
         """Leave a deposit index out of withdrawals (or put it back).

@@ -156,8 +156,8 @@ class EmailNotifier(BaseNotifier):
         self._lock = threading.Lock()
 
     def bind(self, gateway: Gateway) -> None:
-        """Called by the Gateway once built: the notifier reads settings and claims notices
-        in the gateway's storage."""
+        """Called by the Gateway once built: the notifier claims notices through
+        ``Gateway.management``."""
         self.gateway = gateway
 
     # -- Notifier -------------------------------------------------------------------------
@@ -165,34 +165,31 @@ class EmailNotifier(BaseNotifier):
         gateway = self.gateway
         if gateway is None or not payload.get("payments"):
             return
-        chain_id = int(payload["chainId"])
-        with gateway.storage.transaction() as tx:
-            setting = tx.get_email(owner, chain_id)
-            if setting is None or not setting.enabled:
-                return
-            fresh: list[Json] = []
-            for payment in payload["payments"]:
-                if int(payment["timestamp"]) < (setting.enabled_at or 0):
-                    continue
-                key = "deposit:{chainId}:{txHash}:{logIndex}:{token}".format(**payment)
-                if tx.claim_notice(key, gateway.now()):
-                    fresh.append(payment)
-        for payment in fresh:
-            self._send_later(deposit_notice(self.settings, setting.email, payload, payment))
+        by_key: dict[str, Json] = {
+            "deposit:{chainId}:{txHash}:{logIndex}:{token}".format(**payment): payment
+            for payment in payload["payments"]
+        }
+        found = gateway.management.claim_email_notices(
+            owner,
+            int(payload["chainId"]),
+            [(key, int(payment["timestamp"])) for key, payment in by_key.items()],
+        )
+        if found is None:
+            return
+        setting, claimed = found
+        for key in claimed:
+            self._send_later(deposit_notice(self.settings, setting.email, payload, by_key[key]))
 
     def transaction_recorded(self, owner: str, item: Json) -> None:
         """A transaction newly recorded for ``owner`` (GET /transactions' item form)."""
         gateway = self.gateway
         if gateway is None or item.get("type") != "withdraw":
             return
-        with gateway.storage.transaction() as tx:
-            setting = tx.get_email(owner, int(item["chainId"]))
-            if setting is None or not setting.enabled:
-                return
-            key = "withdraw:{chainId}:{txHash}:{logIndex}:{token}".format(**item)
-            if not tx.claim_notice(key, gateway.now()):
-                return
-        self._send_later(withdrawal_notice(self.settings, setting.email, item))
+        key = "withdraw:{chainId}:{txHash}:{logIndex}:{token}".format(**item)
+        found = gateway.management.claim_email_notices(owner, int(item["chainId"]), [(key, None)])
+        if found is None or not found[1]:
+            return
+        self._send_later(withdrawal_notice(self.settings, found[0].email, item))
 
     # -- the sending thread ---------------------------------------------------------------
     def _send_later(self, notice: Mapping[str, str]) -> None:

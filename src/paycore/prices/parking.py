@@ -30,6 +30,7 @@ import attrs
 
 from ..domain.records import Deposit
 from ..errors import PriceUnavailable
+from ..storage import Storage
 from .records import ParkedDeposit
 
 if TYPE_CHECKING:
@@ -48,21 +49,41 @@ class RetryReport:
     dropped: int = 0
 
 
+class ParkedDeposits:
+    """``Gateway.parking``: the parked deposits in storage, held here privately so the
+    watchers that park and retry need not reach storage."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    def park(self, parked: ParkedDeposit) -> bool:
+        """Store ``parked``; ``False`` when its deposit was parked already (the copy is
+        replaced, so the reason and time are the latest)."""
+        with self._storage.transaction() as tx:
+            if tx.park_deposit(parked):
+                return True
+            tx.unpark_deposit(parked.deposit)
+            tx.park_deposit(parked)
+            return False
+
+    def of_chain(self, chain_id: int, limit: int) -> list[ParkedDeposit]:
+        """At most ``limit`` deposits parked on ``chain_id``, oldest first."""
+        with self._storage.transaction() as tx:
+            return tx.parked_deposits(chain_id, limit)
+
+    def unpark(self, deposit: Deposit) -> None:
+        with self._storage.transaction() as tx:
+            tx.unpark_deposit(deposit)
+
+
 def park(gateway: Gateway, deposit: Deposit, reason: str) -> bool:
     """Park ``deposit``; ``False`` when it was parked already (its copy is refreshed)."""
-    parked = ParkedDeposit(deposit, reason, gateway.now())
-    with gateway.storage.transaction() as tx:
-        if tx.park_deposit(parked):
-            return True
-        tx.unpark_deposit(deposit)
-        tx.park_deposit(parked)
-        return False
+    return gateway.parking.park(ParkedDeposit(deposit, reason, gateway.now()))
 
 
 def parked_addresses(gateway: Gateway, chain_id: int) -> set[str]:
     """Deposit addresses of ``chain_id`` with a deposit parked: later deposits to them wait."""
-    with gateway.storage.transaction() as tx:
-        return {p.deposit.to for p in tx.parked_deposits(chain_id, 10**9)}
+    return {p.deposit.to for p in gateway.parking.of_chain(chain_id, 10**9)}
 
 
 def retry_parked(
@@ -73,8 +94,7 @@ def retry_parked(
 ) -> RetryReport:
     """Attribute the parked deposits of ``chain_id`` that can be valued now, oldest first,
     address by address (see the module docstring); returns what happened."""
-    with gateway.storage.transaction() as tx:
-        parked = tx.parked_deposits(chain_id, RETRY_BATCH)
+    parked = gateway.parking.of_chain(chain_id, RETRY_BATCH)
     if not parked:
         return RetryReport()
     deposits = [p.deposit for p in parked]
@@ -105,5 +125,4 @@ def retry_parked(
 
 
 def _unpark(gateway: Gateway, deposit: Deposit) -> None:
-    with gateway.storage.transaction() as tx:
-        tx.unpark_deposit(deposit)
+    gateway.parking.unpark(deposit)

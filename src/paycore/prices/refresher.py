@@ -91,9 +91,7 @@ class PriceRefresher:
     def refresh(self, *, force: bool = True, tokens: Iterable[str] = ()) -> RefreshReport:
         """One round; with ``force`` off it is skipped while every wanted row is recent."""
         now = self.service.now()
-        with self.service.storage.transaction() as tx:
-            stored = tx.get_prices()
-            parked = tx.parked_tokens()
+        stored, parked = self.service.stored_and_parked()
         wanted = list(dict.fromkeys([*self.wanted(stored, parked), *tokens]))
         current = {(r.vs_currency, r.token): r for r in stored}
         if not force and self._recent(current, wanted, now):
@@ -115,8 +113,7 @@ class PriceRefresher:
             report.written[vs] = len(found)
             report.missing[vs] = [t for t in wanted if t not in found]
         if rows:
-            with self.service.storage.transaction() as tx:
-                tx.put_prices(rows)
+            self.service.put(rows)
         self.service.demanded.difference_update(
             t for t in wanted if all(t not in m for m in report.missing.values())
         )

@@ -55,7 +55,7 @@ class PriceService:
         overrides: dict[str, tuple[str, ...]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.storage = storage
+        self._storage = storage
         self.sources = order_sources(sources, source_order)
         self.overrides = dict(overrides or {})
         self.default_currency = vs_currency.lower()
@@ -120,11 +120,22 @@ class PriceService:
             cached = self._cache
         if cached is not None and moment - cached[0] < max_staleness:
             return cached[1]
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             rows = tx.get_prices()
         with self._lock:
             self._cache = (moment, rows)
         return rows
+
+    def stored_and_parked(self) -> tuple[list[StoredPrice], list[str]]:
+        """The refresher's start of round, read in one transaction: every stored price
+        (uncached) and the token ids parked deposits wait for."""
+        with self._storage.transaction() as tx:
+            return tx.get_prices(), tx.parked_tokens()
+
+    def put(self, rows: list[StoredPrice]) -> None:
+        """Store the refresher's winners, one row per (token, vsCurrency)."""
+        with self._storage.transaction() as tx:
+            tx.put_prices(rows)
 
     def invalidate(self) -> None:
         with self._lock:

@@ -89,7 +89,7 @@ class Dispatcher:
         send: Sender = post,
         rng: Callable[[], float] = random.random,
     ) -> None:
-        self.storage = storage
+        self._storage = storage
         self.settings = settings
         self.clock = clock
         self.send = send
@@ -198,7 +198,7 @@ class Dispatcher:
             return []
         lease_ms = round(self.settings.webhook_lease * 1000)
         try:
-            with self.storage.transaction() as tx:
+            with self._storage.transaction() as tx:
                 settled = [
                     tx.finish_delivery(d.id, d.lease_token, attempt, settlement)
                     for d, attempt, settlement in done

@@ -220,8 +220,7 @@ class TronWatcher(ChainWatcher[TronChain]):
         """The owner as its invoices name it: the same key may be a merchant's 0x address
         (an EVM wallet taking Tron payments) or its base58 form."""
         evm = to_evm(owner)
-        with self.gateway.storage.transaction() as tx:
-            _items, total = tx.list_invoices(owner=evm, chain_id=self.chain.chain_id, limit=1)
+        _items, total = self.gateway.chain_ledger.invoices_of(evm, self.chain.chain_id, limit=1)
         return evm if total else owner
 
 
