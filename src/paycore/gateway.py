@@ -8,6 +8,7 @@ translate HTTP to these calls and nothing more.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -95,8 +96,10 @@ class Gateway:
             self.pm.hook.paycore_price_sources, self.settings
         )
         # A tuple replaced whole (copy on write): a change told while the worker adds or
-        # removes a notifier iterates one consistent set, with no lock.
+        # removes a notifier iterates one consistent set with no lock; the lock only keeps
+        # two concurrent edits from losing one.
         self._notifiers: tuple[Notifier, ...] = ()
+        self._notifiers_edit = threading.Lock()
         for notifier in collect(self.pm.hook.paycore_notifiers, self.settings):
             self.add_notifier(notifier)
         # Prices live in storage, written by the worker's refresher (paycore.prices): no
@@ -132,17 +135,19 @@ class Gateway:
     def add_notifier(self, notifier: Notifier, *, first: bool = False) -> None:
         """Bind ``notifier`` to this gateway and tell it of every change committed from
         now on, after the others (or before them, ``first``). Adding it again does nothing."""
-        if notifier in self._notifiers:
-            return
-        notifier.bind(self)
-        if first:
-            self._notifiers = (notifier, *self._notifiers)
-        else:
-            self._notifiers = (*self._notifiers, notifier)
+        with self._notifiers_edit:
+            if notifier in self._notifiers:
+                return
+            notifier.bind(self)
+            if first:
+                self._notifiers = (notifier, *self._notifiers)
+            else:
+                self._notifiers = (*self._notifiers, notifier)
 
     def remove_notifier(self, notifier: Notifier) -> None:
         """Stop telling ``notifier``; its owner closes it. Absent: nothing happens."""
-        self._notifiers = tuple(n for n in self._notifiers if n is not notifier)
+        with self._notifiers_edit:
+            self._notifiers = tuple(n for n in self._notifiers if n is not notifier)
 
     def close(self) -> None:
         """Let notifiers finish what they hold (queued e-mail, the Redis listener), then
