@@ -27,7 +27,7 @@ from anyio import to_thread
 from ..auth.session import is_active, is_revoked
 from ..crypto import ecies
 from ..domain.records import SessionKey
-from ..errors import AuthError
+from ..errors import AuthError, StorageUnavailable
 from ..gateway import Gateway
 from .frames import Close, Conversation, Register
 from .hub import Hub, Subscription, hub_for
@@ -111,6 +111,11 @@ class SocketSession:
             )
         except AuthError as exc:
             return self.conversation.reject(exc.text)
+        except StorageUnavailable as exc:
+            # Nothing is wrong with the client: 1013 asks it to come back later, as the HTTP
+            # side's 503 does, and the outage is logged once per interval, not per socket.
+            self._outage(exc)
+            return self.conversation.unavailable(exc.text)
         self.key = key
         # docs/interface.md §Encrypted responses: owner-scoped answers are encrypted for a
         # key that registered an encryption key, unless the client opts out; pushes are
@@ -156,13 +161,24 @@ class SocketSession:
         if time.monotonic() < self._next_check:
             return None
         self._next_check = time.monotonic() + self.gateway.settings.ws_recheck_interval
-        current = self.gateway.sessions.current(self.key.address)
+        try:
+            current = self.gateway.sessions.current(self.key.address)
+        except StorageUnavailable as exc:
+            # The key was valid at the last look and pushes do not need storage: keep the
+            # socket and look again at the next interval.
+            self._outage(exc)
+            return None
         if current is None or is_revoked(current) or current.owner != self.key.owner:
             return self.conversation.revoked("session signature: session key deregistered")
         self.key = current
         if not is_active(current, now):
             return self.conversation.revoked("session signature: session key expired")
         return None
+
+    def _outage(self, exc: StorageUnavailable) -> None:
+        self.gateway.storage_outages.failure(
+            exc.kind, "storage unavailable (%s: %s) on a WebSocket", exc.kind, exc.detail
+        )
 
     def end(self) -> None:
         if self.subscription is not None:

@@ -24,7 +24,8 @@ text, as encrypted HTTP answers are; the registered frame says which applies.
 Every refusal is an error frame ``{"type":"error","message":..}`` followed by a close: 4400
 for a frame that is not what the protocol expects at that point, 4401 when the frame is
 well-formed but does not authenticate (or the key stops being valid later), 1013 ("try again
-later") when the client reads too slowly to keep up with its pushes.
+later") when the client reads too slowly to keep up with its pushes, or when storage is
+down as its register frame comes.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ import attrs
 CLOSE_BAD_FRAME = 4400
 #: A register frame that does not authenticate, none in time, or a key no longer valid.
 CLOSE_AUTH = 4401
-#: RFC 6455's "try again later": the client fell ``ws_queue_size`` events behind.
-CLOSE_TOO_SLOW = 1013
+#: RFC 6455's "try again later": the client fell ``ws_queue_size`` events behind, or storage
+#: was down when its register frame came.
+CLOSE_TRY_LATER = 1013
+CLOSE_TOO_SLOW = CLOSE_TRY_LATER
 
 #: Client frames are a few hundred bytes; anything far larger is not a register frame.
 MAX_CLIENT_FRAME = 4096
@@ -206,6 +209,11 @@ class Conversation:
     def revoked(self, reason: str) -> Close:
         """The key was deregistered or expired while the socket was open."""
         return self._refuse("revoked", CLOSE_AUTH, reason)
+
+    def unavailable(self, reason: str) -> Close:
+        """The register frame could not be checked because storage is down: 1013, come back
+        later (the HTTP side's 503); the frame may be valid, so this is not a 4401."""
+        return self._refuse("reject", CLOSE_TRY_LATER, reason)
 
     def too_slow(self, limit: int) -> Close:
         return self._refuse(
