@@ -72,7 +72,7 @@ class Request:
         for name, value in parse_qsl(query, keep_blank_values=True):
             if name in found:
                 raise InvalidInput(_shown(name), "given more than once in the query")
-            found[name] = value
+            found[check_text(name, name)] = check_text(value, name)
         return found
 
 
@@ -88,7 +88,32 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
         raise InvalidInput("body", "not valid JSON") from None
     if not isinstance(data, dict):
         raise InvalidInput("body", "must be a JSON object")
+    _check_strings(data, "body")
     return data
+
+
+def check_text(value: str, field: str) -> str:
+    """``value`` unless it holds a character no storage keeps: NUL (PostgreSQL refuses it in
+    text) or a lone UTF-16 surrogate (JSON's ``\\ud800`` escape decodes to one, and it
+    cannot be encoded to UTF-8 on the way to storage). Refused as bad input, never a 500."""
+    if "\x00" in value:
+        raise InvalidInput(_shown(field), "must not contain a NUL character")
+    if any("\ud800" <= ch <= "\udfff" for ch in value):
+        raise InvalidInput(_shown(field), "must not contain a lone UTF-16 surrogate")
+    return value
+
+
+def _check_strings(data: Any, field: str) -> None:
+    """Every key and string value of a parsed body, at any depth, through check_text."""
+    if isinstance(data, str):
+        check_text(data, field)
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            check_text(key, field)
+            _check_strings(value, key)
+    elif isinstance(data, list):
+        for item in data:
+            _check_strings(item, field)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ..errors import (
     PayloadTooLarge,
     StorageUnavailable,
 )
-from .http import MAX_BODY, Request, Response, json_response, text_response
+from .http import MAX_BODY, Request, Response, check_text, json_response, text_response
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
@@ -110,6 +110,7 @@ class Router:
         self._compiled = [(r.pattern, r) for r in self.routes]
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
+        check_text(path, "path")  # a NUL in a guid would reach storage as a query parameter
         allowed: list[str] = []
         for pattern, route in self._compiled:
             found = pattern.fullmatch(path)

@@ -33,7 +33,9 @@ def _int(fields: Mapping[str, Any], name: str, *, required: bool) -> int | None:
             raise InvalidInput(name, "is required")
         return None
     if isinstance(raw, bool) or not isinstance(raw, int):
-        if isinstance(raw, str) and raw.isdigit() and len(raw) <= 18:
+        # ASCII digits only: str.isdigit() also takes "²" (int() then fails) and "٣" (read
+        # as 3), neither of which a client means as a number.
+        if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 18:
             return int(raw)
         raise InvalidInput(name, "must be an integer")
     return raw
