@@ -22,12 +22,17 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL
 
 from paycore_storage.engine import database_url
+
+if TYPE_CHECKING:
+    from paycore.storage import Storage
 
 DEFAULT_POSTGRES_URLS = (
     "postgresql://postgres@127.0.0.1:5432/test",
@@ -99,3 +104,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for fixture, marker in SERVICE_FIXTURES.items():
             if fixture in used and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
+
+
+#: A storage factory: backend name ("memory", "sqlite", "postgres"/"postgresql") -> Storage.
+MakeStorage = Callable[..., "Storage"]
+
+
+@pytest.fixture
+def make_storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeStorage]:
+    """One storage per backend for fixtures parametrised over backends: memory, a SQLite
+    file in the test's tmp_path, or a fresh PostgreSQL schema (asked for only then, so a
+    memory or SQLite case never needs a server). Everything made is closed at teardown."""
+    from paycore.storage.memory import MemoryStorage
+    from paycore_storage.sql import SqlStorage
+
+    made: list[Storage] = []
+
+    def make(backend: str, **sql_options: object) -> Storage:
+        store: Storage
+        if backend == "memory":
+            store = MemoryStorage()
+        elif backend == "sqlite":
+            store = SqlStorage(f"sqlite:///{tmp_path / 'paycore.sqlite3'}", **sql_options)
+        else:
+            new_schema: Callable[[], URL] = request.getfixturevalue("postgres_schema")
+            store = SqlStorage(new_schema(), **sql_options)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()

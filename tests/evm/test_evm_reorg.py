@@ -11,16 +11,14 @@ runs on the in-memory storage, SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
 from evm_chain import Deployment
 from evm_gateway import USD, Clock, drain, make_gateway, watcher
 from sqlalchemy import select
-from sqlalchemy.engine import URL
 from web3.types import TxParams
 
 from paycore import Gateway
@@ -36,17 +34,8 @@ CONSUMER = "test:reorg"
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
-def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
-    store: Storage
-    if request.param == "memory":
-        store = MemoryStorage()
-    elif request.param == "sqlite":
-        store = SqlStorage(f"sqlite:///{tmp_path}/reorg.db")
-    else:
-        new_schema: Callable[[], URL] = request.getfixturevalue("postgres_schema")
-        store = SqlStorage(new_schema())
-    yield store
-    store.close()
+def storage(request: pytest.FixtureRequest, make_storage: Callable[..., Storage]) -> Storage:
+    return make_storage(request.param)
 
 
 def rpc(evm: Deployment, method: str, *params: Any) -> Any:
