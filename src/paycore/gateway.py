@@ -18,9 +18,10 @@ from .chains import ChainBackend
 from .chains.ledger import ChainLedger
 from .config import Settings
 from .domain import machine
-from .domain.invoices import attribute_deposit, parse_new_invoice, reorg_deposit
+from .domain.invoices import NewInvoice, attribute_deposit, parse_new_invoice, reorg_deposit
 from .domain.records import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
-from .errors import InvalidInput, InvoiceNotFound, PaycoreError
+from .domain.tokens import normalize_owner
+from .errors import Forbidden, InvalidInput, InvoiceNotFound, PaycoreError
 from .events.queues import EventQueues
 from .management.service import Management
 from .notify import Notifier
@@ -174,19 +175,31 @@ class Gateway:
         """GET /prices: the table in force in ``vs_currency`` (default: ``vs_currency``)."""
         return self.pricing.snapshot(vs_currency)
 
-    def create_invoice(self, owner: str, fields: Mapping[str, Any]) -> Invoice:
-        """Create and store an invoice for ``owner`` from the JSON fields of POST /invoice.
+    def create_invoice(self, owner: str, request: NewInvoice | Mapping[str, Any]) -> Invoice:
+        """Create and store an invoice for ``owner``, the already authenticated merchant.
 
-        ``fields`` are the request body's (``value``, ``chainId``, ``description``,
-        ``acceptedTokens``, optional ``deadlineSecs``, ``data``, ``address``, ``token``,
-        ``vsCurrency``); ``owner`` is the already authenticated merchant. Without an
-        ``address``, the owner's next deposit index on the chain is allocated and its address
-        derived by the chain's backend. With ``rate_lock`` on, the accepted tokens' prices
-        are locked in the same transaction. Raises InvalidInput for any bad field.
+        ``request`` is a :class:`~paycore.domain.invoices.NewInvoice`, or for a host app's
+        convenience the JSON fields of POST /invoice (``value``, ``chainId``,
+        ``description``, ``acceptedTokens``, optional ``deadlineSecs``, ``data``,
+        ``address``, ``token``, ``vsCurrency``, ``owner``), read by the same typed request
+        layer as the endpoint. Without an ``address``, the owner's next deposit index on the
+        chain is allocated and its address derived by the chain's backend. With
+        ``rate_lock`` on, the accepted tokens' prices are locked in the same transaction.
+        Raises InvalidInput for any bad field, Forbidden for a claimed owner that is not
+        ``owner``.
         """
+        if not isinstance(request, NewInvoice):
+            from .api.requests import CreateInvoice
+            from .api.wire import read
+
+            request = read(CreateInvoice, request)
+        claimed = getattr(request, "owner", None)
+        if claimed is not None and normalize_owner(claimed, "owner") != owner:
+            raise Forbidden("owner does not match the session key's owner")
         now = self.now()
         with self._storage.transaction() as tx:
-            invoice = parse_new_invoice(self.settings, fields, owner, now, self._deriver(tx, owner))
+            derive = self._deriver(tx, owner)
+            invoice = parse_new_invoice(self.settings, request, owner, now, derive)
             tx.insert_invoice(invoice)
             if self.settings.rate_lock:
                 self.pricing.lock_quotes(tx, invoice)

@@ -8,7 +8,9 @@ import pytest
 from auth_helpers import NOW, SessionClient, account, registration_body
 from eth_account.signers.local import LocalAccount
 
+from paycore.api.wire import read
 from paycore.auth import register_pubkey
+from paycore.auth.registry import Registration
 from paycore.config import Settings
 from paycore.domain.records import SessionKey
 from paycore.storage.memory import MemoryStorage
@@ -46,4 +48,6 @@ def registered(
     storage: MemoryStorage, settings: Settings, owner: LocalAccount, client: SessionClient
 ) -> SessionKey:
     """``client``'s key, registered for ``owner`` at NOW."""
-    return register_pubkey(storage, settings, registration_body(owner, client.key), now=NOW)
+    return register_pubkey(
+        storage, settings, read(Registration, registration_body(owner, client.key)), now=NOW
+    )

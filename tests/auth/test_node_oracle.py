@@ -23,6 +23,7 @@ from auth_helpers import NOW, account, public_key_of, sign
 from eth_account.signers.local import LocalAccount
 from jsjson_cases import CASES
 
+from paycore.api.wire import read
 from paycore.auth import (
     authenticate,
     clear_webhook_message,
@@ -38,6 +39,7 @@ from paycore.auth import (
     verify_wallet_signature,
 )
 from paycore.auth.jsjson import stringify
+from paycore.auth.registry import Registration
 from paycore.config import Settings
 from paycore.storage.memory import MemoryStorage
 
@@ -201,9 +203,8 @@ def test_node_client_registers_and_signs_session_requests() -> None:
     public_key = key_info["publicKey"]
     assert registration["message"] == public_key
     body_fields = {"ownerAddress": OWNER.address, "publicKey": public_key}
-    key = register_pubkey(
-        storage, settings, {**body_fields, "signature": registration["signature"]}, now=signed_at
-    )
+    fields = {**body_fields, "signature": registration["signature"]}
+    key = register_pubkey(storage, settings, read(Registration, fields), now=signed_at)
     assert key.address == key_info["address"]
 
     assert post["message"] == session_message(1716300000000, body.encode())

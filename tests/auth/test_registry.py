@@ -10,6 +10,7 @@ import pytest
 from auth_helpers import NOW, SessionClient, account, public_key_of, registration_body, sign
 from eth_account.signers.local import LocalAccount
 
+from paycore.api.wire import read
 from paycore.auth import (
     authenticate,
     deregister_pubkey,
@@ -19,6 +20,7 @@ from paycore.auth import (
     register_pubkey,
     registration_wire,
 )
+from paycore.auth.registry import Deregistration, Registration
 from paycore.config import Settings
 from paycore.domain.records import SessionKey
 from paycore.errors import AuthError, Conflict, Forbidden, InvalidInput, NotFound
@@ -28,7 +30,7 @@ from paycore.storage.memory import MemoryStorage
 def _register(
     storage: MemoryStorage, settings: Settings, body: dict[str, Any], now: int = NOW
 ) -> SessionKey:
-    return register_pubkey(storage, settings, body, now=now)
+    return register_pubkey(storage, settings, read(Registration, body), now=now)
 
 
 def _use(storage: MemoryStorage, settings: Settings, client: SessionClient, now: int) -> SessionKey:
@@ -149,7 +151,9 @@ def _refresh(
         headers=client.headers("POST", "/auth/register-pubkey", raw),
         now=now,
     )
-    return register_pubkey(storage, settings, json.loads(raw), now=now, session=session)
+    return register_pubkey(
+        storage, settings, read(Registration, json.loads(raw)), now=now, session=session
+    )
 
 
 def test_re_registration_by_the_owner_alone_changes_nothing(
@@ -250,11 +254,14 @@ def test_cap_clears_after_deregistration(
     public_key = public_key_of(keys[0])
     deregister_pubkey(
         storage,
-        {
-            "ownerAddress": owner.address,
-            "publicKey": public_key,
-            "signature": sign(owner, deregister_pubkey_message(public_key)),
-        },
+        read(
+            Deregistration,
+            {
+                "ownerAddress": owner.address,
+                "publicKey": public_key,
+                "signature": sign(owner, deregister_pubkey_message(public_key)),
+            },
+        ),
         now=NOW,
     )
     _register(storage, settings, registration_body(owner, account("replacement")))
@@ -323,7 +330,9 @@ def test_owner_signature_deregisters_and_the_key_stops_working(
     registered: SessionKey,
 ) -> None:
     _use(storage, settings, client, NOW + 1)
-    removed = deregister_pubkey(storage, _deregister_body(owner, client.public_key), now=NOW + 2)
+    removed = deregister_pubkey(
+        storage, read(Deregistration, _deregister_body(owner, client.public_key)), now=NOW + 2
+    )
     assert deregistration_wire(removed) == {
         "deregistered": True,
         "ownerAddress": owner.address,
@@ -333,7 +342,9 @@ def test_owner_signature_deregisters_and_the_key_stops_working(
         _use(storage, settings, client, NOW + 3)
     assert list_pubkeys(storage, owner.address).keys == ()
     with pytest.raises(NotFound, match="session key not found"):
-        deregister_pubkey(storage, _deregister_body(owner, client.public_key), now=NOW + 4)
+        deregister_pubkey(
+            storage, read(Deregistration, _deregister_body(owner, client.public_key)), now=NOW + 4
+        )
 
 
 def test_a_deregistered_key_cannot_be_revived_by_replaying_its_registration(
@@ -344,7 +355,9 @@ def test_a_deregistered_key_cannot_be_revived_by_replaying_its_registration(
 ) -> None:
     body = registration_body(owner, client.key)
     _register(storage, settings, body)
-    deregister_pubkey(storage, _deregister_body(owner, client.public_key), now=NOW + 1)
+    deregister_pubkey(
+        storage, read(Deregistration, _deregister_body(owner, client.public_key)), now=NOW + 1
+    )
     with pytest.raises(Forbidden, match="deregistered"):
         _register(storage, settings, body, now=NOW + 2)
 
@@ -355,10 +368,14 @@ def test_deregistration_signed_by_another_wallet_is_refused(
     body = _deregister_body(account("mallory"), client.public_key)
     body["ownerAddress"] = owner.address
     with pytest.raises(AuthError, match="wallet signature: signer does not match"):
-        deregister_pubkey(storage, body, now=NOW)
+        deregister_pubkey(storage, read(Deregistration, body), now=NOW)
     # The signer's own name does not help either: the key is not theirs.
     with pytest.raises(NotFound):
-        deregister_pubkey(storage, _deregister_body(account("mallory"), client.public_key), now=NOW)
+        deregister_pubkey(
+            storage,
+            read(Deregistration, _deregister_body(account("mallory"), client.public_key)),
+            now=NOW,
+        )
 
 
 def test_signature_for_deregistering_another_key_is_refused(
@@ -367,7 +384,7 @@ def test_signature_for_deregistering_another_key_is_refused(
     body = _deregister_body(owner, public_key_of(account("other")))
     body["publicKey"] = client.public_key
     with pytest.raises(AuthError, match="signer does not match"):
-        deregister_pubkey(storage, body, now=NOW)
+        deregister_pubkey(storage, read(Deregistration, body), now=NOW)
 
 
 def test_session_headers_deregister_their_own_key_only(
@@ -381,23 +398,34 @@ def test_session_headers_deregister_their_own_key_only(
     _register(storage, settings, registration_body(owner, other.key))
     session = _use(storage, settings, client, NOW + 1)
     with pytest.raises(Forbidden, match="their own key"):
-        deregister_pubkey(storage, {"publicKey": other.public_key}, now=NOW + 1, session=session)
+        deregister_pubkey(
+            storage,
+            read(Deregistration, {"publicKey": other.public_key}),
+            now=NOW + 1,
+            session=session,
+        )
     with pytest.raises(Forbidden, match="ownerAddress"):
         deregister_pubkey(
             storage,
-            {"publicKey": client.public_key, "ownerAddress": account("x").address},
+            read(
+                Deregistration,
+                {"publicKey": client.public_key, "ownerAddress": account("x").address},
+            ),
             now=NOW + 1,
             session=session,
         )
     # The key is named, never implied: an empty body is what every poll signs.
     with pytest.raises(InvalidInput, match="publicKey: required"):
-        deregister_pubkey(storage, {}, now=NOW + 1, session=session)
+        deregister_pubkey(storage, read(Deregistration, {}), now=NOW + 1, session=session)
     # A registration body (which the key signs to refresh itself) is not a deregistration.
     refresh_body = registration_body(owner, client.key)
     with pytest.raises(InvalidInput, match="signature: not a field"):
-        deregister_pubkey(storage, refresh_body, now=NOW + 1, session=session)
+        deregister_pubkey(storage, read(Deregistration, refresh_body), now=NOW + 1, session=session)
     removed = deregister_pubkey(
-        storage, {"publicKey": client.public_key}, now=NOW + 1, session=session
+        storage,
+        read(Deregistration, {"publicKey": client.public_key}),
+        now=NOW + 1,
+        session=session,
     )
     assert removed.address == client.key.address
     assert [k.address for k in list_pubkeys(storage, owner.address).keys] == [other.key.address]

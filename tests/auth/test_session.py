@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 from auth_helpers import NOW, SessionClient, account, registration_body, sign
 
+from paycore.api.wire import read
 from paycore.auth import authenticate, register_pubkey, verify_session
+from paycore.auth.registry import Registration
 from paycore.auth.session import session_message
 from paycore.config import Settings
 from paycore.domain.records import SessionKey
@@ -326,7 +328,9 @@ def test_pubkey_header_of_another_key_is_refused(
     registered: SessionKey,
 ) -> None:
     other = SessionClient(account("session-2"))
-    register_pubkey(storage, settings, registration_body(owner, other.key), now=NOW)
+    register_pubkey(
+        storage, settings, read(Registration, registration_body(owner, other.key)), now=NOW
+    )
     headers = client.headers("POST", "/i", BODY)
     headers["x-session-pubkey"] = other.public_key
     _rejected("does not match the signing key", storage, settings, headers)

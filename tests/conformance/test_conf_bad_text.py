@@ -70,4 +70,4 @@ def test_a_nul_in_the_path_or_query_is_400(env: Env) -> None:
 def test_digits_outside_ascii_are_not_a_chain_id(env: Env, chain_id: str) -> None:
     _, [key] = env.merchant("m", "k")
     answer = env.api.post("/invoice", invoice_body(chainId=chain_id), session=key)
-    _one_line_400(answer, "invalid request: chainId: must be an integer")
+    _one_line_400(answer, "invalid request: chainId: must be a non-negative integer")

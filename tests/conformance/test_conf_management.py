@@ -218,7 +218,7 @@ def test_change_callback_url_without_a_webhook_sets_one(env: Env) -> None:
         ("http://[::1]:8080/h", "resolves to a private, loopback or link-local address"),
         ("ftp://merchant.example.test/h", "must be an http or https URL with a host"),
         ("", "required"),
-        (17, "required"),
+        (17, "must be a string"),
     ],
 )
 def test_change_callback_url_refuses_bad_and_private_urls(env: Env, url: Any, reason: str) -> None:
@@ -435,7 +435,7 @@ def test_app_key_rules(env: Env) -> None:
     add(owner, USDC.lower().replace("a", "A", 1)).error(
         400, "invalid request: appKeyAddress: EIP-55 checksum mismatch"
     )
-    add(owner, None).error(400, "invalid request: appKeyAddress: required, a 0x address")
+    add(owner, None).error(400, "invalid request: appKeyAddress: required")
     assert len(env.api.post("/getAppKeys", {"ownerAddress": owner.address}).ok()) == 10
     # Removing one makes room again.
     env.clock.advance(1)
@@ -495,17 +495,17 @@ def test_staking_helpers_need_an_evm_backend_on_their_chain(make_env: MakeEnv, p
     [
         ("/mevStake", {"value": "0"}, "value: must be between 1 and 2**256 - 1"),
         ("/mevStake", {"value": 2**256}, "value: must be between 1 and 2**256 - 1"),
-        ("/mevStake", {"value": "1.5"}, "value: required, an integer in the token's base units"),
-        ("/mevStake", {"value": None}, "value: required, an integer in the token's base units"),
+        ("/mevStake", {"value": "1.5"}, "value: must be a non-negative integer"),
+        ("/mevStake", {"value": None}, "value: required"),
         ("/mevStake", {"tokenAddress": NATIVE}, "tokenAddress: must be an ERC20 token"),
         ("/mevUnstake", {"ownerAddress": "0xzz"}, "ownerAddress: not a 20-byte hex address"),
-        ("/mevUnstake", {"tokenAddress": None}, "tokenAddress: required, a 0x address"),
+        ("/mevUnstake", {"tokenAddress": None}, "tokenAddress: required"),
         ("/mevClaim", {"tokenList": []}, "tokenList: required, a non-empty array"),
         ("/mevClaim", {"tokenList": [USDC] * 21}, "tokenList: at most 20 entries"),
         ("/mevClaim", {"tokenList": ["0x1"]}, "tokenList[0]: not a 20-byte hex address"),
-        ("/mevStakingInfo", {"ownerAddresses": "x"}, "ownerAddresses[0]: not a 20-byte hex"),
+        ("/mevStakingInfo", {"ownerAddresses": "x"}, "ownerAddresses: must be an array"),
         ("/mevStakingInfo", {"ownerAddresses": [USDC] * 51}, "ownerAddresses: at most 50"),
-        ("/mevStakingInfo", {"tokenList": None}, "tokenList: required, a non-empty array"),
+        ("/mevStakingInfo", {"tokenList": None}, "tokenList: required"),
     ],
 )
 def test_staking_helpers_check_their_fields_first(
@@ -525,4 +525,4 @@ def test_get_faucet_is_for_dev_chains_with_a_backend(env: Env) -> None:
     env.api.get("/getFaucet", f"chainId=1337&to={to}").error(
         400, "invalid request: chainId: no smart-wallet backend is configured for chain 1337"
     )
-    env.api.post("/getFaucet", {"to": to}).error(400, "invalid request: chainId: is required")
+    env.api.post("/getFaucet", {"to": to}).error(400, "invalid request: chainId: required")

@@ -202,7 +202,7 @@ def test_amounts_beyond_28_digits_are_added_and_compared_exactly(gw: Gateway, cl
 
 
 def test_values_reach_storage_in_plain_notation(gw: Gateway, clock: Clock) -> None:
-    guid = invoice_at(gw, clock, T0, value="1E+2")
+    guid = invoice_at(gw, clock, T0, value=Decimal("1E+2"))
     gw.record_deposit(deposit("0.000000001", T0 + 1))  # worth less than the last place
     gw.record_deposit(deposit("1E+1", T0 + 2))
     invoice = gw.get_invoice(guid)

@@ -17,7 +17,9 @@ from eth_account import Account
 from eth_account.messages import encode_defunct
 from eth_account.signers.local import LocalAccount
 
+from paycore.api.wire import read
 from paycore.auth import authenticate, register_pubkey, verify_salted, verify_wallet_signature
+from paycore.auth.registry import Registration
 from paycore.auth.signatures import WALLET_PREFIX, parse_signature, recover_address
 from paycore.config import Settings
 from paycore.errors import AuthError, InvalidInput
@@ -121,7 +123,8 @@ SETTINGS = Settings(auth_mode="strict", session_key_cap=3, session_key_ttl=3600)
 def register(storage: MemoryStorage) -> None:
     public_key = "0x04" + SESSION._key_obj.public_key.to_bytes().hex()
     body = {"ownerAddress": OWNER.address, "publicKey": public_key}
-    register_pubkey(storage, SETTINGS, {**body, "signature": sign(OWNER, public_key)}, now=NOW)
+    signed = {**body, "signature": sign(OWNER, public_key)}
+    register_pubkey(storage, SETTINGS, read(Registration, signed), now=NOW)
 
 
 def session_headers(nonce: str, payload: bytes, key: LocalAccount = SESSION) -> dict[str, str]:

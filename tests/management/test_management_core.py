@@ -50,17 +50,17 @@ def test_an_app_key_acts_for_its_owner_unless_the_body_says_otherwise(gateway: G
         tx.allocate_wallet_index(key.address, 1)  # ... and so is the key's own address
         tx.add_app_key(AppKey(key.address, owner.address, NOW, owner.address), 10)
 
-    actor = gateway.management.authenticate(_body(gateway, key), 1)
+    actor = _authenticate(gateway, _body(gateway, key))
     assert (actor.owner, actor.is_owner) == (owner.address, False)
     # Naming itself, the key's address acts as the owner it also is.
-    actor = gateway.management.authenticate(_body(gateway, key, ownerAddress=key.address), 1)
+    actor = _authenticate(gateway, _body(gateway, key, ownerAddress=key.address))
     assert (actor.owner, actor.is_owner) == (key.address, True)
-    actor = gateway.management.authenticate(_body(gateway, owner), 1)
+    actor = _authenticate(gateway, _body(gateway, owner))
     assert (actor.owner, actor.is_owner) == (owner.address, True)
     with pytest.raises(Forbidden, match="is neither"):
-        gateway.management.authenticate(_body(gateway, key, ownerAddress=other.address), 1)
+        _authenticate(gateway, _body(gateway, key, ownerAddress=other.address))
     with pytest.raises(Forbidden, match="neither an owner known to paycore"):
-        gateway.management.authenticate(_body(gateway, other), 1)
+        _authenticate(gateway, _body(gateway, other))
 
 
 @pytest.mark.parametrize(
@@ -99,3 +99,7 @@ def test_the_deep_link_carries_to_chain_value_and_data() -> None:
     )
     parts = urlsplit(link)
     assert parse_qs(parts.query) == {"value": ["1000000000000000000"], "data": ["0xa694fc3a00"]}
+
+
+def _authenticate(gateway: Gateway, body: dict[str, Any]) -> Any:
+    return gateway.management.authenticate(body.get("ownerAddress"), body, 1)

@@ -20,7 +20,6 @@ from realtime_helpers import (
 )
 
 from paycore import Gateway, Settings
-from paycore.auth.registry import register_pubkey
 from paycore.realtime import CLOSE_TOO_SLOW, Hub, hub_for, serve_async, serve_sync
 from paycore.realtime.frames import encode_event
 from paycore.storage.memory import MemoryStorage
@@ -166,7 +165,7 @@ class StuckAsyncSocket:
 def _registered_gateway(queue_size: int) -> tuple[Gateway, LocalAccount, Merchant]:
     gateway = make_gateway(ws_queue_size=queue_size)
     owner, key = account("slow owner"), account("slow key")
-    register_pubkey(gateway.storage, gateway.settings, registration(owner, key), now=gateway.now())
+    gateway.sessions.register(registration(owner, key), session=None)
     return gateway, key, Merchant(gateway, owner)
 
 

@@ -16,6 +16,7 @@ from ..checkout.qr import payment_qr_svg
 from ..config import Settings
 from ..errors import NotFound
 from .http import Response
+from .requests import QrQuery
 from .routing import Call
 
 #: How often the page re-reads the invoice: the interface recommends 2 to 5 seconds.
@@ -93,4 +94,5 @@ def _etags(header: str) -> set[str]:
 
 def qr(call: Call) -> Response:
     """``/checkout/qr?data=<payment link>``: the link's QR code as SVG."""
-    return Response(200, payment_qr_svg(call.request.query("data")), "image/svg+xml", QR_HEADERS)
+    data = call.read(QrQuery).data
+    return Response(200, payment_qr_svg(data), "image/svg+xml", QR_HEADERS)

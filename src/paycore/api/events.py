@@ -10,16 +10,16 @@ from ..domain.tokens import normalize_owner
 from ..errors import AuthError, InvalidInput, PaycoreError
 from ..events.queues import consumer_of_token
 from .http import Response, text_response
-from .params import body_str
+from .requests import OwnerSigned, PollEvents
 from .routing import Call
 from .sessions import consumer_of_key
 
 
 def poll_register(call: Call) -> Json:
     gw = call.gateway
-    body = call.body()
-    owner = normalize_owner(body_str(body, "ownerAddress"), "ownerAddress")
-    verify_wallet_signature(poll_register_message(owner), body.get("signature"), owner)
+    request = call.read(OwnerSigned)
+    owner = normalize_owner(request.owner_address)
+    verify_wallet_signature(poll_register_message(owner), request.signature, owner)
     token = gw.events.register_token(owner, gw.now())
     return {"ownerAddress": owner, "token": token.token}
 
@@ -33,13 +33,15 @@ def poll_events(call: Call) -> Json:
             raise InvalidInput("body", "must be empty with session headers")
         owner, consumer = call.caller.owner, consumer_of_key(call.caller)
     else:
-        body = call.body()
-        token_text = body.get("token")
-        if token_text is None and gw.settings.auth_mode == "strict":
+        request = call.read(PollEvents)
+        if request.token is None and gw.settings.auth_mode == "strict":
             raise AuthError("missing x-session-nonce and x-session-signature headers")
-        owner = normalize_owner(body_str(body, "ownerAddress"), "ownerAddress")
-        token_text = body_str(body, "token")
-        token = gw.events.token(token_text)
+        if request.owner_address is None:
+            raise InvalidInput("ownerAddress", "is required")
+        if not request.token:
+            raise InvalidInput("token", "is required")
+        owner = normalize_owner(request.owner_address)
+        token = gw.events.token(request.token)
         if token is None or token.owner != owner:
             raise AuthError("unknown poll token for this ownerAddress", prefix="poll token")
         consumer = consumer_of_token(token.token)

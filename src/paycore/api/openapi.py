@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import __version__
 from .routing import Call, Route
+from .wire import body_schema, query_parameters
 
 _ERROR_TEXT = {
     400: "invalid request: <field>: <reason>",
@@ -57,16 +58,23 @@ SESSION_HEADERS = [
         "name": "x-encryption",
         "in": "header",
         "required": False,
-        "schema": {"type": "string", "enum": ["none"]},
+        "schema": {"type": "string"},
+        "description": "none: answer in plain JSON although the key registered an encryption key",
     },
 ]
 
 
-def document(routes: Sequence[Route], server_url: str = "") -> dict[str, Any]:
+def document(
+    routes: Sequence[Route], server_url: str = "", chain_ids: Sequence[int] = ()
+) -> dict[str, Any]:
+    """The OpenAPI document of ``routes``. ``chain_ids`` (the deployment's configured chains)
+    make every chainId an enum of them: a schema that admitted any integer would promise
+    that chains nobody configured are accepted."""
+    chains = tuple(sorted(chain_ids))
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
         for method in route.methods:
-            paths.setdefault(route.path, {})[method.lower()] = _operation(route, method)
+            paths.setdefault(route.path, {})[method.lower()] = _operation(route, method, chains)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -79,21 +87,24 @@ def document(routes: Sequence[Route], server_url: str = "") -> dict[str, Any]:
     }
 
 
-def _operation(route: Route, method: str) -> dict[str, Any]:
-    # A route served as GET and POST takes its body's fields as query parameters on GET.
-    as_query = method == "GET" and route.request_body is not None
+def _operation(route: Route, method: str, chains: tuple[int, ...]) -> dict[str, Any]:
+    # A GET reads its request from the query, anything else from its JSON body.
+    as_query = method in ("GET", "HEAD")
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         for name in route.pattern.groupindex
     ]
-    params += [
-        {"name": n, "in": "query", "required": req, "schema": {"type": t}, "description": d}
-        for n, t, req, d in route.query
-    ]
-    if as_query and route.request_body is not None:
-        params += _body_as_query(route.request_body)
+    if route.request is not None and as_query:
+        params += query_parameters(route.request, chains)
     if route.session != "none":
         params += SESSION_HEADERS
+    errors = set(route.errors)
+    if route.request is not None:
+        errors.add(400)  # every field is parsed, and a malformed one is refused
+    if not as_query:
+        errors.add(413)  # the body size cap, checked before anything else
+    if route.session != "none":
+        errors.add(401)  # session headers, when sent, are verified on every such route
     op: dict[str, Any] = {
         "summary": route.summary,
         "operationId": _operation_id(route, method),
@@ -110,14 +121,14 @@ def _operation(route: Route, method: str) -> dict[str, Any]:
                     "description": _ERROR_TEXT.get(code, "error"),
                     "content": {"text/plain": {"schema": {"type": "string"}}},
                 }
-                for code in sorted({*route.errors, 413} if route.request_body else route.errors)
+                for code in sorted(errors)
             },
         },
     }
-    if route.request_body is not None and not as_query:
+    if route.request is not None and not as_query:
         op["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": route.request_body}},
+            "required": not route.signed_empty_body,
+            "content": {"application/json": {"schema": body_schema(route.request, chains)}},
         }
     return op
 
@@ -129,35 +140,13 @@ def _operation_id(route: Route, method: str) -> str:
     return f"{base}_{method.lower()}" if len(route.methods) > 1 else base
 
 
-def _body_as_query(schema: dict[str, Any] | Any) -> list[dict[str, Any]]:
-    """Query parameters from a JSON body schema's scalar properties (GET form of a route)."""
-    required = set(schema.get("required", ()))
-    params: list[dict[str, Any]] = []
-    for name, prop in schema.get("properties", {}).items():
-        kinds = prop.get("type")
-        kinds = kinds if isinstance(kinds, list) else [kinds]
-        if "object" in kinds or "array" in kinds:
-            continue
-        query_schema: dict[str, Any] = {"type": "string"}
-        if "integer" in kinds:
-            query_schema["pattern"] = "^[0-9]+$"
-        elif "pattern" in prop:
-            query_schema["pattern"] = prop["pattern"]
-        elif "enum" in prop:
-            query_schema["enum"] = prop["enum"]
-        params.append(
-            {"name": name, "in": "query", "required": name in required, "schema": query_schema}
-        )
-    return params
-
-
 def openapi_route() -> Route:
     from .table import ROUTES
 
     def serve(call: Call) -> dict[str, Any]:
         uri_path = call.request.uri.split("?", 1)[0]
         prefix = uri_path[: -len(call.request.path)] if uri_path.endswith(call.request.path) else ""
-        return document(ROUTES, prefix)
+        return document(ROUTES, prefix, tuple(call.gateway.settings.chains))
 
     return Route(
         ("GET",), "/openapi.json", serve, "The OpenAPI document of every route", session="none"

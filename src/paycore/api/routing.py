@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -26,12 +26,14 @@ from ..errors import (
     PayloadTooLarge,
     StorageUnavailable,
 )
+from . import wire
 from .http import MAX_BODY, Request, Response, check_text, json_response, text_response
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
 
 log = logging.getLogger("paycore.api")
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -68,6 +70,11 @@ class Call:
     def body(self) -> dict[str, Any]:
         return self.request.json()
 
+    def read(self, cls: type[T]) -> T:
+        """The request's parameters as ``cls`` (``paycore.api.requests``): the query of a
+        GET, the JSON body of a POST, each field parsed once; a 400 names the first bad one."""
+        return wire.read(cls, self.request.json(), query=self.request.reads_uri)
+
 
 Handler = Callable[[Call], Any]
 
@@ -79,9 +86,10 @@ class Route:
     handler: Handler
     summary: str
     status: int = 200
-    #: OpenAPI fragments, kept next to the route so the document cannot drift from the table.
-    query: Sequence[tuple[str, str, bool, str]] = ()  # (name, type, required, description)
-    request_body: Mapping[str, Any] | None = None
+    #: What the handler reads (``paycore.api.requests``): its query on GET, its JSON body on
+    #: POST. The OpenAPI document is generated from the same class.
+    request: type | None = None
+    #: OpenAPI fragments of the answer, kept next to the route so the document cannot drift.
     response: Mapping[str, Any] | None = None
     errors: Sequence[int] = ()
     session: str = "optional"  # "owner" (per auth_mode), "optional", or "none" (body-signed)
@@ -107,7 +115,10 @@ class Router:
     _compiled: list[tuple[re.Pattern[str], Route]] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._compiled = [(r.pattern, r) for r in self.routes]
+        # Literal paths before templated ones: /invoice/challenge is that route, never the
+        # invoice "challenge" of /invoice/{guid}, whatever the method.
+        ordered = sorted(self.routes, key=lambda r: "{" in r.path)
+        self._compiled = [(r.pattern, r) for r in ordered]
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
         check_text(path, "path")  # a NUL in a guid would reach storage as a query parameter
@@ -119,6 +130,8 @@ class Router:
             if method in route.methods or (method == "HEAD" and "GET" in route.methods):
                 return route, found.groupdict()
             allowed.extend(route.methods)
+            if "{" not in route.path:
+                break  # a literal path is its own resource: its methods are all there are
         if allowed:
             raise MethodNotAllowed(path, allowed)
         raise RouteNotFound(path)

@@ -1,4 +1,5 @@
-"""JSON Schemas of the records of docs/interface.md, for the OpenAPI document.
+"""JSON Schemas of the answers of docs/interface.md, for the OpenAPI document. What a
+request may carry is declared once, in ``paycore.api.requests``, and its schema derived there.
 
 Names match the wire form.
 """
@@ -101,33 +102,12 @@ PRICES = obj(
     fetchedAt=INTEGER,
     prices={"type": "object", "additionalProperties": NUMBER},
 )
-CREATE_INVOICE = obj(
-    ["value", "chainId", "description", "acceptedTokens"],
-    value=DECIMAL,
-    chainId=INTEGER,
-    description=STRING,
-    acceptedTokens={"type": "array", "items": TOKEN_ID, "minItems": 1},
-    deadlineSecs=INTEGER,
-    data={"type": "object"},
-    address=ADDRESS,
-    owner=ADDRESS,
-    token=TOKEN_ID,
-    challenge=STRING,
-    nonce={"type": ["integer", "string"]},
-)
 CHALLENGE = obj(
     ["challenge", "difficulty", "expiresInSecs", "algorithm"],
     challenge=STRING,
     difficulty=INTEGER,
     expiresInSecs=INTEGER,
     algorithm=STRING,
-)
-REGISTER_PUBKEY = obj(
-    ["ownerAddress", "publicKey", "signature"],
-    ownerAddress=ADDRESS,
-    publicKey=PUBLIC_KEY,
-    signature=SIGNATURE,
-    encryptionPublicKey=PUBLIC_KEY,
 )
 REGISTERED = obj(
     ["registered", "ownerAddress", "publicKey", "expiresAt"],
@@ -136,7 +116,6 @@ REGISTERED = obj(
     publicKey=PUBLIC_KEY,
     expiresAt=INTEGER,
 )
-DEREGISTER_PUBKEY = obj([], ownerAddress=ADDRESS, publicKey=PUBLIC_KEY, signature=SIGNATURE)
 DEREGISTERED = obj(
     ["deregistered", "ownerAddress", "publicKey"],
     deregistered={"type": "boolean"},
@@ -157,33 +136,17 @@ PUBKEYS = obj(
         ),
     },
 )
-CALLBACK = obj(["url"], url=STRING, ownerAddress=ADDRESS)
-WEBHOOK_SET = obj(
-    ["ownerAddress", "url", "signature"], ownerAddress=ADDRESS, url=STRING, signature=SIGNATURE
-)
-WEBHOOK_OWNER = obj(["ownerAddress", "signature"], ownerAddress=ADDRESS, signature=SIGNATURE)
 WEBHOOK = obj(["ownerAddress", "url"], ownerAddress=ADDRESS, url=STRING, secret=STRING)
 REMOVED = obj(["removed"], removed={"type": "boolean"})
 OWNER_URL = obj(["ownerAddress", "url"], ownerAddress=ADDRESS, url=STRING)
-POLL_REGISTER = obj(["ownerAddress", "signature"], ownerAddress=ADDRESS, signature=SIGNATURE)
 POLL_TOKEN = obj(["ownerAddress", "token"], ownerAddress=ADDRESS, token=STRING)
-POLL_EVENTS_BODY = obj([], ownerAddress=ADDRESS, token=STRING)
 EVENTS = obj(
     ["ownerAddress", "events"], ownerAddress=ADDRESS, events={"type": "array", "items": INVOICE}
 )
-ADDRESS_BODY = obj(["address"], address=ADDRESS)
 
 # -- smart-wallet helpers (GET takes the same fields as query parameters) ---------------------
 UINT_TEXT: S = {"type": ["integer", "string"], "description": "non-negative integer"}
 HEX: S = {"type": "string", "pattern": "^0x[0-9a-fA-F]*$"}
-OWNER_CHAIN = obj(["ownerAddress", "chainId"], ownerAddress=ADDRESS, chainId=UINT_TEXT)
-GET_ADDRESS = obj(
-    ["ownerAddress", "chainId"],
-    ownerAddress=ADDRESS,
-    chainId=UINT_TEXT,
-    index={**UINT_TEXT, "description": "deposit index; required for contractType deposit"},
-    contractType={"type": "string", "enum": ["deposit", "wallet"]},
-)
 DEPOSIT_ADDRESS = obj(
     ["depositAddress", "contractType"],
     depositAddress=ADDRESS,
@@ -214,7 +177,6 @@ INIT_WITHDRAW_TX = {
         "fee": DECIMAL,
     },
 }
-DEPLOY_WALLET = obj(["rawTx", "chainId"], rawTx=HEX, chainId=UINT_TEXT)
 DEPLOYED = obj(
     ["txHash", "owner", "walletAddress"],
     txHash=HEX,
@@ -234,26 +196,7 @@ BALANCE = obj(
     vsValue={"oneOf": [NUMBER, {"type": "null"}], "description": "null: no price"},
 )
 BALANCES = {"type": "array", "items": BALANCE}
-INIT_WITHDRAW = obj(
-    ["to", "ownerAddress", "chainId"],
-    to=ADDRESS,
-    ownerAddress=ADDRESS,
-    chainId=UINT_TEXT,
-    tokenAddress={**ADDRESS, "description": "token contract; the zero address for the coin"},
-    token={**STRING, "description": "alias of tokenAddress"},
-    amount=DECIMAL,
-    value={**UINT_TEXT, "description": "base units, in place of amount"},
-    contractType={"type": "string", "enum": ["deposit", "wallet"]},
-)
-HISTORY_QUERY = obj(
-    ["ownerAddress"],
-    ownerAddress=ADDRESS,
-    chainId=UINT_TEXT,
-    offset=UINT_TEXT,
-    limit=UINT_TEXT,
-)
 HISTORY = {"type": "array", "items": TRANSACTION}
-FAUCET = obj(["chainId", "to"], chainId=UINT_TEXT, to=ADDRESS)
 FAUCET_SENT = obj(
     ["txHash", "to", "token", "amount"], txHash=HEX, to=ADDRESS, token=STRING, amount=DECIMAL
 )
@@ -282,14 +225,6 @@ ON_CHAIN: S = {
     ],
     "description": "the wallet on chainId; null without chainId or a chain backend",
 }
-CHANGE_CALLBACK = obj(
-    ["signature", "salt", "newCallbackUrl", "chainId"],
-    salt=SALT,
-    newCallbackUrl=STRING,
-    chainId=UINT_TEXT,
-    ownerAddress=OPTIONAL_OWNER,
-    signature=SALTED_SIGNATURE,
-)
 CALLBACK_CHANGED = obj(
     ["ownerAddress", "chainId", "url", "previousUrl"],
     ownerAddress=ADDRESS,
@@ -297,28 +232,12 @@ CALLBACK_CHANGED = obj(
     url=STRING,
     previousUrl={**STRING, "description": "empty when no webhook was set"},
 )
-SET_EMAIL = obj(
-    ["signature", "salt", "emailAddress", "chainId"],
-    salt=SALT,
-    emailAddress={**STRING, "description": "empty to remove the setting"},
-    chainId=UINT_TEXT,
-    ownerAddress=OPTIONAL_OWNER,
-    signature=SALTED_SIGNATURE,
-)
 EMAIL_SETTING = obj(
     ["ownerAddress", "chainId", "emailAddress", "enabled"],
     ownerAddress=ADDRESS,
     chainId=INTEGER,
     emailAddress=STRING,
     enabled={"type": "boolean", "description": "sending is turned on by the operator"},
-)
-WALLET_INDEX_BODY = obj(
-    ["signature", "salt", "chainId", "walletIndex"],
-    salt=SALT,
-    chainId=UINT_TEXT,
-    walletIndex=UINT_TEXT,
-    ownerAddress=OPTIONAL_OWNER,
-    signature=SALTED_SIGNATURE,
 )
 WALLET_INDEX_SET = obj(
     ["ownerAddress", "chainId", "walletIndex", "disabled", "changed", "transaction", "onChain"],
@@ -329,14 +248,6 @@ WALLET_INDEX_SET = obj(
     changed={"type": "boolean", "description": "whether paycore's record changed"},
     transaction=NULLABLE_TX,
     onChain=ON_CHAIN,
-)
-APP_KEY_BODY = obj(
-    ["signature", "salt", "appKeyAddress"],
-    salt=SALT,
-    appKeyAddress=ADDRESS,
-    chainId={**UINT_TEXT, "description": "optional: also build the wallet's transaction there"},
-    ownerAddress=OPTIONAL_OWNER,
-    signature=SALTED_SIGNATURE,
 )
 APP_KEY = obj(
     ["address", "addedAt", "addedBy"],
@@ -361,16 +272,10 @@ APP_KEY_REMOVED = obj(
     transaction=NULLABLE_TX,
     onChain=ON_CHAIN,
 )
-GET_APP_KEYS = obj(["ownerAddress"], ownerAddress=ADDRESS, chainId=UINT_TEXT)
 
 # -- staking helpers (Ethereum only) -------------------------------------------------------
 UINT_STRING: S = {"type": "string", "pattern": "^[0-9]+$"}
 ADDRESS_LIST: S = {"type": "array", "items": ADDRESS}
-STAKING_INFO_BODY = obj(
-    ["ownerAddresses", "tokenList"],
-    ownerAddresses={**ADDRESS_LIST, "description": "GET: comma-separated"},
-    tokenList={**ADDRESS_LIST, "description": "GET: comma-separated"},
-)
 STAKING_INFO = {
     "type": "object",
     "additionalProperties": obj(
@@ -397,19 +302,6 @@ STAKING_INFO = {
         },
     ),
 }
-STAKE_BODY = obj(
-    ["ownerAddress", "tokenAddress", "value"],
-    ownerAddress=ADDRESS,
-    chainId=UINT_TEXT,
-    tokenAddress=ADDRESS,
-    value={**UINT_TEXT, "description": "base units of the token"},
-)
-CLAIM_BODY = obj(
-    ["ownerAddress", "tokenList"],
-    ownerAddress=ADDRESS,
-    chainId=UINT_TEXT,
-    tokenList={**ADDRESS_LIST, "description": "GET: comma-separated"},
-)
 STAKING_TX = obj(
     ["walletDeepLink", "transaction"],
     walletDeepLink={**STRING, "description": "https://metamask.app.link/send/<to>@<chainId>?..."},

@@ -1,8 +1,8 @@
 """Handlers for the smart-wallet and withdrawal helpers, and /getFaucet (docs/interface.md).
 
-Each is served as GET (fields in the query) and POST (fields in a JSON body): ``Call.body``
-reads either. Handlers parse and check the request's fields, then call the chain's
-``WalletBackend``; what touches a chain lives there.
+Each is served as GET (fields in the query) and POST (fields in a JSON body): ``Call.read``
+reads either into the route's typed request. Handlers check what needs the chain, then
+call the chain's ``WalletBackend``; what touches a chain lives there.
 
 Authentication (the interface leaves it open): reads of an owner's money -- /getBalances,
 /history -- and /initWithdraw are owner-scoped like GET /transactions (session headers in
@@ -14,139 +14,109 @@ was signed by its sender.
 
 from __future__ import annotations
 
-from decimal import Decimal
-from typing import Any
-
 from ..chains import WalletBackend, WithdrawRequest
 from ..config import FAUCET_CHAIN_IDS
-from ..domain.money import parse_amount
 from ..domain.records import Json
 from ..domain.tokens import TokenId, normalize_address, normalize_owner, normalize_token_address
 from ..errors import Gone, InvalidInput
+from .requests import DeployWallet, Faucet, GetAddress, History, InitWithdraw, OwnerChain
 from .routing import Call
 
-_MAX_DIGITS = 78  # 2**256 - 1 has 78 digits: indexes and base-unit values fit
 
-
-def _uint(body: dict[str, Any], name: str, *, required: bool, digits: int = 18) -> int | None:
-    """A non-negative integer from JSON (a number) or a query string (digits)."""
-    raw = body.get(name)
-    if raw is None or raw == "":
-        if required:
-            raise InvalidInput(name, "is required")
-        return None
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
-        if len(str(raw)) > digits:
-            raise InvalidInput(name, "is too large")
-        return raw
-    if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= digits:
-        return int(raw)
-    raise InvalidInput(name, "must be a non-negative integer")
-
-
-def _backend(call: Call, body: dict[str, Any]) -> tuple[WalletBackend, int]:
-    chain_id = _uint(body, "chainId", required=True)
-    assert chain_id is not None
+def _backend(call: Call, chain_id: int) -> WalletBackend:
     call.gateway.settings.chain(chain_id)
     backend = call.gateway.chains.get(chain_id)
     if not isinstance(backend, WalletBackend):
         raise InvalidInput("chainId", f"no smart-wallet backend is configured for chain {chain_id}")
-    return backend, chain_id
+    return backend
 
 
-def _contract_type(body: dict[str, Any]) -> str:
-    value = body.get("contractType") or "deposit"
+def _contract_type(value: str | None) -> str:
+    if value is None or value == "":
+        return "deposit"
     if value not in ("deposit", "wallet"):
         raise InvalidInput("contractType", "must be deposit or wallet")
-    return str(value)
-
-
-def _owner(body: dict[str, Any]) -> str:
-    return normalize_owner(body.get("ownerAddress"), "ownerAddress")
+    return value
 
 
 def get_address(call: Call) -> Json:
-    body = call.body()
-    backend, chain_id = _backend(call, body)
-    contract_type = _contract_type(body)
-    index = _uint(body, "index", required=contract_type == "deposit", digits=_MAX_DIGITS)
+    request = call.read(GetAddress)
+    backend = _backend(call, request.chain_id)
+    contract_type = _contract_type(request.contract_type)
+    index = request.index
+    if index is None and contract_type == "deposit":
+        raise InvalidInput("index", "is required")
     if index is not None and index >= 1 << 256:
         raise InvalidInput("index", "must be below 2**256")
-    address = backend.get_address(_owner(body), chain_id, index or 0, contract_type)
+    owner = normalize_owner(request.owner_address, "ownerAddress")
+    address = backend.get_address(owner, request.chain_id, index or 0, contract_type)
     return {"depositAddress": address, "contractType": contract_type, "index": index}
 
 
 def init_wallet(call: Call) -> Json:
-    body = call.body()
-    backend, chain_id = _backend(call, body)
-    return backend.init_wallet(_owner(body), chain_id)
+    request = call.read(OwnerChain)
+    backend = _backend(call, request.chain_id)
+    return backend.init_wallet(normalize_owner(request.owner_address), request.chain_id)
 
 
 def deploy_wallet(call: Call) -> Json:
-    body = call.body()
-    backend, chain_id = _backend(call, body)
-    return backend.deploy_wallet(chain_id, body.get("rawTx"))
+    request = call.read(DeployWallet)
+    return _backend(call, request.chain_id).deploy_wallet(request.chain_id, request.raw_tx)
 
 
 def get_balances(call: Call) -> list[Json]:
-    body = call.body()
-    backend, chain_id = _backend(call, body)
-    owner = call.owner_scope(body.get("ownerAddress"), "ownerAddress")
-    return backend.balances(call.gateway, owner, chain_id)
+    request = call.read(OwnerChain)
+    backend = _backend(call, request.chain_id)
+    owner = call.owner_scope(request.owner_address, "ownerAddress")
+    return backend.balances(call.gateway, owner, request.chain_id)
 
 
 def init_withdraw(call: Call) -> Json:
-    body = call.body()
-    backend, chain_id = _backend(call, body)
-    owner = call.owner_scope(body.get("ownerAddress"), "ownerAddress")
-    return backend.init_withdraw(call.gateway, owner, chain_id, _withdraw_request(body, chain_id))
+    request = call.read(InitWithdraw)
+    chain_id = request.chain_id
+    backend = _backend(call, chain_id)
+    owner = call.owner_scope(request.owner_address, "ownerAddress")
+    return backend.init_withdraw(call.gateway, owner, chain_id, _withdraw(request, chain_id))
 
 
-def _withdraw_request(body: dict[str, Any], chain_id: int) -> WithdrawRequest:
-    field = "tokenAddress" if "tokenAddress" in body else "token"
-    raw_token = body.get(field)
+def _withdraw(request: InitWithdraw, chain_id: int) -> WithdrawRequest:
+    if request.token_address is not None and request.token is not None:
+        raise InvalidInput("token", "give tokenAddress or token, not both")
+    field = "tokenAddress" if request.token_address is not None else "token"
+    raw_token = request.token_address if request.token_address is not None else request.token
     if raw_token is None:
         raise InvalidInput("tokenAddress", "is required (the zero address for the native coin)")
-    if isinstance(raw_token, str) and ":" in raw_token:
+    if ":" in raw_token:
         parsed = TokenId.parse(raw_token, field)
         if parsed.chain_id != chain_id:
             raise InvalidInput(field, f"is on chain {parsed.chain_id}, not {chain_id}")
         token = parsed.address
     else:
         token = normalize_token_address(chain_id, raw_token, field)
-    has_amount, has_value = body.get("amount") is not None, body.get("value") is not None
-    if has_amount == has_value:
+    if (request.amount is None) == (request.value is None):
         raise InvalidInput("amount", "give exactly one of amount (decimal) and value (base units)")
-    amount: Decimal | None = None
-    value: int | None = None
-    if has_amount:
-        amount = parse_amount(body.get("amount"), "amount", allow_zero=False)
-    else:
-        value = _uint(body, "value", required=True, digits=_MAX_DIGITS)
-        if not value or value >= 1 << 256:
-            raise InvalidInput("value", "must be between 1 and 2**256 - 1")
+    if request.amount is not None and request.amount == 0:
+        raise InvalidInput("amount", "must be greater than 0")
+    if request.value is not None and not 0 < request.value < 1 << 256:
+        raise InvalidInput("value", "must be between 1 and 2**256 - 1")
     return WithdrawRequest(
-        to=normalize_address(chain_id, body.get("to"), "to"),
+        to=normalize_address(chain_id, request.to, "to"),
         token=token,
-        amount=amount,
-        value=value,
-        contract_type=_contract_type(body),
+        amount=request.amount,
+        value=request.value,
+        contract_type=_contract_type(request.contract_type),
     )
 
 
 def history(call: Call) -> list[Json]:
     """The owner's deposits and withdrawals, newest first (a page of GET /transactions)."""
     gw = call.gateway
-    body = call.body()
-    chain_id = _uint(body, "chainId", required=False)
-    if chain_id is not None:
-        gw.settings.chain(chain_id)
-    owner = call.owner_scope(body.get("ownerAddress"), "ownerAddress")
+    request = call.read(History)
+    if request.chain_id is not None:
+        gw.settings.chain(request.chain_id)
+    owner = call.owner_scope(request.owner_address, "ownerAddress")
     items, _total, _offset, _limit = gw.list_transactions(
-        owner,
-        chain_id=chain_id,
-        offset=_uint(body, "offset", required=False),
-        limit=_uint(body, "limit", required=False),
+        owner, chain_id=request.chain_id, offset=request.offset, limit=request.limit
     )
     return [item.to_wire() for item in items]
 
@@ -159,9 +129,8 @@ def withdraw(call: Call) -> Json:
 
 
 def get_faucet(call: Call) -> Json:
-    body = call.body()
-    chain_id = _uint(body, "chainId", required=True)
-    if chain_id not in FAUCET_CHAIN_IDS:
+    request = call.read(Faucet)
+    if request.chain_id not in FAUCET_CHAIN_IDS:
         raise InvalidInput("chainId", "the faucet exists on chain 1337 and 31337 only")
-    backend, chain_id = _backend(call, body)
-    return backend.faucet(chain_id, normalize_address(chain_id, body.get("to"), "to"))
+    backend = _backend(call, request.chain_id)
+    return backend.faucet(request.chain_id, normalize_address(request.chain_id, request.to, "to"))

@@ -3,18 +3,17 @@
 The interface is docs/interface.md §Session keys.
 
 Owner wallet signatures authorise changes here; :mod:`.session` then honours the keys on each
-request. The body-shaped functions take the parsed JSON request as it came, so field names in
-error texts are the wire names a client sent.
+request. The registering functions take typed requests (:class:`Registration`,
+:class:`Deregistration`), which ``paycore.api.requests`` reads from the wire; error texts
+name fields as the wire does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import attrs
 
 from ..config import Settings
+from ..domain.fields import Address
 from ..domain.records import Json, SessionKey
 from ..domain.tokens import normalize_owner
 from ..errors import AuthError, Conflict, Forbidden, InvalidInput, NotFound
@@ -24,17 +23,37 @@ from .signatures import parse_public_key, public_key_text, public_key_to_address
 from .wallet import deregister_pubkey_message, verify_wallet_signature
 
 
-def _required(body: Mapping[str, Any], field: str) -> Any:
-    value = body.get(field)
-    if value is None:
-        raise InvalidInput(field, "required")
-    return value
+@attrs.frozen
+class Registration:
+    """POST /auth/register-pubkey, its fields typed (``paycore.api.requests`` reads it)."""
+
+    owner_address: Address = attrs.field(metadata={"doc": "the merchant's wallet"})
+    public_key: str = attrs.field(metadata={"doc": "uncompressed SEC1 secp256k1 key, 0x04..."})
+    signature: str = attrs.field(
+        metadata={"doc": "the owner's EIP-191 signature of publicKey exactly as sent"}
+    )
+    encryption_public_key: str | None = attrs.field(
+        default=None, metadata={"doc": "secp256k1 key to encrypt answers to (eth-crypto)"}
+    )
+
+
+@attrs.frozen
+class Deregistration:
+    """POST /auth/deregister-pubkey: by the owner's signature, or by the key's own session."""
+
+    public_key: str = attrs.field(metadata={"doc": "the session key to remove"})
+    owner_address: Address | None = attrs.field(
+        default=None, metadata={"doc": "the merchant's wallet"}
+    )
+    signature: str | None = attrs.field(
+        default=None, metadata={"doc": "the owner's signature; not with session headers"}
+    )
 
 
 def register_pubkey(
     storage: Storage,
     settings: Settings,
-    body: Mapping[str, Any],
+    request: Registration,
     *,
     now: int,
     session: SessionKey | None = None,
@@ -56,10 +75,10 @@ def register_pubkey(
     session headers), Forbidden (another owner's key, a deregistered or expired key, session
     headers of another key), Conflict (the owner's cap of active keys).
     """
-    raw_key = _required(body, "publicKey")
+    raw_key = request.public_key
     public_key = parse_public_key(raw_key)
-    owner = verify_wallet_signature(raw_key, body.get("signature"), body.get("ownerAddress"))
-    encryption_key = body.get("encryptionPublicKey")
+    owner = verify_wallet_signature(raw_key, request.signature, request.owner_address)
+    encryption_key = request.encryption_public_key
     if encryption_key is not None:
         encryption_key = public_key_text(parse_public_key(encryption_key, "encryptionPublicKey"))
     address = public_key_to_address(public_key)
@@ -118,12 +137,9 @@ def _unchanged(existing: SessionKey, encryption_key: str | None, now: int) -> Se
     return existing
 
 
-_SESSION_DEREGISTER_FIELDS = frozenset({"publicKey", "ownerAddress"})
-
-
 def deregister_pubkey(
     storage: Storage,
-    body: Mapping[str, Any],
+    request: Deregistration,
     *,
     now: int,
     session: SessionKey | None = None,
@@ -141,21 +157,20 @@ def deregister_pubkey(
     if session is not None:
         # Nothing but the key (and the owner, as a check): a registration body, which the
         # same key signs to refresh itself, must not work here as well.
-        extra = sorted(set(body) - _SESSION_DEREGISTER_FIELDS)
-        if extra:
-            raise InvalidInput(extra[0][:64], "not a field of a session-signed deregistration")
-        public_key = parse_public_key(_required(body, "publicKey"))
+        if request.signature is not None:
+            raise InvalidInput("signature", "not a field of a session-signed deregistration")
+        public_key = parse_public_key(request.public_key)
         if public_key_text(public_key) != session.public_key:
             raise Forbidden("session headers may only deregister their own key")
-        claimed = body.get("ownerAddress")
+        claimed = request.owner_address
         if claimed is not None and normalize_owner(claimed) != session.owner:
             raise Forbidden("ownerAddress does not match the session key's owner")
         owner = session.owner
     else:
-        raw_key = _required(body, "publicKey")
+        raw_key = request.public_key
         public_key = parse_public_key(raw_key)
         owner = verify_wallet_signature(
-            deregister_pubkey_message(raw_key), body.get("signature"), body.get("ownerAddress")
+            deregister_pubkey_message(raw_key), request.signature, request.owner_address
         )
     address = public_key_to_address(public_key)
     with storage.transaction() as tx:

@@ -9,14 +9,33 @@ functions in ``registry``, ``session`` and ``pow`` stay the implementation, over
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config import Settings
 from ..domain.records import PowChallenge, SessionKey
 from ..storage import Storage
 from .pow import issue_challenge, verify_pow
-from .registry import OwnerKeys, deregister_pubkey, list_pubkeys, register_pubkey
+from .registry import (
+    Deregistration,
+    OwnerKeys,
+    Registration,
+    deregister_pubkey,
+    list_pubkeys,
+    register_pubkey,
+)
 from .session import authenticate, verify_session
+
+T = TypeVar("T")
+
+
+def _typed(cls: type[T], request: T | Mapping[str, Any]) -> T:
+    """``request``, or its JSON fields read by the typed request layer (a host app may call
+    the service with the body it has)."""
+    if isinstance(request, Mapping):
+        from ..api.wire import read
+
+        return read(cls, request)
+    return request
 
 
 class Sessions:
@@ -27,15 +46,22 @@ class Sessions:
         self._settings = settings
         self._now = now
 
-    def register(self, body: Mapping[str, Any], *, session: SessionKey | None) -> SessionKey:
-        """POST /registerPubkey (``paycore.auth.registry.register_pubkey``)."""
+    def register(
+        self, request: Registration | Mapping[str, Any], *, session: SessionKey | None
+    ) -> SessionKey:
+        """POST /auth/register-pubkey (``paycore.auth.registry.register_pubkey``); the body's
+        JSON fields are read as the endpoint reads them."""
+        request = _typed(Registration, request)
         return register_pubkey(
-            self._storage, self._settings, body, now=self._now(), session=session
+            self._storage, self._settings, request, now=self._now(), session=session
         )
 
-    def deregister(self, body: Mapping[str, Any], *, session: SessionKey | None) -> SessionKey:
-        """POST /deregisterPubkey (``paycore.auth.registry.deregister_pubkey``)."""
-        return deregister_pubkey(self._storage, body, now=self._now(), session=session)
+    def deregister(
+        self, request: Deregistration | Mapping[str, Any], *, session: SessionKey | None
+    ) -> SessionKey:
+        """POST /auth/deregister-pubkey (``paycore.auth.registry.deregister_pubkey``)."""
+        request = _typed(Deregistration, request)
+        return deregister_pubkey(self._storage, request, now=self._now(), session=session)
 
     def list(self, owner: object, *, session: SessionKey | None) -> OwnerKeys:
         """GET /pubkeys: ``owner``'s keys (``paycore.auth.registry.list_pubkeys``)."""

@@ -8,61 +8,78 @@ reports the first bad field as ``InvalidInput`` so a merchant sees exactly what 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+import attrs
+
 from ..config import Settings
-from ..errors import Forbidden, InvalidInput, PriceUnavailable
+from ..errors import InvalidInput, PriceUnavailable
 from ..prices.pricing import DepositValuer
 from ..storage import StorageTx
 from . import machine
+from .fields import Address, Amount, ChainId, Token, Uint
 from .money import parse_amount
 from .records import Deposit, Invoice, Payment, Status, Transaction
-from .tokens import TokenId, normalize_address, normalize_owner
+from .tokens import TokenId, normalize_address
 
 MAX_ACCEPTED_TOKENS = 20
 MAX_DESCRIPTION = 2000
 MAX_DEADLINE_SECS = 366 * 24 * 3600
 
 
-def _int(fields: Mapping[str, Any], name: str, *, required: bool) -> int | None:
-    raw = fields.get(name)
-    if raw is None:
-        if required:
-            raise InvalidInput(name, "is required")
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        # ASCII digits only: str.isdigit() also takes "²" (int() then fails) and "٣" (read
-        # as 3), neither of which a client means as a number.
-        if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 18:
-            return int(raw)
-        raise InvalidInput(name, "must be an integer")
-    return raw
+@attrs.frozen
+class NewInvoice:
+    """What a merchant asks for when creating an invoice (POST /invoice), each value already
+    of its type (``paycore.api.requests`` reads it from the wire). The rules that need more
+    than one field or the settings are :func:`parse_new_invoice`'s."""
+
+    value: Amount = attrs.field(metadata={"doc": "fiat value, a decimal string"})
+    chain_id: ChainId = attrs.field(metadata={"doc": "the chain the invoice is paid on"})
+    description: str = attrs.field(
+        metadata={"doc": "shown to the payer", "schema": {"maxLength": MAX_DESCRIPTION}}
+    )
+    accepted_tokens: tuple[Token, ...] = attrs.field(
+        metadata={
+            "doc": "tokens the invoice may be paid in, on chainId",
+            "schema": {"minItems": 1, "maxItems": MAX_ACCEPTED_TOKENS},
+        }
+    )
+    deadline_secs: Uint | None = attrs.field(default=None, metadata={"doc": "seconds until expiry"})
+    data: dict[str, Any] | None = attrs.field(
+        default=None, metadata={"doc": "the merchant's own data, returned as given"}
+    )
+    address: Address | None = attrs.field(
+        default=None, metadata={"doc": "deposit address; derived when absent"}
+    )
+    token: Token | None = attrs.field(
+        default=None, metadata={"doc": "the token shown first; one of acceptedTokens"}
+    )
+    vs_currency: str | None = attrs.field(
+        default=None, metadata={"doc": "a configured fiat currency"}
+    )
 
 
 def parse_new_invoice(
     settings: Settings,
-    fields: Mapping[str, Any],
+    request: NewInvoice,
     owner: str,
     now: int,
     derive_address: Callable[[int], str] | None,
 ) -> Invoice:
     """Validate a creation request. ``derive_address(chain_id)`` allocates a deposit address
     when the request carries none; ``None`` means no chain backend can."""
-    value = parse_amount(fields.get("value"), "value")
-    chain_id = _int(fields, "chainId", required=True)
-    assert chain_id is not None
+    value = parse_amount(request.value, "value")
+    chain_id = request.chain_id
     settings.chain(chain_id)
 
-    description = fields.get("description")
-    if not isinstance(description, str):
-        raise InvalidInput("description", "is required and must be a string")
+    description = request.description
     if len(description) > MAX_DESCRIPTION:
         raise InvalidInput("description", f"longer than {MAX_DESCRIPTION} characters")
 
-    raw_tokens = fields.get("acceptedTokens")
-    if not isinstance(raw_tokens, list) or not raw_tokens:
+    raw_tokens = request.accepted_tokens
+    if not raw_tokens:
         raise InvalidInput("acceptedTokens", "must be a non-empty array")
     if len(raw_tokens) > MAX_ACCEPTED_TOKENS:
         raise InvalidInput("acceptedTokens", f"at most {MAX_ACCEPTED_TOKENS} entries")
@@ -76,39 +93,30 @@ def parse_new_invoice(
         if str(token) not in accepted:
             accepted.append(str(token))
 
-    display = fields.get("token")
-    if display is None:
+    if request.token is None:
         display_token = accepted[0]
     else:
-        display_token = str(TokenId.parse(display, "token"))
+        display_token = str(TokenId.parse(request.token, "token"))
         if display_token not in accepted:
             raise InvalidInput("token", "must be one of acceptedTokens")
 
-    deadline_secs = _int(fields, "deadlineSecs", required=False)
-    if deadline_secs is None:
-        deadline_secs = settings.default_deadline_secs
+    deadline_secs: int = (
+        settings.default_deadline_secs if request.deadline_secs is None else request.deadline_secs
+    )
     if not 0 < deadline_secs <= MAX_DEADLINE_SECS:
         raise InvalidInput("deadlineSecs", f"must be between 1 and {MAX_DEADLINE_SECS}")
 
-    data = fields.get("data", {})
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InvalidInput("data", "must be an object")
+    data = request.data or {}
 
-    claimed = fields.get("owner")
-    if claimed is not None and normalize_owner(claimed, "owner") != owner:
-        raise Forbidden("owner does not match the session key's owner")
-
-    address = fields.get("address")
-    if address is not None:
-        address = normalize_address(chain_id, address, "address")
+    address: str
+    if request.address is not None:
+        address = normalize_address(chain_id, request.address, "address")
     elif derive_address is None:
         raise InvalidInput("address", f"required: no chain backend derives addresses on {chain_id}")
     else:
         address = derive_address(chain_id)
 
-    vs_currency = _vs_currency(settings, fields.get("vsCurrency"))
+    vs_currency = _vs_currency(settings, request.vs_currency)
 
     return Invoice(
         guid=str(uuid.uuid4()),

@@ -21,13 +21,14 @@ MONEY_CONTEXT = Context(prec=80)
 
 
 def parse_amount(raw: object, field: str, *, allow_zero: bool = True) -> Decimal:
-    """Parse a decimal string (or int) into a finite, non-negative Decimal.
+    """Parse a decimal string (or int, or a Decimal a caller built) into a finite,
+    non-negative Decimal within the limits below.
 
     Floats are refused on purpose: ``0.1`` as a JSON number has already lost precision.
     """
     if isinstance(raw, bool) or raw is None:
         raise InvalidInput(field, "must be a decimal string")
-    if isinstance(raw, int):
+    if isinstance(raw, int | Decimal):
         text = str(raw)
     elif isinstance(raw, str):
         text = raw.strip()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -45,10 +45,19 @@ from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..webhooks.config import new_secret, validate_url
 from ..webhooks.netguard import check_webhook_url
 from .records import MAX_APP_KEYS, AppKey, AppKeyAdd, EmailSetting
+from .requests import (
+    AppKeyChange,
+    AppKeysQuery,
+    ChangeCallbackUrl,
+    SetEmailNotifications,
+    WalletIndexChange,
+)
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
     from ..storage import Storage
+
+T = TypeVar("T")
 
 #: Wallet indexes are stored as signed 64-bit integers; paycore hands them out from 0 up.
 MAX_WALLET_INDEX = 2**63 - 1
@@ -77,36 +86,15 @@ class Actor:
 # -- fields ---------------------------------------------------------------------------------
 
 
-def _uint(body: Mapping[str, Any], name: str, *, required: bool, ceiling: int) -> int | None:
-    raw = body.get(name)
-    if raw is None or raw == "":
-        if required:
-            raise InvalidInput(name, "required")
-        return None
-    if isinstance(raw, bool):
-        raise InvalidInput(name, "must be a non-negative integer")
-    if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 20:
-        raw = int(raw)
-    if not isinstance(raw, int) or raw < 0:
-        raise InvalidInput(name, "must be a non-negative integer")
-    if raw > ceiling:
-        raise InvalidInput(name, f"must be at most {ceiling}")
-    return raw
-
-
-def chain_field(gateway: Gateway, body: Mapping[str, Any], *, required: bool) -> int | None:
-    """``chainId``: a chain this deployment is configured for."""
-    chain_id = _uint(body, "chainId", required=required, ceiling=2**63 - 1)
+def chain_field(gateway: Gateway, chain_id: int | None) -> int | None:
+    """``chainId``, when given: a chain this deployment is configured for."""
     if chain_id is not None:
         gateway.settings.chain(chain_id)
     return chain_id
 
 
-def _evm_address(body: Mapping[str, Any], name: str) -> str:
+def _evm_address(raw: str, name: str) -> str:
     """An EVM address field (app keys sign EVM messages, so they are EVM accounts)."""
-    raw = body.get(name)
-    if not isinstance(raw, str) or not raw:
-        raise InvalidInput(name, "required, a 0x address")
     address = to_checksum(raw, name)
     if address == NATIVE:
         raise InvalidInput(name, "must not be the zero address")
@@ -127,10 +115,18 @@ def validate_email(raw: object, field: str = "emailAddress") -> str:
     return email
 
 
-def _wallet_index(body: Mapping[str, Any]) -> int:
-    index = _uint(body, "walletIndex", required=True, ceiling=MAX_WALLET_INDEX)
-    assert index is not None
-    return index
+def _salted(
+    cls: type[T], request: T | Mapping[str, Any], signed: Mapping[str, Any] | None
+) -> tuple[T, Mapping[str, Any]]:
+    """The typed request and the body as signed. Given only the body (a host app calling
+    the service directly), both come from it: the typed request layer reads the fields."""
+    if isinstance(request, Mapping):
+        from ..api.wire import read
+
+        return read(cls, request), request
+    if signed is None:
+        raise TypeError("a typed request needs the body as signed beside it")
+    return request, signed
 
 
 # -- who signed -----------------------------------------------------------------------------
@@ -188,18 +184,19 @@ class Management:
         self._gateway = gateway
         self._storage = storage
 
-    def authenticate(self, body: Mapping[str, Any], chain_id: int | None) -> Actor:
+    def authenticate(
+        self, claimed: str | None, signed: Mapping[str, Any], chain_id: int | None
+    ) -> Actor:
         """The signer of a salt-signed body and the owner it acts for (module docstring).
 
         Missing salt or signature: 400; stale salt, bad or reused signature: 401 (both from
         ``verify_salted``); a signer that is neither a known owner nor an app key: 403.
         """
         gateway = self._gateway
-        claimed = body.get("ownerAddress")
         # Checked before the signature: a malformed address is the client's 400 to fix, which
         # a 401 about the signature would hide.
         owner = None if claimed is None else normalize_owner(claimed, "ownerAddress")
-        signer = verify_salted(self._storage, gateway.settings, body, now=gateway.now())
+        signer = verify_salted(self._storage, gateway.settings, signed, now=gateway.now())
         with self._storage.transaction() as tx:
             key = tx.get_app_key(signer)
             if owner is not None and owner != signer:
@@ -218,15 +215,20 @@ class Management:
             )
         return Actor(signer, signer)
 
-    def change_callback_url(self, body: Mapping[str, Any]) -> Json:
+    def change_callback_url(
+        self,
+        request: ChangeCallbackUrl | Mapping[str, Any],
+        signed: Mapping[str, Any] | None = None,
+    ) -> Json:
         """Point the owner's webhook (the one /webhook/set and /auth/register-callback set) at
         ``newCallbackUrl``. The signing secret stays, so receivers need not rotate it; deliveries
         queued from now on go to the new URL, and so do retries of earlier ones, since a
         delivery reads the owner's current URL when it is attempted."""
+        typed, body = _salted(ChangeCallbackUrl, request, signed)
         gateway = self._gateway
-        chain_id = chain_field(gateway, body, required=True)
-        url = validate_url(body.get("newCallbackUrl"), "newCallbackUrl")
-        actor = self.authenticate(body, chain_id)
+        chain_id = chain_field(gateway, typed.chain_id)
+        url = validate_url(typed.new_callback_url, "newCallbackUrl")
+        actor = self.authenticate(typed.owner_address, body, chain_id)
         check_webhook_url(
             url, allow_private=gateway.settings.webhook_allow_private, field="newCallbackUrl"
         )
@@ -242,18 +244,23 @@ class Management:
             "previousUrl": current.url if current else "",
         }
 
-    def set_email_notifications(self, body: Mapping[str, Any]) -> Json:
+    def set_email_notifications(
+        self,
+        request: SetEmailNotifications | Mapping[str, Any],
+        signed: Mapping[str, Any] | None = None,
+    ) -> Json:
         """Store where the owner's deposit and withdrawal notices on ``chainId`` go.
 
         Sending stays off until the operator turns it on (:func:`enable_email`). A new address
         turns it off again -- the operator approved the old one, not this one -- while sending
         the same address again changes nothing. An empty ``emailAddress`` removes the setting.
         """
+        typed, body = _salted(SetEmailNotifications, request, signed)
         gateway = self._gateway
-        chain_id = chain_field(gateway, body, required=True)
-        assert chain_id is not None
-        email = validate_email(body.get("emailAddress"))
-        actor = self.authenticate(body, chain_id)
+        chain_id = typed.chain_id
+        chain_field(gateway, chain_id)
+        email = validate_email(typed.email_address)
+        actor = self.authenticate(typed.owner_address, body, chain_id)
         now = gateway.now()
         with self._storage.transaction() as tx:
             current = tx.get_email(actor.owner, chain_id)
@@ -301,7 +308,13 @@ class Management:
             ]
         return setting, claimed
 
-    def set_wallet_index(self, body: Mapping[str, Any], *, disabled: bool) -> Json:
+    def set_wallet_index(
+        self,
+        request: WalletIndexChange | Mapping[str, Any],
+        signed: Mapping[str, Any] | None = None,
+        *,
+        disabled: bool,
+    ) -> Json:
         """Leave a deposit index out of withdrawals (or put it back).
 
         paycore's record takes effect at once: /initWithdraw never collects an index disabled
@@ -309,11 +322,14 @@ class Management:
         returned transaction sets the same flag in the wallet contract, so that withdrawals
         built by anything else than paycore skip the index too.
         """
+        typed, body = _salted(WalletIndexChange, request, signed)
         gateway = self._gateway
-        chain_id = chain_field(gateway, body, required=True)
-        assert chain_id is not None
-        index = _wallet_index(body)
-        actor = self.authenticate(body, chain_id)
+        chain_id = typed.chain_id
+        chain_field(gateway, chain_id)
+        index = typed.wallet_index
+        if index > MAX_WALLET_INDEX:
+            raise InvalidInput("walletIndex", f"must be at most {MAX_WALLET_INDEX}")
+        actor = self.authenticate(typed.owner_address, body, chain_id)
         sync = _sync(gateway, chain_id, actor, DISABLE_INDEX if disabled else ENABLE_INDEX, index)
         with self._storage.transaction() as tx:
             changed = tx.set_wallet_index_disabled(
@@ -333,7 +349,9 @@ class Management:
         with self._storage.transaction() as tx:
             return set(tx.disabled_wallet_indexes(owner, chain_id))
 
-    def add_app_key(self, body: Mapping[str, Any]) -> Json:
+    def add_app_key(
+        self, request: AppKeyChange | Mapping[str, Any], signed: Mapping[str, Any] | None = None
+    ) -> Json:
         """/addNewAppKey: let ``appKeyAddress`` act for the owner.
 
         The owner adds the first key; after that the owner or any of its app keys may add more,
@@ -341,10 +359,11 @@ class Management:
         paycore's records is accepted again only to get the transaction for a chain where the
         wallet lacks it.
         """
+        typed, body = _salted(AppKeyChange, request, signed)
         gateway = self._gateway
-        address = _evm_address(body, "appKeyAddress")
-        chain_id = chain_field(gateway, body, required=False)
-        actor = self.authenticate(body, chain_id)
+        address = _evm_address(typed.app_key_address, "appKeyAddress")
+        chain_id = chain_field(gateway, typed.chain_id)
+        actor = self.authenticate(typed.owner_address, body, chain_id)
         if address == actor.owner:
             raise InvalidInput("appKeyAddress", "is the owner itself, which needs no app key")
         with self._storage.transaction() as tx:
@@ -363,14 +382,17 @@ class Management:
                 _check_add(actor, address, tx.get_app_key(address), MAX_APP_KEYS)
         return {"ownerAddress": actor.owner, "appKey": record.to_wire(), **_chain_wire(sync)}
 
-    def remove_app_key(self, body: Mapping[str, Any]) -> Json:
+    def remove_app_key(
+        self, request: AppKeyChange | Mapping[str, Any], signed: Mapping[str, Any] | None = None
+    ) -> Json:
         """/removeAppKey: the owner only (docs/interface.md §App keys: only the owner removes them),
         so a leaked app key cannot lock out the others. 404 when the key is neither in
         paycore's records nor, on the chain named, in the wallet."""
+        typed, body = _salted(AppKeyChange, request, signed)
         gateway = self._gateway
-        address = _evm_address(body, "appKeyAddress")
-        chain_id = chain_field(gateway, body, required=False)
-        actor = self.authenticate(body, chain_id)
+        address = _evm_address(typed.app_key_address, "appKeyAddress")
+        chain_id = chain_field(gateway, typed.chain_id)
+        actor = self.authenticate(typed.owner_address, body, chain_id)
         if not actor.is_owner:
             raise Forbidden("only the owner removes app keys")
         with self._storage.transaction() as tx:
@@ -388,14 +410,14 @@ class Management:
             **_chain_wire(sync),
         }
 
-    def get_app_keys(self, body: Mapping[str, Any]) -> list[Json]:
+    def get_app_keys(self, request: AppKeysQuery) -> list[Json]:
         """/getAppKeys: the owner's app keys, oldest first. Public: the same keys are readable
         from the wallet contract by anyone. With ``chainId`` each record says whether the wallet
         there holds the key (``onChain``), and keys only the wallet holds are listed after them
         with ``addedAt`` and ``addedBy`` null."""
         gateway = self._gateway
-        owner = normalize_owner(body.get("ownerAddress"), "ownerAddress")
-        chain_id = chain_field(gateway, body, required=False)
+        owner = normalize_owner(request.owner_address, "ownerAddress")
+        chain_id = chain_field(gateway, request.chain_id)
         with self._storage.transaction() as tx:
             records = [key.to_wire() for key in tx.app_keys_of(owner)]
         backend = _admin_backend(gateway, chain_id)

@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlencode
 
+import attrs
+
+from ..domain.fields import Address, BigUint, ChainId
 from ..domain.records import Json
 from ..domain.tokens import NATIVE, to_checksum
 from ..errors import InvalidInput
@@ -62,13 +65,52 @@ def wallet_deep_link(tx: Mapping[str, Any]) -> str:
     return f"{DEEP_LINK_BASE}{tx['to']}@{tx['chainId']}?{urlencode(query)}"
 
 
-def _backend(gateway: Gateway, body: Mapping[str, Any]) -> StakingBackend:
+@attrs.frozen
+class StakingInfo:
+    """/mevStakingInfo (GET: the lists comma-separated)."""
+
+    owner_addresses: tuple[Address, ...] = attrs.field(
+        metadata={"doc": f"at most {MAX_OWNERS} owners"}
+    )
+    token_list: tuple[Address, ...] = attrs.field(
+        metadata={"doc": f"at most {MAX_TOKENS} ERC20 tokens"}
+    )
+    chain_id: ChainId | None = attrs.field(
+        default=None, metadata={"doc": "the staking chain; any other is refused"}
+    )
+
+
+@attrs.frozen
+class StakeChange:
+    """/mevStake and /mevUnstake."""
+
+    owner_address: Address = attrs.field()
+    token_address: Address = attrs.field(metadata={"doc": "an ERC20 token"})
+    value: BigUint = attrs.field(metadata={"doc": "base units of the token, 1 to 2**256 - 1"})
+    chain_id: ChainId | None = attrs.field(
+        default=None, metadata={"doc": "the staking chain; any other is refused"}
+    )
+
+
+@attrs.frozen
+class Claim:
+    """/mevClaim."""
+
+    owner_address: Address = attrs.field()
+    token_list: tuple[Address, ...] = attrs.field(
+        metadata={"doc": "the staked tokens whose rewards are paid out"}
+    )
+    chain_id: ChainId | None = attrs.field(
+        default=None, metadata={"doc": "the staking chain; any other is refused"}
+    )
+
+
+def _backend(gateway: Gateway, given: int | None) -> StakingBackend:
     settings = gateway.settings
     if settings.staking_contract is None:
         raise InvalidInput("chainId", "no staking contract is configured on this deployment")
     chain_id = settings.staking_chain_id
-    given = body.get("chainId")
-    if given not in (None, "") and str(given) != str(chain_id):
+    if given is not None and given != chain_id:
         raise InvalidInput("chainId", f"staking runs on chain {chain_id} only")
     provider = gateway.chains.get(chain_id)
     if not isinstance(provider, StakingProvider):
@@ -76,37 +118,22 @@ def _backend(gateway: Gateway, body: Mapping[str, Any]) -> StakingBackend:
     return provider.staking(chain_id, settings.staking_contract)
 
 
-def _address(raw: object, field: str) -> str:
-    if not isinstance(raw, str) or not raw:
-        raise InvalidInput(field, "required, a 0x address")
-    return to_checksum(raw, field)  # as written: whitespace is refused, not stripped
-
-
-def _token(raw: object, field: str) -> str:
-    token = _address(raw, field)
+def _token(raw: str, field: str) -> str:
+    token = to_checksum(raw, field)
     if token == NATIVE:
         raise InvalidInput(field, "must be an ERC20 token: the native coin cannot be staked")
     return token
 
 
-def _list(body: Mapping[str, Any], field: str, limit: int) -> list[object]:
-    """A JSON array, or (GET) a comma-separated query value."""
-    raw = body.get(field)
-    if isinstance(raw, str):
-        raw = [part for part in raw.split(",") if part]  # "a,b"; a part is taken as written
-    if not isinstance(raw, list) or not raw:
+def _list(raw: tuple[str, ...], field: str, limit: int) -> tuple[str, ...]:
+    if not raw:
         raise InvalidInput(field, "required, a non-empty array of addresses")
     if len(raw) > limit:
         raise InvalidInput(field, f"at most {limit} entries")
     return raw
 
 
-def _value(body: Mapping[str, Any]) -> int:
-    raw = body.get("value")
-    if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 78:
-        raw = int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise InvalidInput("value", "required, an integer in the token's base units")
+def _value(raw: int) -> int:
     if not 0 < raw < 1 << 256:
         raise InvalidInput("value", "must be between 1 and 2**256 - 1")
     return raw
@@ -116,34 +143,36 @@ def _answer(tx: Json) -> Json:
     return {"walletDeepLink": wallet_deep_link(tx), "transaction": tx}
 
 
-def staking_info(gateway: Gateway, body: Mapping[str, Any]) -> Json:
+def staking_info(gateway: Gateway, request: StakingInfo) -> Json:
     owners = [
-        _address(o, f"ownerAddresses[{i}]")
-        for i, o in enumerate(_list(body, "ownerAddresses", MAX_OWNERS))
+        to_checksum(o, f"ownerAddresses[{i}]")
+        for i, o in enumerate(_list(request.owner_addresses, "ownerAddresses", MAX_OWNERS))
     ]
     tokens = [
-        _token(t, f"tokenList[{i}]") for i, t in enumerate(_list(body, "tokenList", MAX_TOKENS))
+        _token(t, f"tokenList[{i}]")
+        for i, t in enumerate(_list(request.token_list, "tokenList", MAX_TOKENS))
     ]
-    return _backend(gateway, body).info(owners, tokens)
+    return _backend(gateway, request.chain_id).info(owners, tokens)
 
 
-def stake(gateway: Gateway, body: Mapping[str, Any]) -> Json:
-    owner = _address(body.get("ownerAddress"), "ownerAddress")
-    token, value = _token(body.get("tokenAddress"), "tokenAddress"), _value(body)
-    return _answer(_backend(gateway, body).stake(owner, token, value))
+def stake(gateway: Gateway, request: StakeChange) -> Json:
+    owner = to_checksum(request.owner_address, "ownerAddress")
+    token, value = _token(request.token_address, "tokenAddress"), _value(request.value)
+    return _answer(_backend(gateway, request.chain_id).stake(owner, token, value))
 
 
-def unstake(gateway: Gateway, body: Mapping[str, Any]) -> Json:
-    owner = _address(body.get("ownerAddress"), "ownerAddress")
-    token, value = _token(body.get("tokenAddress"), "tokenAddress"), _value(body)
-    return _answer(_backend(gateway, body).unstake(owner, token, value))
+def unstake(gateway: Gateway, request: StakeChange) -> Json:
+    owner = to_checksum(request.owner_address, "ownerAddress")
+    token, value = _token(request.token_address, "tokenAddress"), _value(request.value)
+    return _answer(_backend(gateway, request.chain_id).unstake(owner, token, value))
 
 
-def claim(gateway: Gateway, body: Mapping[str, Any]) -> Json:
+def claim(gateway: Gateway, request: Claim) -> Json:
     """The interface leaves tokenList's meaning open: here it is the staked tokens whose rewards
     are paid out, as ``PaycoreStaking.claim(tokens)`` takes them."""
-    owner = _address(body.get("ownerAddress"), "ownerAddress")
+    owner = to_checksum(request.owner_address, "ownerAddress")
     tokens = [
-        _token(t, f"tokenList[{i}]") for i, t in enumerate(_list(body, "tokenList", MAX_TOKENS))
+        _token(t, f"tokenList[{i}]")
+        for i, t in enumerate(_list(request.token_list, "tokenList", MAX_TOKENS))
     ]
-    return _answer(_backend(gateway, body).claim(owner, tokens))
+    return _answer(_backend(gateway, request.chain_id).claim(owner, tokens))

@@ -1,0 +1,258 @@
+"""Every request body and query of docs/interface.md, declared once.
+
+Each class is what one endpoint reads (a POST's JSON body, or a GET's query; the routes
+served by both methods take the same fields either way). ``paycore.api.wire`` parses a
+request into its class -- refusing unknown fields and malformed values with a one-line 400
+-- and derives the OpenAPI schema from the same declaration. Field names are the
+attributes' camelCase unless a field says otherwise.
+
+What a class checks is the shape of each value (an integer, an amount, an address as
+written, a token id); what needs more than the value -- that a chain is configured, which
+chain's address rules apply, who signed -- is the core's step, done with these typed
+values.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..auth.registry import Deregistration, Registration
+from ..domain.fields import Address, Amount, BigUint, ChainId, RawTx, Uint
+from ..domain.invoices import NewInvoice
+from ..management.requests import (
+    AppKeyChange,
+    AppKeysQuery,
+    ChangeCallbackUrl,
+    SetEmailNotifications,
+    WalletIndexChange,
+)
+from ..management.staking import Claim, StakeChange, StakingInfo
+from .wire import register
+
+_OWNER = "merchant address; must match the session key's owner"
+_WALLET_SIG = "EIP-191 signature of the owner's wallet, 0x hex"
+
+
+# -- invoices ------------------------------------------------------------------------------
+
+
+@register
+@attrs.frozen
+class CreateInvoice(NewInvoice):
+    """POST /invoice: the invoice's fields, plus who claims to create it and the optional
+    proof of work."""
+
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+    challenge: str | None = attrs.field(default=None, metadata={"doc": "proof-of-work challenge"})
+    nonce: Uint | None = attrs.field(default=None, metadata={"doc": "proof-of-work nonce"})
+
+
+@register
+@attrs.frozen
+class ChallengeRequest:
+    address: Address = attrs.field(metadata={"doc": "the owner who will create the invoice"})
+
+
+@register
+@attrs.frozen
+class InvoiceQuery:
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+    address: Address | None = attrs.field(
+        default=None, metadata={"doc": "deposit address (public lookup)"}
+    )
+    chain_id: ChainId | None = attrs.field(default=None, metadata={"doc": "required with address"})
+    offset: Uint | None = attrs.field(
+        default=None, metadata={"doc": "zero-based position of the first item"}
+    )
+    limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
+
+
+@register
+@attrs.frozen
+class TransactionQuery:
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+    chain_id: ChainId | None = attrs.field(default=None, metadata={"doc": "one chain only"})
+    offset: Uint | None = attrs.field(
+        default=None, metadata={"doc": "zero-based position of the first item"}
+    )
+    limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
+
+
+@register
+@attrs.frozen
+class PricesQuery:
+    vs_currency: str | None = attrs.field(
+        default=None, metadata={"doc": "a configured fiat currency"}
+    )
+
+
+# -- events and sessions ---------------------------------------------------------------------
+
+
+@register
+@attrs.frozen
+class PollEvents:
+    """POST /poll/events without session headers: the legacy token (soft mode)."""
+
+    owner_address: Address | None = attrs.field(default=None)
+    token: str | None = attrs.field(default=None, metadata={"doc": "token from /poll/register"})
+
+
+@register
+@attrs.frozen
+class OwnerSigned:
+    """A wallet-signed body naming its owner: /poll/register, /webhook/get, /webhook/clear."""
+
+    owner_address: Address = attrs.field()
+    signature: str = attrs.field(metadata={"doc": _WALLET_SIG})
+
+
+register(Registration)
+register(Deregistration)
+
+
+@register
+@attrs.frozen
+class PubkeysQuery:
+    owner: Address = attrs.field(metadata={"doc": "merchant address"})
+
+
+@register
+@attrs.frozen
+class RegisterCallback:
+    url: str = attrs.field(metadata={"doc": "https URL the webhooks go to"})
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class SetWebhook:
+    owner_address: Address = attrs.field()
+    url: str = attrs.field(metadata={"doc": "https URL the webhooks go to"})
+    signature: str = attrs.field(metadata={"doc": _WALLET_SIG})
+
+
+# -- salt-signed management calls (declared beside their service) ---------------------------
+
+for _cls in (
+    ChangeCallbackUrl,
+    SetEmailNotifications,
+    WalletIndexChange,
+    AppKeyChange,
+    AppKeysQuery,
+):
+    register(_cls)
+
+
+# -- staking (Ethereum; declared beside the helpers) --------------------------------------------
+
+for _staking in (StakingInfo, StakeChange, Claim):
+    register(_staking)
+
+
+# -- smart-wallet helpers -----------------------------------------------------------------------
+
+
+@register
+@attrs.frozen
+class OwnerChain:
+    """/initWallet and /getBalances."""
+
+    owner_address: Address = attrs.field()
+    chain_id: ChainId = attrs.field()
+
+
+@register
+@attrs.frozen
+class GetAddress:
+    owner_address: Address = attrs.field()
+    chain_id: ChainId = attrs.field()
+    index: BigUint | None = attrs.field(
+        default=None, metadata={"doc": "deposit index; required for contractType deposit"}
+    )
+    contract_type: str | None = attrs.field(
+        default=None, metadata={"schema": {"enum": ["deposit", "wallet"]}}
+    )
+
+
+@register
+@attrs.frozen
+class DeployWallet:
+    raw_tx: RawTx = attrs.field(metadata={"doc": "the signed deployment"})
+    chain_id: ChainId = attrs.field()
+
+
+@register
+@attrs.frozen
+class InitWithdraw:
+    to: Address = attrs.field()
+    owner_address: Address = attrs.field()
+    chain_id: ChainId = attrs.field()
+    token_address: Address | None = attrs.field(
+        default=None, metadata={"doc": "token contract; the zero address for the coin"}
+    )
+    token: str | None = attrs.field(
+        default=None, metadata={"doc": "alias of tokenAddress, or {chainId}:{address}"}
+    )
+    amount: Amount | None = attrs.field(
+        default=None, metadata={"doc": "decimal amount, in place of value"}
+    )
+    value: BigUint | None = attrs.field(
+        default=None, metadata={"doc": "base units, in place of amount"}
+    )
+    contract_type: str | None = attrs.field(
+        default=None, metadata={"schema": {"enum": ["deposit", "wallet"]}}
+    )
+
+
+@register
+@attrs.frozen
+class History:
+    owner_address: Address = attrs.field()
+    chain_id: ChainId | None = attrs.field(default=None)
+    offset: Uint | None = attrs.field(default=None)
+    limit: Uint | None = attrs.field(default=None)
+
+
+@register
+@attrs.frozen
+class Faucet:
+    chain_id: ChainId = attrs.field()
+    to: Address = attrs.field()
+
+
+@register
+@attrs.frozen
+class QrQuery:
+    data: str = attrs.field(metadata={"doc": "the link, at most 512 URI characters"})
+
+
+__all__ = [
+    "AppKeyChange",
+    "AppKeysQuery",
+    "ChallengeRequest",
+    "ChangeCallbackUrl",
+    "Claim",
+    "CreateInvoice",
+    "DeployWallet",
+    "Deregistration",
+    "Faucet",
+    "GetAddress",
+    "History",
+    "InitWithdraw",
+    "InvoiceQuery",
+    "OwnerChain",
+    "OwnerSigned",
+    "PollEvents",
+    "PricesQuery",
+    "PubkeysQuery",
+    "QrQuery",
+    "RegisterCallback",
+    "Registration",
+    "SetEmailNotifications",
+    "SetWebhook",
+    "StakeChange",
+    "StakingInfo",
+    "TransactionQuery",
+    "WalletIndexChange",
+]
