@@ -93,9 +93,36 @@ def serve(args: argparse.Namespace) -> int:
         host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
         overrides["checkout_url"] = f"http://{host}:{args.port}{args.prefix.rstrip('/')}/checkout"
     settings = Settings.from_env(**overrides)
+    if args.workers < 1 or args.threads < 1:
+        print("paycore serve: --workers and --threads must be at least 1", file=sys.stderr)
+        return 2
+    if args.workers > 1 and _in_process_storage(settings.database_url):
+        # Each worker would hold a store of its own: an invoice made in one is unknown
+        # to the next request, which another worker may serve.
+        print(
+            "paycore serve: an in-memory database lives in one process; "
+            "use --workers 1 or a database file or server",
+            file=sys.stderr,
+        )
+        return 2
     with contextlib.suppress(KeyboardInterrupt):
-        run_server(args.framework, settings, host=args.host, port=args.port, prefix=args.prefix)
+        run_server(
+            args.framework,
+            settings,
+            host=args.host,
+            port=args.port,
+            prefix=args.prefix,
+            workers=args.workers,
+            threads=args.threads,
+        )
     return 0
+
+
+def _in_process_storage(url: str) -> bool:
+    text = url.strip().lower()
+    return text.startswith("memory:") or (
+        text.startswith("sqlite") and (text.rstrip("/").endswith(":") or ":memory:" in text)
+    )
 
 
 def _env(name: str, default: str) -> str:
@@ -103,15 +130,31 @@ def _env(name: str, default: str) -> str:
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .serve import FRAMEWORKS
+    from .serve import DEFAULT_THREADS, FRAMEWORKS
 
-    cmd = sub.add_parser("serve", help="serve the HTTP interface from a small standalone app")
+    cmd = sub.add_parser(
+        "serve", help="serve the HTTP interface from a small standalone app under gunicorn"
+    )
     cmd.add_argument(
         "--framework",
         choices=FRAMEWORKS,
         default=_env("FRAMEWORK", "litestar"),
-        help="litestar (under uvicorn) or flask (under werkzeug's threaded server); "
+        help="litestar (uvicorn workers) or flask (threaded workers), both under gunicorn; "
         "env PAYCORE_FRAMEWORK; default litestar",
+    )
+    cmd.add_argument(
+        "--workers",
+        type=int,
+        default=int(_env("WORKERS", "1")),
+        help="worker processes, each with its own gateway and database connections; "
+        "env PAYCORE_WORKERS; default 1 (about one per core)",
+    )
+    cmd.add_argument(
+        "--threads",
+        type=int,
+        default=int(_env("THREADS", str(DEFAULT_THREADS))),
+        help=f"flask only: threads per worker (each holds one request or WebSocket); "
+        f"env PAYCORE_THREADS; default {DEFAULT_THREADS}",
     )
     cmd.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="env PAYCORE_HOST")
     cmd.add_argument("--port", type=int, default=int(_env("PORT", "8000")), help="env PAYCORE_PORT")
