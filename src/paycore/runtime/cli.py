@@ -1,4 +1,4 @@
-"""The ``paycore`` command: demo, quickstart, migrate, serve, worker and email. Every option
+"""The ``paycore`` command: demo, quickstart, migrate, serve, worker, prune and email. Every option
 also reads its ``PAYCORE_*`` environment variable; a flag given on the command line wins."""
 
 from __future__ import annotations
@@ -186,6 +186,22 @@ def email(args: argparse.Namespace) -> int:
     return 0
 
 
+def prune(args: argparse.Namespace) -> int:
+    """One retention round now (docs/operations.md §Retention), as the worker runs on its
+    schedule: for a deployment that runs the worker with ``--no-prune`` and prunes from cron."""
+    overrides = {"database_url": args.database_url} if args.database_url else {}
+    gateway = Gateway(Settings.from_env(**overrides))
+    try:
+        report = gateway.retention.prune()
+    finally:
+        gateway.close()
+    print(
+        f"pruned {report.events} events, {report.deliveries} webhook deliveries, "
+        f"{report.signatures} signatures, {report.challenges} challenges"
+    )
+    return 0
+
+
 def _add_email(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = sub.add_parser(
         "email", help="turn an owner's deposit and withdrawal e-mails on or off (operator)"
@@ -227,12 +243,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             help="SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3",
         )
     _add_serve(sub)
+    cmd = sub.add_parser(
+        "prune", help="delete old events, delivery logs, signatures and challenges once"
+    )
+    cmd.add_argument("--database-url", default=None, help="storage URL (env PAYCORE_DATABASE_URL)")
     _add_email(sub)
     _add_demo(sub)
     sub.add_parser(
         "worker",
         add_help=False,
-        help="deliver webhooks and expire overdue invoices (paycore worker --help)",
+        help="deliver webhooks, expire invoices, watch chains, refresh prices, prune "
+        "(paycore worker --help)",
     )
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "worker":
@@ -246,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(args)
         if args.command == "email":
             return email(args)
+        if args.command == "prune":
+            return prune(args)
         if args.command == "demo":
             from ..demo import run_demo
 
