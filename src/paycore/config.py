@@ -221,6 +221,21 @@ def _whole_seconds(raw: int | str) -> int:
     return value
 
 
+def _age(raw: int | str) -> int:
+    """Whole seconds, 0 or more: a retention age."""
+    value = int(raw)
+    if value < 0:
+        raise InvalidInput("settings", f"expected 0 or more seconds, got {raw!r}")
+    return value
+
+
+def _batch(raw: int | str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise InvalidInput("retention_batch", "must be at least 1")
+    return value
+
+
 def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
     """A tuple of delays from a sequence or a comma-separated string (``"5,30,120"``)."""
     items = raw.split(",") if isinstance(raw, str) else raw
@@ -420,6 +435,20 @@ class Settings:
     chainlink_feeds: Mapping[str, _price_opts.ChainlinkFeed] = attrs.field(
         factory=dict, converter=_price_opts.chainlink_feeds, repr=redacted_repr
     )
+    # -- retention (docs/operations.md §Retention) --------------------------------------------
+    #: Seconds between the worker's prune rounds (``paycore.ops.retention``).
+    worker_prune_interval: float = attrs.field(default=3600.0, converter=_positive)
+    #: Seconds an outbox event is kept after it was created; older ones are deleted once no
+    #: poll queue can still hand them out. 0 keeps every event.
+    retention_events: int = attrs.field(default=30 * 24 * 3600, converter=_age)
+    #: Seconds a settled (delivered or failed) webhook delivery and its attempt log are kept
+    #: after its last attempt; pending deliveries are never deleted. 0 keeps them all.
+    retention_deliveries: int = attrs.field(default=30 * 24 * 3600, converter=_age)
+    #: Seconds past their expiry that remembered salt signatures and unused proof-of-work
+    #: challenges are kept: more than the clocks of the processes may disagree by.
+    retention_expired_grace: int = attrs.field(default=3600, converter=_age)
+    #: Rows one prune transaction deletes at most: a short lock, many transactions.
+    retention_batch: int = attrs.field(default=500, converter=_batch)
     # -- outages (docs/operations.md) ---------------------------------------------------------
     #: Seconds a 503 "storage unavailable" answer asks clients to wait (``Retry-After``).
     storage_retry_after: int = attrs.field(default=5, converter=_whole_seconds)

@@ -27,6 +27,7 @@ from .management.service import Management
 from .notify import Notifier
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
+from .ops.retention import Retention
 from .plugins.manager import collect, plugin_manager
 from .prices.parking import ParkedDeposits
 from .prices.pricing import PriceSource, PriceTable
@@ -89,6 +90,7 @@ class Gateway:
         self.management = Management(self, found)
         self.chain_ledger = ChainLedger(found)
         self.parking = ParkedDeposits(found)
+        self.retention = Retention(found, self.settings, self.clock)
         self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:

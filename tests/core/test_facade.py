@@ -35,6 +35,7 @@ STORAGE_HOLDERS = {
     "paycore/chains/ledger.py",
     "paycore/prices/parking.py",
     "paycore/prices/service.py",
+    "paycore/ops/retention.py",
 }
 
 

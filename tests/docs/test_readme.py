@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -147,7 +149,7 @@ def test_working_commands_are_the_makefile_targets() -> None:
 @pytest.mark.slow  # `paycore serve` in a subprocess
 def test_serve_block_runs_as_written(tmp_path: Path) -> None:
     """The `paycore serve` block, run line by line (on a free port instead of 8000)."""
-    [block] = [b for b in SHELL_BLOCKS if "paycore serve" in b]
+    [block] = [b for b in SHELL_BLOCKS if "paycore serve" in b and "curl" in b]
     lines = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
     port = str(_free_port())
     serve_cmd, *curls = [line.replace("8000", port) for line in lines]
@@ -170,3 +172,91 @@ def test_serve_block_runs_as_written(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def _commands(block: str) -> list[str]:
+    lines = [line.split("#")[0].strip() for line in block.splitlines()]
+    return [line for line in lines if line]
+
+
+def _answering(proc: subprocess.Popen[bytes], url: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, f"nothing answered {url}"
+        time.sleep(0.2)
+
+
+def _stopped(proc: subprocess.Popen[bytes]) -> int:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+
+
+@pytest.mark.slow  # gunicorn and the worker in subprocesses
+def test_production_block_runs_as_written(tmp_path: Path) -> None:
+    """"Running in production": the exports, `paycore migrate`, then the web processes and
+    the worker side by side -- on a SQLite file instead of the PostgreSQL host, without the
+    Redis one, on a free port -- until SIGTERM stops both cleanly."""
+    [block] = [b for b in SHELL_BLOCKS if "paycore worker" in b and "--workers" in b]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")}
+    bin_dir = Path(sys.executable).parent
+    port = str(_free_port())
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for command in _commands(block):
+            if command.startswith("export "):
+                name, _, value = command.removeprefix("export ").partition("=")
+                if name == "PAYCORE_DATABASE_URL":
+                    assert value.startswith("postgresql://")
+                    env[name] = f"sqlite:///{tmp_path / 'paycore.sqlite3'}"
+                else:
+                    assert name == "PAYCORE_REDIS_URL"
+                continue
+            args = command.replace("8000", port).split()
+            args[0] = str(bin_dir / args[0])
+            if args[1] == "migrate":
+                subprocess.run(args, env=env, check=True, capture_output=True, timeout=60)
+                continue
+            started.append(
+                subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            )
+        web, worker = started
+        assert "--workers" in web.args
+        _answering(web, f"http://127.0.0.1:{port}/paycore/prices")
+        assert worker.poll() is None
+    finally:
+        codes = [_stopped(proc) for proc in started]
+    assert codes == [0, 0]
+
+
+@pytest.mark.slow  # gunicorn in subprocesses
+def test_gunicorn_commands_run_as_written(tmp_path: Path) -> None:
+    """Each host app under gunicorn directly, as README.md writes the command."""
+    [block] = [b for b in SHELL_BLOCKS if b.lstrip().startswith("# Flask: threaded")]
+    commands = _commands(block)
+    assert [c.split("'")[1] for c in commands] == [
+        "paycore_flask:create_app()",
+        "paycore_litestar:create_app()",
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")}
+    env["PAYCORE_DATABASE_URL"] = f"sqlite:///{tmp_path / 'paycore.sqlite3'}"
+    for command in commands:
+        port = str(_free_port())
+        args = shlex.split(command.replace("0.0.0.0:8000", f"127.0.0.1:{port}"))
+        args[0] = str(Path(sys.executable).with_name(args[0]))
+        proc = subprocess.Popen(
+            args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            _answering(proc, f"http://127.0.0.1:{port}/paycore/prices")
+        finally:
+            assert _stopped(proc) == 0

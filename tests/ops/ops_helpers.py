@@ -177,10 +177,13 @@ class Process:
         return self.proc.returncode
 
 
-def serve(framework: str, env: Mapping[str, str], log: Path) -> tuple[Process, str]:
+def serve(
+    framework: str, env: Mapping[str, str], log: Path, *, workers: int = 1
+) -> tuple[Process, str]:
     """``paycore serve`` on a free port, up and answering; (process, base URL of the API)."""
     port = free_port()
-    process = Process(["serve", "--framework", framework, "--port", str(port)], env, log)
+    args = ["serve", "--framework", framework, "--port", str(port), "--workers", str(workers)]
+    process = Process(args, env, log)
     base = f"http://127.0.0.1:{port}"
 
     def up() -> bool:

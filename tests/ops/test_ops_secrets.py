@@ -1,8 +1,8 @@
-"""No secret in anything a full run prints: ``paycore serve`` (both frameworks) and ``paycore
-worker`` run as real processes with every kind of secret-bearing setting, are driven
-through successes and failures -- bad input, a node that refuses connections, a database
-outage, webhook deliveries a receiver rejects -- and then their whole output, and every
-response body, is searched for each secret.
+"""No secret in anything a full run prints: ``paycore serve --workers 2`` (both frameworks)
+and ``paycore worker`` run as real processes with every kind of secret-bearing setting, are
+driven through successes and failures -- bad input, a node that refuses connections, a
+database outage, webhook deliveries a receiver rejects -- and then their whole output, and
+every response body, is searched for each secret.
 
 The run is checked to have gone through the paths that used to leak (the banner, a node
 error quoting the RPC URL, a storage failure), so a quiet run cannot pass by saying nothing.
@@ -120,8 +120,9 @@ def test_a_full_run_prints_no_secret(private_postgres: PrivatePostgres, tmp_path
     closed = free_port()  # nothing listens: every node, price API and SMTP call fails
     env = _env(database, closed)
     bodies: list[str] = []
-    flask, flask_base = serve("flask", env, tmp_path / "flask.log")
-    litestar, litestar_base = serve("litestar", env, tmp_path / "litestar.log")
+    # Two workers each: the workers' own log lines (written after the fork) are searched too.
+    flask, flask_base = serve("flask", env, tmp_path / "flask.log", workers=2)
+    litestar, litestar_base = serve("litestar", env, tmp_path / "litestar.log", workers=2)
     worker = Process(["worker"], env, tmp_path / "worker.log")
     processes = {"flask": flask, "litestar": litestar, "worker": worker}
     try:

@@ -179,6 +179,18 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
+class RedactedFormatter(logging.Formatter):
+    """Another formatter's lines, redacted: for the handlers a server sets up itself
+    (gunicorn's), whose format is kept."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(self.inner.format(record))
+
+
 def configure_logging(level: str | int = "INFO") -> None:
     """Logging for ``paycore serve`` and ``paycore worker``: one stderr handler on the root
     logger, every line redacted, and uncaught exceptions (main or other threads) printed

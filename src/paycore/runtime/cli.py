@@ -1,4 +1,4 @@
-"""The ``paycore`` command: demo, quickstart, migrate, serve, worker and email. Every option
+"""The ``paycore`` command: demo, quickstart, migrate, serve, worker, prune and email. Every option
 also reads its ``PAYCORE_*`` environment variable; a flag given on the command line wins."""
 
 from __future__ import annotations
@@ -93,9 +93,36 @@ def serve(args: argparse.Namespace) -> int:
         host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
         overrides["checkout_url"] = f"http://{host}:{args.port}{args.prefix.rstrip('/')}/checkout"
     settings = Settings.from_env(**overrides)
+    if args.workers < 1 or args.threads < 1:
+        print("paycore serve: --workers and --threads must be at least 1", file=sys.stderr)
+        return 2
+    if args.workers > 1 and _in_process_storage(settings.database_url):
+        # Each worker would hold a store of its own: an invoice made in one is unknown
+        # to the next request, which another worker may serve.
+        print(
+            "paycore serve: an in-memory database lives in one process; "
+            "use --workers 1 or a database file or server",
+            file=sys.stderr,
+        )
+        return 2
     with contextlib.suppress(KeyboardInterrupt):
-        run_server(args.framework, settings, host=args.host, port=args.port, prefix=args.prefix)
+        run_server(
+            args.framework,
+            settings,
+            host=args.host,
+            port=args.port,
+            prefix=args.prefix,
+            workers=args.workers,
+            threads=args.threads,
+        )
     return 0
+
+
+def _in_process_storage(url: str) -> bool:
+    text = url.strip().lower()
+    return text.startswith("memory:") or (
+        text.startswith("sqlite") and (text.rstrip("/").endswith(":") or ":memory:" in text)
+    )
 
 
 def _env(name: str, default: str) -> str:
@@ -103,15 +130,31 @@ def _env(name: str, default: str) -> str:
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .serve import FRAMEWORKS
+    from .serve import DEFAULT_THREADS, FRAMEWORKS
 
-    cmd = sub.add_parser("serve", help="serve the HTTP interface from a small standalone app")
+    cmd = sub.add_parser(
+        "serve", help="serve the HTTP interface from a small standalone app under gunicorn"
+    )
     cmd.add_argument(
         "--framework",
         choices=FRAMEWORKS,
         default=_env("FRAMEWORK", "litestar"),
-        help="litestar (under uvicorn) or flask (under werkzeug's threaded server); "
+        help="litestar (uvicorn workers) or flask (threaded workers), both under gunicorn; "
         "env PAYCORE_FRAMEWORK; default litestar",
+    )
+    cmd.add_argument(
+        "--workers",
+        type=int,
+        default=int(_env("WORKERS", "1")),
+        help="worker processes, each with its own gateway and database connections; "
+        "env PAYCORE_WORKERS; default 1 (about one per core)",
+    )
+    cmd.add_argument(
+        "--threads",
+        type=int,
+        default=int(_env("THREADS", str(DEFAULT_THREADS))),
+        help=f"flask only: threads per worker (each holds one request or WebSocket); "
+        f"env PAYCORE_THREADS; default {DEFAULT_THREADS}",
     )
     cmd.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="env PAYCORE_HOST")
     cmd.add_argument("--port", type=int, default=int(_env("PORT", "8000")), help="env PAYCORE_PORT")
@@ -140,6 +183,22 @@ def email(args: argparse.Namespace) -> int:
     for setting in changed:
         state = "on" if setting.enabled else "off"
         print(f"{setting.owner} chain {setting.chain_id}: {setting.email} -- notices {state}")
+    return 0
+
+
+def prune(args: argparse.Namespace) -> int:
+    """One retention round now (docs/operations.md §Retention), as the worker runs on its
+    schedule: for a deployment that runs the worker with ``--no-prune`` and prunes from cron."""
+    overrides = {"database_url": args.database_url} if args.database_url else {}
+    gateway = Gateway(Settings.from_env(**overrides))
+    try:
+        report = gateway.retention.prune()
+    finally:
+        gateway.close()
+    print(
+        f"pruned {report.events} events, {report.deliveries} webhook deliveries, "
+        f"{report.signatures} signatures, {report.challenges} challenges"
+    )
     return 0
 
 
@@ -184,12 +243,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             help="SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3",
         )
     _add_serve(sub)
+    cmd = sub.add_parser(
+        "prune", help="delete old events, delivery logs, signatures and challenges once"
+    )
+    cmd.add_argument("--database-url", default=None, help="storage URL (env PAYCORE_DATABASE_URL)")
     _add_email(sub)
     _add_demo(sub)
     sub.add_parser(
         "worker",
         add_help=False,
-        help="deliver webhooks and expire overdue invoices (paycore worker --help)",
+        help="deliver webhooks, expire invoices, watch chains, refresh prices, prune "
+        "(paycore worker --help)",
     )
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "worker":
@@ -203,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(args)
         if args.command == "email":
             return email(args)
+        if args.command == "prune":
+            return prune(args)
         if args.command == "demo":
             from ..demo import run_demo
 

@@ -1,27 +1,35 @@
-"""``paycore serve``: a small standalone host app under a real server.
+"""``paycore serve``: the standalone host app under gunicorn, with ``--workers`` processes.
 
 The core imports no web framework, so each framework is imported only when chosen. The
-host apps themselves are the adapters' ``create_app``; this module only picks a server:
-uvicorn for Litestar, and for Flask werkzeug's threaded server, the one WSGI server every
-Flask install has. For production Flask, run ``paycore_flask.create_app`` under a WSGI
-server such as gunicorn instead (see README).
+host apps themselves are the adapters' ``create_app``; this module runs them under one
+process manager, gunicorn's arbiter, for both frameworks (docs/decisions.md §Production
+server): Flask in ``gthread`` workers (threads, which flask-sock's WebSockets need), Litestar
+in uvicorn's worker class (``uvicorn-worker``), one event loop per process. The arbiter
+restarts a worker that dies, and stops them all gracefully on SIGTERM.
 
-Everything this process writes goes through ``paycore.ops.redaction``: the banner names the
-storage URL without its password, and every log line (the server's own included, which is
-why uvicorn is told to leave logging alone) is redacted before it reaches stderr.
+Every worker builds its own app, and with it its own gateway and database engine, after the
+fork (``preload_app`` stays off): a connection pool is never shared between processes.
+Flask's gateway is closed in the worker's exit hook, Litestar's in the app's lifespan.
+
+Everything these processes write goes through ``paycore.ops.redaction``: the banner names the
+storage URL without its password, paycore's own log lines reach the redacting root handler
+(installed before the fork, so the workers inherit it), and gunicorn's and uvicorn's lines go
+through gunicorn's handlers, whose formatters ``_RedactingLogger`` wraps.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from typing import Any
 
 from ..config import Settings
-from ..ops.redaction import configure_logging, redact, remember_secrets
+from ..errors import PaycoreError
+from ..ops.redaction import RedactedFormatter, configure_logging, redact, remember_secrets
 
 FRAMEWORKS = ("flask", "litestar")
+#: Threads per Flask worker: concurrent requests (and open WebSockets) one process serves.
+DEFAULT_THREADS = 8
 
 
 def create_app(framework: str, settings: Settings, prefix: str) -> Any:
@@ -37,44 +45,103 @@ def create_app(framework: str, settings: Settings, prefix: str) -> Any:
     raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
 
 
-def serve(framework: str, settings: Settings, *, host: str, port: int, prefix: str) -> None:
-    """Serve until interrupted (Ctrl-C or SIGTERM), then close the gateway's storage."""
+def serve(
+    framework: str,
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    prefix: str,
+    workers: int = 1,
+    threads: int = DEFAULT_THREADS,
+) -> None:
+    """Serve until SIGTERM or Ctrl-C, every worker's gateway closed on the way out."""
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
+    if workers < 1 or threads < 1:
+        raise ValueError("workers and threads must be at least 1")
     remember_secrets(settings.secret_values())
-    # Quiet by default (warnings and errors), as the servers below are.
+    # Quiet by default (warnings and errors); the workers inherit this root handler.
     configure_logging("WARNING")
-    app = create_app(framework, settings, prefix)
+    server = _gunicorn(
+        framework, settings, host=host, port=port, prefix=prefix, workers=workers, threads=threads
+    )
     shown = prefix.strip("/")
     print(
-        f"paycore: {framework} on http://{host}:{port}/{shown + '/' if shown else ''} "
-        f"(storage {redact(settings.database_url)})",
+        f"paycore: {framework} on http://{_authority(host, port)}/{shown + '/' if shown else ''} "
+        f"({workers} worker{'s' if workers > 1 else ''}, storage {redact(settings.database_url)})",
         file=sys.stderr,
         flush=True,
     )
-    if framework == "litestar":
-        import uvicorn
+    server.run()
 
-        # The plugin closes the gateway in the app's lifespan shutdown. After a graceful
-        # stop uvicorn re-raises the signal it caught, so SIGTERM ends the process as such.
-        # log_config=None: uvicorn's loggers propagate to the redacting root handler
-        # instead of getting handlers of their own.
-        uvicorn.run(
-            app, host=host, port=port, log_level="warning", access_log=False, log_config=None
-        )
+
+def _authority(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _gunicorn(
+    framework: str,
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    prefix: str,
+    workers: int,
+    threads: int,
+) -> Any:
+    try:
+        from gunicorn.app.base import BaseApplication
+        from gunicorn.glogging import Logger
+    except ImportError:
+        raise PaycoreError("paycore serve needs gunicorn: pip install 'paycore[server]'") from None
+
+    class _RedactingLogger(Logger):  # type: ignore[misc]
+        """gunicorn's logger (uvicorn's worker logs through it too), every line redacted."""
+
+        def setup(self, cfg: Any) -> None:
+            super().setup(cfg)
+            for log in (self.error_log, self.access_log):
+                for handler in log.handlers:
+                    handler.setFormatter(RedactedFormatter(handler.formatter))
+
+    options: dict[str, Any] = {
+        "bind": [_authority(host, port)],
+        "workers": workers,
+        "preload_app": False,  # each worker builds its own app, gateway and engine
+        "logger_class": _RedactingLogger,
+        "loglevel": "warning",
+        "accesslog": None,
+        "errorlog": "-",
+        "proc_name": f"paycore-{framework}",
+        # gunicorn >= 25 opens a control socket in ~/.gunicorn by default, shared by every
+        # server of the user: two paycore servers would fight over it.
+        "control_socket_disable": True,
+    }
+    if framework == "flask":
+        options.update(worker_class="gthread", threads=threads, worker_exit=_close_flask_gateway)
+    else:
+        options["worker_class"] = "uvicorn_worker.UvicornWorker"
+
+    class _Server(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            for key, value in options.items():
+                if key in self.cfg.settings:  # settings newer than the installed gunicorn
+                    self.cfg.set(key, value)
+
+        def load(self) -> Any:
+            # Runs in the worker, after the fork: the gateway and its engine are its own.
+            return create_app(framework, settings, prefix)
+
+    return _Server()
+
+
+def _close_flask_gateway(_arbiter: object, worker: Any) -> None:
+    """gunicorn's ``worker_exit`` hook, in the worker process as it stops."""
+    app = getattr(worker, "wsgi", None)
+    if app is None:  # the worker died before its app was built
         return
-
-    from werkzeug.serving import run_simple
-
     from paycore_flask import state
 
-    # werkzeug only stops on Ctrl-C; make SIGTERM (a supervisor's stop) as clean.
-    signal.signal(signal.SIGTERM, _stop)
-    # No access log under either server: quiet by default, like uvicorn above.
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    try:
-        run_simple(host, port, app, threaded=True, use_reloader=False, use_debugger=False)
-    finally:
-        state(app).gateway.close()
-
-
-def _stop(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+    state(app).gateway.close()
+    logging.getLogger("paycore.serve").debug("worker %s closed its gateway", worker.pid)

@@ -1,4 +1,5 @@
-"""The background worker: the webhook dispatcher plus the expiry sweeper.
+"""The background worker: the webhook dispatcher, the expiry sweeper, the chain watchers, the
+price refresher and the pruner (``paycore.ops.retention``).
 
 Three ways to run it, all the same loops:
 
@@ -79,6 +80,35 @@ def sweep_expired(gateway: Gateway, halt: threading.Event) -> None:
             halt.wait(settings.worker_sweep_interval)
 
 
+def prune_on_schedule(gateway: Gateway, halt: threading.Event) -> None:
+    """A retention round (``Gateway.retention``) at once and then every
+    ``worker_prune_interval``, so the outbox, the delivery log, remembered signatures and
+    challenges stop growing. While storage is down the rounds back off and resume."""
+    settings = gateway.settings
+    guard = LoopGuard.from_settings(
+        "prune", log, settings, pace=min(settings.worker_prune_interval, 1.0)
+    )
+    while not halt.is_set():
+        try:
+            report = gateway.retention.prune(halt)
+        except StorageUnavailable as exc:
+            halt.wait(guard.failed(exc))
+            continue
+        except Exception:  # a bug: keep the schedule, the traceback says where
+            log.exception("prune round failed")
+        else:
+            guard.succeeded()
+            if report.total:
+                log.info(
+                    "pruned %d events, %d webhook deliveries, %d signatures, %d challenges",
+                    report.events,
+                    report.deliveries,
+                    report.signatures,
+                    report.challenges,
+                )
+        halt.wait(settings.worker_prune_interval)
+
+
 def run_worker(
     gateway: Gateway,
     *,
@@ -87,9 +117,10 @@ def run_worker(
     sweep: bool = True,
     watch: bool = True,
     prices: bool = True,
+    prune: bool = True,
 ) -> None:
-    """Run the dispatcher, the sweeper, the chain watchers and the price refresher
-    (``paycore.prices.refresher``) until ``stop_event`` is set; blocks.
+    """Run the dispatcher, the sweeper, the chain watchers, the price refresher
+    (``paycore.prices.refresher``) and the pruner until ``stop_event`` is set; blocks.
 
     In-flight POSTs are allowed to finish (each is bounded by ``webhook_timeout``) before
     this returns. If a loop dies of an unexpected error the other one is stopped too and
@@ -99,6 +130,7 @@ def run_worker(
     waker = _WakeDispatcher(dispatcher)
     halt_sweep = threading.Event()
     halt_prices = threading.Event()
+    halt_prune = threading.Event()
     crashed: list[BaseException] = []
 
     def guarded(loop: Callable[[], None]) -> Callable[[], None]:
@@ -120,6 +152,8 @@ def run_worker(
         loops.append(functools.partial(sweep_expired, gateway, halt_sweep))
     if prices:
         loops.append(functools.partial(gateway.price_refresher.run, halt_prices))
+    if prune:
+        loops.append(functools.partial(prune_on_schedule, gateway, halt_prune))
     if watch:
         # One loop per backend object: a backend serving several chains runs them all.
         backends = {id(b): b for b in gateway.chains.values() if isinstance(b, WatchingBackend)}
@@ -138,6 +172,7 @@ def run_worker(
         dispatcher.stop()
         halt_sweep.set()
         halt_prices.set()
+        halt_prune.set()
         for thread in threads:
             thread.join()
         gateway.remove_notifier(waker)
@@ -183,7 +218,8 @@ async def worker_task(
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="paycore worker",
-        description="Deliver webhooks and expire overdue invoices until SIGTERM or SIGINT. "
+        description="Deliver webhooks, expire overdue invoices, watch chains, refresh prices "
+        "and prune old rows until SIGTERM or SIGINT. "
         "Other settings come from PAYCORE_* environment variables (e.g. "
         "PAYCORE_WEBHOOK_RETRY_SCHEDULE, PAYCORE_WORKER_POLL_INTERVAL).",
     )
@@ -196,6 +232,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-sweep", action="store_true", help="do not expire invoices")
     parser.add_argument("--no-watch", action="store_true", help="do not scan chains for deposits")
     parser.add_argument("--no-prices", action="store_true", help="do not refresh prices")
+    parser.add_argument(
+        "--no-prune", action="store_true", help="do not delete old events and delivery logs"
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level on stderr; default INFO")
     return parser
 
@@ -233,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sweep=not args.no_sweep,
             watch=not args.no_watch,
             prices=not args.no_prices,
+            prune=not args.no_prune,
         )
     finally:
         gateway.close()

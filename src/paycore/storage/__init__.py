@@ -8,6 +8,6 @@ the path plugin authors know, keeps working.
 
 from __future__ import annotations
 
-from .contract import Storage, StorageTx
+from .contract import PruneBatch, Storage, StorageTx
 
-__all__ = ["Storage", "StorageTx"]
+__all__ = ["PruneBatch", "Storage", "StorageTx"]
