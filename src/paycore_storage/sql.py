@@ -40,6 +40,7 @@ that point instead, so it sees its own events just as the in-memory storage does
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -170,6 +171,29 @@ def _accept_nonce_sql(lowest: str) -> TextClause:
         """
     )
 
+
+#: PostgreSQL: a batch's events numbered after the highest seq in one statement (the
+#: advisory lock is held, so the highest cannot move meanwhile), in id order.
+_SEQUENCE_BATCH = text(
+    f"""
+    UPDATE {outbox.name} AS o
+       SET seq = (SELECT COALESCE(MAX(seq), 0) FROM {outbox.name}) + v.n
+      FROM unnest(CAST(:ids AS BIGINT[])) WITH ORDINALITY AS v(id, n)
+     WHERE o.id = v.id
+    """
+)
+#: PostgreSQL: many invoices' status, paid amount and payments in one statement.
+_INVOICE_STATES_BATCH = text(
+    f"""
+    UPDATE {invoices.name} AS i
+       SET status = v.status, paid_amount = v.paid, payments = CAST(v.payments AS JSON)
+      FROM unnest(
+            CAST(:guids AS TEXT[]), CAST(:statuses AS TEXT[]),
+            CAST(:paid AS NUMERIC[]), CAST(:payments AS TEXT[])
+           ) AS v(guid, status, paid, payments)
+     WHERE i.guid = v.guid
+    """
+)
 
 _ACCEPT_NONCE_WINDOW = _accept_nonce_sql("last_seen_nonce - :window")
 _ACCEPT_NONCE_STRICT = _accept_nonce_sql("last_seen_nonce")
@@ -371,6 +395,17 @@ class SqlTx:
             for invoice in records:
                 self.update_invoice(invoice)
             return
+        if self._postgres:  # one statement for them all: a round trip per row costs more
+            full = [invoice_row(invoice) for invoice in records]
+            columns = {
+                "guids": [r["guid"] for r in full],
+                "statuses": [r["status"] for r in full],
+                "paid": [r["paid_amount"] for r in full],
+                "payments": [json.dumps(r["payments"]) for r in full],
+            }
+            if self._c.execute(_INVOICE_STATES_BATCH, columns).rowcount != len(full):
+                self._unknown_invoice(columns["guids"])
+            return
         rows = []
         for invoice in records:
             row = invoice_row(invoice)
@@ -381,13 +416,12 @@ class SqlTx:
             .values({name: bindparam(name, type_=invoices.c[name].type) for name in _INVOICE_STATE})
         )
         if self._c.execute(stmt, rows).rowcount != len(rows):
-            wanted = [r["_guid"] for r in rows]
-            stored = set(
-                self._c.execute(
-                    select(invoices.c.guid).where(invoices.c.guid.in_(wanted))
-                ).scalars()
-            )
-            raise KeyError(next(guid for guid in wanted if guid not in stored))
+            self._unknown_invoice([r["_guid"] for r in rows])
+
+    def _unknown_invoice(self, wanted: list[str]) -> None:
+        query = select(invoices.c.guid).where(invoices.c.guid.in_(wanted))
+        stored = set(self._c.execute(query).scalars())
+        raise KeyError(next((guid for guid in wanted if guid not in stored), wanted[0]))
 
     def list_invoices(
         self,
@@ -704,7 +738,9 @@ class SqlTx:
             self._c.execute(
                 update(outbox).where(outbox.c.id == self._unsequenced[0]).values(seq=next_seq)
             )
-        else:  # a batch (the watcher's): read the top once, number the events after it
+        elif self._postgres:  # a batch (the watcher's): one statement numbers them all
+            self._c.execute(_SEQUENCE_BATCH, {"ids": self._unsequenced})
+        else:  # SQLite: read the top once, number the events after it
             top = self._c.execute(select(func.coalesce(func.max(outbox.c.seq), 0))).scalar_one()
             self._c.execute(
                 update(outbox).where(outbox.c.id == bindparam("_id")).values(seq=bindparam("_seq")),

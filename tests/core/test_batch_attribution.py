@@ -7,7 +7,7 @@ cursor with the lease proved, and refusing to count a deposit another writer rec
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,6 @@ from paycore.domain.records import WebhookConfig
 from paycore.domain.tokens import to_checksum
 from paycore.prices.records import StoredPrice
 from paycore.storage import Storage
-from paycore.storage.memory import MemoryStorage
 from paycore_storage import SqlStorage
 
 CHAIN = 31337
@@ -44,22 +43,21 @@ class Clock:
         return self.t
 
 
-def make_storage(kind: str, path: Path) -> Storage:
-    return MemoryStorage() if kind == "memory" else SqlStorage(f"sqlite:///{path}")
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Gateway, Gateway]]:
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def pair(
+    request: pytest.FixtureRequest, tmp_path: Path, make_storage: Callable[..., Storage]
+) -> Iterator[tuple[Gateway, Gateway]]:
     """Two gateways on two stores of the same kind: one fed deposit by deposit, one batch."""
     settings = Settings(database_url="memory://", prices={USDC: "1", ETH: "2000"})
     clock = Clock()
+
+    def store(side: str) -> Storage:
+        if request.param == "sqlite":
+            return SqlStorage(f"sqlite:///{tmp_path / side}.sqlite3")
+        return make_storage(request.param)  # memory, or a fresh PostgreSQL schema each
+
     made = [
-        Gateway(
-            settings,
-            storage=make_storage(request.param, tmp_path / f"{side}.sqlite3"),
-            entry_points=False,
-            clock=clock,
-        )
+        Gateway(settings, storage=store(side), entry_points=False, clock=clock)
         for side in ("one", "batch")
     ]
     yield made[0], made[1]
