@@ -14,10 +14,16 @@ replaces a suffix of the chain, so a replaced deposit block means a replaced cur
 whenever the chain's scan finds the cursor's block replaced (:meth:`ChainWatcher._rewind`),
 the recorded deposits of the ``reorg_depth`` blocks below it are re-checked, newest block
 first, up to the first block still on the chain. Each deposit whose block is gone is taken
-back out of its invoice (``Gateway.reorg_deposit``: paidAmount and status recomputed, an
-event emitted), and the cursor rewinds below the lowest such block, so a transfer the new
-chain mined again is found and counted again, once. Deposits recorded above the cursor (a
-watcher that died before advancing it) are re-checked at every pass.
+back out of its invoice (``Gateway.reorg_deposits``, all in one transaction: paidAmount and
+status recomputed, an event emitted), and the cursor rewinds below the lowest such block,
+so a transfer the new chain mined again is found and counted again, once. Deposits
+recorded above the cursor (the committed batches of a range whose watcher died before its
+last batch moved the cursor) are re-checked at every pass.
+
+Attribution. A range's deposits go to ``Gateway.ingest`` in batches of
+``Settings.ingest_batch``, one storage transaction each; the last batch of a range also
+moves the cursor, in the statement that proves the lease (docs/decisions.md, Batched
+ingest).
 
 Why one place: the lease and cursor protocol is what makes a watcher safe to kill and to run
 twice; two copies of it could drift apart and only one chain would then count a deposit
