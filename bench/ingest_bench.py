@@ -1,20 +1,31 @@
-"""Deposit ingestion: the EVM watcher from cold, against raw ``eth_getLogs`` on the same range.
+"""Deposit ingest on a real database: the chain watcher against the ceiling of reading the
+same transfers raw and bulk-inserting the same rows, on a SQLite file and on PostgreSQL.
 
-N invoices get derived deposit addresses; a payer pays each in the test token on a fresh
-anvil (one mint, then N signed transfers sent in JSON-RPC batches and mined into full
-blocks). Then, in the same run:
+Setup (not timed): a fresh anvil gets N ERC20 transfers and N native-coin transfers to 2N
+fresh addresses, signed here and mined into full blocks. Each measured run then starts on a
+fresh database (a new SQLite file, a new PostgreSQL schema) holding one unpaid invoice per
+address of its kind, so every run ingests the same N deposits from scratch.
 
-- raw: one ``eth_getLogs`` over the range by plain HTTP, JSON decoding and the decoding of
-  every log's recipient, sender and amount -- the ceiling no watcher can beat;
-- watcher: ``EvmWatcher`` from no cursor until caught up: the batched RPC, the matching,
-  and one ``Gateway.record_deposit`` (one storage transaction: invoice, payment, transaction
-  row, outbox event) per deposit;
-- matching: the in-memory cost per block of matching its logs against 100 and against
-  100,000 watched addresses (same hits in both), to show it does not grow with addresses.
+For each database and each kind (``erc20``, ``native``), repeated ``--reps`` times with the
+two sides interleaved (their order alternating from one repetition to the next):
 
-Output: one JSON object on stdout; progress on stderr.
+- watcher: ``EvmWatcher.step`` from the first block of the kind's transfers until caught up
+  -- the batched RPC, matching, valuing, attribution (invoice, payment, transaction row,
+  outbox event, webhook check) and the cursor, all of it as in production;
+- ceiling: what no watcher can beat on the same node and database -- the same reads by
+  plain HTTP (``eth_getLogs`` for ERC20; the full blocks and the receipts for native coin),
+  JSON decoding and the decoding of every transfer's fields, then one bulk insert of the
+  same ``paycore_transactions`` rows into the same database through the same driver
+  (SQLAlchemy Core on sqlite3 / psycopg), in one transaction. The invoice each row names is
+  handed to the ceiling for free (a dict built before the clock starts).
 
-    python bench/ingest_bench.py [--deposits N] [--storage sqlite|memory]
+Each line of stdout is one JSON object: per database and kind, the medians of the
+repetitions -- ``figure`` (watcher deposits/s), ``ceiling`` (ceiling deposits/s) and
+``ratio`` (figure / ceiling) -- with the samples; then one line for matching cost against
+100 and 100,000 watched addresses (in memory, no database: the watched set's size must not
+matter). Progress goes to stderr.
+
+    python bench/ingest_bench.py [--deposits N] [--reps R] [--postgres URL] [--no-postgres]
 """
 
 from __future__ import annotations
@@ -24,15 +35,21 @@ import json
 import os
 import platform
 import random
+import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections import defaultdict
-from importlib.metadata import version
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
+from eth_account import Account
+from sqlalchemy import Engine, create_engine, func, select, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "evm"))
 
@@ -42,267 +59,478 @@ from paycore import NATIVE, ChainConfig, Gateway, Settings  # noqa: E402
 from paycore.chains.evm import abi, plugin, scan  # noqa: E402
 from paycore.chains.evm.backend import EvmBackend  # noqa: E402
 from paycore.chains.evm.watcher import EvmWatcher  # noqa: E402
-from paycore.domain.records import Status  # noqa: E402
-from paycore.storage import Storage  # noqa: E402
+from paycore.domain.records import Invoice, Status  # noqa: E402
+from paycore.domain.tokens import to_checksum  # noqa: E402
+from paycore_storage import SqlStorage  # noqa: E402
+from paycore_storage.engine import database_url, make_engine  # noqa: E402
+from paycore_storage.tables import invoices as invoice_table  # noqa: E402
+from paycore_storage.tables import outbox, transactions  # noqa: E402
 
 CHAIN_ID = 31337
-USD = 10**6
+USD = 10**6  # the test token has 6 decimals
+WEI_PAID = 10**15  # 0.001 ETH: 2 USD at the bench's ETH price
+ETH_PRICE = "2000"
 SEND_BATCH = 500
+RPC_BATCH = 100
+KINDS = ("erc20", "native")
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 
 
-def _log(text: str) -> None:
-    print(f"ingest_bench: {text}", file=sys.stderr, flush=True)
+def _log(text_: str) -> None:
+    print(f"ingest_bench: {text_}", file=sys.stderr, flush=True)
 
 
-def _rpc(url: str, method: str, params: list[Any]) -> Any:
-    reply = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    body = reply.json()
-    if "error" in body:
-        raise RuntimeError(f"{method}: {body['error']}")
-    return body["result"]
+class Rpc:
+    """Plain JSON-RPC over one keep-alive HTTP connection: the ceiling's client."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.http = httpx.Client(timeout=120)
+
+    def call(self, method: str, params: list[Any]) -> Any:
+        body = self.http.post(
+            self.url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        ).json()
+        if "error" in body:
+            raise RuntimeError(f"{method}: {body['error']}")
+        return body["result"]
+
+    def batch(self, calls: list[tuple[str, list[Any]]]) -> list[Any]:
+        results: list[Any] = []
+        for start in range(0, len(calls), RPC_BATCH):
+            chunk = calls[start : start + RPC_BATCH]
+            payload = [
+                {"jsonrpc": "2.0", "id": i, "method": m, "params": p}
+                for i, (m, p) in enumerate(chunk)
+            ]
+            replies = sorted(self.http.post(self.url, json=payload).json(), key=lambda r: r["id"])
+            results += [r["result"] for r in replies]
+        return results
 
 
-def _storage(kind: str, folder: Path) -> Storage:
-    if kind == "memory":
-        from paycore.storage.memory import MemoryStorage
-
-        return MemoryStorage()
-    from paycore_storage import SqlStorage
-
-    return SqlStorage(f"sqlite:///{folder / 'ingest.sqlite3'}")
+# -- setup: transfers on anvil ------------------------------------------------------------------
 
 
-def _pay_all(evm: Deployment, addresses: list[str]) -> tuple[int, int]:
-    """Mint once, then one signed transfer per address, mined into full blocks; returns the
-    first and last block holding the transfers."""
-    chain, token, payer = evm.chain, evm.token, evm.payer
-    evm.mint(token, payer.address, len(addresses) * USD)
-    url = chain.rpc_url
-    first = int(_rpc(url, "eth_blockNumber", []), 16) + 1
-    nonce = chain.w3.eth.get_transaction_count(payer.address)
-    gas_price = 2 * int(_rpc(url, "eth_gasPrice", []), 16)
-    _rpc(url, "evm_setAutomine", [False])
+def _send_all(rpc: Rpc, signer: Any, txs: list[dict[str, Any]]) -> tuple[int, int]:
+    """Sign and send ``txs`` with automine off, then mine until the pool is empty; returns
+    the first and last block that hold them."""
+    first = int(rpc.call("eth_blockNumber", []), 16) + 1
+    rpc.call("evm_setAutomine", [False])
     try:
-        for start in range(0, len(addresses), SEND_BATCH):
-            batch = []
-            for i, to in enumerate(addresses[start : start + SEND_BATCH], start=start):
-                tx = {
-                    "to": token.address,
-                    "data": "0x"
-                    + abi.encode_call(
-                        "transfer(address,uint256)", ["address", "uint256"], [to, USD]
-                    ).hex(),
-                    "gas": 60_000,
-                    "gasPrice": gas_price,
-                    "nonce": nonce + i,
-                    "chainId": CHAIN_ID,
+        for start in range(0, len(txs), SEND_BATCH):
+            batch = [
+                {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "eth_sendRawTransaction",
+                    "params": ["0x" + signer.sign_transaction(tx).raw_transaction.hex()],
                 }
-                raw = "0x" + payer.sign_transaction(tx).raw_transaction.hex()
-                batch.append(
-                    {"jsonrpc": "2.0", "id": i, "method": "eth_sendRawTransaction", "params": [raw]}
-                )
-            replies = httpx.post(url, json=batch, timeout=60).json()
-            errors = [r["error"] for r in replies if "error" in r]
+                for i, tx in enumerate(txs[start : start + SEND_BATCH])
+            ]
+            errors = [r["error"] for r in rpc.http.post(rpc.url, json=batch).json() if "error" in r]
             if errors:
                 raise RuntimeError(f"eth_sendRawTransaction: {errors[0]}")
-        while int(_rpc(url, "txpool_status", [])["pending"], 16):
-            _rpc(url, "evm_mine", [])
+        while int(rpc.call("txpool_status", [])["pending"], 16):
+            rpc.call("evm_mine", [])
     finally:
-        _rpc(url, "evm_setAutomine", [True])
-    return first, int(_rpc(url, "eth_blockNumber", []), 16)
+        rpc.call("evm_setAutomine", [True])
+    return first, int(rpc.call("eth_blockNumber", []), 16)
 
 
-def _raw_getlogs(url: str, token: str, first: int, last: int) -> tuple[float, list[Any]]:
-    """The ceiling: one eth_getLogs, JSON decoding and every log's fields decoded."""
+def _pay(evm: Deployment, rpc: Rpc, kind: str, addresses: list[str]) -> tuple[int, int]:
+    payer = evm.payer
+    if kind == "erc20":
+        evm.mint(evm.token, payer.address, len(addresses) * USD)
+    nonce = evm.chain.w3.eth.get_transaction_count(payer.address)
+    gas_price = 2 * int(rpc.call("eth_gasPrice", []), 16)
+    txs: list[dict[str, Any]] = []
+    for i, to in enumerate(addresses):
+        tx: dict[str, Any] = {"gasPrice": gas_price, "nonce": nonce + i, "chainId": CHAIN_ID}
+        if kind == "erc20":
+            call = abi.encode_call("transfer(address,uint256)", ["address", "uint256"], [to, USD])
+            tx |= {"to": evm.token.address, "data": "0x" + call.hex(), "gas": 60_000}
+        else:
+            tx |= {"to": to, "value": WEI_PAID, "gas": 21_000}
+        txs.append(tx)
+    return _send_all(rpc, payer, txs)
+
+
+# -- databases ----------------------------------------------------------------------------------
+
+
+@contextmanager
+def _fresh_database(kind: str, folder: Path, postgres: str | None) -> Iterator[str]:
+    """The URL of a new, empty database: a SQLite file, or a PostgreSQL schema dropped after."""
+    if kind == "sqlite":
+        path = folder / f"{uuid.uuid4().hex[:12]}.sqlite3"
+        try:
+            yield f"sqlite:///{path}"
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        return
+    assert postgres is not None
+    parsed = database_url(postgres)
+    schema = f"paycore_bench_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(parsed)
+    with admin.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        scoped = parsed.update_query_dict({"options": f"-csearch_path={schema}"})
+        yield scoped.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+def _postgres_url(wanted: str | None) -> str | None:
+    """The PostgreSQL to use (``--postgres``, else the local trust-auth server)."""
+    for url in (
+        [wanted] if wanted else [DEFAULT_POSTGRES, DEFAULT_POSTGRES.replace("postgres@", "root@")]
+    ):
+        try:
+            with create_engine(database_url(url)).connect() as connection:
+                connection.execute(text("SELECT 1"))
+            return url
+        except Exception as exc:  # noqa: BLE001 - reported, then the next candidate
+            _log(f"PostgreSQL at {url} unusable: {type(exc).__name__}")
+    return None
+
+
+# -- the scenario ---------------------------------------------------------------------------
+
+
+class Scenario:
+    """One kind of transfer: its addresses, blocks and the invoices that wait for them."""
+
+    def __init__(self, evm: Deployment, kind: str, count: int, owner: str, created_at: int) -> None:
+        self.kind = kind
+        self.token = evm.token.address if kind == "erc20" else NATIVE
+        self.accepted = f"{CHAIN_ID}:{self.token}"
+        self.addresses = [to_checksum(Account.create().address) for _ in range(count)]
+        self.owner = owner
+        self.created_at = created_at
+        self.first = self.last = 0
+        #: What the ceiling is handed for free: recipient digits -> (address, guid).
+        self.invoice_of: dict[str, tuple[str, str]] = {}
+
+    def invoices(self) -> list[Invoice]:
+        """The same guids on every run, so the ceiling's rows are the watcher's rows."""
+        made = []
+        for n, address in enumerate(self.addresses):
+            guid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"paycore-bench:{self.kind}:{n}"))
+            self.invoice_of[address[2:].lower()] = (address, guid)
+            made.append(
+                Invoice(
+                    guid=guid,
+                    created_at=self.created_at,
+                    deadline=self.created_at + 86_400,
+                    status=Status.INIT,
+                    value=Decimal(1 if self.kind == "erc20" else 2),
+                    token=self.accepted,
+                    chain_id=CHAIN_ID,
+                    description="bench",
+                    address=address,
+                    owner=self.owner,
+                    accepted_tokens=(self.accepted,),
+                )
+            )
+        return made
+
+
+def _settings(evm: Deployment, url: str, scenario: Scenario, confirmations: int) -> Settings:
+    config = ChainConfig(
+        CHAIN_ID,
+        "anvil",
+        confirmations,
+        evm.chain.rpc_url,
+        factory=evm.factory.address,
+        tokens=(evm.token.address,),
+        start_block=scenario.first,
+        scan_native=scenario.kind == "native",
+    )
+    return Settings(
+        database_url=url,
+        prices={f"{CHAIN_ID}:{evm.token.address}": "1", f"{CHAIN_ID}:{NATIVE}": ETH_PRICE},
+        chains={CHAIN_ID: config},
+    )
+
+
+def _load_invoices(storage: SqlStorage, scenario: Scenario) -> None:
+    with storage.transaction() as tx:
+        for invoice in scenario.invoices():
+            tx.insert_invoice(invoice)
+
+
+def _run_watcher(evm: Deployment, url: str, scenario: Scenario, head: int) -> float:
+    """Seconds the watcher takes from cold to caught up; checks every invoice got paid."""
+    storage = SqlStorage(url)
+    storage.migrate()
+    _load_invoices(storage, scenario)
+    settings = _settings(evm, url, scenario, head - scenario.last)
+    gateway = Gateway(settings, storage=storage, entry_points=False, plugins=[plugin])
+    backend = gateway.chains[CHAIN_ID]
+    assert isinstance(backend, EvmBackend)
+    watcher = EvmWatcher(gateway, backend.chain(CHAIN_ID))
     start = time.perf_counter()
-    payload = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "eth_getLogs",
-        "params": [
+    attributed = 0
+    while True:
+        report = watcher.step()
+        attributed += report.deposits
+        if report.error:
+            raise RuntimeError(f"watcher: {report.error}")
+        if report.caught_up:
+            break
+    elapsed = time.perf_counter() - start
+    with storage.engine.connect() as connection:
+        paid = connection.execute(
+            select(func.count()).select_from(invoice_table).where(invoice_table.c.status == "paid")
+        ).scalar_one()
+        events = connection.execute(select(func.count()).select_from(outbox)).scalar_one()
+    count = len(scenario.addresses)
+    assert attributed == paid == events == count, (attributed, paid, events, count)
+    gateway.close()
+    return elapsed
+
+
+def _decoded_erc20(rpc: Rpc, scenario: Scenario) -> list[tuple[str, int, str, str, int, int]]:
+    """(tx_hash, log_index, from, to digits, units, block) of each transfer to an invoice."""
+    logs = rpc.call(
+        "eth_getLogs",
+        [
             {
-                "fromBlock": hex(first),
-                "toBlock": hex(last),
-                "address": [token],
+                "fromBlock": hex(scenario.first),
+                "toBlock": hex(scenario.last),
+                "address": [scenario.token],
                 "topics": [abi.TRANSFER_TOPIC],
             }
         ],
-    }
-    logs = httpx.post(url, json=payload, timeout=120).json()["result"]
-    decoded = [
+    )
+    return [
         (
-            log["topics"][2][-40:],
-            log["topics"][1][-40:],
-            int(log["data"], 16),
             log["transactionHash"],
             int(log["logIndex"], 16),
+            "0x" + log["topics"][1][-40:],
+            log["topics"][2][-40:],
+            int(log["data"], 16),
             int(log["blockNumber"], 16),
         )
         for log in logs
+        if log["topics"][2][-40:] in scenario.invoice_of
     ]
+
+
+def _decoded_native(rpc: Rpc, scenario: Scenario) -> tuple[list[Any], dict[int, int]]:
+    blocks = rpc.batch(
+        [("eth_getBlockByNumber", [hex(n), True]) for n in range(scenario.first, scenario.last + 1)]
+    )
+    found = [
+        (
+            tx["hash"],
+            -1,
+            tx["from"],
+            tx["to"][2:].lower(),
+            int(tx["value"], 16),
+            int(block["number"], 16),
+        )
+        for block in blocks
+        for tx in block["transactions"]
+        if tx.get("to")
+        and tx["to"][2:].lower() in scenario.invoice_of
+        and tx["input"] in ("0x", "")
+    ]
+    receipts = rpc.batch([("eth_getTransactionReceipt", [row[0]]) for row in found])
+    ok = [row for row, receipt in zip(found, receipts, strict=True) if receipt["status"] == "0x1"]
+    return ok, {int(b["number"], 16): int(b["timestamp"], 16) for b in blocks}
+
+
+def _run_ceiling(rpc: Rpc, url: str, scenario: Scenario) -> float:
+    """Seconds to read and decode the transfers raw and bulk-insert their rows."""
+    SqlStorage(url).migrate()
+    engine: Engine = make_engine(url)
+    decimals = 6 if scenario.kind == "erc20" else 18
+    price = Decimal(1) if scenario.kind == "erc20" else Decimal(ETH_PRICE)
+    start = time.perf_counter()
+    if scenario.kind == "erc20":
+        found = _decoded_erc20(rpc, scenario)
+        numbers = sorted({row[5] for row in found})
+        headers = rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers])
+        times = {n: int(h["timestamp"], 16) for n, h in zip(numbers, headers, strict=True)}
+    else:
+        found, times = _decoded_native(rpc, scenario)
+    rows = []
+    for tx_hash, log_index, sender, to_key, units, block in found:
+        address, guid = scenario.invoice_of[to_key]
+        amount = Decimal(units).scaleb(-decimals)
+        rows.append(
+            {
+                "type": "deposit",
+                "tx_hash": tx_hash,
+                "log_index": log_index,
+                "chain_id": CHAIN_ID,
+                "token": scenario.token,
+                "from_address": sender,
+                "to_address": address,
+                "amount": amount,
+                "vs_value": amount * price,
+                "timestamp": times[block],
+                "owner": scenario.owner,
+                "guid": guid,
+                "counted": True,
+                "block_number": block,
+                "block_hash": "0x" + "00" * 32,
+                "reorged": False,
+            }
+        )
+    with engine.begin() as connection:
+        connection.execute(transactions.insert(), rows)
     elapsed = time.perf_counter() - start
-    assert len(decoded) == len(logs)
-    return elapsed, logs
+    with engine.connect() as connection:
+        stored = connection.execute(select(func.count()).select_from(transactions)).scalar_one()
+    engine.dispose()
+    assert len(rows) == stored == len(scenario.addresses), (len(rows), stored)
+    return elapsed
 
 
-def _matching(logs: list[Any], real: list[str]) -> dict[str, Any]:
+# -- matching cost by watched-set size (in memory) ----------------------------------------------
+
+
+def _matching(rpc: Rpc, scenario: Scenario) -> dict[str, Any]:
     """Per-block matching cost against 100 vs 100,000 watched addresses, same hits."""
+    logs = rpc.call(
+        "eth_getLogs",
+        [
+            {
+                "fromBlock": hex(scenario.first),
+                "toBlock": hex(scenario.last),
+                "topics": [abi.TRANSFER_TOPIC],
+            }
+        ],
+    )
     by_block: dict[str, list[Any]] = defaultdict(list)
     for log in logs:
         by_block[log["blockNumber"]].append(log)
     rng = random.Random(7)
-    hits = real[:50]
-
-    def filler(count: int) -> list[str]:
-        return ["0x" + rng.randbytes(20).hex() for _ in range(count)]
-
-    result: dict[str, Any] = {"blocks": len(by_block), "logs_per_block": len(logs) // len(by_block)}
+    hits = scenario.addresses[:50]
     per_block: dict[int, float] = {}
     for size in (100, 100_000):
-        build_start = time.perf_counter()
-        watched = scan.watch_keys(hits + filler(size - len(hits)))
-        build = time.perf_counter() - build_start
-        rounds = 50
-        start = time.perf_counter()
-        matched = 0
-        for _ in range(rounds):
-            for block_logs in by_block.values():
-                matched += len(scan.match_transfers(block_logs, watched))
-        elapsed = time.perf_counter() - start
-        per_block[size] = elapsed / (rounds * len(by_block))
-        result[f"watched_{size}"] = {
-            "us_per_block": round(per_block[size] * 1e6, 1),
-            "ns_per_log": round(elapsed / (rounds * len(logs)) * 1e9, 1),
-            "matches_per_round": matched // rounds,
-            "build_watched_set_ms": round(build * 1e3, 1),
-        }
-    result["ratio_100k_vs_100"] = round(per_block[100_000] / per_block[100], 2)
-    return result
+        filler = ["0x" + rng.randbytes(20).hex() for _ in range(size - len(hits))]
+        watched = scan.watch_keys(hits + filler)
+        samples = []
+        for _ in range(3):
+            start = time.perf_counter()
+            for _round in range(20):
+                for block_logs in by_block.values():
+                    scan.match_transfers(block_logs, watched)
+            samples.append((time.perf_counter() - start) / (20 * len(by_block)))
+        per_block[size] = statistics.median(samples)
+    return {
+        "bench": "ingest_matching",
+        "logs_per_block": len(logs) // max(len(by_block), 1),
+        "figure_us_per_block_100k": round(per_block[100_000] * 1e6, 1),
+        "ceiling_us_per_block_100": round(per_block[100] * 1e6, 1),
+        "ratio": round(per_block[100_000] / per_block[100], 2),
+    }
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def _measure(
+    label: str, run: Callable[[str], float], url: str, samples: dict[str, list[float]], count: int
+) -> None:
+    seconds = run(url)
+    samples[label].append(seconds)
+    _log(f"  {label}: {seconds:.3f} s ({count / seconds:,.0f} deposits/s)")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--deposits", type=int, default=5000, help="invoices paid (>= 5000)")
-    parser.add_argument("--storage", choices=["sqlite", "memory"], default="sqlite")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--deposits", type=int, default=2000, help="transfers of each kind")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (>= 3)")
+    parser.add_argument(
+        "--postgres", default=None, help=f"PostgreSQL URL (default {DEFAULT_POSTGRES})"
+    )
+    parser.add_argument("--no-postgres", action="store_true", help="SQLite only (not a full run)")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="erc20,native")
     args = parser.parse_args()
-    count = args.deposits
+    count, reps = args.deposits, max(args.reps, 3)
+    kinds = [k for k in args.kinds.split(",") if k]
+    postgres = None if args.no_postgres else _postgres_url(args.postgres)
+    if postgres is None and not args.no_postgres:
+        raise SystemExit("no usable PostgreSQL: pass --postgres URL (or --no-postgres)")
+    databases = ["sqlite"] + (["postgresql"] if postgres else [])
     anvil = find_anvil()
     if anvil is None:
         raise SystemExit("anvil is missing: run `npm ci`")
 
-    with tempfile.TemporaryDirectory() as folder, run_anvil(anvil, Path(folder) / "a.log") as url:
+    with tempfile.TemporaryDirectory() as tmp, run_anvil(anvil, Path(tmp) / "anvil.log") as url:
+        folder = Path(tmp)
         began = time.perf_counter()
-        chain = connect(url)
-        evm = deploy_paycore(chain)
-        config = ChainConfig(
-            CHAIN_ID,
-            "anvil",
-            0,
-            url,
-            factory=evm.factory.address,
-            tokens=(evm.token.address,),
-            start_block=chain.w3.eth.block_number + 1,
-            block_batch=1000,
-            scan_native=False,
-        )
-        settings = Settings(
-            database_url="memory://",
-            prices={f"{CHAIN_ID}:{evm.token.address}": "1", f"{CHAIN_ID}:{NATIVE}": "2000"},
-            chains={CHAIN_ID: config},
-        )
-        storage = _storage(args.storage, Path(folder))
-        gateway = Gateway(settings, storage=storage, entry_points=False, plugins=[plugin])
-        owner = evm.owner.address
-        accepted = [f"{CHAIN_ID}:{evm.token.address}"]
+        evm = deploy_paycore(connect(url))
+        rpc = Rpc(url)
+        created_at = int(time.time()) - 60
+        scenarios = {k: Scenario(evm, k, count, evm.owner.address, created_at) for k in kinds}
+        for kind, scenario in scenarios.items():
+            _log(f"paying {count} {kind} transfers on anvil")
+            scenario.first, scenario.last = _pay(evm, rpc, kind, scenario.addresses)
+            scenario.invoices()  # fills invoice_of for the ceiling
+            _log(f"  blocks {scenario.first}..{scenario.last}")
+        head = int(rpc.call("eth_blockNumber", []), 16)
 
-        _log(f"creating {count} invoices ({args.storage})")
-        start = time.perf_counter()
-        invoices = [
-            gateway.create_invoice(
-                owner,
-                {"value": "1", "chainId": CHAIN_ID, "description": "b", "acceptedTokens": accepted},
-            )
-            for _ in range(count)
-        ]
-        create_s = time.perf_counter() - start
-
-        _log(f"paying {count} invoices on anvil")
-        start = time.perf_counter()
-        first, last = _pay_all(evm, [i.address for i in invoices])
-        pay_s = time.perf_counter() - start
-        _log(f"transfers in blocks {first}..{last}")
-
-        _log("raw eth_getLogs + decode")
-        raw_s, logs = _raw_getlogs(url, evm.token.address, first, last)
-        transfers = [log for log in logs if log["topics"][1][-40:] != "0" * 40]  # not the mint
-        assert len(transfers) == count, (len(transfers), count)
-
-        _log("watcher from cold")
-        backend = gateway.chains[CHAIN_ID]
-        assert isinstance(backend, EvmBackend)
-        recording = 0.0
-
-        def timed_record(deposit: Any) -> Any:
-            nonlocal recording
-            begun = time.perf_counter()
-            try:
-                return gateway.record_deposit(deposit)
-            finally:
-                recording += time.perf_counter() - begun
-
-        watcher = EvmWatcher(gateway, backend.chain(CHAIN_ID), record=timed_record)
-        start = time.perf_counter()
-        passes = 0
-        attributed = 0
-        while True:
-            report = watcher.step()
-            passes += 1
-            attributed += report.deposits
-            if report.caught_up:
-                break
-        watch_s = time.perf_counter() - start
-        with gateway.storage.transaction() as tx:
-            paid = sum(
-                1
-                for invoice in invoices
-                if (stored := tx.get_invoice(invoice.guid)) and stored.status is Status.PAID
-            )
-        assert attributed == count and paid == count, (attributed, paid, count)
-
-        _log("matching cost by watched-set size")
-        matching = _matching(transfers, [i.address for i in invoices])
-        gateway.close()
-        result = {
-            "bench": "ingest",
-            "deposits": count,
-            "storage": args.storage,
-            "blocks": last - first + 1,
-            "setup_s": {
-                "invoices": round(create_s, 2),
-                "pay_and_mine": round(pay_s, 2),
-            },
-            "raw_getlogs": {
-                "seconds": round(raw_s, 3),
-                "logs_per_sec": round(len(logs) / raw_s),
-            },
-            "watcher": {
-                "seconds": round(watch_s, 2),
-                "passes": passes,
-                "deposits_per_sec": round(count / watch_s),
-                # Gateway.record_deposit: one storage transaction per deposit.
-                "attribution_s": round(recording, 2),
-                # Everything else: batched RPC, consistency checks, matching, decoding.
-                "scan_s": round(watch_s - recording, 3),
-                "scan_deposits_per_sec": round(count / (watch_s - recording)),
-            },
-            "watcher_vs_raw": round((count / watch_s) / (len(logs) / raw_s), 4),
-            "matching": matching,
-            "total_s": round(time.perf_counter() - began, 1),
-            "python": platform.python_version(),
-            "web3": version("web3"),
-            "cpus": os.cpu_count(),
+        samples: dict[tuple[str, str], dict[str, list[float]]] = {
+            (db, k): defaultdict(list) for db in databases for k in kinds
         }
-        print(json.dumps(result))
+        for rep in range(reps):
+            for db in databases:
+                for kind, scenario in scenarios.items():
+                    _log(f"rep {rep + 1}/{reps}: {db} {kind}")
+                    sides: list[tuple[str, Callable[[str], float]]] = [
+                        ("watcher", lambda u, s=scenario: _run_watcher(evm, u, s, head)),
+                        ("ceiling", lambda u, s=scenario: _run_ceiling(rpc, u, s)),
+                    ]
+                    if rep % 2:
+                        sides.reverse()
+                    for label, side in sides:
+                        with _fresh_database(db, folder, postgres) as db_url:
+                            _measure(label, side, db_url, samples[(db, kind)], count)
+
+        for (db, kind), measured in samples.items():
+            watcher_s = statistics.median(measured["watcher"])
+            ceiling_s = statistics.median(measured["ceiling"])
+            figure, ceiling = count / watcher_s, count / ceiling_s
+            print(
+                json.dumps(
+                    {
+                        "bench": "ingest",
+                        "database": db,
+                        "kind": kind,
+                        "deposits": count,
+                        "reps": reps,
+                        "figure": round(figure),
+                        "ceiling": round(ceiling),
+                        "ratio": round(figure / ceiling, 3),
+                        "unit": "deposits/s",
+                        "watcher_s": [round(s, 3) for s in measured["watcher"]],
+                        "ceiling_s": [round(s, 3) for s in measured["ceiling"]],
+                    }
+                ),
+                flush=True,
+            )
+        if "erc20" in scenarios:
+            print(json.dumps(_matching(rpc, scenarios["erc20"])), flush=True)
+        print(
+            json.dumps(
+                {
+                    "bench": "ingest_run",
+                    "total_s": round(time.perf_counter() - began, 1),
+                    "python": platform.python_version(),
+                    "cpus": os.cpu_count(),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,9 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -135,3 +136,51 @@ def make_storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mak
     yield make
     for store in made:
         store.close()
+
+
+class _DiesInBatch:
+    """A storage that raises in its ``at``-th bulk write of transaction rows, once the rows
+    are written but before the transaction commits: what a watcher process killed in the
+    middle of a batch leaves behind. Every other call goes to the real storage."""
+
+    def __init__(self, inner: Storage, at: int) -> None:
+        self.inner = inner
+        self.at = at
+        self.batches = 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        with self.inner.transaction() as tx:
+            yield _DyingTx(tx, self)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _DyingTx:
+    def __init__(self, tx: Any, storage: _DiesInBatch) -> None:
+        self._tx = tx
+        self._storage = storage
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tx, name)
+
+    def insert_transactions(self, records: Any) -> Any:
+        written = self._tx.insert_transactions(records)
+        if records:
+            self._storage.batches += 1
+            if self._storage.batches == self._storage.at:
+                raise RuntimeError(f"killed in batch {self._storage.at}")
+        return written
+
+
+@pytest.fixture
+def dies_in_batch() -> Callable[[Storage, int], Storage]:
+    """``dies_in_batch(storage, n)``: ``storage`` whose ``n``-th batch of deposit rows
+    raises ``RuntimeError("killed in batch n")`` before it commits (the watcher tests'
+    stand-in for a process killed mid-range); later batches go through."""
+
+    def wrap(storage: Storage, at: int) -> Storage:
+        return _DiesInBatch(storage, at)
+
+    return wrap

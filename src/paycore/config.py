@@ -342,6 +342,11 @@ class Settings:
     worker_poll_interval: float = attrs.field(default=1.0, converter=_positive)
     #: Seconds between the worker's expiry sweeps (``Gateway.expire_due``).
     worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
+    #: Deposits a chain watcher attributes per storage transaction: a range of
+    #: ``block_batch`` blocks holding more is split, and only its last batch moves the
+    #: cursor. Bigger batches ingest faster; each one holds its invoices' row locks (on
+    #: SQLite the one write lock) until it commits, so other writers may wait that long.
+    ingest_batch: int = attrs.field(default=500, converter=int)
     # -- WebSocket pushes (GET /ws) and their fan-out (docs/architecture.md §Events) ----------
     #: Redis that carries every committed change to the web workers' sockets, whichever
     #: process made it (another worker, ``paycore worker``'s sweeper). Unset, a change
@@ -473,6 +478,8 @@ class Settings:
             raise InvalidInput("auth_mode", f"must be one of {', '.join(AUTH_MODES)}")
         if self.session_key_cap < 1:
             raise InvalidInput("session_key_cap", "must be at least 1")
+        if self.ingest_batch < 1:
+            raise InvalidInput("ingest_batch", "must be at least 1")
         if self.nonce_mode not in NONCE_MODES:
             raise InvalidInput("nonce_mode", f"must be one of {', '.join(NONCE_MODES)}")
         # Bounded so that ``highest - window`` and ``now_ms + horizon`` stay in 64 bits.

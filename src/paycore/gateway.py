@@ -10,16 +10,31 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .auth.service import ProofOfWork, Sessions
 from .chains import ChainBackend
 from .chains.ledger import ChainLedger
+from .chains.records import DepositBatch, Ingested, LeaseLost
 from .config import Settings
 from .domain import machine
-from .domain.invoices import NewInvoice, attribute_deposit, parse_new_invoice, reorg_deposit
-from .domain.records import Deposit, Invoice, Json, OutboxEvent, PriceSnapshot, Transaction
+from .domain.invoices import (
+    NewInvoice,
+    attribute_deposit,
+    attribute_deposits,
+    parse_new_invoice,
+    reorg_deposit,
+)
+from .domain.records import (
+    Deposit,
+    Invoice,
+    Json,
+    NewEvent,
+    OutboxEvent,
+    PriceSnapshot,
+    Transaction,
+)
 from .domain.tokens import normalize_owner
 from .errors import Forbidden, InvalidInput, InvoiceNotFound, PaycoreError
 from .events.queues import EventQueues
@@ -29,12 +44,13 @@ from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
 from .ops.retention import Retention
 from .plugins.manager import collect, plugin_manager
-from .prices.parking import ParkedDeposits
+from .prices.parking import ParkedDeposits, park_in
 from .prices.pricing import PriceSource, PriceTable
+from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
 from .storage import Storage, StorageTx
-from .webhooks.dispatcher import enqueue_webhook
+from .webhooks.dispatcher import enqueue_webhook, enqueue_webhooks
 from .webhooks.service import Webhooks
 
 log = logging.getLogger("paycore")
@@ -298,15 +314,77 @@ class Gateway:
             self._notify(changes[-1].owner, payloads)
         return changes
 
+    def ingest(self, batch: DepositBatch) -> Ingested:
+        """Attribute a batch of one chain's deposits (chain order) in one storage
+        transaction: every invoice change with its events and webhook deliveries, the
+        deposits parked for want of a price, the range's withdrawals and the cursor move
+        (which proves the watcher's lease) commit together or not at all. Raises
+        ``LeaseLost`` (nothing written) when another watcher holds the chain now.
+        Idempotent like ``record_deposit``: a batch retried counts nothing twice."""
+        with self._storage.transaction() as tx:
+            done = attribute_deposits(
+                tx,
+                batch.deposits,
+                self.pricing,
+                self.settings.underpayment_tolerance,
+                waiting=batch.waiting,
+                hold=batch.hold,
+            )
+            now = self.now()
+            for deposit, reason in done.waiting:
+                park_in(tx, ParkedDeposit(deposit, reason, now))
+            finished = done.held is None
+            withdrawals: list[Transaction] = []
+            if finished and batch.withdrawals:
+                written = tx.insert_transactions(batch.withdrawals)
+                withdrawals = [r for r, new in zip(batch.withdrawals, written, strict=True) if new]
+            payloads = self._emit(tx, done.changes)
+            move = batch.cursor
+            if move is not None:
+                number, block_hash = move.to if finished and move.to is not None else move.at
+                if not tx.advance_chain(
+                    batch.chain_id, move.holder, number, block_hash, move.now_ms, move.lease_ms
+                ):
+                    raise LeaseLost(f"chain {batch.chain_id}: lease lost to another watcher")
+        self._notify_each(done.changes, payloads)
+        # After the commit, and only the newly recorded ones: a re-scan mails nobody twice.
+        self.notify_transactions(withdrawals)
+        return Ingested(
+            attributed=len(done.done),
+            parked=len(done.waiting),
+            held=None if done.held is None else done.held[1],
+            withdrawals=len(withdrawals),
+            parked_at=frozenset(d.to for d, _reason in done.waiting),
+        )
+
+    def revalue_parked(self, alive: Sequence[Deposit], gone: Sequence[Deposit]) -> Ingested:
+        """Attribute parked deposits (oldest first) that can be valued now and unpark them,
+        and unpark ``gone`` (a reorg removed them), in one transaction; a deposit still
+        without a price stays parked, and so does every later one at its address."""
+        with self._storage.transaction() as tx:
+            for deposit in gone:
+                tx.unpark_deposit(deposit)
+            done = attribute_deposits(tx, alive, self.pricing, self.settings.underpayment_tolerance)
+            for deposit in done.done:
+                tx.unpark_deposit(deposit)
+            payloads = self._emit(tx, done.changes)
+        self._notify_each(done.changes, payloads)
+        return Ingested(attributed=len(done.done), parked=len(done.waiting))
+
     def reorg_deposit(self, record: Transaction) -> list[Invoice]:
         """Take back a recorded deposit whose block a reorg replaced: the invoice's
         paidAmount and status are recomputed and the change goes out as events, in the same
         transaction. Safe to call again for the same deposit (nothing changes)."""
+        return self.reorg_deposits([record])
+
+    def reorg_deposits(self, records: Sequence[Transaction]) -> list[Invoice]:
+        """``reorg_deposit`` for each record, in one transaction (a deep reorg takes back
+        every deposit of the replaced blocks together)."""
+        now, tolerance = self.now(), self.settings.underpayment_tolerance
         with self._storage.transaction() as tx:
-            changes = reorg_deposit(tx, record, self.now(), self.settings.underpayment_tolerance)
+            changes = [c for record in records for c in reorg_deposit(tx, record, now, tolerance)]
             payloads = self._emit(tx, changes)
-        if changes:
-            self._notify(changes[-1].owner, payloads)
+        self._notify_each(changes, payloads)
         return changes
 
     def invoice_wire(self, invoice: Invoice) -> Json:
@@ -316,11 +394,22 @@ class Gateway:
     def _emit(self, tx: StorageTx, changes: list[Invoice]) -> list[Json]:
         now = self.now()
         payloads = [self.invoice_wire(inv) for inv in changes]
+        if len(changes) > 1:  # a batch (the watcher's): every event, then every delivery
+            events = [
+                NewEvent(i.owner, i.guid, p, now) for i, p in zip(changes, payloads, strict=True)
+            ]
+            ids = tx.add_events(events)
+            enqueue_webhooks(tx, list(zip(ids, events, strict=True)), round(self.clock() * 1000))
+            return payloads
         for inv, payload in zip(changes, payloads, strict=True):
             event_id = tx.add_event(inv.owner, inv.guid, payload, now)
             # Same transaction: the change and its webhook delivery commit together.
             enqueue_webhook(tx, event_id, inv.owner, inv.guid, payload, round(self.clock() * 1000))
         return payloads
+
+    def _notify_each(self, changes: list[Invoice], payloads: list[Json]) -> None:
+        for inv, payload in zip(changes, payloads, strict=True):
+            self._notify(inv.owner, [payload])
 
     def notify_transactions(self, records: Iterable[Transaction]) -> None:
         """Tell notifiers of transactions recorded outside an invoice change (withdrawals

@@ -41,6 +41,7 @@ that point instead, so it sees its own events just as the in-memory storage does
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import threading
 import time
@@ -58,6 +59,7 @@ from sqlalchemy import (
     Table,
     Text,
     TextClause,
+    bindparam,
     case,
     delete,
     func,
@@ -78,6 +80,7 @@ from paycore.domain.records import (
     Deposit,
     Invoice,
     Json,
+    NewEvent,
     OutboxEvent,
     PollToken,
     PowChallenge,
@@ -94,6 +97,7 @@ from paycore.webhooks.records import (
     Delivery,
     DeliveryAttempt,
     DeliveryStatus,
+    NewDelivery,
     Settlement,
 )
 
@@ -169,8 +173,44 @@ def _accept_nonce_sql(lowest: str) -> TextClause:
     )
 
 
+#: PostgreSQL: a batch's events numbered after the highest seq in one statement (the
+#: advisory lock is held, so the highest cannot move meanwhile), in id order.
+_SEQUENCE_BATCH = text(
+    f"""
+    UPDATE {outbox.name} AS o
+       SET seq = (SELECT COALESCE(MAX(seq), 0) FROM {outbox.name}) + v.n
+      FROM unnest(CAST(:ids AS BIGINT[])) WITH ORDINALITY AS v(id, n)
+     WHERE o.id = v.id
+    """
+)
+#: PostgreSQL: many invoices' status, paid amount and payments in one statement.
+_INVOICE_STATES_BATCH = text(
+    f"""
+    UPDATE {invoices.name} AS i
+       SET status = v.status, paid_amount = v.paid, payments = CAST(v.payments AS JSON)
+      FROM unnest(
+            CAST(:guids AS TEXT[]), CAST(:statuses AS TEXT[]),
+            CAST(:paid AS NUMERIC[]), CAST(:payments AS TEXT[])
+           ) AS v(guid, status, paid, payments)
+     WHERE i.guid = v.guid
+    """
+)
+
 _ACCEPT_NONCE_WINDOW = _accept_nonce_sql("last_seen_nonce - :window")
 _ACCEPT_NONCE_STRICT = _accept_nonce_sql("last_seen_nonce")
+#: The transaction rows' unique key: one transfer (``paycore.storage``: insert_transaction).
+_TRANSFER_KEY = ["chain_id", "tx_hash", "log_index", "token"]
+#: What deposits and deadlines change in an invoice; the rest is fixed at creation.
+_INVOICE_STATE = ("status", "paid_amount", "payments")
+#: Values bound in one ``IN (...)``: well below SQLite's limit on host parameters.
+_IN_CHUNK = 500
+
+
+def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(values), _IN_CHUNK):
+        yield values[start : start + _IN_CHUNK]
+
+
 # Sorted so the compiled statement is the same in every process.
 _OPEN_STATUSES = tuple(sorted(status.value for status in OPEN))
 _PENDING = DeliveryStatus.PENDING.value
@@ -335,6 +375,55 @@ class SqlTx:
             invoice_from_row(r) for r in self._all(query.with_for_update() if for_update else query)
         ]
 
+    def invoices_at_addresses(
+        self, chain_id: int, addresses: Sequence[str], *, for_update: bool = False
+    ) -> dict[str, list[Invoice]]:
+        found: dict[str, list[Invoice]] = {}
+        # Sorted, and each chunk ordered the same way: the row locks are taken in one global
+        # order ("C" collation on PostgreSQL sorts as Python does), whatever the chunking.
+        for chunk in _chunks(sorted(set(addresses))):
+            query = (
+                select(invoices)
+                .where(invoices.c.chain_id == chain_id, invoices.c.address.in_(chunk))
+                .order_by(invoices.c.address, invoices.c.created_at, invoices.c.guid)
+            )
+            for row in self._all(query.with_for_update() if for_update else query):
+                found.setdefault(row["address"], []).append(invoice_from_row(row))
+        return found
+
+    def update_invoice_states(self, records: Sequence[Invoice]) -> None:
+        if len(records) < 2:
+            for invoice in records:
+                self.update_invoice(invoice)
+            return
+        if self._postgres:  # one statement for them all: a round trip per row costs more
+            full = [invoice_row(invoice) for invoice in records]
+            columns = {
+                "guids": [r["guid"] for r in full],
+                "statuses": [r["status"] for r in full],
+                "paid": [r["paid_amount"] for r in full],
+                "payments": [json.dumps(r["payments"]) for r in full],
+            }
+            if self._c.execute(_INVOICE_STATES_BATCH, columns).rowcount != len(full):
+                self._unknown_invoice(columns["guids"])
+            return
+        rows = []
+        for invoice in records:
+            row = invoice_row(invoice)
+            rows.append({"_guid": invoice.guid, **{name: row[name] for name in _INVOICE_STATE}})
+        stmt = (
+            update(invoices)
+            .where(invoices.c.guid == bindparam("_guid"))
+            .values({name: bindparam(name, type_=invoices.c[name].type) for name in _INVOICE_STATE})
+        )
+        if self._c.execute(stmt, rows).rowcount != len(rows):
+            self._unknown_invoice([r["_guid"] for r in rows])
+
+    def _unknown_invoice(self, wanted: list[str]) -> None:
+        query = select(invoices.c.guid).where(invoices.c.guid.in_(wanted))
+        stored = set(self._c.execute(query).scalars())
+        raise KeyError(next((guid for guid in wanted if guid not in stored), wanted[0]))
+
     def list_invoices(
         self,
         *,
@@ -376,16 +465,63 @@ class SqlTx:
     # -- transactions ---------------------------------------------------------------------
     def insert_transaction(self, tx: Transaction) -> bool:
         row = transaction_row(tx)
-        if self._insert_new(transactions, row, ["chain_id", "tx_hash", "log_index", "token"]):
+        if self._insert_new(transactions, row, _TRANSFER_KEY):
             return True
-        # Known already: only a reorged row gives way, and the WHERE decides that in the
-        # same statement that replaces it (a concurrent revival finds it revived).
+        return self._revive(tx, row)
+
+    def _revive(self, tx: Transaction, row: Mapping[str, Any]) -> bool:
+        """Known already: only a reorged row gives way, and the WHERE decides that in the
+        same statement that replaces it (a concurrent revival finds it revived)."""
         replaced = self._c.execute(
             update(transactions)
             .where(*self._transfer(*tx.key), transactions.c.reorged.is_(True))
             .values(row)
         )
         return replaced.rowcount > 0
+
+    def insert_transactions(self, records: Sequence[Transaction]) -> list[bool]:
+        if len(records) < 2:
+            return [self.insert_transaction(record) for record in records]
+        # All new is the watcher's case: one executemany, no RETURNING (which costs the
+        # driver several times the insert). Any row known already makes the count fall
+        # short; then the savepoint undoes the lot and each is decided as one insert.
+        stmt = self._insert(transactions).on_conflict_do_nothing(index_elements=_TRANSFER_KEY)
+        rows = [transaction_row(record) for record in records]
+        savepoint = self._c.begin_nested()
+        if self._postgres:
+            # SQLAlchemy sends psycopg a multi-row VALUES here and loses the row count;
+            # the driver's own executemany (pipelined) keeps it. No column of this table
+            # needs a bind conversion on PostgreSQL.
+            sql = str(
+                stmt.values(
+                    {c.name: bindparam(c.name) for c in transactions.c if c.name in rows[0]}
+                ).compile(dialect=self._c.dialect)
+            )
+            written = self._c.exec_driver_sql(sql, rows).rowcount
+        else:
+            written = self._c.execute(stmt, rows).rowcount
+        if written == len(records):
+            savepoint.commit()
+            return [True] * len(records)
+        savepoint.rollback()
+        return [self.insert_transaction(record) for record in records]
+
+    def known_transfers(
+        self, keys: Sequence[tuple[int, str, int, str]]
+    ) -> set[tuple[int, str, int, str]]:
+        wanted = set(keys)
+        found: set[tuple[int, str, int, str]] = set()
+        hashes_by_chain: dict[int, set[str]] = {}
+        for chain_id, tx_hash, _index, _token in wanted:
+            hashes_by_chain.setdefault(chain_id, set()).add(tx_hash)
+        t = transactions.c
+        for chain_id, hashes in hashes_by_chain.items():
+            for chunk in _chunks(sorted(hashes)):
+                query = select(t.chain_id, t.tx_hash, t.log_index, t.token).where(
+                    t.chain_id == chain_id, t.tx_hash.in_(chunk), t.reorged.is_(False)
+                )
+                found.update(k for k in map(tuple, self._c.execute(query)) if k in wanted)
+        return found
 
     @staticmethod
     def _transfer(chain_id: int, tx_hash: str, log_index: int, token: str) -> list[Any]:
@@ -577,15 +713,40 @@ class SqlTx:
         self._unsequenced.append(event_id)
         return event_id
 
+    def add_events(self, events: Sequence[NewEvent]) -> list[int]:
+        if len(events) < 2:
+            return [self.add_event(e.owner, e.guid, e.payload, e.created_at) for e in events]
+        rows = [
+            {"owner": e.owner, "guid": e.guid, "payload": e.payload, "created_at": e.created_at}
+            for e in events
+        ]
+        # Rows are inserted in the order given and their ids increase, so sorting the ids
+        # returned pairs them up. SQLite cannot sort its RETURNING rows for SQLAlchemy
+        # without going row by row; it has one writer at a time, so sorting here is exact.
+        stmt = outbox.insert().returning(outbox.c.id, sort_by_parameter_order=self._postgres)
+        ids = sorted(self._c.execute(stmt, rows).scalars())
+        self._unsequenced.extend(ids)
+        return ids
+
     def _sequence_events(self) -> None:
         """Give this transaction's new events their ``seq`` (module docstring, Event order)."""
         if not self._unsequenced:
             return
         if self._postgres:
             self._c.execute(select(func.pg_advisory_xact_lock(OUTBOX_LOCK)))
-        next_seq = select(func.coalesce(func.max(outbox.c.seq), 0) + 1).scalar_subquery()
-        for event_id in self._unsequenced:
-            self._c.execute(update(outbox).where(outbox.c.id == event_id).values(seq=next_seq))
+        if len(self._unsequenced) == 1:
+            next_seq = select(func.coalesce(func.max(outbox.c.seq), 0) + 1).scalar_subquery()
+            self._c.execute(
+                update(outbox).where(outbox.c.id == self._unsequenced[0]).values(seq=next_seq)
+            )
+        elif self._postgres:  # a batch (the watcher's): one statement numbers them all
+            self._c.execute(_SEQUENCE_BATCH, {"ids": self._unsequenced})
+        else:  # SQLite: read the top once, number the events after it
+            top = self._c.execute(select(func.coalesce(func.max(outbox.c.seq), 0))).scalar_one()
+            self._c.execute(
+                update(outbox).where(outbox.c.id == bindparam("_id")).values(seq=bindparam("_seq")),
+                [{"_id": i, "_seq": top + n} for n, i in enumerate(self._unsequenced, start=1)],
+            )
         self._unsequenced.clear()
 
     def open_queue(self, consumer: str, owner: str) -> None:
@@ -656,6 +817,39 @@ class SqlTx:
         stmt = insert(d).from_select(list(values), source).returning(d.c.id)
         delivery_id: int | None = self._c.execute(stmt).scalar_one_or_none()
         return delivery_id
+
+    def enqueue_deliveries(self, deliveries: Sequence[NewDelivery]) -> int:
+        if len(deliveries) < 2:
+            queued = [
+                self.enqueue_delivery(d.event_id, d.owner, d.guid, d.webhook_id, d.body, d.now)
+                for d in deliveries
+            ]
+            return sum(1 for delivery_id in queued if delivery_id is not None)
+        owners = sorted({d.owner for d in deliveries})
+        with_url = set(
+            self._c.execute(
+                select(webhooks.c.owner).where(webhooks.c.owner.in_(owners), webhooks.c.url != "")
+            ).scalars()
+        )
+        rows = [
+            {
+                "webhook_id": d.webhook_id,
+                "event_id": d.event_id,
+                "owner": d.owner,
+                "guid": d.guid,
+                "body": d.body,
+                "status": _PENDING,
+                "attempts": 0,
+                "created_at": d.now,
+                "next_attempt_at": d.now,
+                "retry_from": d.now,
+            }
+            for d in deliveries
+            if d.owner in with_url
+        ]
+        if rows:  # one row at a time, in order: an invoice's deliveries keep their order
+            self._c.execute(insert(webhook_deliveries), rows)
+        return len(rows)
 
     def claim_deliveries(
         self, now: int, lease_ms: int, token: str, limit: int
@@ -1049,6 +1243,14 @@ class SqlTx:
         q = invoice_quotes
         query = select(q).where(q.c.guid == guid).order_by(q.c.token)
         return [LockedQuote(**row) for row in self._all(query)]
+
+    def get_quotes_of(self, guids: Sequence[str]) -> list[LockedQuote]:
+        q = invoice_quotes
+        found: list[LockedQuote] = []
+        for chunk in _chunks(sorted(set(guids))):
+            query = select(q).where(q.c.guid.in_(chunk)).order_by(q.c.guid, q.c.token)
+            found += [LockedQuote(**row) for row in self._all(query)]
+        return found
 
     def park_deposit(self, parked: ParkedDeposit) -> bool:
         unique = ["chain_id", "tx_hash", "log_index", "token"]

@@ -203,7 +203,7 @@ def _stopped(proc: subprocess.Popen[bytes]) -> int:
 
 @pytest.mark.slow  # gunicorn and the worker in subprocesses
 def test_production_block_runs_as_written(tmp_path: Path) -> None:
-    """"Running in production": the exports, `paycore migrate`, then the web processes and
+    """ "Running in production": the exports, `paycore migrate`, then the web processes and
     the worker side by side -- on a SQLite file instead of the PostgreSQL host, without the
     Redis one, on a free port -- until SIGTERM stops both cleanly."""
     [block] = [b for b in SHELL_BLOCKS if "paycore worker" in b and "--workers" in b]

@@ -72,7 +72,12 @@ def chain_config(evm: Deployment, **overrides: Any) -> ChainConfig:
 
 
 def make_gateway(
-    evm: Deployment, *, storage: Storage | None = None, clock: Clock | None = None, **chain: Any
+    evm: Deployment,
+    *,
+    storage: Storage | None = None,
+    clock: Clock | None = None,
+    ingest_batch: int = 500,
+    **chain: Any,
 ) -> Gateway:
     """TUSDC (``evm.token``) is priced at 1 USD and ETH at 2000; TUSDT is watched, unpriced."""
     settings = Settings(
@@ -80,6 +85,7 @@ def make_gateway(
         prices={ETH_ID: ETH_PRICE, f"{CHAIN_ID}:{evm.token.address}": "1"},
         chains={CHAIN_ID: chain_config(evm, **chain)},
         checkout_url="https://pay.example.test/checkout",
+        ingest_batch=ingest_batch,
     )
     return Gateway(
         settings, storage=storage, entry_points=False, plugins=[evm_plugin], clock=clock or Clock()

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from evm_gateway import (
     USD,
     Clock,
     Env,
+    backend,
     chain_config,
     drain,
     make_gateway,
@@ -31,6 +32,7 @@ from evm_gateway import (
 from web3.exceptions import TransactionNotFound
 
 from paycore import Gateway
+from paycore.chains.evm.watcher import EvmWatcher
 from paycore.domain.records import Status
 from paycore.storage import Storage
 from paycore.storage.memory import MemoryStorage
@@ -139,10 +141,6 @@ def test_a_replaced_cursor_block_rewinds_the_scan(evm: Deployment) -> None:
 # -- crashes, restarts and the lease ---------------------------------------------------------
 
 
-class Crash(Exception):
-    """Stands in for a watcher process dying between two attributions."""
-
-
 @pytest.fixture(params=["memory", "sqlite"])
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
     store: Storage = (
@@ -153,32 +151,30 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]
 
 
 def test_a_watcher_killed_mid_range_loses_and_doubles_nothing(
-    evm: Deployment, storage: Storage
+    evm: Deployment, storage: Storage, dies_in_batch: Callable[[Storage, int], Storage]
 ) -> None:
+    """Three deposits per batch: the first batch commits, the process dies inside the
+    second, whose rows are rolled back with it; the range's cursor never moved."""
     clock = Clock()
-    gateway = make_gateway(evm, storage=storage, clock=clock, watcher_lease=30)
+    dying = dies_in_batch(storage, 2)
+    gateway = make_gateway(evm, storage=dying, clock=clock, watcher_lease=30, ingest_batch=3)
+    start_block = gateway.settings.chains[CHAIN_ID].start_block
+    assert start_block is not None
     invoices = [usdc_invoice(gateway, evm.owner.address, str(n)) for n in range(1, 7)]
     for n, invoice in enumerate(invoices, start=1):
         pay_token(evm, evm.token, invoice.address, n * USD)
 
-    recorded = 0
-
-    def dies_after_three(deposit: Any) -> Any:
-        nonlocal recorded
-        if recorded == 3:
-            raise Crash
-        recorded += 1
-        return gateway.record_deposit(deposit)
-
-    first = watcher(gateway, holder="first", record=dies_after_three)
-    with pytest.raises(Crash):
+    first = watcher(gateway, holder="first")
+    with pytest.raises(RuntimeError, match="killed in batch 2"):
         first.step()
     assert [amount for amount, _ in paid_amounts(gateway, [i.guid for i in invoices])] == [
         Decimal(n) if n <= 3 else Decimal(0) for n in range(1, 7)
     ]
     with gateway.storage.transaction() as tx:
         cursor = tx.get_chain_cursor(CHAIN_ID)
-    assert cursor is not None and cursor.block_number is None  # the range never completed
+        recorded = tx.recorded_deposits(CHAIN_ID, 0)
+    assert len(recorded) == 3  # the dead batch's rows went with it
+    assert cursor is not None and cursor.block_number == start_block - 1  # range not done
 
     second = watcher(gateway, holder="second")
     assert second.step().held is False  # the dead watcher's lease has not lapsed yet
@@ -191,6 +187,67 @@ def test_a_watcher_killed_mid_range_loses_and_doubles_nothing(
     assert total == 6 and len({t.tx_hash for t in items}) == 6
     # The first watcher, were it to wake up, finds its lease taken and moves nothing.
     assert first.step().held is False
+
+
+def test_a_batch_commits_whole_or_not_at_all(
+    evm: Deployment, storage: Storage, dies_in_batch: Callable[[Storage, int], Storage]
+) -> None:
+    """One batch for the range: killed before its commit, it leaves no row, no payment, no
+    event and no cursor move; the next watcher counts every deposit once."""
+    clock = Clock()
+    gateway = make_gateway(evm, storage=dies_in_batch(storage, 1), clock=clock, watcher_lease=30)
+    invoices = [usdc_invoice(gateway, evm.owner.address, "2") for _ in range(4)]
+    gateway.open_queue("test:batch", evm.owner.address)
+    for invoice in invoices:
+        pay_token(evm, evm.token, invoice.address, 2 * USD)
+    with pytest.raises(RuntimeError, match="killed in batch 1"):
+        watcher(gateway, holder="first").step()
+    assert paid_amounts(gateway, [i.guid for i in invoices]) == [(Decimal(0), 0)] * 4
+    assert gateway.drain_events("test:batch") == []
+    with gateway.storage.transaction() as tx:
+        assert tx.recorded_deposits(CHAIN_ID, 0) == []
+        cursor = tx.get_chain_cursor(CHAIN_ID)
+    assert cursor is not None and cursor.block_number is None
+
+    clock.advance(31)
+    assert sum(r.deposits for r in drain(watcher(gateway, holder="second"))) == 4
+    assert paid_amounts(gateway, [i.guid for i in invoices]) == [(Decimal(2), 1)] * 4
+    events = gateway.drain_events("test:batch")
+    assert sorted(e.guid for e in events) == sorted(i.guid for i in invoices)
+    assert {e.payload["status"] for e in events} == {"paid"}
+
+
+def test_a_watcher_that_lost_its_lease_mid_range_writes_nothing(
+    evm: Deployment, storage: Storage
+) -> None:
+    """The range was fetched, then another watcher took the chain over before the batch
+    committed: the batch's own cursor move finds the lease gone and rolls the whole batch
+    back, so only the new holder counts the deposits."""
+    clock = Clock()
+    gateway = make_gateway(evm, storage=storage, clock=clock, watcher_lease=30)
+    invoices = [usdc_invoice(gateway, evm.owner.address, "3") for _ in range(3)]
+    for invoice in invoices:
+        pay_token(evm, evm.token, invoice.address, 3 * USD)
+
+    class Overtaken(EvmWatcher):
+        def _withdrawal_records(self, fetched: Any) -> Any:  # just before the batch opens
+            clock.advance(31)
+            now_ms = int(clock() * 1000)
+            assert gateway.chain_ledger.claim(CHAIN_ID, "successor", now_ms, 30_000)
+            return super()._withdrawal_records(fetched)
+
+    stale = Overtaken(gateway, backend(gateway).chain(CHAIN_ID), holder="stale")
+    report = stale.step()
+    assert (report.held, report.deposits, report.caught_up) == (False, 0, False)
+    assert paid_amounts(gateway, [i.guid for i in invoices]) == [(Decimal(0), 0)] * 3
+    with gateway.storage.transaction() as tx:
+        cursor = tx.get_chain_cursor(CHAIN_ID)
+    assert cursor is not None and (cursor.holder, cursor.block_number) == ("successor", None)
+
+    assert sum(r.deposits for r in drain(watcher(gateway, holder="successor"))) == 3
+    assert paid_amounts(gateway, [i.guid for i in invoices]) == [(Decimal(3), 1)] * 3
+    _items, total, *_ = gateway.list_transactions(evm.owner.address, offset=0, limit=50)
+    assert total == 3
 
 
 def test_a_restarted_watcher_resumes_at_its_cursor(evm: Deployment, storage: Storage) -> None:

@@ -9,7 +9,7 @@ position; the chain needs 2 confirmations.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -25,12 +25,13 @@ from tron_env import (
     Env,
     address_of,
     drain,
+    make_gateway,
     open_env,
     watcher,
 )
 
 from paycore import NATIVE
-from paycore.domain.records import Deposit
+from paycore.storage import Storage
 
 pytestmark = pytest.mark.slow  # end to end over HTTP against the TronGrid stand-in
 
@@ -163,7 +164,9 @@ def test_a_token_transfer_made_inside_another_contract_counts(core_env: Env) -> 
     assert read(env, invoice["guid"])["status"] == "paid"
 
 
-def test_a_restarted_watcher_counts_nothing_twice(core_env: Env) -> None:
+def test_a_restarted_watcher_counts_nothing_twice(
+    core_env: Env, dies_in_batch: Callable[[Storage, int], Storage]
+) -> None:
     env = core_env
     _owner, _owner_t, session = env.merchant()
     invoice = create(env, session, value="9")
@@ -174,17 +177,13 @@ def test_a_restarted_watcher_counts_nothing_twice(core_env: Env) -> None:
         env.chain.mine()
     env.chain.mine(2)
 
-    seen: list[Deposit] = []
-
-    def crash_after_two(deposit: Deposit) -> None:
-        if len(seen) == 2:
-            raise RuntimeError("killed mid-range")
-        seen.append(deposit)
-        env.gateway.record_deposit(deposit)
-
-    crashing = watcher(env.gateway, holder="crashing", record=crash_after_two)
+    # Two deposits per batch; the process dies inside the second batch, before its commit.
+    storage = dies_in_batch(env.gateway.storage, 2)
+    start = env.gateway.settings.chains[CHAIN_ID].start_block
+    dying = make_gateway(env.url, env.chain, storage=storage, ingest_batch=2, start_block=start)
+    crashing = watcher(dying, holder="crashing")
     first_watcher.release()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="killed in batch 2"):
         crashing.step()
     assert read(env, invoice["guid"])["paidAmount"] == "5"  # two of three, cursor not moved
     crashing.release()

@@ -8,11 +8,13 @@ can put the dropped transactions back, as a chain that mined them again would.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from tron_env import CHAIN_ID, USD, USDT, Env, drain, open_env, watcher
+from tron_env import CHAIN_ID, USD, USDT, Env, drain, make_gateway, open_env, watcher
+
+from paycore.storage import Storage
 
 
 @pytest.fixture
@@ -93,21 +95,32 @@ def test_a_deposit_mined_again_in_the_new_chain_counts_once(env: Env) -> None:
     assert sum(r.deposits + r.reorged for r in drain(w)) == 0
 
 
-def test_deposits_above_the_cursor_are_checked_too(env: Env) -> None:
-    """A watcher that attributed a range and died before advancing its cursor: the range's
-    deposits lie above the cursor, where a fork that does not reach the cursor's own block
-    would replace them unnoticed by the cursor check."""
+def test_deposits_above_the_cursor_are_checked_too(
+    env: Env, dies_in_batch: Callable[[Storage, int], Storage]
+) -> None:
+    """A watcher that committed the first batch of a range and died in the second, before
+    the range's last batch could move the cursor: the first batch's deposit lies above the
+    cursor, where a fork that does not reach the cursor's own block would replace it
+    unnoticed by the cursor check."""
     _key, _owner, session = env.merchant()
     invoice = create(env, session)
     w = watcher(env.gateway)
     drain(w)
     env.pay_usdt(invoice["address"], 10 * USD)
+    env.pay_usdt(invoice["address"], 1 * USD)
     env.chain.mine(4)
-    w._advance = lambda number, block_hash: False  # type: ignore[method-assign]  # lease lost
-    w.step()
-    assert state(env, invoice["guid"])[0] == "paid"
-    del w._advance  # the successor: the same holder, with its cursor where it was
-    env.chain.fork(5)
+    one_per_batch = make_gateway(
+        env.url,
+        env.chain,
+        storage=dies_in_batch(env.gateway.storage, 2),
+        ingest_batch=1,
+        start_block=env.gateway.settings.chains[CHAIN_ID].start_block,
+    )
+    dying = watcher(one_per_batch, holder=w.holder)
+    with pytest.raises(RuntimeError, match="killed in batch 2"):
+        dying.step()
+    assert state(env, invoice["guid"])[:2] == ("paid", "10")
+    env.chain.fork(5)  # the successor: the same holder, with its cursor where it was
     env.chain.mine(1)
     reports = drain(w)
     assert sum(r.reorged for r in reports) == 1

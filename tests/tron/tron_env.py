@@ -102,7 +102,12 @@ def chain_config(url: str, chain: FakeTron, **overrides: Any) -> ChainConfig:
 
 
 def make_gateway(
-    url: str, chain: FakeTron, *, storage: Storage | None = None, **overrides: Any
+    url: str,
+    chain: FakeTron,
+    *,
+    storage: Storage | None = None,
+    ingest_batch: int = 500,
+    **overrides: Any,
 ) -> Gateway:
     """USDT priced at 1 USD, TRX at 0.25."""
     settings = Settings(
@@ -110,6 +115,7 @@ def make_gateway(
         prices={TRX_ID: TRX_PRICE, f"{CHAIN_ID}:{USDT}": "1"},
         chains={CHAIN_ID: chain_config(url, chain, **overrides)},
         checkout_url="https://pay.example.test/checkout",
+        ingest_batch=ingest_batch,
     )
     return Gateway(
         settings, storage=storage, entry_points=False, plugins=[tron_plugin], clock=Clock()

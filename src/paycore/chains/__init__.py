@@ -33,7 +33,8 @@ class WatchingBackend(Protocol):
     """A backend that finds deposits itself; ``paycore worker`` runs its ``watch`` loop."""
 
     def watch(self, gateway: Gateway, stop_event: threading.Event) -> None:
-        """Attribute confirmed deposits through ``gateway.record_deposit`` until stopped."""
+        """Attribute confirmed deposits through ``gateway.ingest`` (a batch at a time) or
+        ``gateway.record_deposit`` (one at a time) until stopped."""
 
 
 @attrs.frozen

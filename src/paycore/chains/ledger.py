@@ -9,8 +9,6 @@ each method is one transaction).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from ..domain.records import Invoice, Transaction
 from ..storage import Storage
 from .records import ChainCursor
@@ -53,11 +51,6 @@ class ChainLedger:
         ``deadline_after`` (unix seconds), so late payments are still seen."""
         with self._storage.transaction() as tx:
             return tx.watched_addresses(chain_id, deadline_after)
-
-    def record(self, records: Iterable[Transaction]) -> list[Transaction]:
-        """Store the records in one transaction; returns those that were new."""
-        with self._storage.transaction() as tx:
-            return [record for record in records if tx.insert_transaction(record)]
 
     def invoices_of(
         self, owner: str, chain_id: int, *, limit: int | None = None

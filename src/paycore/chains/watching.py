@@ -14,10 +14,16 @@ replaces a suffix of the chain, so a replaced deposit block means a replaced cur
 whenever the chain's scan finds the cursor's block replaced (:meth:`ChainWatcher._rewind`),
 the recorded deposits of the ``reorg_depth`` blocks below it are re-checked, newest block
 first, up to the first block still on the chain. Each deposit whose block is gone is taken
-back out of its invoice (``Gateway.reorg_deposit``: paidAmount and status recomputed, an
-event emitted), and the cursor rewinds below the lowest such block, so a transfer the new
-chain mined again is found and counted again, once. Deposits recorded above the cursor (a
-watcher that died before advancing it) are re-checked at every pass.
+back out of its invoice (``Gateway.reorg_deposits``, all in one transaction: paidAmount and
+status recomputed, an event emitted), and the cursor rewinds below the lowest such block,
+so a transfer the new chain mined again is found and counted again, once. Deposits
+recorded above the cursor (the committed batches of a range whose watcher died before its
+last batch moved the cursor) are re-checked at every pass.
+
+Attribution. A range's deposits go to ``Gateway.ingest`` in batches of
+``Settings.ingest_batch``, one storage transaction each; the last batch of a range also
+moves the cursor, in the statement that proves the lease (docs/decisions.md, Batched
+ingest).
 
 Why one place: the lease and cursor protocol is what makes a watcher safe to kill and to run
 twice; two copies of it could drift apart and only one chain would then count a deposit
@@ -37,6 +43,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
+from paycore.chains.records import CursorMove, DepositBatch, Ingested, LeaseLost
+from paycore.domain.invoices import AttributionRace
 from paycore.domain.money import from_base_units
 from paycore.domain.records import Deposit, Transaction, TxType
 from paycore.domain.tokens import NATIVE
@@ -118,20 +126,11 @@ class ChainWatcher(Generic[ChainT]):
 
     _replaced = "reorg"
 
-    def __init__(
-        self,
-        gateway: Gateway,
-        chain: ChainT,
-        *,
-        holder: str | None = None,
-        record: Callable[[Deposit], object] | None = None,
-    ) -> None:
+    def __init__(self, gateway: Gateway, chain: ChainT, *, holder: str | None = None) -> None:
         self.gateway = gateway
         self.chain = chain
         self.config = chain.config
         self.holder = holder or default_holder()
-        #: Where a matched deposit goes; a test swaps it to simulate a crash mid-range.
-        self.record = record or gateway.record_deposit
         self._wallet_owners: dict[str, str | None] = {}
         self._reorged = 0  # deposits taken back during the current pass
 
@@ -224,13 +223,16 @@ class ChainWatcher(Generic[ChainT]):
             by_block.setdefault(record.block_number, []).append(record)
         numbers = list(by_block)
         lowest: int | None = None
+        taken: list[Transaction] = []
         for start in range(0, len(numbers), _HASHES_PER_BATCH):
             chunk = numbers[start : start + _HASHES_PER_BATCH]
             hashes = self._block_hashes(chunk)
+            intact = False
             for number in chunk:
                 gone = [r for r in by_block[number] if r.block_hash != hashes.get(number)]
                 if not gone:
-                    return lowest
+                    intact = True
+                    break
                 for record in gone:
                     log.warning(
                         "chain %d: block %d of deposit %s (log %d) was replaced; taking it back",
@@ -239,9 +241,13 @@ class ChainWatcher(Generic[ChainT]):
                         record.tx_hash,
                         record.log_index,
                     )
-                    self.gateway.reorg_deposit(record)
-                    self._reorged += 1
+                taken += gone
                 lowest = number
+            if intact:
+                break
+        if taken:  # one transaction for them all
+            self.gateway.reorg_deposits(taken)
+            self._reorged += len(taken)
         return lowest
 
     # -- one pass -------------------------------------------------------------------------
@@ -280,18 +286,23 @@ class ChainWatcher(Generic[ChainT]):
         safe: int,
         stop: threading.Event | None,
         fetch: Callable[[int, int, str | None], FetchedRange[Any]],
-        attribute: Callable[[FetchedRange[Any]], tuple[int, int]],
+        decimals: dict[str, int],
+        waiting: set[str] | None,
     ) -> StepReport:
         """Range after range of ``block_batch`` blocks up to ``safe``: ``fetch`` the blocks
-        after ``last`` (given the hash they must descend from), ``attribute`` the deposits
-        (returns attributed, parked), record the withdrawals, then advance the cursor --
-        in the statement that proves the lease is still ours. A watcher killed mid-range
-        leaves the cursor where it was; its successor re-scans the range and the
-        idempotent attribution counts every deposit once.
+        after ``last`` (given the hash they must descend from), then attribute the range's
+        deposits, record its withdrawals and advance the cursor, in one storage
+        transaction per ``Settings.ingest_batch`` deposits (:meth:`_commit`). A watcher
+        killed mid-range leaves the cursor where it was; its successor re-scans the range
+        and the idempotent attribution counts every deposit once.
+
+        ``waiting`` holds the addresses with a parked deposit (a deposit with no fresh
+        price is parked, and so is any later one to its address); None holds the range
+        instead, to be read again on a later pass (:class:`RangeHeld`).
 
         ``fetch`` raises :class:`Forked` when the first block does not descend from the
         cursor's (the cursor rewinds, once a pass), :class:`Inconsistent` when the node's
-        answers disagree; ``attribute`` raises :class:`RangeHeld` to retry the range.
+        answers disagree.
         """
         rewound = False
         while last < safe:
@@ -311,26 +322,79 @@ class ChainWatcher(Generic[ChainT]):
                 log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
                 return attrs.evolve(report, caught_up=False, error=str(exc))
             try:
-                deposits, parked = attribute(fetched)
+                done = self._commit(fetched, decimals, (last, last_hash), end, waiting)
             except RangeHeld as exc:
                 return attrs.evolve(report, caught_up=False, error=str(exc))
-            withdrawals = self._record_withdrawals(fetched)
-            if not self._advance(end, fetched.end_hash):
+            except AttributionRace as exc:  # rolled back: the next pass reads it again
+                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
+                return attrs.evolve(report, caught_up=False, error=str(exc))
+            except LeaseLost:
                 log.warning("chain %d: lease lost to another watcher", self.chain.chain_id)
                 return attrs.evolve(report, held=False, caught_up=False)
             last, last_hash = end, fetched.end_hash
             report = attrs.evolve(
                 report,
                 scanned_to=end,
-                deposits=report.deposits + deposits,
-                withdrawals=report.withdrawals + withdrawals,
-                parked=report.parked + parked,
+                deposits=report.deposits + done.attributed,
+                withdrawals=report.withdrawals + done.withdrawals,
+                parked=report.parked + done.parked,
             )
         return report
 
-    def _record_withdrawals(self, fetched: FetchedRange[Any]) -> int:
-        """Record the range's ``Withdrawn`` events of genuine paycore wallets as withdraw
-        transactions; returns how many were new."""
+    def _commit(
+        self,
+        fetched: FetchedRange[Any],
+        decimals: dict[str, int],
+        at: tuple[int, str | None],
+        end: int,
+        waiting: set[str] | None,
+    ) -> Ingested:
+        """Attribute a fetched range through ``Gateway.ingest``, ``Settings.ingest_batch``
+        deposits per transaction. Only the last batch records the withdrawals and moves the
+        cursor to ``end``; every batch proves the lease in its own transaction, so a
+        watcher whose lease was taken over writes nothing. Raises :class:`RangeHeld` (the
+        batches before the held deposit stay committed, the cursor stays at ``at``)."""
+        deposits = [self._deposit(t, decimals, fetched.timestamps) for t in fetched.transfers]
+        withdrawals = self._withdrawal_records(fetched)
+        size = self.gateway.settings.ingest_batch
+        batches = [deposits[i : i + size] for i in range(0, len(deposits), size)] or [[]]
+        attributed = parked = 0
+        for n, batch in enumerate(batches):
+            last = n == len(batches) - 1
+            done = self.gateway.ingest(
+                DepositBatch(
+                    self.chain.chain_id,
+                    batch,
+                    waiting=frozenset(waiting or ()),
+                    hold=waiting is None,
+                    withdrawals=withdrawals if last else (),
+                    cursor=CursorMove(
+                        self.holder,
+                        at,
+                        (end, fetched.end_hash) if last else None,
+                        self._now_ms(),
+                        self._lease_ms(),
+                    ),
+                )
+            )
+            attributed += done.attributed
+            parked += done.parked
+            if done.held is not None:
+                log.error(
+                    "chain %d: deposit not valued, will retry: %s", self.chain.chain_id, done.held
+                )
+                raise RangeHeld(done.held)
+            if done.parked:
+                log.warning(
+                    "chain %d: %d deposits wait for a price", self.chain.chain_id, done.parked
+                )
+            if waiting is not None:
+                waiting |= done.parked_at
+        return attrs.evolve(done, attributed=attributed, parked=parked)
+
+    def _withdrawal_records(self, fetched: FetchedRange[Any]) -> list[Transaction]:
+        """The range's ``Withdrawn`` events of genuine paycore wallets, as withdraw
+        transactions (read from the node before the range's transaction opens)."""
         raise NotImplementedError
 
     def _watched_addresses(self) -> list[str]:
@@ -400,11 +464,6 @@ class ChainWatcher(Generic[ChainT]):
             owner=owner,
             to=to,
         )
-
-    def _insert(self, records: list[Transaction]) -> list[Transaction]:
-        """Store the records in one transaction; returns those that were new (a re-scan
-        meets the ones it recorded before)."""
-        return self.gateway.chain_ledger.record(records)
 
     # -- loop -----------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:

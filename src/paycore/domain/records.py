@@ -332,6 +332,16 @@ class OutboxEvent:
 
 
 @attrs.frozen
+class NewEvent:
+    """An outbox event not yet stored (``StorageTx.add_events``): a batch writes many."""
+
+    owner: str
+    guid: str
+    payload: Json
+    created_at: int
+
+
+@attrs.frozen
 class PollToken:
     """A legacy polling token from POST /poll/register."""
 

@@ -15,9 +15,12 @@ parked deposits are still on the canonical chain (``still_there``), and the othe
 dropped: if their transaction was re-mined elsewhere, the watcher's re-scan parks (or
 attributes) it again with its new block.
 
-Crashes. Parking, retrying and attribution are each idempotent: attribution on the
-transfer's unique key, parking on the same key (a re-sighting replaces the parked copy,
-since a re-scan only happens in chain order and may carry a new block hash).
+Crashes. The watcher parks inside the batch transaction that attributes the deposits
+around it (``Gateway.ingest``), and a retry values and unparks in one transaction
+(``Gateway.revalue_parked``), so a deposit is never both counted and parked. Parking and
+attribution are idempotent besides: attribution on the transfer's unique key, parking on
+the same key (a re-sighting replaces the parked copy, since a re-scan only happens in chain
+order and may carry a new block hash).
 """
 
 from __future__ import annotations
@@ -29,8 +32,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from ..domain.records import Deposit
-from ..errors import PriceUnavailable
-from ..storage import Storage
+from ..storage import Storage, StorageTx
 from .records import ParkedDeposit
 
 if TYPE_CHECKING:
@@ -60,11 +62,7 @@ class ParkedDeposits:
         """Store ``parked``; ``False`` when its deposit was parked already (the copy is
         replaced, so the reason and time are the latest)."""
         with self._storage.transaction() as tx:
-            if tx.park_deposit(parked):
-                return True
-            tx.unpark_deposit(parked.deposit)
-            tx.park_deposit(parked)
-            return False
+            return park_in(tx, parked)
 
     def of_chain(self, chain_id: int, limit: int) -> list[ParkedDeposit]:
         """At most ``limit`` deposits parked on ``chain_id``, oldest first."""
@@ -74,6 +72,15 @@ class ParkedDeposits:
     def unpark(self, deposit: Deposit) -> None:
         with self._storage.transaction() as tx:
             tx.unpark_deposit(deposit)
+
+
+def park_in(tx: StorageTx, parked: ParkedDeposit) -> bool:
+    """``ParkedDeposits.park`` inside the caller's transaction (a watcher's batch)."""
+    if tx.park_deposit(parked):
+        return True
+    tx.unpark_deposit(parked.deposit)
+    tx.park_deposit(parked)
+    return False
 
 
 def park(gateway: Gateway, deposit: Deposit, reason: str) -> bool:
@@ -90,39 +97,24 @@ def retry_parked(
     gateway: Gateway,
     chain_id: int,
     still_there: Callable[[list[Deposit]], set[Deposit]] | None = None,
-    record: Callable[[Deposit], object] | None = None,
 ) -> RetryReport:
     """Attribute the parked deposits of ``chain_id`` that can be valued now, oldest first,
-    address by address (see the module docstring); returns what happened."""
+    address by address (see the module docstring), in one transaction
+    (``Gateway.revalue_parked``); returns what happened."""
     parked = gateway.parking.of_chain(chain_id, RETRY_BATCH)
     if not parked:
         return RetryReport()
     deposits = [p.deposit for p in parked]
     alive = set(deposits) if still_there is None else still_there(deposits)
-    attribute = record or gateway.record_deposit
-    blocked: set[str] = set()
-    valued = waiting = dropped = 0
-    for deposit in deposits:
-        if deposit not in alive:
-            log.warning("chain %d: parked deposit %s is gone (reorg)", chain_id, deposit.tx_hash)
-            _unpark(gateway, deposit)
-            dropped += 1
-            continue
-        if deposit.to in blocked:
-            waiting += 1
-            continue
-        try:
-            attribute(deposit)
-        except PriceUnavailable:
-            blocked.add(deposit.to)
-            waiting += 1
-            continue
-        _unpark(gateway, deposit)
-        valued += 1
-    if valued:
-        log.info("chain %d: %d parked deposits valued, %d still wait", chain_id, valued, waiting)
-    return RetryReport(valued, waiting, dropped)
-
-
-def _unpark(gateway: Gateway, deposit: Deposit) -> None:
-    gateway.parking.unpark(deposit)
+    gone = [d for d in deposits if d not in alive]
+    for deposit in gone:
+        log.warning("chain %d: parked deposit %s is gone (reorg)", chain_id, deposit.tx_hash)
+    done = gateway.revalue_parked([d for d in deposits if d in alive], gone)
+    if done.attributed:
+        log.info(
+            "chain %d: %d parked deposits valued, %d still wait",
+            chain_id,
+            done.attributed,
+            done.parked,
+        )
+    return RetryReport(done.attributed, done.parked, len(gone))

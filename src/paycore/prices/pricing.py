@@ -96,6 +96,11 @@ class DepositValuer(Protocol):
         self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
     ) -> Decimal: ...
 
+    def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> DepositValuer:
+        """A valuer for many deposits to ``invoices`` within ``tx``: what they all need may
+        be read once (the watcher's batches), with the same answers deposit by deposit."""
+        ...
+
 
 @attrs.frozen
 class PriceTable:
@@ -122,6 +127,10 @@ class PriceTable:
     ) -> Decimal:
         """A fixed table as a ``DepositValuer``: every invoice valued from it alike."""
         return self.value(token, amount)
+
+    def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> PriceTable:
+        """A fixed table reads nothing: itself."""
+        return self
 
 
 def value_at(price: Decimal, amount: Decimal) -> Decimal:

@@ -202,6 +202,11 @@ class PriceService:
                     return value_at(quote.price, amount)
         return value_at(self.price(tx, invoice.vs_currency, token, self.now()).price, amount)
 
+    def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> BatchValuer:
+        """``value_deposit`` for a batch of deposits to ``invoices``: their locked quotes in
+        one read, and each (vsCurrency, token) price read once, at one ``now``."""
+        return BatchValuer(self, tx.get_quotes_of([i.guid for i in invoices]), self.now())
+
     def lock_quotes(self, tx: StorageTx, invoice: Invoice) -> list[LockedQuote]:
         """Copy the fresh price of each accepted token to ``invoice``. A token with no fresh
         price gets no quote: its deposits are valued from the table when they arrive."""
@@ -221,3 +226,42 @@ class PriceService:
         if quotes:
             tx.put_quotes(quotes)
         return quotes
+
+
+class BatchValuer:
+    """``PriceService.value_deposit`` over one batch of deposits in one transaction.
+
+    A range of blocks holds thousands of deposits to a few tokens; reading the quotes and
+    the price per deposit made each one a round trip. The answers are the same: a locked
+    quote first (up to the invoice's deadline), else the price in force, which a batch
+    reads once per (vsCurrency, token) -- an unusable price, once, too."""
+
+    def __init__(self, service: PriceService, quotes: Sequence[LockedQuote], now: int) -> None:
+        self._service = service
+        self._now = now
+        self._quotes = {(q.guid, q.token): q for q in quotes}
+        self._prices: dict[tuple[str, str], StoredPrice | PriceUnavailable] = {}
+
+    def value_deposit(
+        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
+    ) -> Decimal:
+        """vsValue of ``amount`` of ``token`` paid to ``invoice`` at block time ``at``."""
+        if at <= invoice.deadline:
+            quote = self._quotes.get((invoice.guid, token))
+            if quote is not None:
+                return value_at(quote.price, amount)
+        key = (invoice.vs_currency, token)
+        found = self._prices.get(key)
+        if found is None:
+            try:
+                found = self._service.price(tx, invoice.vs_currency, token, self._now)
+            except PriceUnavailable as exc:
+                found = exc
+            self._prices[key] = found
+        if isinstance(found, PriceUnavailable):
+            raise type(found)(*found.args)
+        return value_at(found.price, amount)
+
+    def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> BatchValuer:
+        """Already one batch's valuer."""
+        return self

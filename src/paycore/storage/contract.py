@@ -37,6 +37,7 @@ from ..domain.records import (
     Deposit,
     Invoice,
     Json,
+    NewEvent,
     OutboxEvent,
     PollToken,
     PowChallenge,
@@ -51,8 +52,12 @@ from ..webhooks.records import (
     Delivery,
     DeliveryAttempt,
     DeliveryStatus,
+    NewDelivery,
     Settlement,
 )
+
+#: (chain_id, tx_hash, log_index, token): one transfer, the transaction rows' unique key.
+TransferKey = tuple[int, str, int, str]
 
 
 @attrs.frozen
@@ -100,6 +105,20 @@ class StorageTx(Protocol):
     ) -> list[Invoice]:
         """Every invoice whose deposit address is ``address`` on ``chain_id``, oldest first."""
 
+    def invoices_at_addresses(
+        self, chain_id: int, addresses: Sequence[str], *, for_update: bool = False
+    ) -> dict[str, list[Invoice]]:
+        """``invoices_at_address`` for many addresses in one read (the watcher's batch):
+        each address that has invoices maps to them, oldest first; the others are absent.
+        ``for_update`` locks every row returned, taken in (address, created_at, guid)
+        order, so two batches that share addresses queue rather than deadlock."""
+
+    def update_invoice_states(self, records: Sequence[Invoice]) -> None:
+        """Store the state of each invoice -- ``status``, ``paid_amount``, ``payments``,
+        what deposits, reorgs and deadlines change; every other field is fixed at creation
+        -- in one round trip where the database allows. Raises ``KeyError`` for an unknown
+        guid, as ``update_invoice`` does."""
+
     def list_invoices(
         self,
         *,
@@ -120,6 +139,14 @@ class StorageTx(Protocol):
         """Record a deposit or withdrawal; ``False`` (and nothing written) if already known.
         A known row marked ``reorged`` is the one exception: the transfer was mined again,
         and ``tx`` replaces that row (``True``), atomically, so it is counted once more."""
+
+    def insert_transactions(self, records: Sequence[Transaction]) -> list[bool]:
+        """``insert_transaction`` for each record, in order (one round trip for the new ones
+        where the database allows); returns, per record, whether it was written."""
+
+    def known_transfers(self, keys: Sequence[TransferKey]) -> set[TransferKey]:
+        """Which of these transfers (chain_id, tx_hash, log_index, token) have a stored row
+        not flagged ``reorged``: those ``insert_transaction`` would refuse."""
 
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
@@ -205,6 +232,10 @@ class StorageTx(Protocol):
     def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
         """Append to the outbox; returns the event id (strictly increasing)."""
 
+    def add_events(self, events: Sequence[NewEvent]) -> list[int]:
+        """``add_event`` for each, in order, in one round trip where the database allows;
+        returns their ids (strictly increasing, in the order given)."""
+
     def open_queue(self, consumer: str, owner: str) -> None:
         """Create ``consumer``'s queue of ``owner``'s events if missing. A new queue starts
         after the newest existing event; an existing one is left as it is."""
@@ -230,6 +261,11 @@ class StorageTx(Protocol):
         """Queue ``body`` (event ``event_id``) for ``owner``'s webhook, due at ``now`` (ms),
         if and only if ``owner`` has a non-empty webhook URL as read in this transaction.
         Returns the delivery id (strictly increasing), or ``None`` when nothing was queued."""
+
+    def enqueue_deliveries(self, deliveries: Sequence[NewDelivery]) -> int:
+        """``enqueue_delivery`` for each (the same rule: only for an owner with a non-empty
+        webhook URL as read in this transaction), ids increasing in the order given;
+        returns how many were queued."""
 
     def claim_deliveries(
         self, now: int, lease_ms: int, token: str, limit: int
@@ -416,6 +452,10 @@ class StorageTx(Protocol):
 
     def get_quotes(self, guid: str) -> list[LockedQuote]:
         """The rates locked for invoice ``guid``, by token; empty when none were."""
+
+    def get_quotes_of(self, guids: Sequence[str]) -> list[LockedQuote]:
+        """The rates locked for any of these invoices, by guid then token (one read for a
+        batch of deposits)."""
 
     def park_deposit(self, parked: ParkedDeposit) -> bool:
         """Keep a deposit that could not be valued yet; ``False`` (nothing written) when the

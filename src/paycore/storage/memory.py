@@ -30,6 +30,7 @@ from ..domain.records import (
     Deposit,
     Invoice,
     Json,
+    NewEvent,
     OutboxEvent,
     PollToken,
     PowChallenge,
@@ -45,6 +46,7 @@ from ..webhooks.records import (
     Delivery,
     DeliveryAttempt,
     DeliveryStatus,
+    NewDelivery,
     Settlement,
 )
 from .contract import PruneBatch, StorageTx
@@ -235,6 +237,31 @@ class _MemoryTx:
         found, _ = self.list_invoices(chain_id=chain_id, address=address)
         return found
 
+    def invoices_at_addresses(
+        self, chain_id: int, addresses: Sequence[str], *, for_update: bool = False
+    ) -> dict[str, list[Invoice]]:
+        wanted = set(addresses)
+        found: dict[str, list[Invoice]] = {}
+        for inv in self._t.invoices.values():
+            if inv.chain_id == chain_id and inv.address in wanted:
+                found.setdefault(inv.address, []).append(inv)
+        return {
+            address: [_detached(inv) for inv in sorted(items, key=_created_order)]
+            for address, items in sorted(found.items())
+        }
+
+    def update_invoice_states(self, records: Sequence[Invoice]) -> None:
+        stored = self._t.invoices
+        for invoice in records:
+            if invoice.guid not in stored:
+                raise KeyError(invoice.guid)
+            stored[invoice.guid] = attrs.evolve(
+                stored[invoice.guid],
+                status=invoice.status,
+                paid_amount=invoice.paid_amount,
+                payments=invoice.payments,
+            )
+
     def list_invoices(
         self,
         *,
@@ -271,6 +298,13 @@ class _MemoryTx:
             return False
         self._t.transactions[tx.key] = tx
         return True
+
+    def insert_transactions(self, records: Sequence[Transaction]) -> list[bool]:
+        return [self.insert_transaction(record) for record in records]
+
+    def known_transfers(self, keys: Sequence[TxKey]) -> set[TxKey]:
+        rows = self._t.transactions
+        return {key for key in keys if key in rows and not rows[key].reorged}
 
     def recorded_deposits(self, chain_id: int, from_block: int) -> list[Transaction]:
         found = [
@@ -406,6 +440,9 @@ class _MemoryTx:
         self._t.events.append(_detached_event(event))
         return event.id
 
+    def add_events(self, events: Sequence[NewEvent]) -> list[int]:
+        return [self.add_event(e.owner, e.guid, e.payload, e.created_at) for e in events]
+
     def open_queue(self, consumer: str, owner: str) -> None:
         if consumer not in self._t.queues:
             self._t.queues[consumer] = _Queue(owner, self._t.last_event_id)
@@ -457,6 +494,13 @@ class _MemoryTx:
         )
         self._t.deliveries[delivery.id] = _DeliveryRow(delivery)
         return delivery.id
+
+    def enqueue_deliveries(self, deliveries: Sequence[NewDelivery]) -> int:
+        queued = [
+            self.enqueue_delivery(d.event_id, d.owner, d.guid, d.webhook_id, d.body, d.now)
+            for d in deliveries
+        ]
+        return sum(1 for delivery_id in queued if delivery_id is not None)
 
     def claim_deliveries(
         self, now: int, lease_ms: int, token: str, limit: int
@@ -773,6 +817,10 @@ class _MemoryTx:
 
     def get_quotes(self, guid: str) -> list[LockedQuote]:
         return [q for (g, _t), q in sorted(self._t.quotes.items()) if g == guid]
+
+    def get_quotes_of(self, guids: Sequence[str]) -> list[LockedQuote]:
+        wanted = set(guids)
+        return [q for (g, _t), q in sorted(self._t.quotes.items()) if g in wanted]
 
     def park_deposit(self, parked: ParkedDeposit) -> bool:
         d = parked.deposit

@@ -33,17 +33,23 @@ import random
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from ..config import Settings
-from ..domain.records import Json
+from ..domain.records import Json, NewEvent
 from ..errors import StorageUnavailable
 from ..ops.outages import LoopGuard
 from ..storage import Storage, StorageTx
 from .delivery import Outcome, post, settle, signed_headers
-from .records import ClaimedDelivery, DeliveryAttempt, DeliveryStatus, Settlement
+from .records import (
+    ClaimedDelivery,
+    DeliveryAttempt,
+    DeliveryStatus,
+    NewDelivery,
+    Settlement,
+)
 
 log = logging.getLogger("paycore.webhooks")
 
@@ -70,6 +76,27 @@ def enqueue_webhook(
     """Queue the event for ``owner``'s webhook in the caller's transaction, if a URL is set."""
     return tx.enqueue_delivery(
         event_id, owner, guid, new_webhook_id(), webhook_body(payload), now_ms
+    )
+
+
+def enqueue_webhooks(tx: StorageTx, events: Sequence[tuple[int, NewEvent]], now_ms: int) -> int:
+    """``enqueue_webhook`` for a batch of (event id, event) in the caller's transaction:
+    bodies are only built for owners whose webhook is set, and queued at once."""
+    hooked = set()
+    for owner in sorted({event.owner for _id, event in events}):
+        config = tx.get_webhook(owner)
+        if config is not None and config.url:
+            hooked.add(owner)
+    if not hooked:
+        return 0
+    return tx.enqueue_deliveries(
+        [
+            NewDelivery(
+                event_id, e.owner, e.guid, new_webhook_id(), webhook_body(e.payload), now_ms
+            )
+            for event_id, e in events
+            if e.owner in hooked
+        ]
     )
 
 

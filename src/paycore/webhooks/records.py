@@ -47,6 +47,19 @@ class DeliveryAttempt:
 
 
 @attrs.frozen
+class NewDelivery:
+    """A delivery to queue (``StorageTx.enqueue_deliveries``): the arguments of one
+    ``enqueue_delivery``, so a batch of invoice changes queues its deliveries at once."""
+
+    event_id: int
+    owner: str
+    guid: str
+    webhook_id: str
+    body: str
+    now: int  # ms: created and first due
+
+
+@attrs.frozen
 class Delivery:
     """One event queued for one owner's webhook; ``webhook_id`` is the same on every retry
     and on a redelivery, so a receiver can deduplicate on it."""

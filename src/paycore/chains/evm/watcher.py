@@ -20,14 +20,18 @@ One pass (:meth:`EvmWatcher.step`):
    of any contract, and the blocks (full, when native coin is scanned). Logs whose block hash
    disagrees with the block fetched in the same batch mean the chain moved mid-read: the
    range is dropped and retried on the next pass, never attributed half-old, half-new.
-6. Matches are attributed in chain order through ``Gateway.record_deposit``. One that has no
-   fresh price is parked in storage instead of holding the chain (so is any later deposit
-   to the same address, to keep that address in order); each pass first retries the parked
-   ones, dropping those a reorg removed (``paycore.prices.parking``). ``Withdrawn``
-   events of genuine paycore wallets are recorded as withdraw transactions. Then the cursor
-   moves to the range's last block -- in the same statement that proves the lease is still
-   ours. A watcher killed mid-range leaves the cursor where it was; its successor re-scans
-   the range and the idempotent attribution makes every deposit count exactly once.
+6. Matches are attributed in chain order through ``Gateway.ingest``, a batch of up to
+   ``Settings.ingest_batch`` deposits per storage transaction: the invoices of the batch's
+   addresses are read (and locked) at once, and the rows, invoice updates and events are
+   written at once. One that has no fresh price is parked, in the same transaction,
+   instead of holding the chain (so is any later deposit to the same address, to keep that
+   address in order); each pass first retries the parked ones, dropping those a reorg
+   removed (``paycore.prices.parking``). ``Withdrawn`` events of genuine paycore wallets
+   are recorded as withdraw transactions. The range's last batch also moves the cursor to
+   its last block -- in the statement that proves the lease is still ours, so a watcher
+   that lost its lease commits nothing. A watcher killed mid-range leaves the cursor where
+   it was; its successor re-scans the range and the idempotent attribution makes every
+   deposit count exactly once.
 
 ``EvmWatcher.run`` loops over passes until told to stop; :func:`run_watchers` runs one per
 configured chain on threads (``python -m paycore.chains.evm.watcher`` as a process).
@@ -52,7 +56,6 @@ from paycore.chains.watching import (
 )
 from paycore.domain.records import Deposit, Transaction
 from paycore.domain.tokens import NATIVE
-from paycore.errors import PriceUnavailable
 from paycore.prices import parking
 
 from . import abi, scan
@@ -116,15 +119,14 @@ class EvmWatcher(ChainWatcher[EvmChain]):
             safe,
             stop,
             lambda start, end, _parent: self._fetch(start, end, watched, tokens),
-            lambda fetched: self._attribute(fetched, tokens, waiting),
+            tokens,
+            waiting,
         )
 
     def _retry_parked(self) -> tuple[int, set[str]]:
         """Value the parked deposits that now have a fresh price (dropping any a reorg
         removed); returns how many were valued and the addresses that still wait."""
-        retried = parking.retry_parked(
-            self.gateway, self.chain.chain_id, self._still_there, record=self.record
-        )
+        retried = parking.retry_parked(self.gateway, self.chain.chain_id, self._still_there)
         return retried.valued, parking.parked_addresses(self.gateway, self.chain.chain_id)
 
     def _still_there(self, deposits: list[Deposit]) -> set[Deposit]:
@@ -205,38 +207,10 @@ class EvmWatcher(ChainWatcher[EvmChain]):
             timestamps[number] = int(header["timestamp"], 16)
 
     # -- recording ------------------------------------------------------------------------
-    def _attribute(
-        self, fetched: _Range, tokens: dict[str, int], waiting: set[str]
-    ) -> tuple[int, int]:
-        """Attribute the range's deposits in chain order; one with no fresh price is parked
-        instead of holding the chain, and so is every later one to an address in
-        ``waiting`` (updated here), to keep each address's deposits in order. Returns
-        (attributed, parked)."""
-        attributed = parked = 0
-        for transfer in fetched.transfers:
-            deposit = self._deposit(transfer, tokens, fetched.timestamps)
-            if deposit.to in waiting:
-                parking.park(self.gateway, deposit, "behind a deposit waiting for a price")
-                parked += 1
-                continue
-            try:
-                self.record(deposit)
-            except PriceUnavailable as exc:
-                # Never valued at zero or at an old rate: it waits for a fresh price.
-                log.warning(
-                    "chain %d: deposit %s waits: %s", self.chain.chain_id, deposit.tx_hash, exc
-                )
-                parking.park(self.gateway, deposit, str(exc))
-                waiting.add(deposit.to)
-                parked += 1
-                continue
-            attributed += 1
-        return attributed, parked
-
-    def _record_withdrawals(self, fetched: _Range) -> int:
+    def _withdrawal_records(self, fetched: _Range) -> list[Transaction]:
         """``Withdrawn`` events of genuine paycore wallets, as withdraw transactions."""
         if not fetched.withdrawals:
-            return 0
+            return []
         owners = self._owners_of({w["address"] for w in fetched.withdrawals})
         table = self.gateway.prices
         records: list[Transaction] = []
@@ -256,10 +230,7 @@ class EvmWatcher(ChainWatcher[EvmChain]):
             )
             if record is not None:
                 records.append(record)
-        recorded = self._insert(records)
-        # After the commit, and only the newly recorded ones: a re-scan mails nobody twice.
-        self.gateway.notify_transactions(recorded)
-        return len(recorded)
+        return records
 
     def _owners_of(self, emitters: set[str]) -> dict[str, str | None]:
         """Which emitters are paycore wallets of this factory, and whose: ``owner()`` is

@@ -18,11 +18,15 @@ One pass (:meth:`TronWatcher.step`):
    ``gettransactioninfobyblocknum`` -- only for blocks that hold a contract call, the only
    transactions that can log -- and those infos must belong to the block just read (same
    transaction ids), or the range is dropped and read again on the next pass.
-5. Matches are attributed in chain order through ``Gateway.record_deposit``, idempotent on
-   (chain, txID, log index, token); ``Withdrawn`` events of genuine paycore wallets become
-   withdraw transactions. Then the cursor moves to the range's last block, in the statement
-   that proves the lease is still ours. A watcher killed mid-range leaves the cursor where
-   it was, and its successor's re-scan counts nothing twice.
+5. Matches are attributed in chain order through ``Gateway.ingest``, up to
+   ``Settings.ingest_batch`` deposits per storage transaction, idempotent on (chain, txID,
+   log index, token); ``Withdrawn`` events of genuine paycore wallets become withdraw
+   transactions. The range's last batch moves the cursor to its last block, in the
+   statement that proves the lease is still ours. A deposit with no fresh price holds the
+   range (the batches before it stay committed, the cursor stays) until the refresher has
+   stored one, since a deposit valued wrongly cannot be taken back. A watcher killed
+   mid-range leaves the cursor where it was, and its successor's re-scan counts nothing
+   twice.
 
 Why the full-node API and not TronGrid's ``/v1/contracts/{address}/events``: it is served by
 every java-tron node (one's own, TronGrid, other providers), and logs come per block, so the
@@ -40,13 +44,11 @@ from paycore.chains.watching import (
     FetchedRange,
     Forked,
     Inconsistent,
-    RangeHeld,
     StepReport,
     run_all,
 )
 from paycore.domain.records import Transaction
 from paycore.domain.tokens import NATIVE
-from paycore.errors import PriceUnavailable
 
 from . import scan
 from .address import to_evm
@@ -96,6 +98,7 @@ class TronWatcher(ChainWatcher[TronChain]):
         decimals = self._token_decimals()
         tokens = {scan.key(t): t for t in decimals if t != NATIVE}
         report = StepReport(held=True, scanned_from=last + 1)
+        # No parking on Tron: a deposit with no fresh price holds its range (waiting None).
         return self._ranges(
             report,
             last,
@@ -103,7 +106,8 @@ class TronWatcher(ChainWatcher[TronChain]):
             safe,
             stop,
             lambda start, end, parent: self._fetch(start, end, parent, watched, tokens),
-            lambda fetched: (self._attribute(fetched, decimals), 0),
+            decimals,
+            None,
         )
 
     def _block(self, number: int) -> dict[str, Any]:
@@ -164,22 +168,10 @@ class TronWatcher(ChainWatcher[TronChain]):
         return infos
 
     # -- recording ------------------------------------------------------------------------
-    def _attribute(self, fetched: _Range, decimals: dict[str, int]) -> int:
-        """Attribute the range's deposits in chain order. Nothing is skipped: a deposit
-        with no fresh price holds the range (:class:`RangeHeld`) until the worker's
-        refresher has stored one, since a deposit valued wrongly cannot be taken back."""
-        for transfer in fetched.transfers:
-            try:
-                self.record(self._deposit(transfer, decimals, fetched.timestamps))
-            except PriceUnavailable as exc:
-                log.error("chain %d: deposit not valued, will retry: %s", self.chain.chain_id, exc)
-                raise RangeHeld(str(exc)) from exc
-        return len(fetched.transfers)
-
-    def _record_withdrawals(self, fetched: _Range) -> int:
+    def _withdrawal_records(self, fetched: _Range) -> list[Transaction]:
         """``Withdrawn`` events of genuine paycore wallets, as withdraw transactions."""
         if not fetched.withdrawals:
-            return 0
+            return []
         owners = self._owners_of({w.emitter for w in fetched.withdrawals})
         records: list[Transaction] = []
         for event in fetched.withdrawals:
@@ -198,7 +190,7 @@ class TronWatcher(ChainWatcher[TronChain]):
             )
             if record is not None:
                 records.append(record)
-        return len(self._insert(records))
+        return records
 
     def _owners_of(self, emitters: set[str]) -> dict[str, str | None]:
         """Which emitters (hex digits) are paycore wallets of this factory, and whose:
