@@ -25,6 +25,7 @@ from eth_account.signers.local import LocalAccount
 
 from paycore.api.table import ROUTES
 from paycore.api.wire import wire_name
+from paycore.webhooks import netguard
 
 AUTH = "session signature: "
 GOOD_URL = "https://merchant.example.test/hooks/paycore"
@@ -152,6 +153,21 @@ def _same_answer(first: Answer, second: Answer) -> None:
     assert first.status == second.status, (first.status, first.body, second.status, second.body)
     if first.status >= 400:
         assert first.text == second.text
+
+
+@pytest.fixture(autouse=True)
+def no_dns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The webhook URLs here are under .example names, which never resolve: answer that at
+    once instead of waiting out the resolver (5 s a lookup on a machine without DNS). The
+    guard's outcome is the one a real lookup gives."""
+    real = netguard.resolve
+
+    def resolve(host: str, port: int) -> list[Any]:
+        if host.endswith((".example", ".example.test")):
+            raise netguard.Unresolvable(f"cannot resolve {host}: a reserved test name")
+        return real(host, port)
+
+    monkeypatch.setattr(netguard, "resolve", resolve)
 
 
 @pytest.fixture
