@@ -30,6 +30,7 @@ Each line of stdout is one JSON object: figure, value, ceiling, ratio (medians o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import http.client
 import json
@@ -41,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -130,8 +132,9 @@ class Job:
     cycle: bool  # send the prepared requests round and round (the bare app checks nothing)
 
 
-def _read_answer(sock: socket.socket, buffer: bytearray) -> int:
-    """Read one response (Content-Length framed) off ``sock``; its status code."""
+def _read_answer(sock: socket.socket, buffer: bytearray) -> tuple[int, bool]:
+    """Read one response (Content-Length framed) off ``sock``: its status code, and whether
+    the server closes the connection after it (werkzeug does after every answer)."""
     while True:
         end = buffer.find(b"\r\n\r\n")
         if end >= 0:
@@ -143,10 +146,13 @@ def _read_answer(sock: socket.socket, buffer: bytearray) -> int:
     head = bytes(buffer[:end]).decode("latin-1")
     status = int(head.split(" ", 2)[1])
     length = None
+    close = False
     for line in head.split("\r\n")[1:]:
         name, _, value = line.partition(":")
         if name.strip().lower() == "content-length":
             length = int(value)
+        elif name.strip().lower() == "connection":
+            close = value.strip().lower() == "close"
         elif name.strip().lower() == "transfer-encoding":
             raise RuntimeError("chunked answer: the bench client reads Content-Length only")
     if length is None:
@@ -158,20 +164,35 @@ def _read_answer(sock: socket.socket, buffer: bytearray) -> int:
             raise ConnectionError("server closed the connection mid-answer")
         buffer += chunk
     del buffer[:total]
-    return status
+    return status, close
+
+
+def _connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
 def _client(job: Job, start: Any, results: Any) -> None:
+    try:
+        _send_all(job, start, results)
+    except Exception as error:  # told to the parent, which would otherwise wait in vain
+        results.put({"error": f"{type(error).__name__}: {error}"})
+
+
+def _send_all(job: Job, start: Any, results: Any) -> None:
     key = _session_key(job.key_index)
     host = f"127.0.0.1:{job.port}"
     requests = [
         _raw_request(host, job.kind, job.uri, key, job.first_nonce + i) for i in range(job.count)
     ]
-    sock = socket.create_connection(("127.0.0.1", job.port))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock = _connect(job.port)
     buffer = bytearray()
     sock.sendall(f"GET /health HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-    _read_answer(sock, buffer)  # connected and served once before the clock starts
+    _, close = _read_answer(sock, buffer)  # served once before the clock starts
+    if close:
+        sock.close()
+        sock = _connect(job.port)
     start.wait(timeout=600)
     cpu0, began = time.process_time(), time.perf_counter()
     deadline = began + job.seconds
@@ -181,11 +202,14 @@ def _client(job: Job, start: Any, results: Any) -> None:
             exhausted = True
             break
         sock.sendall(requests[sent % job.count])
-        status = _read_answer(sock, buffer)
+        status, close = _read_answer(sock, buffer)
         if status != job.expect:
             error = f"status {status}"
             break
         sent += 1
+        if close:  # werkzeug: a new connection per request, for paycore and bare alike
+            sock.close()
+            sock = _connect(job.port)
     elapsed = time.perf_counter() - began
     cpu = time.process_time() - cpu0
     sock.close()
@@ -226,16 +250,23 @@ def _load(
     procs = [ctx.Process(target=_client, args=(job, start, results)) for job in jobs]
     for proc in procs:
         proc.start()
-    start.wait(timeout=600)
+    # A client that failed before it was ready broke the barrier; its error is in results.
+    with contextlib.suppress(threading.BrokenBarrierError):
+        start.wait(timeout=600)
     server0 = _server_cpu(pid)
-    outcomes = [results.get(timeout=seconds + 120) for _ in procs]
+    outcomes = []
+    for _ in procs:
+        outcomes.append(results.get(timeout=seconds + 120))
+        if outcomes[-1].get("error"):
+            start.abort()  # the others may still wait at the barrier
+            break
     server = _server_cpu(pid) - server0
     for proc in procs:
         proc.join()
     if nonces is not None:
         for i in range(clients):
             nonces[i] += POOL
-    errors = [o["error"] for o in outcomes if o["error"]]
+    errors = [o["error"] for o in outcomes if o.get("error")]
     if errors:
         raise RuntimeError(f"{kind} on port {port}: {errors[0]}")
     if any(o["exhausted"] for o in outcomes):
@@ -506,7 +537,8 @@ def main(argv: list[str] | None = None) -> int:
             "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             **{p: version(p) for p in ("flask", "werkzeug", "litestar", "uvicorn")},
             "note": "one server process each (paycore serve, bare app); paycore serve "
-            "has no --workers here",
+            "has no --workers here. werkzeug answers every request with Connection: close, "
+            "so the Flask cases open a connection per request, for paycore and bare alike",
             "elapsed_s": round(time.perf_counter() - started, 1),
         }
     )
