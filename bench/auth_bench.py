@@ -69,6 +69,8 @@ BODY = json.dumps(
 ).encode()
 RAW_TABLE = "CREATE TABLE bench_raw (id INTEGER PRIMARY KEY, n BIGINT NOT NULL)"
 RAW_UPDATE = "UPDATE bench_raw SET n = n + 1 WHERE id = 1"
+#: Requests per case between switches to the next case.
+CHUNK = 20
 
 
 def _log(text: str) -> None:
@@ -83,12 +85,6 @@ def _eip191_sign(key: PrivateKey, message: str) -> str:
     """A client's personal_sign, via coincurve: quick to pre-sign thousands of requests."""
     signature = key.sign_recoverable(personal_message_hash(message), hasher=None)
     return "0x" + signature[:64].hex() + f"{signature[64] + 27:02x}"
-
-
-def _seconds_per_item(count: int, run: Callable[[], None]) -> float:
-    start = time.perf_counter()
-    run()
-    return (time.perf_counter() - start) / count
 
 
 # -- the databases -------------------------------------------------------------------------
@@ -164,65 +160,61 @@ def _bench_backend(
     raw.execute(RAW_TABLE)
     raw.execute("INSERT INTO bench_raw (id, n) VALUES (1, 0)")
 
-    _log(f"{name}: pre-signing {reps} x {count} requests")
+    warm = max(1, count // 10)
+    _log(f"{name}: pre-signing {warm} + {reps} x {count} requests")
     body_hash = hashlib.sha256(BODY).hexdigest()
-    signed: list[list[dict[str, str]]] = []
-    recoverable: list[list[tuple[bytes, bytes]]] = []
-    nonce = 0
-    for _ in range(reps):
-        headers_of_rep: list[dict[str, str]] = []
-        recover_of_rep: list[tuple[bytes, bytes]] = []
-        for _ in range(count):
-            nonce += 1
-            message = f"sess:{nonce}:{body_hash}"
-            signature = _eip191_sign(session, message)
-            headers_of_rep.append({"x-session-nonce": str(nonce), "x-session-signature": signature})
-            sig65 = bytes.fromhex(signature[2:])
-            recover_of_rep.append(
-                (sig65[:64] + bytes((sig65[64] - 27,)), personal_message_hash(message))
-            )
-        signed.append(headers_of_rep)
-        recoverable.append(recover_of_rep)
+    signed: list[dict[str, str]] = []
+    recoverable: list[tuple[bytes, bytes]] = []
+    for nonce in range(1, warm + reps * count + 1):
+        message = f"sess:{nonce}:{body_hash}"
+        signature = _eip191_sign(session, message)
+        signed.append({"x-session-nonce": str(nonce), "x-session-signature": signature})
+        sig65 = bytes.fromhex(signature[2:])
+        recoverable.append((sig65[:64] + bytes((sig65[64] - 27,)), personal_message_hash(message)))
 
-    def run_verify(rep: int) -> None:
-        for headers in signed[rep]:
+    def run_verify(first: int, end: int) -> None:
+        for headers in signed[first:end]:
             authenticate(
                 storage, settings, method="POST", uri="/invoice", body=BODY,
                 headers=headers, now=now,
             )  # fmt: skip
 
-    def run_recover(rep: int) -> None:
-        for signature, digest in recoverable[rep]:
+    def run_recover(first: int, end: int) -> None:
+        for signature, digest in recoverable[first:end]:
             PublicKey.from_signature_and_message(signature, digest, hasher=None)
 
-    def run_raw_write(_rep: int) -> None:
-        for _ in range(count):
+    def run_raw_write(first: int, end: int) -> None:
+        for _ in range(first, end):
             raw.execute(RAW_UPDATE)
 
-    def run_raw_write_tx(_rep: int) -> None:
+    def run_raw_write_tx(first: int, end: int) -> None:
         # The driver's default shape: an explicit transaction around the one statement.
-        for _ in range(count):
+        for _ in range(first, end):
             raw.execute("BEGIN")
             raw.execute(RAW_UPDATE)
             raw.execute("COMMIT")
 
-    cases: dict[str, Callable[[int], None]] = {
+    cases: dict[str, Callable[[int, int], None]] = {
         "raw_recover": run_recover,
         "verify": run_verify,
         "raw_write": run_raw_write,
         "raw_write_tx": run_raw_write_tx,
     }
+    run_verify(0, warm)  # connections, prepared statements, caches
     samples: dict[str, list[float]] = {case: [] for case in cases}
-    run_verify_warm = signed[0][: max(1, count // 10)]
-    for headers in run_verify_warm:  # connections, prepared statements, caches
-        authenticate(
-            storage, settings, method="POST", uri="/invoice", body=BODY, headers=headers, now=now
-        )
-    signed[0] = signed[0][len(run_verify_warm) :]
     for rep in range(reps):
-        for case, run in cases.items():
-            items = len(signed[rep]) if case == "verify" else count
-            samples[case].append(_seconds_per_item(items, lambda run=run: run(rep)))
+        # Interleaved in small chunks, so that whatever else the machine does at a moment
+        # weighs on paycore and its ceilings alike.
+        spent = dict.fromkeys(cases, 0.0)
+        base = warm + rep * count
+        for first in range(base, base + count, CHUNK):
+            end = min(first + CHUNK, base + count)
+            for case, run in cases.items():
+                began = time.perf_counter()
+                run(first, end)
+                spent[case] += time.perf_counter() - began
+        for case in cases:
+            samples[case].append(spent[case] / count)
         _log(
             f"{name}: rep {rep + 1}/{reps}: "
             + ", ".join(f"{case} {samples[case][-1] * 1e3:.3f} ms" for case in cases)
