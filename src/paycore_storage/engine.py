@@ -58,8 +58,15 @@ _UNAVAILABLE = (
     sa_exc.DisconnectionError,
     sa_exc.TimeoutError,  # no pooled connection free in time
 )
-#: The same errors raised by sqlite3 called directly (the hot statements in ``sql.py``).
-_DRIVER_UNAVAILABLE = (sqlite3.OperationalError,)
+#: The same errors raised by a driver called directly, outside a statement (sqlite3's
+#: ``BEGIN IMMEDIATE`` below; psycopg's autocommit switch in ``SqlStorage.spend_nonce``).
+_DRIVER_UNAVAILABLE: tuple[type[Exception], ...] = (sqlite3.OperationalError,)
+try:  # PostgreSQL support is an optional extra
+    from psycopg import OperationalError as _PsycopgOperationalError
+
+    _DRIVER_UNAVAILABLE += (_PsycopgOperationalError,)
+except ImportError:  # pragma: no cover - only without the postgres extra
+    pass
 #: sqlite3 messages that mean "cannot be used right now" rather than a wrong statement.
 _SQLITE_UNAVAILABLE = ("locked", "busy", "unable to open", "disk I/O", "readonly", "full")
 
