@@ -78,8 +78,11 @@ class Prepared:
         arguments: Any = (
             values if compiled.order is None else tuple(values[n] for n in compiled.order)
         )
-        fetched, description = on_driver(connection, compiled.sql, arguments)
-        if fetched and compiled.results is None:
+        first = compiled.results is None
+        fetched, description = on_driver(
+            connection, compiled.sql, arguments, fetch=bool(self._columns), describe=first
+        )
+        if fetched and first:
             compiled.results = self._results(connection.dialect, description)
         results = compiled.results or ()
         return [
@@ -99,13 +102,25 @@ class Prepared:
         )
 
 
-def on_driver(connection: Connection, sql: str, arguments: Any) -> tuple[list[Any], Any]:
+def on_driver(
+    connection: Connection,
+    sql: str,
+    arguments: Any,
+    *,
+    fetch: bool = True,
+    describe: bool = False,
+) -> tuple[list[Any], Any]:
     """Run ``sql`` (in the driver's own parameter style) on ``connection``'s DBAPI cursor,
-    inside its transaction: the rows (all fetched, so no statement stays open) and the
-    cursor's description. A driver error leaves as SQLAlchemy's wrapper of it, and a
-    connection it broke is invalidated, as SQLAlchemy's own ``execute`` would do."""
+    inside its transaction: the rows (all fetched, so no statement stays open; none when
+    ``fetch`` is off, for a statement that returns none) and, when ``describe``, the
+    cursor's description (psycopg builds it anew on each asking, at a cost per column). A
+    driver error leaves as SQLAlchemy's wrapper of it, and a connection it broke is
+    invalidated, as SQLAlchemy's own ``execute`` would do."""
     dbapi = connection.connection.dbapi_connection
-    return on_dbapi(connection.dialect, dbapi, sql, arguments, connection.invalidate)
+    return on_dbapi(
+        connection.dialect, dbapi, sql, arguments, connection.invalidate,
+        fetch=fetch, describe=describe,
+    )  # fmt: skip
 
 
 def on_dbapi(
@@ -114,14 +129,17 @@ def on_dbapi(
     sql: str,
     arguments: Any,
     invalidate: Callable[[BaseException], None],
+    *,
+    fetch: bool = True,
+    describe: bool = False,
 ) -> tuple[list[Any], Any]:
     """:func:`on_driver` for a DBAPI connection held without a SQLAlchemy ``Connection``
     (a pooled one from ``Engine.raw_connection``); ``invalidate`` retires it."""
     cursor = dbapi.cursor()
     try:
         cursor.execute(sql, arguments)
-        description = cursor.description
-        return (cursor.fetchall() if description is not None else []), description
+        rows = cursor.fetchall() if fetch else []
+        return rows, (cursor.description if describe else None)
     except Exception as error:
         base = dialect.loaded_dbapi.Error
         if not isinstance(error, base):

@@ -278,7 +278,7 @@ def _spend_on_sqlite(
     key = SessionKey(**dict(zip(_KEY_NAMES, rows[0], strict=True)))
     if key.last_seen_nonce == params["nonce"]:  # the window moved up: forget what fell out
         bound = key.last_seen_nonce - params["window"]
-        on_driver(connection, prune, {"address": key.address, "bound": bound})
+        on_driver(connection, prune, {"address": key.address, "bound": bound}, fetch=False)
     return key
 
 

@@ -313,9 +313,11 @@ def test_a_connection_the_server_closed_is_replaced_without_a_ping_per_checkout(
             tx.insert_invoice(invoice())
         with store.engine.connect() as connection:
             backend = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
-        admin = create_engine(sql_url)
+        # Autocommit: pg_stat_activity is a snapshot per transaction, so each look must be
+        # a transaction of its own to see the backend go.
+        admin = create_engine(sql_url, isolation_level="AUTOCOMMIT")
         try:
-            with admin.begin() as connection:
+            with admin.connect() as connection:
                 ended = connection.execute(
                     text("SELECT pg_terminate_backend(:pid)"), {"pid": backend}
                 ).scalar_one()
