@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from .auth.service import ProofOfWork, Sessions
@@ -50,6 +51,7 @@ from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
 from .storage import Storage, StorageTx
+from .storage.request_unit import RequestUnits
 from .webhooks.dispatcher import enqueue_webhook, enqueue_webhooks
 from .webhooks.service import Webhooks
 
@@ -97,16 +99,19 @@ class Gateway:
         found = storage or self.pm.hook.paycore_storage(settings=self.settings)
         if found is None:
             raise PaycoreError(f"no storage plugin handles {self.settings.database_url!r}")
-        self._storage: Storage = found
+        self._given: Storage = found
+        # Every service holds the same wrapper, so that inside ``one_transaction()`` all
+        # their units of work join the request's one transaction.
+        self._storage = units = RequestUnits(found)
         # The sub-services: every operation a caller needs, over the storage held here.
-        self.sessions = Sessions(found, self.settings, self.now)
-        self.pow = ProofOfWork(found, self.settings, self.now)
-        self.events = EventQueues(found, self.settings)
-        self.webhooks = Webhooks(found, self.settings, self.clock)
-        self.management = Management(self, found)
-        self.chain_ledger = ChainLedger(found)
-        self.parking = ParkedDeposits(found)
-        self.retention = Retention(found, self.settings, self.clock)
+        self.sessions = Sessions(units, self.settings, self.now)
+        self.pow = ProofOfWork(units, self.settings, self.now)
+        self.events = EventQueues(units, self.settings)
+        self.webhooks = Webhooks(units, self.settings, self.clock)
+        self.management = Management(self, units)
+        self.chain_ledger = ChainLedger(units)
+        self.parking = ParkedDeposits(units)
+        self.retention = Retention(units, self.settings, self.clock)
         self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:
@@ -144,7 +149,18 @@ class Gateway:
         """The storage this gateway was built with, read-only: for storage plugin authors
         and tests. Core code outside the gateway and its services never uses it (a test
         guards this); callers use the sub-services and the methods here."""
-        return self._storage
+        return self._given
+
+    def one_transaction(self) -> AbstractContextManager[None]:
+        """Make the calls inside one storage transaction, committed when the block ends and
+        rolled back whole if it raises; notifiers hear of changes after that commit.
+
+        The HTTP dispatcher wraps a session-signed request in it for the routes marked
+        ``one_transaction`` (docs/decisions.md, "One transaction per request"), so the
+        spent nonce and the request's work cost one commit. Keep slow work (network calls)
+        out of it: the session key's row stays locked until the block ends.
+        """
+        return self._storage.unit()
 
     @property
     def notifiers(self) -> tuple[Notifier, ...]:
@@ -414,6 +430,9 @@ class Gateway:
     def notify_transactions(self, records: Iterable[Transaction]) -> None:
         """Tell notifiers of transactions recorded outside an invoice change (withdrawals
         the watcher saw), after their commit (``Notifier.transaction_recorded``)."""
+        records = list(records)
+        if records and self._storage.after_commit(lambda: self.notify_transactions(records)):
+            return
         for record in records:
             item = record.to_wire()
             for notifier in self._notifiers:
@@ -423,6 +442,8 @@ class Gateway:
                     log.exception("notifier %s failed", notifier.name)
 
     def _notify(self, owner: str, payloads: list[Json]) -> None:
+        if payloads and self._storage.after_commit(lambda: self._notify(owner, payloads)):
+            return  # inside one_transaction(): told once it has committed
         for payload in payloads:
             for notifier in self._notifiers:
                 try:

@@ -6,6 +6,7 @@ purpose: the wire form makes ``vsValue`` a float, and storage must not lose a di
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -80,7 +81,8 @@ def invoice_row(invoice: Invoice) -> dict[str, Any]:
     }
 
 
-def invoice_from_row(row: Row) -> Invoice:
+def invoice_from_row(row: Row | Mapping[str, Any]) -> Invoice:
+    """From a RowMapping, or from the dict a ``prepared.Prepared`` statement returns."""
     return Invoice(
         guid=row["guid"],
         created_at=row["created_at"],

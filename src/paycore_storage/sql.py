@@ -4,11 +4,13 @@ Each atomicity promise of the contract is one statement the database makes atomi
 than a read followed by a write that another transaction could slip between:
 
 - ``advance_nonce``: ``UPDATE .. WHERE last_seen_nonce < :n``; the row count says who won.
-- ``accept_nonce``: on PostgreSQL one statement -- an ``UPDATE`` of the key row (its row lock
-  serialises one key's requests, and READ COMMITTED re-checks the window on the row as the
-  previous holder committed it), a ``DELETE`` of rows that fell out of the window and an
-  ``INSERT .. ON CONFLICT DO NOTHING`` of the message, as data-modifying CTEs. On SQLite the
-  same three run as statements, serial under ``BEGIN IMMEDIATE``.
+- ``spend_nonce`` (and ``accept_nonce``, the same without the expiry test): on PostgreSQL
+  one statement -- an ``UPDATE .. RETURNING`` of the key row (its row lock serialises one
+  key's requests, READ COMMITTED re-checks the window on the row as the previous holder
+  committed it, and the returned row is the key the request needs), a ``DELETE`` of rows
+  that fell out of the window and an ``INSERT .. ON CONFLICT DO NOTHING`` of the message, as
+  data-modifying CTEs. On SQLite the same three run as statements, serial under ``BEGIN
+  IMMEDIATE``. Both go to the driver as prepared text, with no per-request compiling.
 - ``put_session_key``: an upsert whose ``DO UPDATE`` keeps the larger nonce and a tombstone.
 - ``insert_transaction`` / ``insert_invoice``: ``INSERT .. ON CONFLICT DO NOTHING RETURNING``,
   which also keeps the transaction usable (a unique violation would abort it on PostgreSQL).
@@ -43,6 +45,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -54,11 +57,11 @@ from sqlalchemy import (
     BigInteger,
     ColumnElement,
     Connection,
+    Dialect,
     RowMapping,
     Select,
     Table,
     Text,
-    TextClause,
     bindparam,
     case,
     delete,
@@ -73,6 +76,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL
+from sqlalchemy.sql.expression import ClauseElement
 
 from paycore.chains.records import ChainCursor
 from paycore.domain.machine import OPEN
@@ -103,6 +107,7 @@ from paycore.webhooks.records import (
 
 from .engine import advisory_key, database_url, make_engine, unavailable
 from .migrations import migrate
+from .prepared import Prepared, on_dbapi, on_driver
 from .rows import (
     attempt_from_row,
     attempt_row,
@@ -148,28 +153,56 @@ OUTBOX_LOCK = advisory_key("paycore.outbox.seq")
 _KEY_COLUMNS = [c for c in session_keys.c if c.name != "nonce_floor"]
 
 
-def _accept_nonce_sql(lowest: str) -> TextClause:
-    """``SqlTx.accept_nonce`` on PostgreSQL as text: the Core form of a data-modifying CTE
-    around an ``INSERT .. ON CONFLICT`` is not cacheable, and compiling it anew on every
-    request cost more than the round trip it saves."""
-    return text(
-        f"""
-        WITH advanced AS (
-            UPDATE {session_keys.name}
-               SET last_seen_nonce = GREATEST(last_seen_nonce, CAST(:nonce AS BIGINT))
-             WHERE address = :address AND nonce_floor < :nonce AND {lowest} < :nonce
-            RETURNING last_seen_nonce
-        ), pruned AS (
-            DELETE FROM {session_nonces.name}
-             WHERE address = :address
-               AND nonce <= (SELECT last_seen_nonce FROM advanced) - :window
-        )
-        INSERT INTO {session_nonces.name} (address, nonce, digest)
-        SELECT :address, CAST(:nonce AS BIGINT), :digest
-         WHERE EXISTS (SELECT 1 FROM advanced)
-        ON CONFLICT (address, nonce, digest) DO NOTHING
-        RETURNING nonce
+_KEY_NAMES = [c.name for c in _KEY_COLUMNS]
+#: ``accept_nonce`` is ``spend_nonce`` without the expiry test: every stored key passes it.
+_ANY_KEY = -(2**63)
+
+
+def _driver_sql(sql: str, postgres: bool) -> str:
+    """``:name`` placeholders as the driver takes them (sqlite3 as they are, psycopg as
+    ``%(name)s``), so the hot statements go to the driver with no compiling at all."""
+    return re.sub(r":(\w+)", r"%(\1)s", sql) if postgres else sql
+
+
+def _spend_sql(*, postgres: bool, strict: bool) -> tuple[str, ...]:
+    """``SqlTx.spend_nonce`` as driver SQL: on PostgreSQL one statement (data-modifying
+    CTEs: the key's ``UPDATE .. RETURNING``, the prune, the message's ``INSERT``); on SQLite
+    the ``UPDATE .. RETURNING``, the ``INSERT`` and the prune, run one after the other in the
+    same serial transaction. Text rather than Core (Core cannot write a data-modifying CTE
+    around an ``INSERT .. ON CONFLICT`` that its cache keeps), sent as it is to the driver
+    (``prepared.on_driver``); the columns and tables still come from ``tables.py``."""
+    keys, used, names = session_keys.name, session_nonces.name, ", ".join(_KEY_NAMES)
+    lowest = "last_seen_nonce" if strict else "last_seen_nonce - :window"
+    where = (
+        f"address = :address AND expires_at > :now AND nonce_floor < :nonce AND {lowest} < :nonce"
+    )
+    if postgres:
+        statement = f"""
+            WITH advanced AS (
+                UPDATE {keys}
+                   SET last_seen_nonce = GREATEST(last_seen_nonce, CAST(:nonce AS BIGINT))
+                 WHERE {where}
+                RETURNING {names}
+            ), pruned AS (
+                DELETE FROM {used}
+                 WHERE address = :address
+                   AND nonce <= (SELECT last_seen_nonce FROM advanced) - :window
+            ), recorded AS (
+                INSERT INTO {used} (address, nonce, digest)
+                SELECT :address, CAST(:nonce AS BIGINT), :digest
+                 WHERE EXISTS (SELECT 1 FROM advanced)
+                ON CONFLICT (address, nonce, digest) DO NOTHING
+                RETURNING nonce
+            )
+            SELECT {names} FROM advanced WHERE EXISTS (SELECT 1 FROM recorded)
         """
+        return (_driver_sql(statement, postgres=True),)
+    return (
+        f"UPDATE {keys} SET last_seen_nonce = max(last_seen_nonce, :nonce) "
+        f"WHERE {where} RETURNING {names}",
+        f"INSERT INTO {used} (address, nonce, digest) VALUES (:address, :nonce, :digest) "
+        "ON CONFLICT (address, nonce, digest) DO NOTHING RETURNING nonce",
+        f"DELETE FROM {used} WHERE address = :address AND nonce <= :bound",
     )
 
 
@@ -196,8 +229,6 @@ _INVOICE_STATES_BATCH = text(
     """
 )
 
-_ACCEPT_NONCE_WINDOW = _accept_nonce_sql("last_seen_nonce - :window")
-_ACCEPT_NONCE_STRICT = _accept_nonce_sql("last_seen_nonce")
 #: The transaction rows' unique key: one transfer (``paycore.storage``: insert_transaction).
 _TRANSFER_KEY = ["chain_id", "tx_hash", "log_index", "token"]
 #: What deposits and deadlines change in an invoice; the rest is fixed at creation.
@@ -211,9 +242,62 @@ def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield values[start : start + _IN_CHUNK]
 
 
+#: (postgres, strict) -> the statements of ``spend_nonce``.
+_SPEND = {
+    (postgres, strict): _spend_sql(postgres=postgres, strict=strict)
+    for postgres in (False, True)
+    for strict in (False, True)
+}
 # Sorted so the compiled statement is the same in every process.
 _OPEN_STATUSES = tuple(sorted(status.value for status in OPEN))
 _PENDING = DeliveryStatus.PENDING.value
+
+
+def _spend_params(address: str, nonce: int, digest: str, window: int, now: int) -> dict[str, Any]:
+    return {"address": address, "nonce": nonce, "digest": digest, "window": window, "now": now}
+
+
+def _spend_on_postgres(
+    connection: Connection, params: Mapping[str, Any], strict: bool
+) -> SessionKey | None:
+    """The one statement, straight to psycopg (see ``prepared``)."""
+    rows, _ = on_driver(connection, _SPEND[(True, strict)][0], params)
+    return SessionKey(**dict(zip(_KEY_NAMES, rows[0], strict=True))) if rows else None
+
+
+def _spend_on_sqlite(
+    connection: Connection, params: Mapping[str, Any], strict: bool
+) -> SessionKey | None:
+    """The three statements straight to sqlite3 (see ``prepared``), inside the transaction
+    SQLAlchemy began."""
+    advance, record, prune = _SPEND[(False, strict)]
+    rows, _ = on_driver(connection, advance, params)
+    if not rows:
+        return None
+    if not on_driver(connection, record, params)[0]:
+        return None  # a replay; the caller's rollback undoes the (no-op) advance
+    key = SessionKey(**dict(zip(_KEY_NAMES, rows[0], strict=True)))
+    if key.last_seen_nonce == params["nonce"]:  # the window moved up: forget what fell out
+        bound = key.last_seen_nonce - params["window"]
+        on_driver(connection, prune, {"address": key.address, "bound": bound}, fetch=False)
+    return key
+
+
+def _insert_invoice(dialect: Dialect) -> ClauseElement:
+    insert_into = pg_insert if dialect.name == "postgresql" else sqlite_insert
+    return (
+        insert_into(invoices)
+        .values({column.name: bindparam(column.name) for column in invoices.c})
+        .on_conflict_do_nothing(index_elements=["guid"])
+        .returning(invoices.c.guid)
+    )
+
+
+_INVOICE_BY_GUID = select(invoices).where(invoices.c.guid == bindparam("guid"))
+#: The request path's invoice statements (see ``prepared``): read, read and lock, create.
+_INVOICE = Prepared(lambda _: _INVOICE_BY_GUID, invoices.c)
+_INVOICE_FOR_UPDATE = Prepared(lambda _: _INVOICE_BY_GUID.with_for_update(), invoices.c)
+_INSERT_INVOICE = Prepared(_insert_invoice, [invoices.c.guid])
 
 
 class SqlStorage:
@@ -244,6 +328,7 @@ class SqlStorage:
         # writer starve the others; other processes still meet the busy handler. An
         # in-memory database also needs it because all threads share its one connection.
         sqlite = self.url.get_backend_name() == "sqlite"
+        self._postgres = self.url.get_backend_name() == "postgresql"
         self._shared_connection = threading.Lock() if sqlite else None
 
     def migrate(self) -> None:
@@ -275,6 +360,49 @@ class SqlStorage:
                     tx.before_commit()
                 finally:
                     tx.close()
+        except Exception as error:
+            outage = unavailable(error)
+            if outage is None:
+                raise
+            raise outage from error
+
+    def spend_nonce(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+    ) -> SessionKey | None:
+        """PostgreSQL: the one statement in autocommit mode, so that it is its own
+        transaction -- one round trip, committed (durably: ``synchronous_commit`` as the
+        server has it) before the answer comes back, with no ``BEGIN`` or ``COMMIT`` round
+        trip around it. SQLite: one ``BEGIN IMMEDIATE`` transaction, as ``transaction()``."""
+        if not self._postgres:
+            with self.transaction() as tx:
+                return tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+        params = _spend_params(address, nonce, digest, window, now)
+        try:
+            self._ensure_schema()
+            # A pooled connection without SQLAlchemy's Connection around it: setting and
+            # resetting the isolation level through it cost more CPU than the statement.
+            pooled = self.engine.raw_connection()
+            try:
+                dbapi: Any = pooled.dbapi_connection
+                dbapi.autocommit = True
+                try:
+                    rows, _ = on_dbapi(
+                        self.engine.dialect, dbapi, _SPEND[(True, strict)][0], params,
+                        pooled.invalidate,
+                    )  # fmt: skip
+                finally:
+                    if pooled.is_valid:
+                        dbapi.autocommit = False
+            finally:
+                pooled.close()
+            return SessionKey(**dict(zip(_KEY_NAMES, rows[0], strict=True))) if rows else None
         except Exception as error:
             outage = unavailable(error)
             if outage is None:
@@ -344,13 +472,13 @@ class SqlTx:
 
     # -- invoices -------------------------------------------------------------------------
     def insert_invoice(self, invoice: Invoice) -> None:
-        if not self._insert_new(invoices, invoice_row(invoice), ["guid"]):
+        if not _INSERT_INVOICE.rows(self._c, invoice_row(invoice)):
             raise ValueError(f"invoice {invoice.guid} already exists")
 
     def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None:
-        query = select(invoices).where(invoices.c.guid == guid)
-        row = self._one(query.with_for_update() if for_update else query)
-        return None if row is None else invoice_from_row(row)
+        query = _INVOICE_FOR_UPDATE if for_update else _INVOICE
+        rows = query.rows(self._c, {"guid": guid})
+        return invoice_from_row(rows[0]) if rows else None
 
     def update_invoice(self, invoice: Invoice) -> None:
         """Raises ``KeyError`` for an unknown guid: an update that silently did nothing
@@ -617,45 +745,31 @@ class SqlTx:
     def accept_nonce(
         self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False
     ) -> bool:
-        if self._postgres:
-            return self._accept_nonce_in_one_statement(address, nonce, digest, window, strict)
-        # SQLite: the same three steps as statements, serial under BEGIN IMMEDIATE.
-        keys, used = session_keys.c, session_nonces.c
-        lowest = keys.last_seen_nonce if strict else keys.last_seen_nonce - window
-        advance = (
-            update(session_keys)
-            .where(keys.address == address, keys.nonce_floor < nonce, lowest < nonce)
-            .values(last_seen_nonce=func.max(keys.last_seen_nonce, nonce))  # scalar max()
-            .returning(keys.last_seen_nonce)
-        )
-        message = {"address": address, "nonce": nonce, "digest": digest}
-        highest = self._c.execute(advance).scalar_one_or_none()
-        if highest is None:
-            return False
-        if not self._insert_new(session_nonces, message, ["address", "nonce", "digest"]):
-            return False  # a replay: the caller's rollback undoes the (no-op) advance
-        if highest == nonce:  # the window moved up: forget what fell out of it
-            self._c.execute(
-                delete(session_nonces).where(
-                    used.address == address, used.nonce <= highest - window
-                )
-            )
-        return True
+        found = self.spend_nonce(address, nonce, digest, window=window, strict=strict, now=_ANY_KEY)
+        return found is not None
 
-    def _accept_nonce_in_one_statement(
-        self, address: str, nonce: int, digest: str, window: int, strict: bool
-    ) -> bool:
-        """PostgreSQL: advance, prune and record as one statement (one round trip).
-
-        The ``UPDATE`` takes the key's row lock first, so one key's messages are decided one
-        at a time, each against the window as the previous one committed it; the
-        ``DELETE`` and ``INSERT`` only touch that key's rows. A replay conflicts with the
+    def spend_nonce(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+    ) -> SessionKey | None:
+        """PostgreSQL: one statement, one round trip. The ``UPDATE`` takes the key's row lock
+        first, so one key's messages are decided one at a time, each against the window as
+        the previous one committed it (READ COMMITTED re-checks the ``WHERE`` on that row);
+        the ``DELETE`` and ``INSERT`` only touch that key's rows. A replay conflicts with the
         committed row (``DO NOTHING``: no row returned), and its advance changed nothing,
-        since a recorded nonce is never above the key's highest.
-        """
-        statement = _ACCEPT_NONCE_STRICT if strict else _ACCEPT_NONCE_WINDOW
-        params = {"address": address, "nonce": nonce, "digest": digest, "window": window}
-        return self._c.execute(statement, params).first() is not None
+        since a recorded nonce is never above the key's highest. SQLite: the same three
+        steps as statements, serial under ``BEGIN IMMEDIATE``; a replay's (no-op) advance is
+        undone by the caller's rollback."""
+        params = _spend_params(address, nonce, digest, window, now)
+        if self._postgres:
+            return _spend_on_postgres(self._c, params, strict)
+        return _spend_on_sqlite(self._c, params, strict)
 
     # -- smart-wallet deposit indexes -------------------------------------------------------
     def allocate_wallet_index(self, owner: str, chain_id: int) -> int:

@@ -296,3 +296,47 @@ def test_money_is_numeric_60_30_on_postgres(sql_url: URL) -> None:
     amount = columns["amount"]
     assert isinstance(amount, Numeric)
     assert (amount.precision, amount.scale) == (60, 30)
+
+
+@POSTGRES_ONLY
+def test_a_connection_the_server_closed_is_replaced_without_a_ping_per_checkout(
+    sql_url: URL, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``SELECT 1`` before each transaction: a pooled connection whose backend the server
+    ended is noticed at checkout by its readable socket and replaced, so the next
+    transaction succeeds instead of failing (or answering 503) once."""
+    store = SqlStorage(sql_url, pool_size=1, max_overflow=0)
+    pings: list[object] = []
+    monkeypatch.setattr(store.engine.dialect, "do_ping", lambda conn: pings.append(conn))
+    try:
+        with store.transaction() as tx:
+            tx.insert_invoice(invoice())
+        with store.engine.connect() as connection:
+            backend = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+        # Autocommit: pg_stat_activity is a snapshot per transaction, so each look must be
+        # a transaction of its own to see the backend go.
+        admin = create_engine(sql_url, isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as connection:
+                ended = connection.execute(
+                    text("SELECT pg_terminate_backend(:pid)"), {"pid": backend}
+                ).scalar_one()
+            assert ended is True
+            deadline = time.monotonic() + 10
+            with admin.connect() as connection:  # until the server has closed it
+                while connection.execute(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"),
+                    {"pid": backend},
+                ).scalar_one():
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+        finally:
+            admin.dispose()
+        for _ in range(3):
+            with store.transaction() as tx:
+                assert tx.get_invoice(invoice().guid) == invoice()
+        with store.engine.connect() as connection:
+            assert connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() != backend
+        assert pings == []
+    finally:
+        store.close()

@@ -33,6 +33,7 @@ ROUTES: list[Route] = [
         response=schemas.INVOICE,
         errors=(400, 401, 403),
         session="owner",
+        one_transaction=True,
     ),
     Route(
         ("POST",),
@@ -50,6 +51,7 @@ ROUTES: list[Route] = [
         "Read an invoice (lazy expiry)",
         response=schemas.INVOICE,
         errors=(401, 404),
+        one_transaction=True,
     ),
     Route(
         ("GET",),

@@ -6,8 +6,8 @@ at all. Implementations must make each method below safe under concurrent transa
 several threads and processes (row locks / atomic statements), because the core relies on it:
 
 - ``advance_nonce`` is one compare-and-set: of N parallel calls with the same nonce, one wins.
-- ``accept_nonce`` records a (key, nonce, digest) once: of N parallel calls with the same
-  triple, one wins, and the key's highest nonce only moves up.
+- ``accept_nonce`` and ``spend_nonce`` record a (key, nonce, digest) once: of N parallel
+  calls with the same triple, one wins, and the key's highest nonce only moves up.
 - ``insert_transaction`` is idempotent on (chain_id, tx_hash, log_index, token): a deposit seen
   twice, by two threads or after a restart, is counted once; ``mark_reorged`` flags a row
   once, so a deposit a reorg removed is taken back out once.
@@ -198,6 +198,27 @@ class StorageTx(Protocol):
         recording while keys already have nonces must also refuse every nonce at or below
         the ``last_seen_nonce`` of that moment (``paycore_storage`` keeps it as a floor),
         because nothing says which of them were used."""
+
+    def spend_nonce(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+    ) -> SessionKey | None:
+        """What a signed request asks of storage, in one step: ``accept_nonce`` for a key
+        that is active at ``now`` (``now < expires_at``, so never a deregistered one), and
+        the key as it stands afterwards -- owner, encryption key, raised ``last_seen_nonce``.
+
+        ``None`` when the key is unknown or not active, or ``accept_nonce`` would refuse;
+        nothing the contract exposes has changed then, and the caller refuses the request
+        (it may read the key to say why). The same atomicity as ``accept_nonce``: of N
+        parallel calls with one triple, one gets the key. Stores make it as few statements
+        as the database allows (``paycore_storage``: one on PostgreSQL), because every
+        signed request pays for it."""
 
     # -- smart-wallet deposit indexes -------------------------------------------------------
     def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
@@ -484,6 +505,21 @@ class Storage(Protocol):
     def transaction(self) -> AbstractContextManager[StorageTx]:
         """Open a unit of work: ``with storage.transaction() as tx: ...`` commits when the
         block ends and rolls back everything if it raises."""
+
+    def spend_nonce(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+    ) -> SessionKey | None:
+        """``StorageTx.spend_nonce`` as a unit of work of its own, committed before it
+        returns: what a transaction doing only that would do. A store may run it in fewer
+        round trips than a transaction (``paycore_storage``: one autocommitted statement on
+        PostgreSQL), since it is the one storage call every signed request makes."""
 
     def close(self) -> None:
         """Release connections and files; the storage is not used afterwards."""

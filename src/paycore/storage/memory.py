@@ -186,6 +186,19 @@ class MemoryStorage:
             finally:
                 tx._close()
 
+    def spend_nonce(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+    ) -> SessionKey | None:
+        with self.transaction() as tx:
+            return tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+
     def close(self) -> None:
         """Nothing to release; present because the protocol asks for it."""
 
@@ -400,6 +413,23 @@ class _MemoryTx:
             self._undo.append(_forget(used, heapq.heappop(used.heap)))
         self._t.session_keys[address] = attrs.evolve(key, last_seen_nonce=highest)
         return True
+
+    def spend_nonce(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+    ) -> SessionKey | None:
+        key = self._t.session_keys.get(address)
+        if key is None or not now < key.expires_at:
+            return None
+        if not self.accept_nonce(address, nonce, digest, window=window, strict=strict):
+            return None
+        return self._t.session_keys[address]
 
     # -- smart-wallet deposit indexes -------------------------------------------------------
     def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
