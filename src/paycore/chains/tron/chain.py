@@ -59,9 +59,7 @@ class TronChain(ChainBase):
 
     def __init__(self, config: ChainConfig, node: Node | None = None) -> None:
         super().__init__(config)
-        self.node = node or Node(
-            self.rpc_url, api_key=config.api_key, rate_limit=config.rate_limit
-        )
+        self.node = node or Node(self.rpc_url, api_key=config.api_key, rate_limit=config.rate_limit)
         #: What the chain's watcher last reported (``reader.WatchStatus``), for the operator.
         self.watch_status: WatchStatus | None = None
 

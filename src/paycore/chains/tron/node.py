@@ -104,7 +104,6 @@ def call_fails(code: object, message: object) -> bool:
     return code == "OTHER_ERROR" and bool(_CALL_EXCEPTIONS.search(_decoded(message)))
 
 
-
 class RateLimited(NodeError):
     """The node refused a request for rate (429; 403 or 503 with TronGrid's frequency or
     quota text; java-tron's own "lack of computing resources"). ``retry_after`` is the

@@ -115,9 +115,7 @@ class RangeReader:
 
     # -- status ---------------------------------------------------------------------------
     def _status(self, state: str, detail: str) -> WatchStatus:
-        return WatchStatus(
-            state, detail, self._clock(), self.window.size, self.node.limiter.rate
-        )
+        return WatchStatus(state, detail, self._clock(), self.window.size, self.node.limiter.rate)
 
     def _set(self, state: str, detail: str) -> None:
         since = self.status.since if state == self.status.state else self._clock()
@@ -128,8 +126,7 @@ class RangeReader:
         """Whether the node was found without history less than ``no_history_retry`` ago:
         the pass then sends nothing."""
         return (
-            self.status.state == NO_HISTORY
-            and self._clock() - self._probed < self.no_history_retry
+            self.status.state == NO_HISTORY and self._clock() - self._probed < self.no_history_retry
         )
 
     def _no_history(self, detail: str) -> _Stop:
@@ -326,9 +323,7 @@ class RangeReader:
         refusals = 0
         while True:
             try:
-                return self.node.fetch(
-                    path, body, max_wait=self.max_wait, cap=cap, stop=self._stop
-                )
+                return self.node.fetch(path, body, max_wait=self.max_wait, cap=cap, stop=self._stop)
             except RateLimited as exc:
                 self._rate_limited(exc)
                 refusals += 1

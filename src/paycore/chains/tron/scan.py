@@ -281,7 +281,13 @@ def add_infos(block: BlockDigest, infos: Iterable[RawInfo], tokens: Set[str]) ->
                 to = topics[2][-40:]
                 logs.append(
                     TokenLog(
-                        tx_id, position, index, emitter, topics[1][-40:], to, _word(data, 0),
+                        tx_id,
+                        position,
+                        index,
+                        emitter,
+                        topics[1][-40:],
+                        to,
+                        _word(data, 0),
                         to in sweeps,
                     )
                 )
