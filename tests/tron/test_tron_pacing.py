@@ -107,11 +107,27 @@ def test_the_window_halves_on_failures_and_stops_at_one() -> None:
     window.size = 64
     sizes = []
     for _ in range(8):
-        window.failed()
+        window.failed(window.size)
         sizes.append(window.size)
     assert sizes == [32, 16, 8, 4, 2, 1, 1, 1]
     assert window.cap(1) is None  # one block is read whatever its size
     assert window.cap(2) == 8 * window.target
+
+
+def test_after_a_failure_the_window_does_not_climb_straight_back() -> None:
+    window = BlockWindow(ceiling=100, target=4_000_000)
+    window.fitted(10, 10 * 40_000)  # 40 KB a block
+    window.failed(20)  # 800 KB timed out: 400 KB is the budget now
+    assert window.size == 10
+    sizes = []
+    for _ in range(12):
+        window.fitted(window.size, window.size * 40_000)
+        sizes.append(window.size)
+    assert sizes[:3] == [11, 12, 13]  # a tenth more bytes an answer
+    assert sizes == sorted(sizes) and sizes[-1] <= 32  # a dozen answers later: 1.25 MB
+    before = window.size
+    window.fitted(before, before * 500)  # quiet blocks: the byte budget lets it grow fast
+    assert window.size == 2 * before
 
 
 def test_a_node_that_answers_fewer_blocks_caps_the_window() -> None:

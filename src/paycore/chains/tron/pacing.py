@@ -132,20 +132,31 @@ START_BLOCKS = 10
 HARD_CAP_FACTOR = 8
 
 
+#: How much the byte budget lowered by a failure comes back after each answer.
+RELAX = 1.1
+
+
 class BlockWindow:
     """Blocks per ``getblockbylimitnext`` request, adapted to the answers' sizes.
 
-    ``target`` is the size in bytes an answer should come near: after each answer the
-    window becomes the blocks that fit it at the size just seen per block, but at most
-    twice the window before (growth in steps, so one small block does not invite a hundred
-    big ones). A failure halves it. ``ceiling`` is the operator's cap (``rpc_batch``) and
-    java-tron's 100.
+    ``budget`` is the size in bytes an answer should come near: ``target`` at first, and
+    after each answer the window becomes the blocks that fit it at the size just seen per
+    block -- but at most twice the window before, so one small block does not invite a
+    hundred big ones. A failed request (a timeout, an answer cut off or refused as too
+    large) halves the window and lowers the budget to half the bytes that request would
+    have brought, so the window does not climb straight back to the size that failed; each
+    answer then gives back a tenth, up to ``target``. Quiet blocks still get big windows:
+    the budget is in bytes, not blocks. ``ceiling`` is the operator's cap (``rpc_batch``)
+    and java-tron's 100.
     """
 
     def __init__(self, ceiling: int = MAX_BLOCKS_PER_REQUEST, target: int = 4_000_000) -> None:
         self.ceiling = max(1, min(ceiling, MAX_BLOCKS_PER_REQUEST))
         self.target = max(1, target)
+        self.budget = float(self.target)
         self.size = min(START_BLOCKS, self.ceiling)
+        #: Bytes a block took in the last answer (None before the first).
+        self.per_block: float | None = None
 
     def cap(self, blocks: int) -> int | None:
         """The most bytes an answer for ``blocks`` blocks may have before it is dropped."""
@@ -153,13 +164,17 @@ class BlockWindow:
 
     def fitted(self, blocks: int, size: int) -> None:
         """An answer of ``size`` bytes came for ``blocks`` blocks."""
-        per_block = max(1, size // max(1, blocks))
-        fit = max(1, self.target // per_block)
+        self.per_block = max(1.0, size / max(1, blocks))
+        self.budget = min(float(self.target), self.budget * RELAX)
+        fit = max(1, int(self.budget // self.per_block))
         self.size = max(1, min(self.ceiling, fit, max(self.size, blocks) * 2))
 
-    def failed(self) -> None:
-        """A request for the current window failed (timed out, cut off, refused)."""
-        self.size = max(1, self.size // 2)
+    def failed(self, blocks: int) -> None:
+        """A request for ``blocks`` blocks failed (timed out, cut off, refused)."""
+        if self.per_block is not None:
+            expected = blocks * self.per_block
+            self.budget = max(self.per_block, min(self.budget, expected) / 2)
+        self.size = max(1, min(self.size, blocks) // 2)
 
     def capped(self, blocks: int) -> None:
         """The node answered fewer blocks than asked (its own cap): ask for no more."""

@@ -252,7 +252,7 @@ class RangeReader:
             try:
                 answer, size = self._ask("wallet/getblockbylimitnext", body, self.window.cap(count))
             except NodeError as exc:
-                self.window.failed()
+                self.window.failed(count)
                 if count > 1:  # too big, too slow, or cut off: smaller pieces
                     continue
                 failures += 1
