@@ -243,3 +243,30 @@ def test_a_request_that_keeps_failing_keeps_what_was_read(env: Env) -> None:
     assert_read_once(answers, numbers)  # blocks after the broken one were not fetched again
     failed = [b["num"] for p, b, code, _ in answers if p == INFOS and code != 200]
     assert failed == [broken] * w.reader.attempts
+
+
+def test_the_lease_is_renewed_while_a_long_range_is_read() -> None:
+    """A range that takes longer than the lease (a catch-up under a rate limit) is not
+    taken over by another watcher halfway, and is attributed once."""
+    import threading
+
+    with open_env("core", watcher_lease=1.0) as env:
+        w = watcher(env.gateway)
+        drain(w)
+        invoice, numbers = paid_among_strangers(env, 30, 10)
+        env.chain.seconds_per_block = 0.05
+        env.chain.rate_limit = 12  # with the client's own pace: well over a second
+        w.chain.node.limiter.rate = w.chain.node.limiter.ceiling = 10.0
+        rival = watcher(env.gateway, holder="rival")
+        taken: list[bool] = []
+        thread = threading.Thread(target=lambda: taken.append(bool(w.step().deposits)))
+        started = time.monotonic()
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.2)
+            if time.monotonic() - started > 1.5 and thread.is_alive():
+                assert rival._claim() is None  # still ours, renewed mid-range
+        assert time.monotonic() - started > 2.0  # the range did outlast the lease
+        assert taken == [True]
+        assert status_of(env, invoice) == ("paid", "10")
+        del numbers

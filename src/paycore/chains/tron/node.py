@@ -208,10 +208,12 @@ class Node:
         max_wait: float | None = None,
         cap: int | None = None,
         stop: threading.Event | None = None,
+        timeout: float | None = None,
     ) -> tuple[Any, int]:
         """:meth:`post` for the watcher: waits up to ``max_wait`` seconds for its turn
         (None: as long as it takes; ``stop`` ends the wait), drops an answer over ``cap``
-        bytes (:class:`AnswerTooLarge`), and returns the answer with its size in bytes."""
+        bytes (:class:`AnswerTooLarge`), gives up after ``timeout`` seconds (default the
+        node's), and returns the answer with its size in bytes."""
         wait = self.limiter.reserve(max_wait)
         if wait is None:
             left = self.limiter.paused_for()
@@ -225,7 +227,7 @@ class Node:
             else:
                 time.sleep(wait)
         self.sent += 1
-        raw = self._send(path, body or {}, cap)
+        raw = self._send(path, body or {}, cap, self.timeout if timeout is None else timeout)
         self.received += len(raw)
         try:
             answer = json.loads(raw)
@@ -245,11 +247,11 @@ class Node:
         pause = self.limiter.refused(QUOTA_PAUSE if quota and asked is None else asked)
         return RateLimited(path, text or "rate limited", pause, quota=quota)
 
-    def _send(self, path: str, body: dict[str, Any], cap: int | None) -> bytes:
+    def _send(self, path: str, body: dict[str, Any], cap: int | None, timeout: float) -> bytes:
         """The answer's bytes; raises for transport failures, HTTP errors and a cap."""
         try:
             response = self.provider.sess.post(
-                self.url + path, json=body, timeout=self.timeout, stream=True
+                self.url + path, json=body, timeout=timeout, stream=True
             )
         except requests.Timeout as exc:
             raise NodeTimeout(path, f"{type(exc).__name__}: {exc}") from exc

@@ -102,14 +102,17 @@ class RangeReader:
         self.node = chain.node
         config = chain.config
         self.window = BlockWindow(config.rpc_batch, config.response_bytes)
-        #: The longest one request waits for the rate limiter (the lease must outlive it).
+        #: The longest one request waits for the rate limiter, and for its answer: the
+        #: lease, renewed before each request, must outlive both.
         self.max_wait = max(1.0, min(60.0, config.watcher_lease / 2))
+        self.timeout = min(self.node.timeout, max(0.5, config.watcher_lease / 2))
         self._clock = clock
         self._carry: dict[int, scan.BlockDigest] = {}
         self._carry_tokens: frozenset[str] = frozenset()
         self._carry_at = 0.0
         self._probed = 0.0
         self._stop: threading.Event | None = None
+        self._renew: Callable[[], bool] | None = None
         self.status = self._status(OK, "")
         chain.watch_status = self.status
 
@@ -168,29 +171,23 @@ class RangeReader:
         tokens: frozenset[str],
         *,
         renew: Callable[[], bool] | None = None,
-        renew_every: float = 10.0,
         stop: threading.Event | None = None,
     ) -> Read:
         """Blocks ``start``..``end`` as digests, each with its infos read, each descending
         from the one before and the first from ``parent`` (else :class:`Forked`).
 
         Stops short with a reason when a request keeps failing; ``renew`` (the lease) is
-        called every ``renew_every`` seconds, and a False stops the read too."""
+        called before every request, and a False stops the read too."""
         self._stop = stop
+        self._renew = renew
         self._keep_carry(start, tokens)
         got: list[scan.BlockDigest] = []
         stopped: str | None = None
-        renewed = self._clock()
         n = start
         try:
             while n <= end:
                 if stop is not None and stop.is_set():
                     break
-                if renew is not None and self._clock() - renewed >= renew_every:
-                    if not renew():
-                        stopped = "lease lost"
-                        break
-                    renewed = self._clock()
                 block = self._block(n, end, parent, not got)
                 if got and block.parent != got[-1].block_id:
                     self._drop_carry(n)
@@ -203,7 +200,7 @@ class RangeReader:
         except _Stop as exc:
             stopped = None if stop is not None and stop.is_set() else str(exc)
         finally:
-            self._stop = None
+            self._stop = self._renew = None
         if stopped is None and self.status.state != OK:
             if self.status.state == NO_HISTORY:
                 log.info("chain %d: the node has transaction history again", self.chain.chain_id)
@@ -322,8 +319,17 @@ class RangeReader:
         """One request, waiting out refusals for rate (``rate_attempts`` of them)."""
         refusals = 0
         while True:
+            if self._renew is not None and not self._renew():
+                raise _Stop("lease lost")
             try:
-                return self.node.fetch(path, body, max_wait=self.max_wait, cap=cap, stop=self._stop)
+                return self.node.fetch(
+                    path,
+                    body,
+                    max_wait=self.max_wait,
+                    cap=cap,
+                    stop=self._stop,
+                    timeout=self.timeout,
+                )
             except RateLimited as exc:
                 self._rate_limited(exc)
                 refusals += 1

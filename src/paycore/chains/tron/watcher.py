@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -64,6 +65,7 @@ from .chain import TronChain
 from .reader import NO_HISTORY, RangeReader, WatchStatus
 
 if TYPE_CHECKING:
+    from paycore.chains.records import ChainCursor
     from paycore.gateway import Gateway
 
 log = logging.getLogger("paycore.watcher")
@@ -90,6 +92,7 @@ class TronWatcher(ChainWatcher[TronChain]):
     def __init__(self, gateway: Gateway, chain: TronChain, *, holder: str | None = None) -> None:
         super().__init__(gateway, chain, holder=holder)
         self.reader = RangeReader(chain)
+        self._leased_at = 0.0
 
     @property
     def status(self) -> WatchStatus:
@@ -138,9 +141,17 @@ class TronWatcher(ChainWatcher[TronChain]):
         return block
 
     # -- fetching -------------------------------------------------------------------------
+    def _claim(self) -> ChainCursor | None:
+        cursor = super()._claim()
+        self._leased_at = time.monotonic()
+        return cursor
+
     def _renew(self) -> bool:
-        """Renew the lease mid-range (a mainnet range under a rate limit can take longer
-        than the lease); False when another watcher holds it now."""
+        """Renew the lease mid-range once a quarter of it has passed (a mainnet range under
+        a rate limit can take longer than the lease; the reader asks before each request,
+        and a request takes at most half the lease); False when another watcher holds it."""
+        if time.monotonic() - self._leased_at < self.config.watcher_lease / 4:
+            return True
         return self._claim() is not None
 
     def _fetch(
@@ -158,7 +169,6 @@ class TronWatcher(ChainWatcher[TronChain]):
             parent,
             frozenset(tokens),
             renew=self._renew,
-            renew_every=self.config.watcher_lease / 3,
             stop=stop,
         )
         if read.stopped is not None and self.reader.status.state != NO_HISTORY:
