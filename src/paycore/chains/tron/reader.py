@@ -105,7 +105,6 @@ class RangeReader:
         #: The longest one request waits for the rate limiter, and for its answer: the
         #: lease, renewed before each request, must outlive both.
         self.max_wait = max(1.0, min(60.0, config.watcher_lease / 2))
-        self.timeout = min(self.node.timeout, max(0.5, config.watcher_lease / 2))
         self._clock = clock
         self._carry: dict[int, scan.BlockDigest] = {}
         self._carry_tokens: frozenset[str] = frozenset()
@@ -115,6 +114,11 @@ class RangeReader:
         self._renew: Callable[[], bool] | None = None
         self.status = self._status(OK, "")
         chain.watch_status = self.status
+
+    @property
+    def timeout(self) -> float:
+        """Seconds one request may take: the node's timeout, at most half the lease."""
+        return min(self.node.timeout, max(0.5, self.chain.config.watcher_lease / 2))
 
     # -- status ---------------------------------------------------------------------------
     def _status(self, state: str, detail: str) -> WatchStatus:
