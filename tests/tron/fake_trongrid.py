@@ -13,12 +13,13 @@ java-tron writes them:
   ``transactions`` (left out when the block has none, as java-tron does); ``{}`` for a
   block that does not exist.
 - ``wallet/getblockbylimitnext`` {``startNum``, ``endNum`` (exclusive)} -> ``{"block":
-  [Block, ...]}``, ``{}`` when none.
+  [Block, ...]}`` (an empty list when none), ``{}`` for a range of more than 100.
 - a Transaction (visible false): ``ret`` [{``contractRet``}], ``signature``, ``txID``,
   ``raw_data`` {``contract`` [{``parameter`` {``value``, ``type_url``}, ``type``}],
   ``ref_block_bytes``, ``ref_block_hash``, ``expiration``, ``timestamp``, ``fee_limit``},
   ``raw_data_hex`` (the protobuf bytes of ``raw_data``; ``txID`` is their sha256).
-- ``wallet/gettransactioninfobyblocknum`` {``num``} -> a list of TransactionInfo: ``id``,
+- ``wallet/gettransactioninfobyblocknum`` {``num``} -> a list of TransactionInfo (``[]``
+  when the node keeps no history, ``history`` False): ``id``,
   ``fee``, ``blockNumber``, ``blockTimeStamp``, ``contractResult``, ``contract_address``,
   ``receipt`` {``energy_usage_total``, ``net_usage``, ``result``} and ``log`` [{``address``
   (20 bytes hex, no 41), ``topics`` (hex, no 0x), ``data``}].
@@ -26,18 +27,26 @@ java-tron writes them:
   ``code``, ``message``}, ``energy_used``, ``constant_result`` [hex], ``transaction``; a
   revert is ``result.result`` true with ``message`` "REVERT opcode executed" and
   ``transaction.ret[0].ret`` "FAILED"; a missing contract is ``result.code``
-  CONTRACT_VALIDATE_ERROR.
+  CONTRACT_VALIDATE_ERROR ("Smart contract is not exist."); another TVM exception
+  (``vm_failures``) is OTHER_ERROR. ``Return.message`` is text for a ``visible`` request,
+  hex otherwise, and a false ``result`` is left out.
 - ``wallet/triggersmartcontract`` -> ``{"result": {"result": true}, "transaction":
   {"visible", "txID", "raw_data", "raw_data_hex"}}``; a test can rewrite the transaction
   (``tamper``, with :func:`rebuilt`) to play a node that adds a memo, a ``Permission_id``
   or anything else, and the encoder writes those fields as ``tron.proto`` numbers them.
 - ``wallet/getaccount`` {``address``, ``visible``} -> Account {``address``, ``balance``
   (SUN, left out when 0), ``create_time``}, ``{}`` for an account that does not exist.
-- ``wallet/getcontract`` {``value``, ``visible``} -> SmartContract {``contract_address``,
-  ``bytecode``, ``name``, ``origin_address``}, ``{}`` when there is no contract.
+- ``wallet/getcontract`` {``value``, ``visible``} -> SmartContract {``origin_address``,
+  ``contract_address``, ``bytecode``, ``name``, ...}; no ``bytecode`` for a wallet made by
+  CREATE2; ``{}`` when there is no contract.
 - ``wallet/broadcasthex`` {``transaction``: hex of the signed protobuf Transaction} ->
-  ``{"result": true, "txid": ...}``, or ``{"result": false, "code": "SIGERROR", "message":
-  ...}``.
+  ``{"result", "code", "message", "transaction" (JSON text), "txid"}``: ``SUCCESS`` with
+  an empty message, or ``SIGERROR`` with java-tron's text for a signature that does not
+  verify.
+
+With ``rate_limit``, ``max_response_bytes``, ``seconds_per_block`` and ``fill`` it plays a
+provider on mainnet: 429 with TronGrid's text and a penalty, 413 over a size cap, slow big
+answers, blocks of 300 transactions. ``answered`` records every answer's status and size.
 
 The contracts are simulated, not executed: TRC20 tokens answer ``decimals``/``symbol``/
 ``balanceOf`` from a ledger replayed from the blocks; the factory answers ``feeSettings`` and
@@ -333,8 +342,10 @@ class FakeTron:
         #: A test's answer to ``triggerconstantcontract`` in place of the simulated one
         #: (java-tron's shapes for a failure the simulation does not produce); None: simulate.
         self.constant_answer: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
-        #: An HTTP status every request is answered with (a node in trouble); None: serve.
+        #: An HTTP status every request is answered with (a node in trouble, a provider's
+        #: refusal), with ``http_body`` as the body; None: serve.
         self.http_status: int | None = None
+        self.http_body = b""
         #: Functions whose dry run fails in the TVM with an exception other than REVERT:
         #: selector text -> (exception class in ``Program``, its message).
         self.vm_failures: dict[str, tuple[str, str]] = {}
@@ -867,7 +878,7 @@ def serve(chain: FakeTron) -> Iterator[str]:
                 body = None
             chain.requests.append((self.path, dict(self.headers.items()), body))
             if chain.http_status is not None:
-                self._send(chain.http_status, b"", body)
+                self._send(chain.http_status, chain.http_body, body)
                 return
             if chain.limited(time.monotonic()):
                 # TronGrid's refusal for rate (its documented text for the full-node API).

@@ -270,3 +270,37 @@ def test_the_lease_is_renewed_while_a_long_range_is_read() -> None:
         assert taken == [True]
         assert status_of(env, invoice) == ("paid", "10")
         del numbers
+
+
+def test_a_spent_daily_quota_is_said_once_and_helpers_do_not_hang(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    w = watcher(env.gateway)
+    drain(w)
+    invoice, _numbers = paid_among_strangers(env, 2, 5)
+    env.chain.http_status = 403
+    env.chain.http_body = b'{"Error": "Exceed the user daily usage (100000), please upgrade"}'
+    with caplog.at_level(logging.WARNING, logger="paycore.watcher"):
+        report = w.step()
+    assert report.error and not report.caught_up
+    assert w.status.state == "quota-spent"
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "daily usage" in errors[0].getMessage()
+    assert w.chain.node.limiter.paused_for() > 50  # a minute between tries
+    # A merchant's call does not wait out the pause: a 502 at once, nothing sent.
+    sent = len(env.chain.requests)
+    started = time.monotonic()
+    _owner, owner_t, session = env.merchant("quota-merchant")
+    answer = env.api.post(
+        "/getBalances", {"ownerAddress": owner_t, "chainId": CHAIN_ID}, session=session
+    )
+    assert "rate limited" in answer.error(502)
+    assert time.monotonic() - started < 5.0
+    assert len(env.chain.requests) == sent
+    # The quota back: the deposit is counted.
+    env.chain.http_status = None
+    limiter = w.chain.node.limiter
+    limiter._paused_until = limiter._next = 0.0  # the next day, without waiting for it
+    drain(w)
+    assert status_of(env, invoice) == ("paid", "10")
+    assert w.status.state == OK

@@ -151,7 +151,8 @@ class RangeReader:
         self._set(NO_HISTORY, detail)
         return _Stop(f"the node has no transaction history: {detail}")
 
-    def _rate_limited(self, exc: RateLimited) -> None:
+    def rate_limited(self, exc: RateLimited) -> None:
+        """Show and (once per state) log a refusal for rate."""
         state = QUOTA if exc.quota else RATE_LIMITED
         if self.status.state != state:
             level = logging.ERROR if exc.quota else logging.WARNING
@@ -335,7 +336,7 @@ class RangeReader:
                     timeout=self.timeout,
                 )
             except RateLimited as exc:
-                self._rate_limited(exc)
+                self.rate_limited(exc)
                 refusals += 1
                 if not exc.sent or refusals >= self.rate_attempts:
                     raise _Stop(f"rate limited by the node: {exc.detail}") from exc

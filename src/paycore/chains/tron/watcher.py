@@ -62,6 +62,7 @@ from paycore.domain.tokens import NATIVE
 from . import scan
 from .address import to_evm
 from .chain import TronChain
+from .node import RateLimited
 from .reader import NO_HISTORY, RangeReader, WatchStatus
 
 if TYPE_CHECKING:
@@ -100,6 +101,17 @@ class TronWatcher(ChainWatcher[TronChain]):
         return self.reader.status
 
     # -- one pass -------------------------------------------------------------------------
+    def step(self, stop: threading.Event | None = None) -> StepReport:
+        """One pass; a node refusing for rate (the head, a hash) ends it with the reason,
+        shown in the status and said once, instead of a traceback each pass."""
+        try:
+            return super().step(stop)
+        except RateLimited as exc:
+            self.reader.rate_limited(exc)
+            return StepReport(
+                held=True, caught_up=False, error=f"rate limited by the node: {exc.detail}"
+            )
+
     def _ask(self, path: str, body: dict[str, Any] | None = None) -> Any:
         answer, _size = self.chain.node.fetch(path, body, max_wait=self.reader.max_wait)
         return answer
