@@ -12,17 +12,13 @@ them. Skipped when Node or the npm packages are missing, unless ``PAYCORE_REQUIR
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import random
-import shutil
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_trongrid import b58, h20
+from node_oracles import run_oracle
 from tron_env import (
     CHAIN_ID,
     FACTORY,
@@ -47,39 +43,8 @@ from paycore.errors import InvalidInput
 
 pytestmark = [pytest.mark.node, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-ORACLE = ROOT / "tests" / "node" / "tronweb_oracle.mjs"
-
-
-def _missing() -> str | None:
-    if shutil.which("node") is None:
-        return "node is not installed"
-    if not (ROOT / "node_modules" / "tronweb" / "package.json").is_file():
-        return "node_modules/tronweb is missing (run npm ci)"
-    return None
-
-
 def tronweb(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    missing = _missing()
-    if missing is not None:
-        if os.environ.get("PAYCORE_REQUIRE_NODE") == "1":
-            pytest.fail(f"PAYCORE_REQUIRE_NODE=1 but {missing}")
-        pytest.skip(missing)
-    done = subprocess.run(
-        ["node", str(ORACLE)],
-        input=json.dumps({"tasks": tasks}),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"tronweb oracle failed: {done.stderr[-2000:]}")
-    results: list[dict[str, Any]] = json.loads(done.stdout)
-    assert len(results) == len(tasks)
-    return results
+    return run_oracle("tronweb_oracle.mjs", "tronweb", tasks)
 
 
 def secret(label: str) -> str:

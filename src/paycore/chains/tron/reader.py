@@ -258,10 +258,7 @@ class RangeReader:
                 if count > 1:  # too big, too slow, or cut off: smaller pieces
                     continue
                 failures += 1
-                if failures >= self.attempts:
-                    self._set(NODE_ERROR, str(exc.detail)[:200])
-                    raise _Stop(f"blocks from {n}: {exc.detail}") from exc
-                self._pause(failures)
+                self._retry(exc, failures, f"blocks from {n}")
                 continue
             listed = answer.get("block") if isinstance(answer, dict) else None
             by_number = {scan.number(b): b for b in listed or [] if isinstance(b, dict)}
@@ -295,10 +292,7 @@ class RangeReader:
                 )
             except NodeError as exc:
                 failures += 1
-                if failures >= self.attempts:
-                    self._set(NODE_ERROR, str(exc.detail)[:200])
-                    raise _Stop(f"transaction infos of block {block.number}: {exc.detail}") from exc
-                self._pause(failures)
+                self._retry(exc, failures, f"transaction infos of block {block.number}")
                 continue
             infos = answer if isinstance(answer, list) else []
             if not infos:
@@ -340,6 +334,14 @@ class RangeReader:
                 refusals += 1
                 if not exc.sent or refusals >= self.rate_attempts:
                     raise _Stop(f"rate limited by the node: {exc.detail}") from exc
+
+    def _retry(self, exc: NodeError, failures: int, what: str) -> None:
+        """After the ``failures``-th failed attempt at ``what``: pause before the next, or
+        give up the rest of the range once ``attempts`` have failed."""
+        if failures >= self.attempts:
+            self._set(NODE_ERROR, str(exc.detail)[:200])
+            raise _Stop(f"{what}: {exc.detail}") from exc
+        self._pause(failures)
 
     def _pause(self, failures: int) -> None:
         delay = min(10.0, self.backoff * 2 ** (failures - 1))
