@@ -31,9 +31,11 @@ def address(n: int) -> str:
 def test_invoices_at_addresses_groups_oldest_first_per_address_of_one_chain(
     storage: Storage,
 ) -> None:
+    """Oldest first is creation order, as in ``invoices_at_address``: not ``created_at``
+    (a clock that stepped back between two inserts) and not the guid."""
     with storage.transaction() as tx:
-        tx.insert_invoice(invoice(guid(1), created_at=300, address=address(7)))
-        tx.insert_invoice(invoice(guid(2), created_at=100, address=address(7)))
+        tx.insert_invoice(invoice(guid(2), created_at=300, address=address(7)))
+        tx.insert_invoice(invoice(guid(1), created_at=100, address=address(7)))
         tx.insert_invoice(invoice(guid(3), created_at=200, address=address(5)))
         tx.insert_invoice(invoice(guid(4), created_at=50, address=address(5), chain_id=137))
     with storage.transaction() as tx:
@@ -42,7 +44,7 @@ def test_invoices_at_addresses_groups_oldest_first_per_address_of_one_chain(
             address(5): [guid(3)],
             address(7): [guid(2), guid(1)],
         }
-        assert found[address(7)][0] == invoice(guid(2), created_at=100, address=address(7))
+        assert found[address(7)][0] == invoice(guid(2), created_at=300, address=address(7))
         assert tx.invoices_at_addresses(1, []) == {}
         assert list(tx.invoices_at_addresses(137, [address(5)])) == [address(5)]
 

@@ -182,6 +182,54 @@ def test_concurrent_drains_split_the_events_without_overlap(storage: Storage) ->
     assert first == sorted(first) and second == sorted(second)
 
 
+def test_row_counts_agree_with_the_rows_after_concurrent_inserts(storage: Storage) -> None:
+    """Eight writers at once insert invoices and transactions of one owner on two chains,
+    flag some transfers reorged and revive a few (each writer several transactions, some
+    rolled back): the maintained counts must equal counting the rows."""
+
+    class Undo(Exception):
+        pass
+
+    def write(worker: int) -> None:
+        for round_ in range(6):
+            try:
+                with storage.transaction() as tx:
+                    chain = 1 if (worker + round_) % 2 else 137
+                    name = f"{worker:04d}{round_:04d}"
+                    tx.insert_invoice(
+                        invoice(f"00000000-0000-4000-8000-{name}0000", chain_id=chain)
+                    )
+                    row = transaction(f"0x{name}", chain_id=chain)
+                    tx.insert_transaction(row)
+                    tx.insert_transaction(transaction(f"0x{name}", chain_id=chain, log_index=1))
+                    if round_ % 3 == 1:
+                        tx.mark_reorged(*row.key)
+                    if round_ % 3 == 2:
+                        tx.mark_reorged(*row.key)
+                        tx.insert_transaction(row)  # mined again
+                    if round_ == 5:
+                        raise Undo
+            except Undo:
+                pass
+
+    race(8, write)
+    with storage.transaction() as tx:
+        invoices_all, invoices_total = tx.list_invoices(owner=OWNER)
+        rows_all, rows_total = tx.list_transactions(OWNER, limit=10_000)
+        by_chain = {
+            chain: (
+                tx.count_invoices(owner=OWNER, chain_id=chain),
+                tx.count_transactions(OWNER, chain_id=chain),
+            )
+            for chain in (1, 137)
+        }
+    assert len(invoices_all) == invoices_total == 8 * 5
+    assert len(rows_all) == rows_total == 8 * 5 * 2 - 8 * 2  # two rounds of 5 stay flagged
+    for chain, (invoice_count, row_count) in by_chain.items():
+        assert invoice_count == sum(1 for i in invoices_all if i.chain_id == chain)
+        assert row_count == sum(1 for r in rows_all if r.chain_id == chain)
+
+
 def test_a_challenge_taken_in_parallel_is_handed_out_once(storage: Storage) -> None:
     with storage.transaction() as tx:
         tx.put_challenge(PowChallenge("c0ffee", OWNER, 8, 2_000_000_000))
