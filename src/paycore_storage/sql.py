@@ -776,6 +776,9 @@ class SqlTx:
             written = self._c.execute(stmt, rows).rowcount
         if written == len(records):
             savepoint.commit()
+            for record in records:  # counted exactly as ``insert_transaction`` counts one
+                if not record.reorged:
+                    self._count_transaction(record, 1)
             return [True] * len(records)
         savepoint.rollback()
         return [self.insert_transaction(record) for record in records]

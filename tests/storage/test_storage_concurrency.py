@@ -184,8 +184,9 @@ def test_concurrent_drains_split_the_events_without_overlap(storage: Storage) ->
 
 def test_row_counts_agree_with_the_rows_after_concurrent_inserts(storage: Storage) -> None:
     """Eight writers at once insert invoices and transactions of one owner on two chains,
-    flag some transfers reorged and revive a few (each writer several transactions, some
-    rolled back): the maintained counts must equal counting the rows."""
+    one at a time and in bulk, flag some transfers reorged and revive a few (each writer
+    several transactions, some rolled back): the maintained counts must equal counting
+    the rows."""
 
     class Undo(Exception):
         pass
@@ -202,6 +203,11 @@ def test_row_counts_agree_with_the_rows_after_concurrent_inserts(storage: Storag
                     row = transaction(f"0x{name}", chain_id=chain)
                     tx.insert_transaction(row)
                     tx.insert_transaction(transaction(f"0x{name}", chain_id=chain, log_index=1))
+                    # In bulk: all new (one statement), then with a known row (row by row).
+                    bulk = [transaction(f"0x{name}", chain_id=chain, log_index=n) for n in (2, 3)]
+                    assert tx.insert_transactions(bulk) == [True, True]
+                    again = [row, transaction(f"0x{name}", chain_id=chain, log_index=4)]
+                    assert tx.insert_transactions(again) == [False, True]
                     if round_ % 3 == 1:
                         tx.mark_reorged(*row.key)
                     if round_ % 3 == 2:
@@ -224,7 +230,7 @@ def test_row_counts_agree_with_the_rows_after_concurrent_inserts(storage: Storag
             for chain in (1, 137)
         }
     assert len(invoices_all) == invoices_total == 8 * 5
-    assert len(rows_all) == rows_total == 8 * 5 * 2 - 8 * 2  # two rounds of 5 stay flagged
+    assert len(rows_all) == rows_total == 8 * 5 * 5 - 8 * 2  # two rounds of 5 stay flagged
     for chain, (invoice_count, row_count) in by_chain.items():
         assert invoice_count == sum(1 for i in invoices_all if i.chain_id == chain)
         assert row_count == sum(1 for r in rows_all if r.chain_id == chain)

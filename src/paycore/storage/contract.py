@@ -169,7 +169,8 @@ class StorageTx(Protocol):
 
     def insert_transactions(self, records: Sequence[Transaction]) -> list[bool]:
         """``insert_transaction`` for each record, in order (one round trip for the new ones
-        where the database allows); returns, per record, whether it was written."""
+        where the database allows); returns, per record, whether it was written. The
+        counts of ``count_transactions`` follow exactly as for one insert at a time."""
 
     def known_transfers(self, keys: Sequence[TransferKey]) -> set[TransferKey]:
         """Which of these transfers (chain_id, tx_hash, log_index, token) have a stored row
