@@ -1286,18 +1286,18 @@ class SqlTx:
     ) -> PruneBatch:
         """Which events a queue still needs is worked out per owner: the lowest cursor of
         its queues (one grouped read) and, only for owners with a queue behind an event, the
-        id of the owner's ``queue_cap``-th newest event (one index probe each). Both
-        only move up while this runs -- cursors advance, new queues start at the newest
-        event, new events come after -- so a decision made on them stays right until the
-        DELETE."""
+        id of the owner's ``queue_cap``-th newest event (one index probe each). Both only
+        move up while this runs -- cursors advance, a new queue starts at the horizon, which
+        is past every event it may be owed, and an event added later can only raise the
+        owner's ``queue_cap``-th newest -- so a decision made on them stays right until the
+        DELETE. The newest event may go too: ids are never handed out again (a sequence on
+        PostgreSQL, ``AUTOINCREMENT`` on SQLite), so no later event can take its place."""
         o, q = outbox.c, event_queues.c
         rows = self._all(
             select(o.id, o.owner, o.created_at).where(o.id > after).order_by(o.id).limit(limit)
         )
         old = list(itertools.takewhile(lambda r: r["created_at"] < created_before, rows))
-        newest = self._c.execute(select(func.max(o.id))).scalar_one_or_none() or 0
-        candidates = [r for r in old if r["id"] < newest]
-        owners = sorted({r["owner"] for r in candidates})
+        owners = sorted({r["owner"] for r in old})
         cursors: dict[str, int] = {}
         if owners:
             lowest = (
@@ -1322,7 +1322,7 @@ class SqlTx:
                 floors[owner] = self._c.execute(nth_newest).scalar_one_or_none() or 0
             return bool(event_id >= floors[owner])
 
-        doomed = [r["id"] for r in candidates if not still_queued(r)]
+        doomed = [r["id"] for r in old if not still_queued(r)]
         if doomed:
             self._c.execute(delete(outbox).where(o.id.in_(doomed)))
         done = len(old) < len(rows) or len(rows) < limit

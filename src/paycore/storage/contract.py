@@ -298,7 +298,8 @@ class StorageTx(Protocol):
 
     # -- events: outbox and per-consumer queues ---------------------------------------------
     def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
-        """Append to the outbox; returns the event id (strictly increasing)."""
+        """Append to the outbox; returns the event id (strictly increasing: once committed,
+        an id is never handed out again, even after its event has been pruned)."""
 
     def add_events(self, events: Sequence[NewEvent]) -> list[int]:
         """``add_event`` for each, in order, in one round trip where the database allows;
@@ -399,9 +400,10 @@ class StorageTx(Protocol):
 
         An event is still needed while some queue of its owner has not drained it (its
         cursor is below the event) and it is among the owner's newest ``queue_cap`` events
-        (``drain_queue``'s cap: a queue never hands out an older one). The newest event of
-        all is always kept, so the next event's position after it never goes backwards.
-        The batch stops at the first event created at or after ``created_before``."""
+        (``drain_queue``'s cap: a queue never hands out an older one). The newest event may
+        go as well: an event id is never handed out twice (``add_event``), so the next
+        event still comes after every cursor. The batch stops at the first event created at
+        or after ``created_before``."""
 
     def prune_deliveries(self, settled_before: int, after: int, limit: int) -> PruneBatch:
         """Delete webhook deliveries that are settled (delivered or failed), whose retry

@@ -700,7 +700,6 @@ class _MemoryTx:
         cursors: dict[str, int] = {}  # owner -> the lowest cursor of its queues
         for queue in self._t.queues.values():
             cursors[queue.owner] = min(queue.cursor, cursors.get(queue.owner, queue.cursor))
-        newest_id = events[-1].id if events else 0
         floors: dict[str, int] = {}  # owner -> id of its queue_cap-th newest event
 
         def still_queued(event: OutboxEvent) -> bool:
@@ -712,7 +711,7 @@ class _MemoryTx:
                 floors[event.owner] = ids[-queue_cap] if len(ids) >= queue_cap else 0
             return event.id >= floors[event.owner]
 
-        doomed = {e.id for e in old if e.id != newest_id and not still_queued(e)}
+        doomed = {e.id for e in old if not still_queued(e)}
         if doomed:
             self._t.events = [e for e in events if e.id not in doomed]
         done = young_met or len(batch) < limit
