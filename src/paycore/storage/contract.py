@@ -307,8 +307,10 @@ class StorageTx(Protocol):
 
     def open_queue(self, consumer: str, owner: str) -> None:
         """Create ``consumer``'s queue of ``owner``'s events if missing. A new queue starts
-        after the newest existing event (on PostgreSQL at the horizon: before any event a
-        transaction still open may commit); an existing one is left as it is."""
+        after the newest existing event; an existing one is left as it is. Where write
+        transactions overlap (PostgreSQL) it starts at the horizon instead (``drain_queue``):
+        no event committed after it opened is missed, and events committed just before it
+        while an older writer was still open may be handed out as well."""
 
     def drain_queue(self, consumer: str, cap: int) -> list[OutboxEvent]:
         """Return the queued events (oldest first, at most the newest ``cap``) and mark them
