@@ -32,9 +32,11 @@ Direction = Literal["older", "newer"]
 Kind = Literal["invoices", "transactions"]
 
 #: A cursor is a few dozen bytes; anything much longer is not one of ours.
-_MAX_CURSOR = 512
-#: The cursor that asks for the last page (the oldest rows), newest first like every page.
-LAST = "last"
+MAX_CURSOR = 512
+#: The cursors that ask for the first page (the newest rows) and the last one (the oldest),
+#: each newest first like every page. Words, not an empty value: in a query an empty value
+#: is a parameter not given (``paycore.api.wire``), which keeps the unpaged answer.
+FIRST, LAST = "first", "last"
 
 T = TypeVar("T")
 
@@ -61,13 +63,13 @@ class Cursor:
 
 
 def read_cursor(text: str, kind: Kind) -> Cursor:
-    """The cursor a client sent: empty is the first page, ``last`` the last one."""
-    if text == "":
+    """The cursor a client sent: ``first`` is the first page, ``last`` the last one."""
+    if text == FIRST:
         return Cursor(kind, "older", None, 0)
     if text == LAST:
         return Cursor(kind, "newer", None, 0)
     try:
-        if len(text) > _MAX_CURSOR or not text.isascii():
+        if len(text) > MAX_CURSOR or not text.isascii():
             raise ValueError
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         data = json.loads(raw)
