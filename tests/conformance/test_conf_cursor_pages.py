@@ -8,6 +8,8 @@ from typing import Any
 from conf_env import Env, MakeEnv
 from conf_keys import SessionKey
 
+from paycore.domain.paging import Cursor
+
 
 def _get(env: Env, key: SessionKey, path: str, query: str) -> Any:
     return env.api.get(path, query, session=key).ok()
@@ -117,6 +119,10 @@ def test_bad_cursors_are_400(env: Env) -> None:
         )
     env.api.get("/transactions", f"owner={owner.address}&cursor={own_cursor}", session=key).error(
         400, prefix="invalid request: cursor: "
+    )
+    nowhere = Cursor("invoices", "older", "no-such-guid", 1).encode()
+    env.api.get("/invoices", f"{invoices}&cursor={nowhere}", session=key).error(
+        400, prefix="invalid request: cursor: no such position"
     )
     env.api.get("/invoices", f"{invoices}&offset=1&cursor=first", session=key).error(
         400, prefix="invalid request: offset: "
