@@ -28,8 +28,9 @@ alternating between the sizes call by call so that both meet the same load; the 
 those calls is the repetition's figure. ``--reps`` repetitions are interleaved -- each
 figure on every database, then the next figure -- and the median repetition is reported.
 The 10k figure is the ceiling of its 1M one: a page that does not grow with the table
-costs the same at both. Output: one JSON object per line on stdout (each figure, then each
-ratio); progress on stderr.
+costs the same at both. Output: one JSON object per line on stdout (each figure; then each
+ratio as ``figure``/``value`` at the large size against ``ceiling``/``ceiling_value`` at
+the small one, in milliseconds); progress on stderr.
 
     python bench/scale_bench.py [--sizes 10000,1000000] [--reps 3] [--inner 15]
                                 [--postgres-url postgresql://postgres@127.0.0.1:5432/test]
@@ -507,9 +508,11 @@ def main() -> None:
                 _emit(
                     {
                         "kind": "ratio",
-                        "figure": name,
+                        "figure": f"{name}@{sizes[-1]}",
+                        "value": round(large, 3),
+                        "ceiling": f"{name}@{sizes[0]}",
+                        "ceiling_value": round(small, 3),
                         "backend": backend,
-                        "sizes": [sizes[0], sizes[-1]],
                         "ratio": round(ratio, 2),
                         "target": TARGET if targeted else None,
                         "within_target": ratio <= TARGET if targeted else None,
