@@ -1021,7 +1021,9 @@ class SqlTx:
     # -- events ---------------------------------------------------------------------------
     def _publish(self) -> None:
         """PostgreSQL: before this transaction takes its first event id, publish the lowest
-        one it can take (module docstring, Event order)."""
+        one it can take (module docstring, Event order). Never from inside a savepoint that
+        may roll back (``insert_transactions``' is the only one, and adds no event): the
+        lock would end with the savepoint while the transaction still holds its ids."""
         if self._postgres and not self._published:
             self._c.execute(_PUBLISH)
             self._published = True
