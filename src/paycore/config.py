@@ -324,6 +324,10 @@ class Settings:
     salt_window: int = 600
     #: Events one poll queue holds; beyond it the oldest are dropped.
     event_retention: int = 1000
+    #: Most invoices GET /invoices answers without ``offset``/``limit``/``cursor`` (it
+    #: streams them, in constant memory); more matches are refused with a 400 that says
+    #: to page instead, so one request cannot keep a process busy for minutes.
+    invoice_list_max: int = attrs.field(default=10_000, converter=int)
     #: Fraction of ``value`` an invoice may fall short by and still count as paid (BTCPay's
     #: "payment tolerance"); 0 means the full amount.
     underpayment_tolerance: Decimal = Decimal(0)
@@ -499,6 +503,8 @@ class Settings:
             raise InvalidInput("session_key_cap", "must be at least 1")
         if self.ingest_batch < 1:
             raise InvalidInput("ingest_batch", "must be at least 1")
+        if self.invoice_list_max < 1:
+            raise InvalidInput("invoice_list_max", "must be at least 1")
         if self.nonce_mode not in NONCE_MODES:
             raise InvalidInput("nonce_mode", f"must be one of {', '.join(NONCE_MODES)}")
         # Bounded so that ``highest - window`` and ``now_ms + horizon`` stay in 64 bits.

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
+
+import attrs
 
 from .auth.service import ProofOfWork, Sessions
 from .chains import ChainBackend
@@ -27,6 +29,7 @@ from .domain.invoices import (
     parse_new_invoice,
     reorg_deposit,
 )
+from .domain.paging import Page, page_from, read_cursor, tx_position
 from .domain.records import (
     Deposit,
     Invoice,
@@ -59,6 +62,8 @@ log = logging.getLogger("paycore")
 
 INVOICE_PAGE_MAX = 50
 TRANSACTION_PAGE_MAX = 200
+#: Invoices one storage transaction reads for the unpaged GET /invoices stream.
+INVOICE_STREAM_BATCH = 500
 
 
 class Gateway:
@@ -303,9 +308,89 @@ class Gateway:
                 limit=lim if paged else None,
                 newest_first=paged,
             )
-        now = self.now()
-        items = [self.get_invoice(i.guid) if machine.is_due(i, now) else i for i in items]
+        items = self._expired_if_due(items)
         return (items, total, off, lim) if paged else items
+
+    def invoice_page(
+        self,
+        cursor: str,
+        *,
+        owner: str | None = None,
+        address: str | None = None,
+        chain_id: int | None = None,
+        limit: int | None = None,
+    ) -> Page[Invoice]:
+        """GET /invoices with ``cursor``: a keyset page, newest first, whose cost does not
+        grow with how deep it is (``paycore.domain.paging``; docs/interface.md). The cursor
+        ``first`` is the first page, ``last`` the last one."""
+        at = read_cursor(cursor, "invoices")
+        _, lim = _page(None, limit, INVOICE_PAGE_MAX)
+        after = at.position if isinstance(at.position, str) else None
+        with self._storage.transaction() as tx:
+            fetched = tx.invoices_after(
+                owner=owner,
+                address=address,
+                chain_id=chain_id,
+                after=after,
+                limit=lim + 1,
+                newest_first=at.direction == "older",
+            )
+            total = tx.count_invoices(owner=owner, address=address, chain_id=chain_id)
+        if fetched is None:
+            raise InvalidInput("cursor", "no such position in this invoices list")
+        page = page_from(at, fetched, limit=lim, total=total, position=lambda inv: inv.guid)
+        return attrs.evolve(page, items=self._expired_if_due(page.items))
+
+    def stream_invoices(
+        self,
+        *,
+        owner: str | None = None,
+        address: str | None = None,
+        chain_id: int | None = None,
+    ) -> Iterator[Invoice]:
+        """GET /invoices without paging: every match, oldest first, read in batches of
+        ``INVOICE_STREAM_BATCH`` by creation sequence, so memory stays the same whatever
+        the count. Checked before the first item: more than ``invoice_list_max`` matches is
+        an InvalidInput (400) that says to page. Invoices created while the list is read
+        are left for the next request."""
+        ceiling = self.settings.invoice_list_max
+        with self._storage.transaction() as tx:
+            total = tx.count_invoices(owner=owner, address=address, chain_id=chain_id)
+            newest = tx.invoices_after(
+                owner=owner, address=address, chain_id=chain_id, limit=1, newest_first=True
+            )
+        if total > ceiling:
+            raise InvalidInput(
+                "limit",
+                f"required: {total} invoices match, more than the {ceiling} a list without"
+                " offset, limit or cursor returns",
+            )
+        return self._invoice_batches(owner, address, chain_id, newest[0].guid if newest else None)
+
+    def _invoice_batches(
+        self, owner: str | None, address: str | None, chain_id: int | None, last: str | None
+    ) -> Iterator[Invoice]:
+        after: str | None = None
+        while last is not None:
+            with self._storage.transaction() as tx:
+                batch = tx.invoices_after(
+                    owner=owner,
+                    address=address,
+                    chain_id=chain_id,
+                    after=after,
+                    limit=INVOICE_STREAM_BATCH,
+                )
+            if not batch:
+                return
+            for invoice in self._expired_if_due(batch):
+                yield invoice
+                if invoice.guid == last:
+                    return
+            after = batch[-1].guid
+
+    def _expired_if_due(self, items: list[Invoice]) -> list[Invoice]:
+        now = self.now()
+        return [self.get_invoice(i.guid) if machine.is_due(i, now) else i for i in items]
 
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int | None, limit: int | None
@@ -318,6 +403,25 @@ class Gateway:
         with self._storage.transaction() as tx:
             items, total = tx.list_transactions(owner, chain_id=chain_id, offset=off, limit=lim)
         return items, total, off, lim
+
+    def transaction_page(
+        self, owner: str, cursor: str, *, chain_id: int | None = None, limit: int | None = None
+    ) -> Page[Transaction]:
+        """GET /transactions with ``cursor``: a keyset page, newest first, as
+        ``invoice_page`` is for invoices."""
+        at = read_cursor(cursor, "transactions")
+        _, lim = _page(None, limit, TRANSACTION_PAGE_MAX)
+        after = at.position if isinstance(at.position, tuple) else None
+        with self._storage.transaction() as tx:
+            fetched = tx.transactions_after(
+                owner,
+                chain_id=chain_id,
+                after=after,
+                limit=lim + 1,
+                newest_first=at.direction == "older",
+            )
+            total = tx.count_transactions(owner, chain_id=chain_id)
+        return page_from(at, fetched, limit=lim, total=total, position=tx_position)
 
     def record_deposit(self, deposit: Deposit) -> list[Invoice]:
         """Attribute one confirmed deposit; safe to call again for the same deposit."""

@@ -19,6 +19,7 @@ import attrs
 from ..auth.registry import Deregistration, Registration
 from ..domain.fields import Address, Amount, BigUint, ChainId, RawTx, Uint
 from ..domain.invoices import NewInvoice
+from ..domain.paging import MAX_CURSOR
 from ..management.requests import (
     AppKeyChange,
     AppKeysQuery,
@@ -31,6 +32,11 @@ from .wire import register
 
 _OWNER = "merchant address; must match the session key's owner"
 _WALLET_SIG = "EIP-191 signature of the owner's wallet, 0x hex"
+#: A keyset page (``paycore.domain.paging``): opaque text the server issued, read there.
+_CURSOR = {
+    "doc": "keyset page: `first`, `last`, or a page's nextCursor or prevCursor",
+    "schema": {"maxLength": MAX_CURSOR},
+}
 
 
 # -- invoices ------------------------------------------------------------------------------
@@ -65,6 +71,7 @@ class InvoiceQuery:
         default=None, metadata={"doc": "zero-based position of the first item"}
     )
     limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
+    cursor: str | None = attrs.field(default=None, metadata=_CURSOR)
 
 
 @register
@@ -76,6 +83,7 @@ class TransactionQuery:
         default=None, metadata={"doc": "zero-based position of the first item"}
     )
     limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
+    cursor: str | None = attrs.field(default=None, metadata=_CURSOR)
 
 
 @register

@@ -20,6 +20,11 @@ SIGNATURE: S = {"type": "string", "description": "65-byte EIP-191 signature, 0x 
 PUBLIC_KEY: S = {"type": "string", "description": "uncompressed SEC1 secp256k1 key, 0x04..."}
 
 
+#: Only in pages asked for with ``cursor``: the cursor of the older (next) or newer (previous)
+#: page, null at that end of the list.
+CURSOR: S = {"type": ["string", "null"]}
+
+
 def obj(required: list[str], **props: S) -> S:
     return {"type": "object", "required": required, "properties": props}
 
@@ -74,6 +79,8 @@ INVOICE_PAGE = obj(
     total=INTEGER,
     offset=INTEGER,
     limit=INTEGER,
+    nextCursor=CURSOR,
+    prevCursor=CURSOR,
 )
 TRANSACTION = obj(
     ["type", "txHash", "logIndex", "chainId", "token", "from", "amount", "vsValue", "timestamp"],
@@ -95,6 +102,8 @@ TRANSACTION_PAGE = obj(
     total=INTEGER,
     offset=INTEGER,
     limit=INTEGER,
+    nextCursor=CURSOR,
+    prevCursor=CURSOR,
 )
 PRICES = obj(
     ["vsCurrency", "fetchedAt", "prices"],
