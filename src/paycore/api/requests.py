@@ -19,6 +19,7 @@ import attrs
 from ..auth.registry import Deregistration, Registration
 from ..domain.fields import Address, Amount, BigUint, ChainId, RawTx, Uint
 from ..domain.invoices import NewInvoice
+from ..domain.refunds import NewRefund
 from ..management.requests import (
     AppKeyChange,
     AppKeysQuery,
@@ -76,6 +77,23 @@ class TransactionQuery:
         default=None, metadata={"doc": "zero-based position of the first item"}
     )
     limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
+
+
+@register
+@attrs.frozen
+class CreateRefund(NewRefund):
+    """POST /refund: the refund's fields, plus who claims to make it (soft mode)."""
+
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class CancelRefund:
+    """POST /refund/cancel."""
+
+    refund_id: str = attrs.field(metadata={"doc": "the pending refund's id"})
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
 
 
 @register
@@ -230,10 +248,12 @@ class QrQuery:
 __all__ = [
     "AppKeyChange",
     "AppKeysQuery",
+    "CancelRefund",
     "ChallengeRequest",
     "ChangeCallbackUrl",
     "Claim",
     "CreateInvoice",
+    "CreateRefund",
     "DeployWallet",
     "Deregistration",
     "Faucet",
