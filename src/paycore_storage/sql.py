@@ -123,6 +123,7 @@ from paycore.webhooks.records import (
 from .engine import advisory_key, database_url, make_engine, unavailable
 from .migrations import migrate
 from .prepared import Prepared, on_dbapi, on_driver
+from .refunds import RefundStatements
 from .rows import (
     attempt_from_row,
     attempt_row,
@@ -465,8 +466,9 @@ class SqlStorage:
         self.engine.dispose()
 
 
-class SqlTx:
-    """One unit of work on one connection; only valid inside its ``with`` block."""
+class SqlTx(RefundStatements):
+    """One unit of work on one connection; only valid inside its ``with`` block (the refund
+    rows' statements are ``refunds.RefundStatements``)."""
 
     def __init__(self, connection: Connection, clock: Callable[[], float]) -> None:
         self._connection: Connection | None = connection

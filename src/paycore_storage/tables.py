@@ -397,3 +397,31 @@ parked_deposits = Table(
     ),
     Index(None, "chain_id", "id"),
 )
+
+#: Refunds (revision 0009): money sent back to a payer from the owner's wallet, one row per
+#: refund, never inside the invoice's row (``paycore.storage``: refunds). ``seq`` keeps the
+#: order they were made in; ``id`` is the public one. Pending refunds of a chain are what
+#: the watcher's withdrawals are matched against, hence the (chain_id, status) index.
+refunds = Table(
+    "paycore_refunds",
+    metadata,
+    Column("seq", Id, primary_key=True, autoincrement=True),
+    Column("id", Key(64), nullable=False, unique=True),
+    Column("guid", Key(64), nullable=False),
+    Column("owner", Key(), nullable=False),
+    Column("chain_id", BigInteger, nullable=False),
+    Column("token", Key(), nullable=False),
+    Column("to_address", Key(), nullable=False),
+    Column("amount", Money, nullable=False),
+    Column("vs_value", Money, nullable=False),
+    Column("rate", Money, nullable=False),
+    Column("rate_source", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("tx_hash", Key(), nullable=True),
+    Column("log_index", BigInteger, nullable=True),
+    Column("settled_at", BigInteger, nullable=True),
+    Index(None, "guid", "seq"),
+    Index(None, "chain_id", "status", "seq"),
+    sqlite_autoincrement=True,
+)

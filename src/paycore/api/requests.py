@@ -20,6 +20,7 @@ from ..auth.registry import Deregistration, Registration
 from ..domain.fields import Address, Amount, BigUint, ChainId, RawTx, Uint
 from ..domain.invoices import NewInvoice
 from ..domain.paging import MAX_CURSOR
+from ..domain.refunds import NewRefund
 from ..management.requests import (
     AppKeyChange,
     AppKeysQuery,
@@ -84,6 +85,23 @@ class TransactionQuery:
     )
     limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
     cursor: str | None = attrs.field(default=None, metadata=_CURSOR)
+
+
+@register
+@attrs.frozen
+class CreateRefund(NewRefund):
+    """POST /refund: the refund's fields, plus who claims to make it (soft mode)."""
+
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class CancelRefund:
+    """POST /refund/cancel."""
+
+    refund_id: str = attrs.field(metadata={"doc": "the pending refund's id"})
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
 
 
 @register
@@ -238,10 +256,12 @@ class QrQuery:
 __all__ = [
     "AppKeyChange",
     "AppKeysQuery",
+    "CancelRefund",
     "ChallengeRequest",
     "ChangeCallbackUrl",
     "Claim",
     "CreateInvoice",
+    "CreateRefund",
     "DeployWallet",
     "Deregistration",
     "Faucet",

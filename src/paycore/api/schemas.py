@@ -40,6 +40,40 @@ PAYMENT = obj(
     timestamp=INTEGER,
     **{"from": STRING},
 )
+NULLABLE_STRING: S = {"oneOf": [STRING, {"type": "null"}]}
+NULLABLE_INTEGER: S = {"oneOf": [INTEGER, {"type": "null"}]}
+REFUND = obj(
+    [
+        "id",
+        "guid",
+        "status",
+        "chainId",
+        "token",
+        "to",
+        "amount",
+        "vsValue",
+        "rate",
+        "rateSource",
+        "createdAt",
+        "txHash",
+        "logIndex",
+        "settledAt",
+    ],
+    id=STRING,
+    guid=STRING,
+    status={"type": "string", "enum": ["pending", "confirmed", "cancelled"]},
+    chainId=STRING,
+    token=STRING,
+    to=ADDRESS,
+    amount=DECIMAL,
+    vsValue=NUMBER,
+    rate={**DECIMAL, "description": "vsCurrency per token"},
+    rateSource={"type": "string", "enum": ["payment", "now"]},
+    createdAt=INTEGER,
+    txHash={**NULLABLE_STRING, "description": "the withdrawal that paid it, once confirmed"},
+    logIndex=NULLABLE_INTEGER,
+    settledAt={**NULLABLE_INTEGER, "description": "confirmed: block time; cancelled: when"},
+)
 INVOICE = obj(
     [
         "guid",
@@ -55,6 +89,8 @@ INVOICE = obj(
         "owner",
         "paidAmount",
         "payments",
+        "refundedAmount",
+        "refunds",
         "acceptedTokens",
     ],
     guid=STRING,
@@ -70,6 +106,8 @@ INVOICE = obj(
     owner=ADDRESS,
     paidAmount=DECIMAL,
     payments={"type": "array", "items": PAYMENT},
+    refundedAmount={**DECIMAL, "description": "the sum of the confirmed refunds' vsValue"},
+    refunds={"type": "array", "items": REFUND},
     acceptedTokens={"type": "array", "items": TOKEN_ID},
     paymentUrl=STRING,
 )
@@ -84,7 +122,7 @@ INVOICE_PAGE = obj(
 )
 TRANSACTION = obj(
     ["type", "txHash", "logIndex", "chainId", "token", "from", "amount", "vsValue", "timestamp"],
-    type={"type": "string", "enum": ["deposit", "withdraw"]},
+    type={"type": "string", "enum": ["deposit", "withdraw", "refund"]},
     txHash=STRING,
     logIndex=INTEGER,
     chainId=STRING,
@@ -186,6 +224,28 @@ INIT_WITHDRAW_TX = {
         "fee": DECIMAL,
     },
 }
+TRON_CALL = obj(
+    ["transaction", "txID", "from", "to", "data", "callValue", "feeLimit", "chainId"],
+    transaction={"type": "object", "description": "the node's transaction, as TronWeb signs it"},
+    txID=STRING,
+    to=ADDRESS,
+    data=HEX,
+    callValue=INTEGER,
+    feeLimit=INTEGER,
+    chainId=INTEGER,
+    energyEstimate=INTEGER,
+    **{"from": ADDRESS},
+)
+REFUND_BUILT = obj(
+    ["refund", "transaction", "invoice"],
+    refund=REFUND,
+    transaction={
+        "oneOf": [INIT_WITHDRAW_TX, TRON_CALL],
+        "description": "the unsigned withdrawal that pays it, as /initWithdraw builds it",
+    },
+    invoice=INVOICE,
+)
+REFUND_CANCELLED = obj(["refund", "invoice"], refund=REFUND, invoice=INVOICE)
 DEPLOYED = obj(
     ["txHash", "owner", "walletAddress"],
     txHash=HEX,

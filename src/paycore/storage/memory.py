@@ -35,6 +35,8 @@ from ..domain.records import (
     OutboxEvent,
     PollToken,
     PowChallenge,
+    Refund,
+    RefundStatus,
     SessionKey,
     Transaction,
     TxType,
@@ -111,6 +113,7 @@ class _Tables:
     prices: dict[tuple[str, str], StoredPrice] = attrs.field(factory=dict)  # (vs, token)
     quotes: dict[tuple[str, str], LockedQuote] = attrs.field(factory=dict)  # (guid, token)
     parked: dict[TxKey, ParkedDeposit] = attrs.field(factory=dict)  # in parking order
+    refunds: dict[str, Refund] = attrs.field(factory=dict)  # by id, in insertion order
     last_event_id: int = 0
     last_invoice_seq: int = 0
     last_delivery_id: int = 0
@@ -128,8 +131,9 @@ class _Tables:
 
 
 def _detached(invoice: Invoice) -> Invoice:
-    """A copy whose ``data`` dict is not shared with the caller's."""
-    return attrs.evolve(invoice, data=copy.deepcopy(invoice.data))
+    """A copy whose ``data`` dict is not shared with the caller's, without ``refunds``:
+    those are rows of their own, as in a database (``StorageTx.insert_refund``)."""
+    return attrs.evolve(invoice, data=copy.deepcopy(invoice.data), refunds=())
 
 
 def _detached_event(event: OutboxEvent) -> OutboxEvent:
@@ -936,3 +940,39 @@ class _MemoryTx:
 
     def parked_tokens(self) -> list[str]:
         return sorted({f"{key[0]}:{key[3]}" for key in self._t.parked})
+
+    # -- refunds ------------------------------------------------------------------------------
+    def insert_refund(self, refund: Refund) -> None:
+        if refund.id in self._t.refunds:
+            raise ValueError(f"refund {refund.id} already exists")
+        self._t.refunds[refund.id] = refund
+
+    def get_refund(self, refund_id: str) -> Refund | None:
+        return self._t.refunds.get(refund_id)
+
+    def refunds_of(self, guids: Sequence[str]) -> list[Refund]:
+        wanted = set(guids)
+        found = [r for r in self._t.refunds.values() if r.guid in wanted]
+        order = {guid: n for n, guid in enumerate(sorted(wanted))}
+        return sorted(found, key=lambda r: order[r.guid])  # stable: insertion order kept
+
+    def pending_refunds(self, chain_id: int, owners: Sequence[str]) -> list[Refund]:
+        wanted = set(owners)
+        return [
+            r
+            for r in self._t.refunds.values()
+            if r.chain_id == chain_id and r.status is RefundStatus.PENDING and r.owner in wanted
+        ]
+
+    def settle_refund(self, refund: Refund) -> bool:
+        stored = self._t.refunds.get(refund.id)
+        if stored is None or stored.status is not RefundStatus.PENDING:
+            return False
+        self._t.refunds[refund.id] = attrs.evolve(
+            stored,
+            status=refund.status,
+            tx_hash=refund.tx_hash,
+            log_index=refund.log_index,
+            settled_at=refund.settled_at,
+        )
+        return True
