@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from paycore.chains.watching import (
@@ -87,6 +88,9 @@ class TronWatcher(ChainWatcher[TronChain]):
 
     def _block_hash(self, number: int) -> str:
         return scan.block_id(self._block(number))
+
+    def _block_times(self, numbers: Sequence[int]) -> dict[int, int]:
+        return {n: scan.timestamp(self._block(n)) for n in numbers}
 
     def _scan(
         self, last: int, last_hash: str | None, safe: int, stop: threading.Event | None
