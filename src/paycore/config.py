@@ -174,7 +174,7 @@ class ChainConfig:
     rpc_timeout: float = attrs.field(default=30.0, converter=float)
     #: Seconds one call may spend waiting for a resting endpoint (``Retry-After``, backoff)
     #: before it fails; the watcher's next pass waits out the rest.
-    rpc_max_wait: float = attrs.field(default=10.0, converter=float)
+    rpc_max_wait: float = attrs.field(default=3.0, converter=float)
     #: Native coin sent by contracts (internal transfers), found in call traces: ``off``;
     #: ``debug`` (``debug_traceBlockByHash`` with the callTracer: geth, erigon, reth, anvil);
     #: ``trace`` (``trace_block``: erigon, nethermind, reth, anvil). Needs a node that traces.

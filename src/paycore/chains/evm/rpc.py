@@ -170,7 +170,7 @@ class Rpc:
         *,
         batch_size: int = 100,
         timeout: float = 30.0,
-        max_wait: float = 10.0,
+        max_wait: float = 3.0,
         name: str = "rpc",
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
