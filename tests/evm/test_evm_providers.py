@@ -270,14 +270,21 @@ def test_rpc_url_alone_still_works(evm: Deployment) -> None:
 # -- a node that lags behind a load balancer -----------------------------------------------------
 
 
-@pytest.mark.parametrize("confirmations", [0, 2])
+@pytest.mark.parametrize(("confirmations", "rpc_batch"), [(0, 100), (2, 100), (0, 2)])
 def test_a_lagging_node_behind_a_load_balancer_moves_nothing_back_and_skips_nothing(
-    evm: Deployment, proxy: FaultProxy, confirmations: int
+    evm: Deployment, proxy: FaultProxy, confirmations: int, rpc_batch: int
 ) -> None:
     """Every other request reaches a node four blocks behind, which answers an older head,
-    no block or receipt above its own head, and eth_getLogs for the blocks it has only."""
+    no block or receipt above its own head, and eth_getLogs for the blocks it has only.
+    With batches of two, each log request still travels with the header that proves it."""
     proxy.faults = Faults(lag=4, lag_every=2)
-    gateway = make_gateway(evm, rpc_url=url_of(proxy), block_batch=2, confirmations=confirmations)
+    gateway = make_gateway(
+        evm,
+        rpc_url=url_of(proxy),
+        block_batch=2,
+        confirmations=confirmations,
+        rpc_batch=rpc_batch,
+    )
     bills = invoices(gateway, evm, 8)
     w = watcher(gateway)
     cursors: list[int] = []

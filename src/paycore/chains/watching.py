@@ -364,7 +364,7 @@ class ChainWatcher(Generic[ChainT]):
         if oldest is not None:
             moment = oldest - FIRST_PASS_MARGIN
             start = min(safe, last_block_before(moment, safe, self._block_times, self._probes))
-        start_hash = self._block_hash(start) if start >= 0 else None
+        start_hash = asked_again(partial(self._block_hash, start)) if start >= 0 else None
         self._advance(start, start_hash)
         log.info(
             "chain %d: first pass starts after block %d (%s)",

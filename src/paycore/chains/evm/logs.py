@@ -1,21 +1,23 @@
 """``eth_getLogs`` over a block range, in pieces the provider accepts (docs/chains.md).
 
 A range of ``block_batch`` blocks is read in pieces of at most ``span`` blocks, several
-pieces per HTTP batch. A piece the provider refuses as too large (``limits.too_large``) is
-split -- at the end the provider suggests, at the span it names, or in halves -- and read
-again; nothing is skipped, so a refusal costs a request, never a deposit. The span learned
-stays for later ranges. It grows back (doubling after ``GROW_AFTER`` pieces in a row went
-through) because a result cap depends on how busy the blocks are, but never to a size that
-was refused for its block count, a limit that does not move. A single block with more logs
-than the provider returns cannot be split: that is an :class:`RpcError` the watcher reports
-at every pass, and the cursor stays before it.
+pieces (each filter of each piece a call) per HTTP batch. A piece the provider refuses as
+too large (``limits.too_large``) is split -- at the end the provider suggests, at the span
+it names, or in halves -- and read again; nothing is skipped, so a refusal costs a request,
+never a deposit. The span learned stays for later ranges. It grows back (doubling after
+``GROW_AFTER`` requests in a row went through) because a result cap depends on how busy the
+blocks are, but never to a size that was refused for its block count, a limit that does not
+move. A single block with more logs than the provider returns cannot be split: that is an
+:class:`RpcError` the watcher reports at every pass, and the cursor stays before it.
 
 Which node answered. Behind a load balancer, a node that lags answers ``eth_getLogs`` for
 blocks it does not have yet with nothing at all, which would pass for a range without
 deposits. So every batch of logs also asks for the header of the range's last block and
 compares its hash with the one the watcher fetched: a node that has that block (with that
 hash) has the whole chain below it, and its logs are complete. A load balancer sends one
-HTTP request to one node, so the header and the logs come from the same one.
+HTTP request to one node, so the header and the logs come from the same one -- as long as
+the provider takes batches (``rpc_batch`` of 2 or more): one that takes a single call per
+request cannot be held to this, and is trusted as it answers.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from paycore.chains.watching import Inconsistent, asked_again
@@ -34,7 +37,7 @@ from .rpc import Call, Rpc, RpcError
 
 log = logging.getLogger("paycore.watcher")
 
-#: Pieces read in a row without a refusal before the span doubles again.
+#: ``eth_getLogs`` calls answered in a row without a refusal before the span doubles again.
 GROW_AFTER = 16
 #: A refusal that names results or a response size (a cap on what comes back, which depends
 #: on the blocks) rather than the number of blocks.
@@ -66,39 +69,40 @@ class LogReader:
         from nodes that have block ``end`` with hash ``end_hash``; raises
         :class:`Inconsistent` when the answering node does not."""
         found: list[list[RawLog]] = [[] for _ in filters]
-        pending = deque(self._pieces(start, end))
+        # One task per piece and filter; each HTTP request carries some, and the header.
+        pending = deque(
+            (piece, f) for piece in self._pieces(start, end) for f in range(len(filters))
+        )
+        header_call: Call = ("eth_getBlockByNumber", [hex(end), False])
         while pending:
-            room = max(1, (self.rpc.batch_size - 1) // max(1, len(filters)))
-            pieces = [pending.popleft() for _ in range(min(room, len(pending)))]
+            room = max(1, self.rpc.batch_size - 1)
+            tasks = [pending.popleft() for _ in range(min(room, len(pending)))]
             calls: list[Call] = [
-                ("eth_getLogs", [{**f, "fromBlock": hex(a), "toBlock": hex(b)}])
-                for a, b in pieces
-                for f in filters
+                ("eth_getLogs", [{**filters[f], "fromBlock": hex(a), "toBlock": hex(b)}])
+                for (a, b), f in tasks
             ]
-            calls.append(("eth_getBlockByNumber", [hex(end), False]))
 
-            def ask(calls: list[Call] = calls) -> list[Any]:
-                outcomes = self.rpc.batch_outcomes(calls)
-                header = outcomes[-1]
-                if isinstance(header, RpcError) or not header or header.get("hash") != end_hash:
-                    raise Inconsistent(f"the node that answered logs lacks block {end} as seen")
-                return outcomes
-
-            outcomes = asked_again(ask)
-            redo: list[tuple[int, int]] = []
-            for n, (a, b) in enumerate(pieces):
-                answers = outcomes[n * len(filters) : (n + 1) * len(filters)]
-                refusal = next((o for o in answers if isinstance(o, RpcError)), None)
-                if refusal is None:
-                    for bucket, logs in zip(found, answers, strict=True):
-                        bucket.extend(logs or ())
+            outcomes = asked_again(partial(self._ask, [*calls, header_call], end_hash))
+            redo: list[tuple[tuple[int, int], int]] = []
+            for ((a, b), f), outcome in zip(tasks, outcomes, strict=False):
+                if not isinstance(outcome, RpcError):
+                    found[f].extend(outcome or ())
                     self._went_through()
-                elif refusal.too_large:
-                    redo += self._split(a, b, refusal)
+                elif outcome.too_large:
+                    redo += [(piece, f) for piece in self._split(a, b, outcome)]
                 else:
-                    raise refusal
+                    raise outcome
             pending.extendleft(reversed(redo))
         return found
+
+    def _ask(self, calls: list[Call], end_hash: str) -> list[Any]:
+        """One HTTP batch whose last call is the range's last header, checked."""
+        outcomes = self.rpc.batch_outcomes(calls)
+        header = outcomes[-1]
+        if isinstance(header, RpcError) or not header or header.get("hash") != end_hash:
+            number = int(calls[-1][1][0], 16)
+            raise Inconsistent(f"the node that answered logs lacks block {number} as seen")
+        return outcomes
 
     def _pieces(self, start: int, end: int) -> list[tuple[int, int]]:
         span = self.span
