@@ -6,7 +6,7 @@ watcher starts). Nodes have no "block at time" call, but block timestamps never 
 with height (strictly increasing on Ethereum, equal neighbours on some rollups), so a
 search over ``eth_getBlockByNumber`` (or Tron's ``getblockbynum``) finds it. Each round asks
 for ``probes`` timestamps at once -- one JSON-RPC batch on EVM -- and cuts the interval into
-``probes + 1`` parts: 15 probes find a block among 300 million in 7 round trips.
+``probes + 1`` parts: 15 probes find a block among 300 million in 8 round trips.
 """
 
 from __future__ import annotations
