@@ -108,6 +108,13 @@ class FetchedRange(Generic[W]):
     transfers: list[Transfer]
     timestamps: dict[int, int]
     withdrawals: list[W]
+    #: The last block fetched when the fetch stopped short of the range's end (None: the
+    #: whole range): what was read is attributed and the cursor moves to it, so the next
+    #: pass asks only for the rest.
+    last_block: int | None = None
+    #: Why it stopped short (a request that kept failing), reported as the pass's error;
+    #: None when it stopped for a reason of the pass's own (a stop, a deadline).
+    stopped: str | None = None
 
 
 #: Block hashes asked for at once when recorded deposits are re-checked.
@@ -119,7 +126,12 @@ FIRST_PASS_MARGIN = 600
 
 class Inconsistent(Exception):
     """The node's answers disagree (the chain moved mid-read, or a node that lags behind a
-    load balancer answered part of them): retry the range later."""
+    load balancer answered part of them): retry the range later. ``logged``: the chain's
+    watcher has said why already, at the level it deserves."""
+
+    def __init__(self, message: str = "", *, logged: bool = False) -> None:
+        super().__init__(message)
+        self.logged = logged
 
 
 #: Tries of a read whose answers disagree before the pass gives up: behind a load balancer
@@ -130,12 +142,13 @@ T = TypeVar("T")
 
 def asked_again(read: Callable[[], T], tries: int = ASK_AGAIN) -> T:
     """``read()``, asked again at once while it raises :class:`Inconsistent`, ``tries``
-    times in all; the last one's :class:`Inconsistent` is raised."""
+    times in all; the last one's :class:`Inconsistent` is raised, and so is at once one
+    already ``logged`` (the chain's reader gave up on purpose: asking again would not help)."""
     for attempt in range(tries):
         try:
             return read()
-        except Inconsistent:
-            if attempt == tries - 1:
+        except Inconsistent as exc:
+            if exc.logged or attempt == tries - 1:
                 raise
     raise AssertionError("unreachable")
 
@@ -318,7 +331,8 @@ class ChainWatcher(Generic[ChainT]):
         try:
             report = self._step(stop)
         except Inconsistent as exc:
-            log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
+            if not exc.logged:
+                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
             report = StepReport(held=True, caught_up=False, error=str(exc))
         return attrs.evolve(report, reorged=self._reorged) if self._reorged else report
 
@@ -400,7 +414,8 @@ class ChainWatcher(Generic[ChainT]):
 
         ``fetch`` raises :class:`Forked` when the first block does not descend from the
         cursor's (the cursor rewinds, once a pass), :class:`Inconsistent` when the node's
-        answers disagree.
+        answers disagree. A fetch that read only part of the range says so
+        (``FetchedRange.last_block``): that part is attributed and the cursor moves past it.
         """
         rewound = False
         while last < safe:
@@ -417,8 +432,11 @@ class ChainWatcher(Generic[ChainT]):
                 report = attrs.evolve(report, rewound_to=last, scanned_from=last + 1)
                 continue
             except Inconsistent as exc:
-                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
+                if not exc.logged:
+                    log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
                 return attrs.evolve(report, caught_up=False, error=str(exc))
+            if fetched.last_block is not None:  # stopped short: attribute what was read
+                end = fetched.last_block
             try:
                 done = self._commit(fetched, decimals, (last, last_hash), end, waiting)
             except RangeHeld as exc:
@@ -437,6 +455,8 @@ class ChainWatcher(Generic[ChainT]):
                 withdrawals=report.withdrawals + done.withdrawals,
                 parked=report.parked + done.parked,
             )
+            if fetched.stopped is not None:
+                return attrs.evolve(report, caught_up=False, error=fetched.stopped)
         return report
 
     def _commit(
