@@ -390,7 +390,8 @@ class Gateway:
                     after=after,
                     limit=INVOICE_STREAM_BATCH,
                 )
-                batch = self._with_refunds(tx, batch)
+                if batch:
+                    batch = self._with_refunds(tx, batch)
             if not batch:
                 return
             for invoice in self._expired_if_due(batch):
