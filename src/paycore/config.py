@@ -54,6 +54,27 @@ def _token_addresses(raw: Iterable[str] | str) -> tuple[str, ...]:
     return tuple(_contract_address(i, "tokens") for i in items if i != "")
 
 
+def _urls(raw: Iterable[str] | str | None) -> tuple[str, ...]:
+    """URLs from a sequence or a comma-separated string (an environment variable)."""
+    if raw is None:
+        return ()
+    items = raw.split(",") if isinstance(raw, str) else raw
+    return tuple(dict.fromkeys(str(i).strip() for i in items if str(i).strip()))
+
+
+#: The ways ``ChainConfig.internal_transfers`` can read call traces.
+TRACE_MODES = ("off", "debug", "trace")
+
+
+def _trace_mode(raw: str | bool | None) -> str:
+    if raw in (None, False, ""):
+        return "off"
+    mode = str(raw).strip().lower()
+    if mode not in TRACE_MODES:
+        raise InvalidInput("internal_transfers", f"must be one of {', '.join(TRACE_MODES)}")
+    return mode
+
+
 def _staking_contract(raw: str | None) -> str | None:
     return None if raw in (None, "") else to_checksum(raw, "staking_contract")
 
@@ -135,8 +156,9 @@ class ChainConfig:
     rpc_batch: int = attrs.field(default=100, converter=int)
     #: Seconds a watcher sleeps when it has caught up with the confirmed head.
     poll_interval: float = attrs.field(default=2.0, converter=float)
-    #: First block a watcher with no cursor scans; None starts at the confirmed head, since
-    #: a new install has no invoice that an older block could pay.
+    #: First block a watcher with no cursor scans; None starts before the oldest watched
+    #: invoice was created (found by block timestamp), or at the confirmed head when no
+    #: invoice is watched, since then no older block can pay one (docs/chains.md).
     start_block: int | None = attrs.field(default=None, converter=_optional_int)
     #: Seconds after its deadline an invoice's address is still watched, so late payments
     #: are recorded (docs/interface.md §Invoice lifecycle) without watching every address.
@@ -154,6 +176,19 @@ class ChainConfig:
     reorg_depth: int = attrs.field(default=1000, converter=int)
     #: Scan full blocks for native-coin transfers (off: tokens only, far fewer RPC bytes).
     scan_native: bool = attrs.field(default=True, converter=_flag)
+    # -- EVM node access (docs/chains.md) ------------------------------------------------------
+    #: More JSON-RPC URLs, tried in order after ``rpc_url`` when it fails or rate-limits
+    #: (``rpc_url`` may be left unset: the first of these stands in). EVM only.
+    rpc_urls: tuple[str, ...] = attrs.field(default=(), converter=_urls, repr=redacted_repr)
+    #: Seconds one HTTP request to a node may take before the next endpoint is tried.
+    rpc_timeout: float = attrs.field(default=30.0, converter=float)
+    #: Seconds one call may spend waiting for a resting endpoint (``Retry-After``, backoff)
+    #: before it fails; the watcher's next pass waits out the rest.
+    rpc_max_wait: float = attrs.field(default=3.0, converter=float)
+    #: Native coin sent by contracts (internal transfers), found in call traces: ``off``;
+    #: ``debug`` (``debug_traceBlockByHash`` with the callTracer: geth, erigon, reth, anvil);
+    #: ``trace`` (``trace_block``: erigon, nethermind, reth, anvil). Needs a node that traces.
+    internal_transfers: str = attrs.field(default="off", converter=_trace_mode)
     # -- Tron backend (paycore.chains.tron): on for a Tron chain with rpc_url and factory ------
     #: TronGrid's ``TRON-PRO-API-KEY`` header, sent with every request to ``rpc_url`` when set
     #: (TronGrid throttles keyless clients hard; a node of your own needs none).
@@ -172,6 +207,12 @@ class ChainConfig:
 
     def __attrs_post_init__(self) -> None:
         self._addresses_fit_kind()
+        if self.rpc_url is None and self.rpc_urls:
+            object.__setattr__(self, "rpc_url", self.rpc_urls[0])
+        if self.rpc_timeout <= 0 or self.rpc_max_wait < 0:
+            raise InvalidInput(
+                "rpc_timeout", "rpc_timeout must be positive, rpc_max_wait not negative"
+            )
         if self.faucet_key and self.chain_id not in FAUCET_CHAIN_IDS:
             raise InvalidInput("faucet_key", f"only allowed on chains {sorted(FAUCET_CHAIN_IDS)}")
         if self.block_batch < 1 or self.rpc_batch < 1:
@@ -199,6 +240,12 @@ class ChainConfig:
         for name, value in (("factory", self.factory), *(("tokens", t) for t in self.tokens)):
             if value is not None and not value.startswith("0x"):
                 raise InvalidInput(name, f"a Tron address on EVM chain {self.chain_id}")
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """``rpc_url`` then ``rpc_urls``, each once: the order an EVM chain's calls try."""
+        first = (self.rpc_url,) if self.rpc_url else ()
+        return tuple(dict.fromkeys((*first, *self.rpc_urls)))
 
     @property
     def kind(self) -> ChainKind:
@@ -518,7 +565,7 @@ class Settings:
         and password fields. A Gateway hands them to ``paycore.ops.redaction`` so that they are
         masked wherever a log line or an error text quotes them."""
         urls = [self.database_url, self.redis_url, self.coingecko_url]
-        urls += [c.rpc_url for c in self.chains.values()]
+        urls += [url for c in self.chains.values() for url in c.endpoints]
         urls += [f.rpc_url for f in self.chainlink_feeds.values()]
         found = {part for url in urls for part in url_secrets(url)}
         fields = [self.smtp_password, self.coingecko_api_key]

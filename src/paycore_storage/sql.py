@@ -1450,6 +1450,14 @@ class SqlTx(RefundStatements):
         )
         return list(self._c.execute(query).scalars())
 
+    def earliest_watched(self, chain_id: int, deadline_after: int) -> int | None:
+        query = select(func.min(invoices.c.created_at)).where(
+            invoices.c.chain_id == chain_id,
+            or_(invoices.c.status.in_(_OPEN_STATUSES), invoices.c.deadline >= deadline_after),
+        )
+        found = self._c.execute(query).scalar()
+        return None if found is None else int(found)
+
     # -- owner management -----------------------------------------------------------------
     def owner_is_known(self, owner: str) -> bool:
         for table in (

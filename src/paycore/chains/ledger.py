@@ -52,6 +52,12 @@ class ChainLedger:
         with self._storage.transaction() as tx:
             return tx.watched_addresses(chain_id, deadline_after)
 
+    def earliest_watched(self, chain_id: int, deadline_after: int) -> int | None:
+        """When the oldest invoice ``watched_addresses`` watches was created (unix seconds),
+        or None when it watches none."""
+        with self._storage.transaction() as tx:
+            return tx.earliest_watched(chain_id, deadline_after)
+
     def invoices_of(
         self, owner: str, chain_id: int, *, limit: int | None = None
     ) -> tuple[list[Invoice], int]:

@@ -464,6 +464,10 @@ class StorageTx(Protocol):
         partialPaid) or whose deadline is at or after ``deadline_after`` (late payments and
         overpayments are still recorded for a while), sorted."""
 
+    def earliest_watched(self, chain_id: int, deadline_after: int) -> int | None:
+        """The oldest ``created_at`` among the invoices ``watched_addresses`` watches (the
+        same condition), or ``None`` when it watches none: where a new watcher must begin."""
+
     # -- owner management (docs/interface.md: app keys, e-mail notices, wallet indexes) ----
     def owner_is_known(self, owner: str) -> bool:
         """Whether paycore has anything of ``owner``: an invoice, a session key, a webhook,

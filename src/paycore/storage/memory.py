@@ -814,6 +814,17 @@ class _MemoryTx:
             }
         )
 
+    def earliest_watched(self, chain_id: int, deadline_after: int) -> int | None:
+        return min(
+            (
+                inv.created_at
+                for inv in self._t.invoices.values()
+                if inv.chain_id == chain_id
+                and (inv.status in _OPEN_STATUSES or inv.deadline >= deadline_after)
+            ),
+            default=None,
+        )
+
     # -- owner management -----------------------------------------------------------------
     def owner_is_known(self, owner: str) -> bool:
         t = self._t

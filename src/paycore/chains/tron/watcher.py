@@ -44,6 +44,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -121,6 +122,9 @@ class TronWatcher(ChainWatcher[TronChain]):
 
     def _block_hash(self, number: int) -> str:
         return scan.block_id(self._block(number))
+
+    def _block_times(self, numbers: Sequence[int]) -> dict[int, int]:
+        return {n: scan.timestamp(self._block(n)) for n in numbers}
 
     def _scan(
         self, last: int, last_hash: str | None, safe: int, stop: threading.Event | None
