@@ -38,6 +38,7 @@ INVOICE_FIELDS = {
     "payments",
     "acceptedTokens",
     "paymentUrl",
+    "tokenInfo",
 }
 
 

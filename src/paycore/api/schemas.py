@@ -67,6 +67,11 @@ INVOICE = obj(
     payments={"type": "array", "items": PAYMENT},
     acceptedTokens={"type": "array", "items": TOKEN_ID},
     paymentUrl=STRING,
+    tokenInfo={
+        "type": "object",
+        "description": "symbol and decimals of the accepted tokens paycore knows, by token id",
+        "additionalProperties": obj(["symbol", "decimals"], symbol=STRING, decimals=INTEGER),
+    },
 )
 INVOICE_PAGE = obj(
     ["items", "total", "offset", "limit"],

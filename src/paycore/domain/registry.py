@@ -17,8 +17,8 @@ knows is ``None``: its amount is then never guessed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -212,3 +212,15 @@ def token_entry(chain_id: int, raw: object, field: str) -> tuple[str, TokenMeta 
         return found.address, found
     address = normalize_token_address(chain_id, text, field)
     return address, registry_token(chain_id, address)
+
+
+def token_info_wire(settings: Settings, token_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``{tokenId: {symbol, decimals}}`` of the canonical token ids :func:`describe` knows
+    (an invoice's ``tokenInfo``); unknown ones are left out, never guessed."""
+    out: dict[str, dict[str, Any]] = {}
+    for token_id in token_ids:
+        chain_text, _, address = token_id.partition(":")
+        meta = describe(settings, int(chain_text), address)
+        if meta is not None:
+            out[token_id] = {"symbol": meta.symbol, "decimals": meta.decimals}
+    return out
