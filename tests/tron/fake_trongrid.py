@@ -37,7 +37,12 @@ java-tron writes them:
   ``bytecode``, ``name``, ``origin_address``}, ``{}`` when there is no contract.
 - ``wallet/broadcasthex`` {``transaction``: hex of the signed protobuf Transaction} ->
   ``{"result": true, "txid": ...}``, or ``{"result": false, "code": "SIGERROR", "message":
-  ...}``.
+  ...}``. A ``CreateSmartContract`` creates a contract at ``0x41 ++ keccak256(txID ++
+  owner)[12:]`` once mined, holding the transaction's bytecode.
+- ``wallet/getblockbynum`` {``num``: 0} -> the genesis block, whose ``blockID`` ends in the
+  chain id (as Tron's do) when the test set ``chain_id``.
+- ``wallet/gettransactioninfobyid`` {``value``: txID} -> the TransactionInfo of a mined
+  transaction (``contract_address`` of a creation), ``{}`` otherwise.
 
 The contracts are simulated, not executed: TRC20 tokens answer ``decimals``/``symbol``/
 ``balanceOf`` from a ledger replayed from the blocks; the factory answers ``feeSettings`` and
@@ -140,6 +145,18 @@ def encode_contract(contract: dict[str, Any]) -> bytes:
             + pb_int(6, int(value.get("token_id") or 0))
         )
         kind = 31
+    elif contract["type"] == "CreateSmartContract":
+        new = value["new_contract"]
+        smart = (
+            pb_bytes(1, _addr_bytes(new["origin_address"]))
+            + pb_bytes(4, bytes.fromhex(new["bytecode"]))
+            + pb_int(5, int(new.get("call_value") or 0))
+            + pb_int(6, int(new.get("consume_user_resource_percent") or 0))
+            + (pb_bytes(7, new["name"].encode()) if new.get("name") else b"")
+            + pb_int(8, int(new.get("origin_energy_limit") or 0))
+        )
+        inner = pb_bytes(1, _addr_bytes(value["owner_address"])) + pb_bytes(2, smart)
+        kind = 30
     else:
         inner = (
             pb_bytes(1, _addr_bytes(value["owner_address"]))
@@ -219,6 +236,8 @@ class Tx:
     #: Wallets it deploys: (wallet hex20, owner hex20).
     deploys: list[tuple[str, str]] = attrs.field(factory=list)
     success: bool = True
+    #: The contract a ``CreateSmartContract`` creates: (hex20, bytecode).
+    creates: tuple[str, bytes] | None = None
 
     @property
     def tx_id(self) -> str:
@@ -281,6 +300,10 @@ class FakeTron:
         self.constant_answer: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
         #: An HTTP status every request is answered with (a node in trouble); None: serve.
         self.http_status: int | None = None
+        #: The chain id the genesis block's id ends in; None: no genesis block is served.
+        self.chain_id: int | None = None
+        #: Contracts created by a broadcast ``CreateSmartContract``: hex20 -> bytecode.
+        self.created: dict[str, bytes] = {}
         self._salt = 0
         self.blocks: list[Block] = []
         parent = "00" * 32
@@ -517,7 +540,9 @@ class FakeTron:
             elif function == "balanceOf(address)":
                 output = word(self.balance(contract, param[-40:]))
         elif self.factory is not None and contract == h20(self.factory):
-            if function == "feeSettings()":
+            if function == "create2Prefix()":
+                output = "41".ljust(64, "0")
+            elif function == "feeSettings()":
                 output = word(self.fee[0]) + word(self.fee[1])
             elif function == "deployWallet(address)":
                 revert = param[-40:] in wallets.values()
@@ -590,6 +615,7 @@ class FakeTron:
         assert isinstance(raw, bytes)
         tx_id = hashlib.sha256(raw).hexdigest()
         contract = read_pb(next(v for n, v in read_pb(raw) if n == 11))  # type: ignore[arg-type]
+        kind = dict(contract).get(1)
         any_msg = read_pb(next(v for n, v in contract if n == 2))  # type: ignore[arg-type]
         inner = dict(read_pb(next(v for n, v in any_msg if n == 2)))  # type: ignore[arg-type]
         owner, target, data = inner[1], inner[2], inner.get(4, b"")
@@ -604,6 +630,8 @@ class FakeTron:
                 break
         else:
             return {"result": False, "code": "SIGERROR", "message": "validate signature error"}
+        if kind == 30:  # CreateSmartContract: field 2 is the new contract, not a target
+            return self._create(tx_id, raw, owner, target)
         with self.lock:
             tx = self._call_tx(b58(owner.hex()), b58(target.hex()), data.hex())
             tx.json["txID"] = tx_id
@@ -612,6 +640,44 @@ class FakeTron:
                 tx.deploys.append((self.wallet_for(data[-20:].hex()), data[-20:].hex()))
             self.pending.append(tx)
         return {"result": True, "txid": tx_id}
+
+    def _create(self, tx_id: str, raw: bytes, owner: bytes, new_contract: bytes) -> dict[str, Any]:
+        """A signed ``CreateSmartContract``: its contract appears when its block is mined."""
+        fields = dict(read_pb(new_contract))
+        code = fields.get(4, b"")
+        assert isinstance(code, bytes) and fields.get(1) == owner
+        created = keccak256(bytes.fromhex(tx_id) + owner)[12:].hex()
+        tx_json = {
+            "ret": [{"contractRet": "SUCCESS"}],
+            "signature": ["ee" * 65],
+            "txID": tx_id,
+            "raw_data": {
+                "contract": [
+                    {
+                        "parameter": {
+                            "value": {"owner_address": owner.hex()},
+                            "type_url": "type.googleapis.com/protocol.CreateSmartContract",
+                        },
+                        "type": "CreateSmartContract",
+                    }
+                ]
+            },
+            "raw_data_hex": raw.hex(),
+        }
+        with self.lock:
+            tx = Tx(tx_json)
+            tx.creates = (created, code)
+            self.pending.append(tx)
+        return {"result": True, "txid": tx_id}
+
+    def contract_code(self, hex20: str) -> bytes | None:
+        """The bytecode of a contract a mined ``CreateSmartContract`` created."""
+        with self.lock:
+            for block in self.blocks:
+                for tx in block.txs:
+                    if tx.creates is not None and tx.creates[0] == hex20:
+                        return tx.creates[1]
+        return None
 
     def wallet_for(self, owner: str) -> str:
         """The owner's wallet address (hex20), by the test's own TVM CREATE2 (prefix 0x41)."""
@@ -641,8 +707,20 @@ class FakeTron:
             if path == "/wallet/getnowblock":
                 return self.head.to_json()
             if path == "/wallet/getblockbynum":
+                if int(body.get("num", -1)) == 0 and self.chain_id is not None:
+                    genesis_id = "00" * 8 + "ab" * 20 + format(self.chain_id, "08x")
+                    return Block(0, genesis_id, "00" * 32, GENESIS_MS, []).to_json()
                 found = [b for b in self.blocks if b.number == int(body.get("num", -1))]
                 return found[0].to_json() if found else {}
+            if path == "/wallet/gettransactioninfobyid":
+                for block in self.blocks:
+                    for tx in block.txs:
+                        if tx.tx_id == body.get("value"):
+                            info = self.info(block, tx)
+                            if tx.creates is not None:
+                                info["contract_address"] = "41" + tx.creates[0]
+                            return info
+                return {}
             if path == "/wallet/getblockbylimitnext":
                 start, end = int(body["startNum"]), int(body["endNum"])
                 got = [b.to_json() for b in self.blocks if start <= b.number < end][:100]
@@ -665,6 +743,14 @@ class FakeTron:
                 return account
             if path == "/wallet/getcontract":
                 target = h20(body["value"])
+                code = self.contract_code(target)
+                if code is not None:
+                    return {
+                        "contract_address": body["value"],
+                        "bytecode": code.hex(),
+                        "name": "PaycoreFactory",
+                        "origin_address": body["value"],
+                    }
                 if (
                     target in self.wallets()
                     or target in self.tokens
