@@ -173,3 +173,19 @@ def test_token_info_may_be_given_directly_and_describes_without_watching() -> No
         ChainConfig(1, "ethereum", token_info={MINE: "SHOP"})
     with pytest.raises(InvalidInput, match="symbol and decimals together"):
         ChainConfig(1, "ethereum", token_info={MINE: {"symbol": "SHOP"}})
+
+
+def test_the_registry_table_in_the_docs_is_the_registry() -> None:
+    """docs/deploying.md lists every row, and only those, so an operator reads what paycore
+    will show; its Python example runs as written."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "deploying.md").read_text("utf-8")
+    rows = re.findall(r"^\| (\d+) \([\w-]+\) \| (\S+) \| `(\w+)` \| (\d+) \|$", text, re.M)
+    documented = [(int(c), s, a, int(d)) for c, s, a, d in rows]
+    listed = [
+        (c, t.symbol, t.address, t.decimals) for c in registry_chains() for t in registry_tokens(c)
+    ]
+    assert documented == listed
+    for block in re.findall(r"```python\n(.*?)```", text, re.S):
+        exec(compile(block, "docs/deploying.md", "exec"), {})
