@@ -1,16 +1,30 @@
-"""Session-signed request verification throughput, against the ceiling of raw recovery.
+"""Session-signed request verification on a real database, against its two ceilings.
 
-Every authenticated request pays one secp256k1 public-key recovery; nothing can verify
-faster than that. This bench measures both in the same run and prints the ratio, so the
-figure means the same on a slow laptop and a fast server: how much of the time per request
-goes to paycore itself (header parsing, hashing, the key lookup and the nonce
-compare-and-set in storage) rather than to the curve.
+A signed request costs one secp256k1 public-key recovery and one durable write (the nonce
+is spent before the request does anything). Nothing can verify faster than the recovery, and
+nothing can record a spent nonce faster than the database commits one single-statement
+write. This bench measures paycore's verification and both ceilings in the same run, on a
+SQLite file and on PostgreSQL, interleaved repetition by repetition, and prints medians:
 
-Requests are signed before the clock starts, each with a fresh nonce, and verified through
-the full path (``paycore.auth.authenticate`` on an in-memory store). Output: one JSON object
-on stdout; progress on stderr.
+- ``verify``: ``paycore.auth.authenticate`` on ``paycore_storage.SqlStorage`` (window mode,
+  the default), one pre-signed request with a fresh nonce per call, each on its own;
+- ``raw_recover``: coincurve's recovery of the same signatures (the CPU ceiling);
+- ``raw_write``: ``UPDATE bench_raw SET n = n + 1 WHERE id = 1`` committed, through the
+  same driver (sqlite3 / psycopg) on the same database: the statement in autocommit mode,
+  so it is its own transaction and the commit is the one the database makes durable
+  (the storage ceiling). ``raw_write_tx`` is the same as the driver's default
+  ``execute(); commit()`` (BEGIN, UPDATE, COMMIT), printed for reference.
 
-    python bench/auth_bench.py [--requests N]
+Both databases keep their durable defaults (SQLite: WAL, synchronous=FULL; PostgreSQL:
+fsync and synchronous_commit as the server has them, printed). The figure to compare across
+machines is ``auth_overhead_ms`` (a verification minus a recovery) over ``raw_write_ms``:
+the target is at most 1.5. Each line of stdout is one JSON object
+(figure, value, ceiling, ratio); progress goes to stderr.
+
+    python bench/auth_bench.py [--requests 400] [--reps 3] [--postgres URL] [--only sqlite]
+
+PostgreSQL: ``--postgres`` or ``PAYCORE_BENCH_POSTGRES_URL`` (default the local trust-auth
+server's ``test`` database); the bench works in a schema of its own and drops it after.
 """
 
 from __future__ import annotations
@@ -18,20 +32,32 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
+import sqlite3
+import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib.metadata import version
+from pathlib import Path
+from typing import Any
 
+import psycopg
 from coincurve import PrivateKey, PublicKey
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import URL
 
 from paycore.auth import authenticate, register_pubkey
 from paycore.auth.signatures import personal_message_hash, public_key_to_address
 from paycore.config import Settings
-from paycore.storage.memory import MemoryStorage
+from paycore_storage import SqlStorage
+from paycore_storage.engine import database_url
 
-NOW = 1_700_000_000
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 BODY = json.dumps(
     {
         "value": "49.90",
@@ -41,10 +67,18 @@ BODY = json.dumps(
         "data": {"orderId": 10042},
     }
 ).encode()
+RAW_TABLE = "CREATE TABLE bench_raw (id INTEGER PRIMARY KEY, n BIGINT NOT NULL)"
+RAW_UPDATE = "UPDATE bench_raw SET n = n + 1 WHERE id = 1"
+#: Requests per case between switches to the next case.
+CHUNK = 20
 
 
 def _log(text: str) -> None:
     print(f"auth_bench: {text}", file=sys.stderr, flush=True)
+
+
+def _emit(line: dict[str, Any]) -> None:
+    print(json.dumps(line), flush=True)
 
 
 def _eip191_sign(key: PrivateKey, message: str) -> str:
@@ -53,81 +87,205 @@ def _eip191_sign(key: PrivateKey, message: str) -> str:
     return "0x" + signature[:64].hex() + f"{signature[64] + 27:02x}"
 
 
-def _rate(label: str, count: int, run: Callable[[], None]) -> float:
-    start = time.perf_counter()
-    run()
-    elapsed = time.perf_counter() - start
-    per_sec = count / elapsed
-    _log(f"{label}: {count} in {elapsed:.2f} s = {per_sec:,.0f}/s")
-    return per_sec
+# -- the databases -------------------------------------------------------------------------
+@contextmanager
+def _sqlite_database() -> Iterator[tuple[URL, Callable[[], Any]]]:
+    with tempfile.TemporaryDirectory(prefix="paycore-auth-bench-") as folder:
+        path = Path(folder) / "bench.sqlite3"
+
+        def raw_connection() -> sqlite3.Connection:
+            # isolation_level=None: no implicit BEGIN, each statement commits itself.
+            connection = sqlite3.connect(path, isolation_level=None, timeout=30)
+            connection.execute("PRAGMA journal_mode=WAL")
+            return connection
+
+        yield database_url(f"sqlite:///{path}"), raw_connection
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=15_000, help="requests per measurement")
-    count = parser.parse_args().requests
+@contextmanager
+def _postgres_database(server: str) -> Iterator[tuple[URL, Callable[[], Any]]]:
+    admin_url = database_url(server)
+    schema = f"paycore_bench_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+        settings = {
+            name: connection.execute(text(f"SHOW {name}")).scalar_one()
+            for name in ("fsync", "synchronous_commit", "server_version")
+        }
+    _log(f"postgresql settings: {settings}")
+    options = f"-csearch_path={schema}"
+    url = admin_url.update_query_dict({"options": options})
 
+    def raw_connection() -> psycopg.Connection[Any]:
+        return psycopg.connect(
+            host=admin_url.host or "127.0.0.1",
+            port=admin_url.port or 5432,
+            dbname=admin_url.database,
+            user=admin_url.username,
+            password=admin_url.password,
+            options=options,
+            autocommit=True,
+        )
+
+    try:
+        yield url, raw_connection
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+# -- one backend ---------------------------------------------------------------------------
+def _bench_backend(
+    name: str, url: URL, raw_connection: Callable[[], Any], count: int, reps: int
+) -> dict[str, float]:
+    now = int(time.time())
+    storage = SqlStorage(url)
+    settings = Settings(auth_mode="strict")
     owner = PrivateKey(hashlib.sha256(b"bench-owner").digest())
     session = PrivateKey(hashlib.sha256(b"bench-session").digest())
-    owner_address = public_key_to_address(owner.public_key.format(compressed=False))
-    storage = MemoryStorage(clock=lambda: NOW)
-    settings = Settings(auth_mode="strict")
     public_key = "0x" + session.public_key.format(compressed=False).hex()
     register_pubkey(
         storage,
         settings,
         {
-            "ownerAddress": owner_address,
+            "ownerAddress": public_key_to_address(owner.public_key.format(compressed=False)),
             "publicKey": public_key,
             "signature": _eip191_sign(owner, public_key),
         },
-        now=NOW,
+        now=now,
     )
+    raw = raw_connection()
+    raw.execute(RAW_TABLE)
+    raw.execute("INSERT INTO bench_raw (id, n) VALUES (1, 0)")
 
-    _log(f"pre-signing {count} requests")
+    warm = max(1, count // 10)
+    _log(f"{name}: pre-signing {warm} + {reps} x {count} requests")
     body_hash = hashlib.sha256(BODY).hexdigest()
-    requests: list[dict[str, str]] = []
-    digests: list[tuple[bytes, bytes]] = []
-    for nonce in range(1, count + 1):
+    signed: list[dict[str, str]] = []
+    recoverable: list[tuple[bytes, bytes]] = []
+    for nonce in range(1, warm + reps * count + 1):
         message = f"sess:{nonce}:{body_hash}"
         signature = _eip191_sign(session, message)
-        requests.append({"x-session-nonce": str(nonce), "x-session-signature": signature})
+        signed.append({"x-session-nonce": str(nonce), "x-session-signature": signature})
         sig65 = bytes.fromhex(signature[2:])
-        digests.append((sig65[:64] + bytes((sig65[64] - 27,)), personal_message_hash(message)))
+        recoverable.append((sig65[:64] + bytes((sig65[64] - 27,)), personal_message_hash(message)))
 
-    def raw_recoveries() -> None:
-        for signature, digest in digests:
+    def run_verify(first: int, end: int) -> None:
+        for headers in signed[first:end]:
+            authenticate(
+                storage, settings, method="POST", uri="/invoice", body=BODY,
+                headers=headers, now=now,
+            )  # fmt: skip
+
+    def run_recover(first: int, end: int) -> None:
+        for signature, digest in recoverable[first:end]:
             PublicKey.from_signature_and_message(signature, digest, hasher=None)
 
-    def verifications() -> None:
-        for headers in requests:
-            authenticate(
-                storage,
-                settings,
-                method="POST",
-                uri="/invoice",
-                body=BODY,
-                headers=headers,
-                now=NOW,
-            )
+    def run_raw_write(first: int, end: int) -> None:
+        for _ in range(first, end):
+            raw.execute(RAW_UPDATE)
 
-    raw = _rate("raw coincurve recoveries", count, raw_recoveries)
-    verify = _rate("session-signed verifications", count, verifications)
-    print(
-        json.dumps(
+    def run_raw_write_tx(first: int, end: int) -> None:
+        # The driver's default shape: an explicit transaction around the one statement.
+        for _ in range(first, end):
+            raw.execute("BEGIN")
+            raw.execute(RAW_UPDATE)
+            raw.execute("COMMIT")
+
+    cases: dict[str, Callable[[int, int], None]] = {
+        "raw_recover": run_recover,
+        "verify": run_verify,
+        "raw_write": run_raw_write,
+        "raw_write_tx": run_raw_write_tx,
+    }
+    run_verify(0, warm)  # connections, prepared statements, caches
+    samples: dict[str, list[float]] = {case: [] for case in cases}
+    for rep in range(reps):
+        # Interleaved in small chunks, so that whatever else the machine does at a moment
+        # weighs on paycore and its ceilings alike.
+        spent = dict.fromkeys(cases, 0.0)
+        base = warm + rep * count
+        for first in range(base, base + count, CHUNK):
+            end = min(first + CHUNK, base + count)
+            for case, run in cases.items():
+                began = time.perf_counter()
+                run(first, end)
+                spent[case] += time.perf_counter() - began
+        for case in cases:
+            samples[case].append(spent[case] / count)
+        _log(
+            f"{name}: rep {rep + 1}/{reps}: "
+            + ", ".join(f"{case} {samples[case][-1] * 1e3:.3f} ms" for case in cases)
+        )
+    raw.close()
+    storage.close()
+    return {case: statistics.median(values) for case, values in samples.items()}
+
+
+def _report(name: str, median: dict[str, float], count: int, reps: int) -> None:
+    common = {"bench": "auth", "db": name, "requests": count, "reps": reps, "stat": "median"}
+    verify, recover = median["verify"], median["raw_recover"]
+    _emit(
+        {
+            **common,
+            "figure": "verify_per_s",
+            "value": round(1 / verify),
+            "ceiling": "raw_recover_per_s",
+            "ceiling_value": round(1 / recover),
+            "ratio": round(recover / verify, 3),
+        }
+    )
+    overhead = verify - recover
+    for ceiling in ("raw_write", "raw_write_tx"):
+        _emit(
             {
-                "bench": "auth",
-                "requests": count,
-                "verify_per_sec": round(verify),
-                "raw_recover_per_sec": round(raw),
-                "ratio": round(verify / raw, 3),
-                "overhead_us_per_request": round((1 / verify - 1 / raw) * 1e6, 1),
-                "python": platform.python_version(),
-                "coincurve": version("coincurve"),
+                **common,
+                "figure": "auth_overhead_ms",
+                "value": round(overhead * 1e3, 3),
+                "ceiling": f"{ceiling}_ms",
+                "ceiling_value": round(median[ceiling] * 1e3, 3),
+                "ratio": round(overhead / median[ceiling], 2),
+                **({"target": "<= 1.5"} if ceiling == "raw_write" else {}),
             }
         )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--requests", type=int, default=400, help="requests per measurement")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (median; at least 3)")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("PAYCORE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES),
+        help="PostgreSQL server URL (env PAYCORE_BENCH_POSTGRES_URL)",
     )
+    parser.add_argument(
+        "--only", choices=("sqlite", "postgresql"), help="one backend (default: both)"
+    )
+    args = parser.parse_args(argv)
+    if args.reps < 3:
+        parser.error("--reps must be at least 3: one repetition's figure is noise")
+    backends = [b for b in ("sqlite", "postgresql") if args.only in (None, b)]
+    for name in backends:
+        database = _sqlite_database() if name == "sqlite" else _postgres_database(args.postgres)
+        with database as (url, raw_connection):
+            median = _bench_backend(name, url, raw_connection, args.requests, args.reps)
+        _report(name, median, args.requests, args.reps)
+    _emit(
+        {
+            "bench": "auth",
+            "figure": "environment",
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "cpus": os.cpu_count(),
+            "load_average_1min": round(os.getloadavg()[0], 2),
+            **{p: version(p) for p in ("coincurve", "sqlalchemy", "psycopg")},
+        }
+    )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

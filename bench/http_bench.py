@@ -1,51 +1,67 @@
-"""Requests per second through each adapter under a real server, next to the bare framework.
+"""Signed requests per second through ``paycore serve``, next to a bare app on the same server.
 
-For each server (Litestar under uvicorn; Flask under werkzeug's threaded server and under
-uvicorn's WSGI interface, the servers installed here) the bench starts a real process on a
-loopback port, registers one session key per client thread, creates an invoice, and then
-measures, in the same run and against the same process:
+For each framework (Litestar under uvicorn, Flask under werkzeug's threaded server: what
+``paycore serve --framework`` runs) and each database (a fresh SQLite file, a fresh
+PostgreSQL schema), the bench starts ``paycore serve`` and ``bench/bare_app.py`` -- the same
+framework under the same server, answering the same two routes with the very bytes paycore
+answered -- and measures, repetition by repetition, interleaved:
 
-- ``bare``: ``GET /health``, the framework's own trivial JSON route (the ceiling);
-- ``prices``: ``GET /paycore/prices``, paycore's cheapest public read;
-- ``get_invoice``: ``GET /paycore/invoice/{guid}``, session-signed over the URI;
-- ``post_invoice``: ``POST /paycore/invoice``, session-signed over the body (one new
-  invoice per request).
+- ``GET /paycore/invoice/{guid}``, session-signed over the URI;
+- ``POST /paycore/invoice``, session-signed over the body (one new invoice per request);
 
-Every signed request carries a fresh nonce; requests are signed with eth-account before the
-clock starts so the client's signing does not count. Each client thread owns its session
-key, so the nonces of one key arrive in order. The ratios (case / bare) are what to compare
-across machines; the absolute figures depend on the machine. The client is Python (httpx,
-a few threads): ``client_cpu`` near 1.0 means the client, not the server, was the limit.
+each against paycore and against the bare app. Every request paycore gets carries a fresh
+nonce: each client process has its own session key and pre-signs its requests before the
+clock starts. The bare app gets the same request bytes.
 
-Output: one JSON object on stdout; progress on stderr.
+The load client is ``--clients`` processes, each on one keep-alive connection, sending
+prepared request bytes and reading the answers with a minimal HTTP/1.1 reader (no HTTP
+library in the loop). To show it is not the limit, the bench also runs the bare GET with
+twice as many client processes (``client_check``): if the client were the limit, the
+bare rate would rise with it. It prints each side's CPU per request (client processes,
+server process) as well. ``paycore serve`` runs one process here, and so does the bare app.
 
-    python bench/http_bench.py [--threads 4] [--seconds 1.5] [--rounds 2] [--only NAME]
+Each line of stdout is one JSON object: figure, value, ceiling, ratio (medians of
+``--reps``); progress on stderr.
+
+    python bench/http_bench.py [--seconds 3] [--reps 3] [--clients 4]
+                               [--only litestar|flask] [--db sqlite|postgresql]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import http.client
 import json
+import multiprocessing as mp
 import os
 import platform
 import socket
+import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
-import httpx
-from eth_account import Account
-from eth_account.messages import encode_defunct
-from eth_account.signers.local import LocalAccount
+from coincurve import PrivateKey
+from sqlalchemy import create_engine, text
+
+from paycore.auth.signatures import personal_message_hash, public_key_to_address
+from paycore_storage import SqlStorage
+from paycore_storage.engine import database_url
 
 PREFIX = "/paycore"
+HERE = Path(__file__).resolve().parent
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 ETH_1 = "1:0x0000000000000000000000000000000000000000"
 DEPOSIT = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
 INVOICE_BODY = json.dumps(
@@ -59,58 +75,211 @@ INVOICE_BODY = json.dumps(
     },
     separators=(",", ":"),
 ).encode()
-#: Pre-signed requests per client thread, signed case and round; a thread that uses them all
-#: before the time is up stops early (its own rate still counts).
-POOL = 800
+#: Nonces each client process may spend per measured case; more than it can send in time.
+POOL = 4000
+#: Distinct requests a client cycles through against the bare app (it checks nothing).
+BARE_POOL = 64
+ENDPOINTS = {"get": "GET /invoice/{guid}", "post": "POST /invoice"}
+TARGETS = {"get": ">= 0.5", "post": ">= 0.35"}
 
 
 def _log(text: str) -> None:
     print(f"http_bench: {text}", file=sys.stderr, flush=True)
 
 
-def _servers(port: int) -> dict[str, list[str]]:
-    py = sys.executable
-    serve = [py, "-m", "paycore.runtime.cli", "serve", "--port", str(port), "--prefix", PREFIX]
-    return {
-        "litestar+uvicorn": [*serve, "--framework", "litestar"],
-        "flask+werkzeug-threaded": [*serve, "--framework", "flask"],
-        "flask+uvicorn-wsgi": [
-            py, "-m", "uvicorn", "--factory", "paycore_flask:create_app", "--interface", "wsgi",
-            "--port", str(port), "--log-level", "warning", "--no-access-log",
-        ],
-    }  # fmt: skip
+def _emit(line: dict[str, Any]) -> None:
+    print(json.dumps(line), flush=True)
 
 
-# -- signing (client side, eth-account) ----------------------------------------------------
-def _sign(acct: LocalAccount, text: str) -> str:
-    return "0x" + bytes(acct.sign_message(encode_defunct(text=text)).signature).hex()
+# -- signing -------------------------------------------------------------------------------
+def _sign(key: PrivateKey, message: str) -> str:
+    signature = key.sign_recoverable(personal_message_hash(message), hasher=None)
+    return "0x" + signature[:64].hex() + f"{signature[64] + 27:02x}"
 
 
-def _public_key(acct: LocalAccount) -> str:
-    return "0x04" + acct._key_obj.public_key.to_bytes().hex()
+def _session_key(index: int) -> PrivateKey:
+    return PrivateKey(hashlib.sha256(f"http-bench-key-{index}".encode()).digest())
 
 
-def _session_headers(acct: LocalAccount, nonce: int, signed: bytes) -> dict[str, str]:
+def _raw_request(host: str, kind: str, uri: str, key: PrivateKey, nonce: int) -> bytes:
+    """One complete HTTP/1.1 request, signed as a client would sign it."""
+    signed = uri.encode() if kind == "get" else INVOICE_BODY
     digest = hashlib.sha256(signed).hexdigest()
+    lines = [
+        f"{'GET' if kind == 'get' else 'POST'} {uri} HTTP/1.1",
+        f"Host: {host}",
+        f"x-session-nonce: {nonce}",
+        f"x-session-signature: {_sign(key, f'sess:{nonce}:{digest}')}",
+    ]
+    body = b""
+    if kind == "post":
+        lines += ["Content-Type: application/json", f"Content-Length: {len(INVOICE_BODY)}"]
+        body = INVOICE_BODY
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+# -- the load client: processes on keep-alive connections ---------------------------------
+@dataclass
+class Job:
+    port: int
+    kind: str  # get | post
+    uri: str
+    key_index: int
+    first_nonce: int
+    count: int  # distinct requests to prepare
+    expect: int
+    seconds: float
+    cycle: bool  # send the prepared requests round and round (the bare app checks nothing)
+
+
+def _read_answer(sock: socket.socket, buffer: bytearray) -> tuple[int, bool]:
+    """Read one response (Content-Length framed) off ``sock``: its status code, and whether
+    the server closes the connection after it (werkzeug does after every answer)."""
+    while True:
+        end = buffer.find(b"\r\n\r\n")
+        if end >= 0:
+            break
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        buffer += chunk
+    head = bytes(buffer[:end]).decode("latin-1")
+    status = int(head.split(" ", 2)[1])
+    length = None
+    close = False
+    for line in head.split("\r\n")[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+        elif name.strip().lower() == "connection":
+            close = value.strip().lower() == "close"
+        elif name.strip().lower() == "transfer-encoding":
+            raise RuntimeError("chunked answer: the bench client reads Content-Length only")
+    if length is None:
+        raise RuntimeError(f"answer without Content-Length: {head[:200]}")
+    total = end + 4 + length
+    while len(buffer) < total:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("server closed the connection mid-answer")
+        buffer += chunk
+    del buffer[:total]
+    return status, close
+
+
+def _connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _client(job: Job, start: Any, results: Any) -> None:
+    try:
+        _send_all(job, start, results)
+    except Exception as error:  # told to the parent, which would otherwise wait in vain
+        results.put({"error": f"{type(error).__name__}: {error}"})
+
+
+def _send_all(job: Job, start: Any, results: Any) -> None:
+    key = _session_key(job.key_index)
+    host = f"127.0.0.1:{job.port}"
+    requests = [
+        _raw_request(host, job.kind, job.uri, key, job.first_nonce + i) for i in range(job.count)
+    ]
+    sock = _connect(job.port)
+    buffer = bytearray()
+    sock.sendall(f"GET /health HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    _, close = _read_answer(sock, buffer)  # served once before the clock starts
+    if close:
+        sock.close()
+        sock = _connect(job.port)
+    start.wait(timeout=600)
+    cpu0, began = time.process_time(), time.perf_counter()
+    deadline = began + job.seconds
+    sent, error, exhausted = 0, None, False
+    while time.perf_counter() < deadline:
+        if sent >= job.count and not job.cycle:
+            exhausted = True
+            break
+        sock.sendall(requests[sent % job.count])
+        status, close = _read_answer(sock, buffer)
+        if status != job.expect:
+            error = f"status {status}"
+            break
+        sent += 1
+        if close:  # werkzeug: a new connection per request, for paycore and bare alike
+            sock.close()
+            sock = _connect(job.port)
+    elapsed = time.perf_counter() - began
+    cpu = time.process_time() - cpu0
+    sock.close()
+    results.put(
+        {"sent": sent, "elapsed": elapsed, "cpu": cpu, "error": error, "exhausted": exhausted}
+    )
+
+
+def _server_cpu(pid: int) -> float:
+    """CPU seconds the process has used (all its threads): utime + stime."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _load(
+    pid: int, port: int, kind: str, uri: str, clients: int, seconds: float,
+    nonces: list[int] | None, expect: int,
+) -> dict[str, float]:  # fmt: skip
+    """Run one case; ``nonces`` (the next nonce of each client's key) is None for the bare
+    app, whose clients cycle through a few requests."""
+    ctx = mp.get_context("fork")
+    start = ctx.Barrier(clients + 1)  # released once every client has its requests ready
+    results = ctx.Queue()
+    jobs = [
+        Job(
+            port,
+            kind,
+            uri,
+            i,
+            first_nonce=nonces[i] if nonces is not None else 1,
+            count=POOL if nonces is not None else BARE_POOL,
+            expect=expect,
+            seconds=seconds,
+            cycle=nonces is None,
+        )  # fmt: skip
+        for i in range(clients)
+    ]
+    procs = [ctx.Process(target=_client, args=(job, start, results)) for job in jobs]
+    for proc in procs:
+        proc.start()
+    # A client that failed before it was ready broke the barrier; its error is in results.
+    with contextlib.suppress(threading.BrokenBarrierError):
+        start.wait(timeout=600)
+    server0 = _server_cpu(pid)
+    outcomes = []
+    for _ in procs:
+        outcomes.append(results.get(timeout=seconds + 120))
+        if outcomes[-1].get("error"):
+            start.abort()  # the others may still wait at the barrier
+            break
+    server = _server_cpu(pid) - server0
+    for proc in procs:
+        proc.join()
+    if nonces is not None:
+        for i in range(clients):
+            nonces[i] += POOL
+    errors = [o["error"] for o in outcomes if o.get("error")]
+    if errors:
+        raise RuntimeError(f"{kind} on port {port}: {errors[0]}")
+    if any(o["exhausted"] for o in outcomes):
+        raise RuntimeError(f"a client used all {POOL} pre-signed requests: raise POOL")
+    sent = sum(o["sent"] for o in outcomes)
     return {
-        "x-session-nonce": str(nonce),
-        "x-session-signature": _sign(acct, f"sess:{nonce}:{digest}"),
+        "req_per_s": sum(o["sent"] / o["elapsed"] for o in outcomes),
+        "client_cpu_ms": 1e3 * sum(o["cpu"] for o in outcomes) / sent,
+        "server_cpu_ms": 1e3 * server / sent,
     }
 
 
-@dataclass
-class Client:
-    """One client thread's session key and its next nonce."""
-
-    key: LocalAccount
-    nonce: int = 0
-
-    def headers(self, signed: bytes) -> dict[str, str]:
-        self.nonce += 1
-        return _session_headers(self.key, self.nonce, signed)
-
-
-# -- the server process --------------------------------------------------------------------
+# -- servers -------------------------------------------------------------------------------
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -118,208 +287,261 @@ def _free_port() -> int:
         return port
 
 
+def _call(
+    port: int, method: str, uri: str, body: bytes = b"", headers: dict[str, str] | None = None
+) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request(method, uri, body=body, headers=headers or {})
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
 @contextmanager
-def _server(command: list[str], base: str, threads: int) -> Iterator[None]:
-    env = {
-        **os.environ,
-        "PAYCORE_DATABASE_URL": "memory://",
-        "PAYCORE_AUTH_MODE": "strict",
-        "PAYCORE_SESSION_KEY_CAP": str(threads + 1),
-        "PAYCORE_PRICES": json.dumps({ETH_1: "3000"}),
-    }
+def _process(command: list[str], port: int, env: dict[str, str]) -> Iterator[int]:
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
                 err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-                raise RuntimeError(f"server exited with {proc.returncode}: {err}")
+                raise RuntimeError(f"{command[:4]} exited with {proc.returncode}: {err}")
             try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
+                if _call(port, "GET", "/health")[0] == 200:
                     break
-            except httpx.TransportError:
+            except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("server did not come up within 30 s")
+                raise RuntimeError(f"{command[:4]} did not come up within 60 s")
             time.sleep(0.1)
-        yield
+        yield proc.pid
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
 
 
-# -- one measured case ---------------------------------------------------------------------
-Request = tuple[str, str, bytes, dict[str, str]]  # method, uri, body, headers
+@contextmanager
+def _database(name: str, server: str) -> Iterator[str]:
+    """A fresh, migrated database: a SQLite file, or a PostgreSQL schema dropped after."""
+    if name == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="paycore-http-bench-") as folder:
+            url = f"sqlite:///{Path(folder) / 'bench.sqlite3'}"
+            store = SqlStorage(url)
+            store.migrate()
+            store.close()
+            yield url
+        return
+    admin_url = database_url(server)
+    schema = f"paycore_bench_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = admin_url.update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        store = SqlStorage(url)
+        store.migrate()
+        store.close()
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
 
 
-@dataclass
-class Case:
-    name: str
-    expect: int
-    #: One request list per thread, consumed in order across rounds (nonces only grow);
-    #: None means "the same ``fixed`` request over and over".
-    requests: list[list[Request]] | None = None
-    fixed: Request | None = None
-    cursor: list[int] = field(default_factory=list)
+def _register(port: int, clients: int) -> None:
+    owner = PrivateKey(hashlib.sha256(b"http-bench-owner").digest())
+    owner_address = public_key_to_address(owner.public_key.format(compressed=False))
+    for i in range(clients):
+        public_key = "0x" + _session_key(i).public_key.format(compressed=False).hex()
+        body = json.dumps(
+            {
+                "ownerAddress": owner_address,
+                "publicKey": public_key,
+                "signature": _sign(owner, public_key),
+            }
+        ).encode()
+        status, answer = _call(
+            port, "POST", PREFIX + "/auth/register-pubkey", body,
+            {"content-type": "application/json"},
+        )  # fmt: skip
+        if status != 200:
+            raise RuntimeError(f"register-pubkey: {status} {answer[:200]!r}")
 
 
-def _run(base: str, case: Case, threads: int, seconds: float) -> dict[str, Any]:
-    barrier = threading.Barrier(threads + 1)
-    rates = [0.0] * threads
-    sent = [0] * threads
-    errors: list[str] = []
-
-    def worker(i: int) -> None:
-        requests = case.requests[i] if case.requests is not None else None
-        with httpx.Client(base_url=base, timeout=30) as client:
-            client.get("/health")  # open the connection before the clock starts
-            barrier.wait()
-            start = time.perf_counter()
-            deadline = start + seconds
-            n = 0
-            while time.perf_counter() < deadline:
-                if requests is None:
-                    assert case.fixed is not None
-                    method, uri, body, headers = case.fixed
-                elif case.cursor[i] < len(requests):
-                    method, uri, body, headers = requests[case.cursor[i]]
-                    case.cursor[i] += 1
-                else:
-                    break
-                reply = client.request(method, uri, content=body, headers=headers)
-                if reply.status_code != case.expect:
-                    errors.append(f"{reply.status_code} {reply.text[:120]}")
-                    break
-                n += 1
-            sent[i] = n
-            rates[i] = n / (time.perf_counter() - start)
-
-    pool = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
-    for t in pool:
-        t.start()
-    barrier.wait()
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    for t in pool:
-        t.join()
-    cpu = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
-    if errors:
-        raise RuntimeError(f"{case.name}: unexpected answer {errors[0]}")
-    return {"req_per_s": round(sum(rates), 1), "requests": sum(sent), "client_cpu": round(cpu, 2)}
-
-
-def _post(client: Client) -> Request:
-    headers = {"content-type": "application/json", **client.headers(INVOICE_BODY)}
-    return ("POST", PREFIX + "/invoice", INVOICE_BODY, headers)
-
-
-# -- per server ----------------------------------------------------------------------------
-def _bench_server(
-    name: str, command: list[str], base: str, threads: int, seconds: float, rounds: int
-) -> dict[str, Any]:
-    owner: LocalAccount = Account.from_key(hashlib.sha256(b"bench-owner").digest())
-    clients = [
-        Client(Account.from_key(hashlib.sha256(f"bench-key-{i}".encode()).digest()))
-        for i in range(threads)
-    ]
-    with _server(command, base, threads), httpx.Client(base_url=base, timeout=30) as http:
-        for c in clients:
-            pub = _public_key(c.key)
-            body = {"ownerAddress": owner.address, "publicKey": pub, "signature": _sign(owner, pub)}
-            reply = http.post(PREFIX + "/auth/register-pubkey", json=body)
-            assert reply.status_code == 200, reply.text
-        created = http.post(
-            PREFIX + "/invoice", content=INVOICE_BODY, headers=clients[0].headers(INVOICE_BODY)
-        )
-        assert created.status_code == 201, created.text
-        uri = f"{PREFIX}/invoice/{created.json()['guid']}"
-
-        _log(f"{name}: signing {threads} x 2 x {rounds} x {POOL} requests")
-        # Signed in the order they are sent (round by round, GETs then POSTs) so that each
-        # key's nonces only grow; each round starts at its own slice, skipping leftovers.
-        gets: list[list[Request]] = [[] for _ in clients]
-        posts: list[list[Request]] = [[] for _ in clients]
-        for _ in range(rounds):
-            for i, c in enumerate(clients):
-                gets[i] += [("GET", uri, b"", c.headers(uri.encode())) for _ in range(POOL)]
-                posts[i] += [_post(c) for _ in range(POOL)]
-        cases = [
-            Case("bare", 200, fixed=("GET", "/health", b"", {})),
-            Case("prices", 200, fixed=("GET", PREFIX + "/prices", b"", {})),
-            Case("get_invoice", 200, requests=gets),
-            Case("post_invoice", 201, requests=posts),
-        ]
-        _run(base, cases[0], threads, min(seconds, 0.5))  # warm-up
-        # Rounds interleave the cases, and the best round counts: on a busy machine that is
-        # the figure least disturbed by whatever else ran at the same moment.
-        results: dict[str, Any] = {}
-        for r in range(rounds):
-            for case in cases:
-                case.cursor = [r * POOL] * threads
-                result = _run(base, case, threads, seconds)
-                best = results.get(case.name)
-                if best is None or result["req_per_s"] > best["req_per_s"]:
-                    results[case.name] = result
-        for case in cases:
-            _log(f"{name}: {case.name} {results[case.name]['req_per_s']} req/s")
-    bare = results["bare"]["req_per_s"]
-    results["ratio_vs_bare"] = {
-        k: round(results[k]["req_per_s"] / bare, 3)
-        for k in ("prices", "get_invoice", "post_invoice")
+def _signed_call(port: int, kind: str, uri: str, nonce: int) -> tuple[int, bytes]:
+    key = _session_key(0)
+    signed = uri.encode() if kind == "get" else INVOICE_BODY
+    headers = {
+        "x-session-nonce": str(nonce),
+        "x-session-signature": _sign(key, f"sess:{nonce}:{hashlib.sha256(signed).hexdigest()}"),
+        "content-type": "application/json",
     }
-    return results
+    if kind == "get":
+        return _call(port, "GET", uri, headers=headers)
+    return _call(port, "POST", uri, INVOICE_BODY, headers)
+
+
+def _bench_pair(
+    framework: str, db: str, url: str, args: argparse.Namespace, folder: Path
+) -> list[dict[str, Any]]:
+    py = sys.executable
+    paycore_port, bare_port = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")}
+    env.update(
+        {
+            "PAYCORE_DATABASE_URL": url,
+            "PAYCORE_AUTH_MODE": "strict",
+            "PAYCORE_SESSION_KEY_CAP": str(2 * args.clients + 1),
+            "PAYCORE_PRICES": json.dumps({ETH_1: "3000"}),
+        }
+    )
+    serve = [
+        py, "-m", "paycore.runtime.cli", "serve", "--framework", framework,
+        "--port", str(paycore_port), "--prefix", PREFIX,
+    ]  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    with _process(serve, paycore_port, env) as paycore_pid:
+        _register(paycore_port, 2 * args.clients)
+        nonces = [1] * (2 * args.clients)
+        status, created = _signed_call(paycore_port, "post", PREFIX + "/invoice", nonces[0])
+        nonces[0] += 1
+        if status != 201:
+            raise RuntimeError(f"POST /invoice: {status} {created[:200]!r}")
+        uri = f"{PREFIX}/invoice/{json.loads(created)['guid']}"
+        status, read = _signed_call(paycore_port, "get", uri, nonces[0])
+        nonces[0] += 1
+        if status != 200:
+            raise RuntimeError(f"GET {uri}: {status} {read[:200]!r}")
+        bodies = folder / f"bodies-{framework}-{db}.json"
+        bodies.write_text(json.dumps({"get": read.decode(), "post": created.decode()}))
+        bare = [
+            py, str(HERE / "bare_app.py"), "--framework", framework,
+            "--port", str(bare_port), "--bodies", str(bodies),
+        ]  # fmt: skip
+        with _process(bare, bare_port, env) as bare_pid:
+            targets = {"paycore": (paycore_pid, paycore_port), "bare": (bare_pid, bare_port)}
+            # warm-up: connections, prepared statements, caches
+            for side, (pid, port) in targets.items():
+                signed = nonces if side == "paycore" else None
+                _load(pid, port, "get", uri, args.clients, 0.5, signed, 200)
+            samples: dict[tuple[str, str], list[dict[str, float]]] = {}
+            for rep in range(args.reps):
+                for kind in ("get", "post"):
+                    for side, (pid, port) in targets.items():
+                        path = uri if kind == "get" else PREFIX + "/invoice"
+                        signed = nonces if side == "paycore" else None
+                        expect = 200 if kind == "get" else 201
+                        result = _load(
+                            pid, port, kind, path, args.clients, args.seconds, signed, expect
+                        )
+                        samples.setdefault((kind, side), []).append(result)
+                        _log(
+                            f"{framework}/{db} rep {rep + 1}: {kind} {side} "
+                            f"{result['req_per_s']:.0f} req/s, server "
+                            f"{result['server_cpu_ms']:.2f} ms CPU/req"
+                        )
+            # The client check: twice the client processes against the bare GET.
+            doubled = [
+                _load(bare_pid, bare_port, "get", uri, 2 * args.clients, args.seconds, None, 200)
+                for _ in range(args.reps)
+            ]
+    common = {
+        "bench": "http", "framework": framework,
+        "server": "uvicorn" if framework == "litestar" else "werkzeug-threaded",
+        "db": db, "clients": args.clients, "seconds": args.seconds, "reps": args.reps,
+        "stat": "median", "server_processes": 1,
+    }  # fmt: skip
+
+    def median(kind: str, side: str, field: str) -> float:
+        return statistics.median(s[field] for s in samples[(kind, side)])
+
+    for kind in ("get", "post"):
+        ours, ceiling = median(kind, "paycore", "req_per_s"), median(kind, "bare", "req_per_s")
+        rows.append(
+            {
+                **common,
+                "endpoint": ENDPOINTS[kind],
+                "figure": "req_per_s",
+                "value": round(ours, 1),
+                "ceiling": "bare_req_per_s",
+                "ceiling_value": round(ceiling, 1),
+                "ratio": round(ours / ceiling, 3),
+                "target": TARGETS[kind],
+                "server_cpu_ms_per_req": round(median(kind, "paycore", "server_cpu_ms"), 3),
+                "bare_server_cpu_ms_per_req": round(median(kind, "bare", "server_cpu_ms"), 3),
+                "client_cpu_ms_per_req": round(median(kind, "paycore", "client_cpu_ms"), 3),
+            }
+        )
+    single = median("get", "bare", "req_per_s")
+    double = statistics.median(d["req_per_s"] for d in doubled)
+    rows.append(
+        {
+            **common,
+            "endpoint": ENDPOINTS["get"] + " (bare)",
+            "figure": "client_check",
+            "value": round(double, 1),
+            "ceiling": f"bare_req_per_s_with_{args.clients}_clients",
+            "ceiling_value": round(single, 1),
+            "ratio": round(double / single, 3),
+            "note": f"bare GET with {2 * args.clients} client processes over "
+            f"{args.clients}: near 1 means the server, not the client, was the limit",
+            "client_cpu_ms_per_req": round(median("get", "bare", "client_cpu_ms"), 3),
+            "bare_server_cpu_ms_per_req": round(median("get", "bare", "server_cpu_ms"), 3),
+        }
+    )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--threads", type=int, default=4, help="concurrent client threads")
-    parser.add_argument("--seconds", type=float, default=1.5, help="duration of each case")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds per case; best counts")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each case")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (median; >= 3)")
+    parser.add_argument("--clients", type=int, default=4, help="client processes")
+    parser.add_argument("--only", choices=("litestar", "flask"), help="one framework")
+    parser.add_argument("--db", choices=("sqlite", "postgresql"), help="one database")
     parser.add_argument(
-        "--only", action="append", help="run only this server (repeatable); default all"
+        "--postgres",
+        default=os.environ.get("PAYCORE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES),
+        help="PostgreSQL server URL (env PAYCORE_BENCH_POSTGRES_URL)",
     )
     args = parser.parse_args(argv)
-
-    started = time.perf_counter()
+    if args.reps < 3:
+        parser.error("--reps must be at least 3: one repetition's figure is noise")
     load_before = os.getloadavg()[0]
-    report: dict[str, Any] = {
-        "bench": "http",
-        "threads": args.threads,
-        "seconds_per_case": args.seconds,
-        "rounds": args.rounds,
-        "servers": {},
-    }
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    for name, command in _servers(port).items():
-        if args.only and name not in args.only:
-            continue
-        _log(f"{name}: starting")
-        report["servers"][name] = _bench_server(
-            name, command, base, args.threads, args.seconds, args.rounds
-        )
-    servers = report["servers"]
-    if "litestar+uvicorn" in servers and "flask+werkzeug-threaded" in servers:
-        report["litestar_vs_flask_get_invoice"] = round(
-            servers["litestar+uvicorn"]["get_invoice"]["req_per_s"]
-            / servers["flask+werkzeug-threaded"]["get_invoice"]["req_per_s"],
-            2,
-        )
-    report["environment"] = {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        # Client and servers share these CPUs; a load average above their count at either
-        # end means other work competed with the run and the figures are rough.
-        "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-        **{p: version(p) for p in ("flask", "werkzeug", "litestar", "uvicorn", "httpx")},
-        "note": "no gunicorn or waitress installed: werkzeug's threaded dev server and "
-        "uvicorn's WSGI interface stand in for a production WSGI server",
-    }
-    report["elapsed_s"] = round(time.perf_counter() - started, 1)
-    print(json.dumps(report, indent=2))
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="paycore-http-bench-") as folder:
+        for db in ("sqlite", "postgresql"):
+            if args.db not in (None, db):
+                continue
+            for framework in ("litestar", "flask"):
+                if args.only not in (None, framework):
+                    continue
+                with _database(db, args.postgres) as url:
+                    _log(f"{framework}/{db}: starting")
+                    for row in _bench_pair(framework, db, url, args, Path(folder)):
+                        _emit(row)
+    _emit(
+        {
+            "bench": "http",
+            "figure": "environment",
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            # Client, servers and PostgreSQL share these CPUs; a load average above their
+            # count means other work competed with the run and the figures are rough.
+            "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            **{p: version(p) for p in ("flask", "werkzeug", "litestar", "uvicorn")},
+            "note": "one server process each (paycore serve, bare app); paycore serve "
+            "has no --workers here. werkzeug answers every request with Connection: close, "
+            "so the Flask cases open a connection per request, for paycore and bare alike",
+            "elapsed_s": round(time.perf_counter() - started, 1),
+        }
+    )
     return 0
 
 

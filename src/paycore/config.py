@@ -72,6 +72,16 @@ def _optional_int(raw: int | str | None) -> int | None:
     return None if raw in (None, "") else int(raw)
 
 
+def _optional_rate(raw: float | str | None) -> float | None:
+    """Requests per second: a positive number, or unset (None, "" or 0: no limit)."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    value = float(raw)
+    if value < 0 or value != value:
+        raise InvalidInput("rate_limit", "must be a positive number of requests per second")
+    return value or None
+
+
 def _optional_text(raw: str | None) -> str | None:
     """``PAYCORE_REDIS_URL=`` (set but empty) means unset, as leaving it out does."""
     return (raw.strip() or None) if isinstance(raw, str) else raw
@@ -171,6 +181,13 @@ class ChainConfig:
     #: energy (the transaction's ``fee_limit``). A cap, not a price: only what the call uses
     #: is burned; a wallet deployment needs over a million energy.
     fee_limit: int = attrs.field(default=1_000_000_000, converter=int)
+    #: Requests per second paycore sends to ``rpc_url`` from one process (the watcher and the
+    #: HTTP helpers together); None: no limit (a node of your own). Keep it under the API
+    #: key's quota: a refusal for rate costs the node's penalty window (docs/tron.md).
+    rate_limit: float | None = attrs.field(default=None, converter=_optional_rate)
+    #: The size in bytes the watcher aims at for one answer of the node: blocks per request
+    #: shrink and grow to stay near it (docs/tron.md, "Providers and their limits").
+    response_bytes: int = attrs.field(default=4_000_000, converter=int)
 
     def __attrs_post_init__(self) -> None:
         self._addresses_fit_kind()
@@ -185,6 +202,8 @@ class ChainConfig:
             raise InvalidInput("reorg_depth", "must not be negative")
         if self.fee_limit < 0:
             raise InvalidInput("fee_limit", "must not be negative")
+        if self.response_bytes < 1000:
+            raise InvalidInput("response_bytes", "must be at least 1000")
 
     def _addresses_fit_kind(self) -> None:
         """Tron chains keep base58 contract addresses (a 0x one is converted, as TVM tools
@@ -352,6 +371,10 @@ class Settings:
     salt_window: int = 600
     #: Events one poll queue holds; beyond it the oldest are dropped.
     event_retention: int = 1000
+    #: Most invoices GET /invoices answers without ``offset``/``limit``/``cursor`` (it
+    #: streams them, in constant memory); more matches are refused with a 400 that says
+    #: to page instead, so one request cannot keep a process busy for minutes.
+    invoice_list_max: int = attrs.field(default=10_000, converter=int)
     #: Fraction of ``value`` an invoice may fall short by and still count as paid (BTCPay's
     #: "payment tolerance"); 0 means the full amount.
     underpayment_tolerance: Decimal = Decimal(0)
@@ -527,6 +550,8 @@ class Settings:
             raise InvalidInput("session_key_cap", "must be at least 1")
         if self.ingest_batch < 1:
             raise InvalidInput("ingest_batch", "must be at least 1")
+        if self.invoice_list_max < 1:
+            raise InvalidInput("invoice_list_max", "must be at least 1")
         if self.nonce_mode not in NONCE_MODES:
             raise InvalidInput("nonce_mode", f"must be one of {', '.join(NONCE_MODES)}")
         # Bounded so that ``highest - window`` and ``now_ms + horizon`` stay in 64 bits.

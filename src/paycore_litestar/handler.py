@@ -16,9 +16,10 @@ from anyio import to_thread
 from litestar import Request, Router, route
 from litestar import Response as LitestarResponse
 from litestar.enums import HttpMethod
+from litestar.response import Stream
 
 from paycore import Gateway
-from paycore.api import MAX_BODY, handle
+from paycore.api import MAX_BODY, handle_streamed
 from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api.http import text_response
@@ -55,11 +56,11 @@ def build_router(prefix: str, gateway: Gateway) -> Router:
         include_in_schema=False,
         request_max_body_size=None,
     )
-    async def paycore_handler(request: AnyRequest) -> LitestarResponse[bytes]:
+    async def paycore_handler(request: AnyRequest) -> LitestarResponse[Any]:
         body = await read_capped_body(request)
         if body is None:
             return to_litestar(payload_too_large())
-        answer = await to_thread.run_sync(handle, gateway, to_paycore(request, body))
+        answer = await to_thread.run_sync(handle_streamed, gateway, to_paycore(request, body))
         return to_litestar(answer)
 
     @route(
@@ -69,11 +70,11 @@ def build_router(prefix: str, gateway: Gateway) -> Router:
         include_in_schema=False,
         request_max_body_size=None,
     )
-    async def ws_path_over_http(request: AnyRequest) -> LitestarResponse[bytes]:
+    async def ws_path_over_http(request: AnyRequest) -> LitestarResponse[Any]:
         """``{prefix}/ws`` without an upgrade: the core's answer, as under Flask. Without this
         Litestar would answer 405 itself, the path belonging to the websocket handler."""
         plain = attrs.evolve(to_paycore(request, b""), path=WS_PATH)
-        return to_litestar(await to_thread.run_sync(handle, gateway, plain))
+        return to_litestar(await to_thread.run_sync(handle_streamed, gateway, plain))
 
     return Router(
         prefix or "/",
@@ -154,12 +155,20 @@ def payload_too_large() -> PaycoreResponse:
     return text_response(PayloadTooLarge(MAX_BODY).text, PayloadTooLarge.status)
 
 
-def to_litestar(response: PaycoreResponse) -> LitestarResponse[bytes]:
+def to_litestar(response: PaycoreResponse) -> LitestarResponse[Any]:
     """Status, body, content type and headers copied as is.
 
     The content type goes in as a header too: Litestar would otherwise append its own
-    ``; charset=`` to a ``text/*`` type that already has one.
+    ``; charset=`` to a ``text/*`` type that already has one. A streamed body becomes a
+    ``Stream``, whose pieces Litestar makes in a worker thread, as the rest of the call.
     """
+    if response.chunks is not None:
+        return Stream(
+            response.chunks,
+            status_code=response.status,
+            media_type=response.content_type,
+            headers={**response.headers, "content-type": response.content_type},
+        )
     return LitestarResponse(
         content=response.body,
         status_code=response.status,

@@ -12,6 +12,16 @@ locking in ``sql.py`` is reasoned for it (a statement that waited on a lock sees
 committed by the holder), and a connect timeout so that an unreachable server is reported
 in seconds rather than after the operating system's TCP timeout (minutes).
 
+Dead pooled connections, without a ping. ``pool_pre_ping`` sent a statement on every
+checkout -- a round trip per transaction, a fifth of a signed request's time. Instead each
+checkout asks the operating system, at no round trip, whether the idle connection's socket
+has anything to read: an idle PostgreSQL connection is sent nothing unless the server is
+going away (a shutdown or a killed backend sends an error, then closes the socket), so a
+readable socket is dropped and the pool opens a fresh connection, transparently. A server
+that vanishes without a word (a cut cable) is found by the first statement instead, which
+then fails as an outage (503 with ``Retry-After``); SQLAlchemy then retires every connection
+of the pool opened before that failure, so the next transactions reconnect.
+
 Outages: :func:`unavailable` recognises the errors that mean "the database cannot be
 reached or answer now" (connection refused or dropped, server shutting down, pool
 exhausted, SQLite's lock timeout) so that ``SqlStorage`` raises the core's storage-neutral
@@ -22,6 +32,7 @@ answers by backing off. Any other database error is a bug and keeps its own type
 from __future__ import annotations
 
 import hashlib
+import select
 import sqlite3
 import time
 from typing import Any
@@ -47,6 +58,15 @@ _UNAVAILABLE = (
     sa_exc.DisconnectionError,
     sa_exc.TimeoutError,  # no pooled connection free in time
 )
+#: The same errors raised by a driver called directly, outside a statement (sqlite3's
+#: ``BEGIN IMMEDIATE`` below; psycopg's autocommit switch in ``SqlStorage.spend_nonce``).
+_DRIVER_UNAVAILABLE: tuple[type[Exception], ...] = (sqlite3.OperationalError,)
+try:  # PostgreSQL support is an optional extra
+    from psycopg import OperationalError as _PsycopgOperationalError
+
+    _DRIVER_UNAVAILABLE += (_PsycopgOperationalError,)
+except ImportError:  # pragma: no cover - only without the postgres extra
+    pass
 #: sqlite3 messages that mean "cannot be used right now" rather than a wrong statement.
 _SQLITE_UNAVAILABLE = ("locked", "busy", "unable to open", "disk I/O", "readonly", "full")
 
@@ -87,11 +107,30 @@ def make_engine(url: str | URL, **options: Any) -> Engine:
     if backend == "sqlite":
         return _sqlite_engine(parsed, options)
     if backend == "postgresql":
-        defaults: dict[str, Any] = {"isolation_level": "READ COMMITTED", "pool_pre_ping": True}
+        defaults: dict[str, Any] = {"isolation_level": "READ COMMITTED"}
         connect_args = {"connect_timeout": POSTGRES_CONNECT_TIMEOUT}
         connect_args.update(options.pop("connect_args", {}))
-        return create_engine(parsed, connect_args=connect_args, **{**defaults, **options})
+        engine = create_engine(parsed, connect_args=connect_args, **{**defaults, **options})
+        event.listen(engine, "checkout", _drop_if_closed_by_server)
+        return engine
     raise ValueError(f"paycore_storage supports {', '.join(SUPPORTED)}, not {backend!r}")
+
+
+def _drop_if_closed_by_server(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Refuse a pooled connection the server has closed or is closing (see the module
+    docstring); SQLAlchemy then discards it and checks out, or opens, another."""
+    if dbapi_connection.closed or _readable(dbapi_connection.fileno()):
+        raise sa_exc.DisconnectionError("the server closed this pooled connection")
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has data or an end of file waiting, asked without blocking."""
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):  # a socket already gone
+        return True
 
 
 def unavailable(error: BaseException) -> StorageUnavailable | None:
@@ -101,7 +140,7 @@ def unavailable(error: BaseException) -> StorageUnavailable | None:
     a small set that keys the rate-limited outage log; its ``detail`` the driver's first
     line, without the SQL statement and parameters SQLAlchemy appends.
     """
-    if not isinstance(error, _UNAVAILABLE):
+    if not isinstance(error, _UNAVAILABLE + _DRIVER_UNAVAILABLE):
         return None
     cause = getattr(error, "orig", None) or error
     lines = str(cause).strip().splitlines()
@@ -137,7 +176,9 @@ def _sqlite_engine(url: URL, options: dict[str, Any]) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Straight to sqlite3: SQLAlchemy's execution layer cost more than SQLite's BEGIN.
+        # A lock timeout raises sqlite3's own error, which ``unavailable`` recognises.
+        connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
 
     return engine
 

@@ -6,6 +6,7 @@ purpose: the wire form makes ``vsValue`` a float, and storage must not lose a di
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -19,6 +20,9 @@ from paycore.domain.records import (
     Payment,
     PollToken,
     PowChallenge,
+    RateSource,
+    Refund,
+    RefundStatus,
     SessionKey,
     Status,
     Transaction,
@@ -80,7 +84,8 @@ def invoice_row(invoice: Invoice) -> dict[str, Any]:
     }
 
 
-def invoice_from_row(row: Row) -> Invoice:
+def invoice_from_row(row: Row | Mapping[str, Any]) -> Invoice:
+    """From a RowMapping, or from the dict a ``prepared.Prepared`` statement returns."""
     return Invoice(
         guid=row["guid"],
         created_at=row["created_at"],
@@ -238,3 +243,43 @@ def parked_from_row(row: Row) -> ParkedDeposit:
         block_hash=row["block_hash"],
     )
     return ParkedDeposit(deposit, row["reason"], row["parked_at"])
+
+
+def refund_row(refund: Refund) -> dict[str, Any]:
+    return {
+        "id": refund.id,
+        "guid": refund.guid,
+        "owner": refund.owner,
+        "chain_id": refund.chain_id,
+        "token": refund.token,
+        "to_address": refund.to,
+        "amount": refund.amount,
+        "vs_value": refund.vs_value,
+        "rate": refund.rate,
+        "rate_source": refund.rate_source.value,
+        "status": refund.status.value,
+        "created_at": refund.created_at,
+        "tx_hash": refund.tx_hash,
+        "log_index": refund.log_index,
+        "settled_at": refund.settled_at,
+    }
+
+
+def refund_from_row(row: Row) -> Refund:
+    return Refund(
+        id=row["id"],
+        guid=row["guid"],
+        owner=row["owner"],
+        chain_id=row["chain_id"],
+        token=row["token"],
+        to=row["to_address"],
+        amount=row["amount"],
+        vs_value=row["vs_value"],
+        rate=row["rate"],
+        rate_source=RateSource(row["rate_source"]),
+        status=RefundStatus(row["status"]),
+        created_at=row["created_at"],
+        tx_hash=row["tx_hash"],
+        log_index=row["log_index"],
+        settled_at=row["settled_at"],
+    )

@@ -4,11 +4,13 @@ Each atomicity promise of the contract is one statement the database makes atomi
 than a read followed by a write that another transaction could slip between:
 
 - ``advance_nonce``: ``UPDATE .. WHERE last_seen_nonce < :n``; the row count says who won.
-- ``accept_nonce``: on PostgreSQL one statement -- an ``UPDATE`` of the key row (its row lock
-  serialises one key's requests, and READ COMMITTED re-checks the window on the row as the
-  previous holder committed it), a ``DELETE`` of rows that fell out of the window and an
-  ``INSERT .. ON CONFLICT DO NOTHING`` of the message, as data-modifying CTEs. On SQLite the
-  same three run as statements, serial under ``BEGIN IMMEDIATE``.
+- ``spend_nonce`` (and ``accept_nonce``, the same without the expiry test): on PostgreSQL
+  one statement -- an ``UPDATE .. RETURNING`` of the key row (its row lock serialises one
+  key's requests, READ COMMITTED re-checks the window on the row as the previous holder
+  committed it, and the returned row is the key the request needs), a ``DELETE`` of rows
+  that fell out of the window and an ``INSERT .. ON CONFLICT DO NOTHING`` of the message, as
+  data-modifying CTEs. On SQLite the same three run as statements, serial under ``BEGIN
+  IMMEDIATE``. Both go to the driver as prepared text, with no per-request compiling.
 - ``put_session_key``: an upsert whose ``DO UPDATE`` keeps the larger nonce and a tombstone.
 - ``insert_transaction`` / ``insert_invoice``: ``INSERT .. ON CONFLICT DO NOTHING RETURNING``,
   which also keeps the transaction usable (a unique violation would abort it on PostgreSQL).
@@ -28,14 +30,25 @@ than a read followed by a write that another transaction could slip between:
 On SQLite those statements are serial anyway (``BEGIN IMMEDIATE``, see ``engine.py``) and
 ``FOR UPDATE`` renders as nothing.
 
-Event order. Queue cursors count ``seq``, not ``id``. On PostgreSQL an ``id`` comes from a
-sequence at INSERT time, so transaction A can take id 5, B take id 6 and commit first; a
-drain in between would move the cursor past 6 and A's event 5 would never be delivered.
-``seq`` is therefore given out as late as possible -- just before commit, under a
-transaction-scoped advisory lock -- so seq order is commit order. The lock is taken after
-every row lock the transaction will ever hold, so waiting on it cannot close a deadlock
-cycle. If a transaction reads the queues after adding events, its events are sequenced at
-that point instead, so it sees its own events just as the in-memory storage does.
+Event order (docs/decisions.md, "Events"). Queues count event ids, which the database hands
+out at insert, so committing writers never wait on each other. On SQLite transactions run one
+at a time, so id order is commit order. On PostgreSQL a transaction can take id 5, another
+id 6 and commit first; a drain in between must not move a cursor past 5. So before its
+first event, a transaction *publishes* the lowest id it may take -- the sequence's next
+value -- as a shared advisory lock (which every session sees at once and which ends with
+the transaction), and only then takes ids. A drain reads the sequence's last value L, then
+the published bounds of the other open transactions, and reads up to the horizon min(L,
+lowest bound - 1): every id below it is committed or will never be. An id a writer still
+holds is at or above its bound, and a writer that publishes after the drain read L can only
+take ids above L. An event is held back while an older one may still commit, never skipped;
+only paycore transactions that added events can hold it back, each until it ends.
+A transaction that drains after adding events sees its own as settled, as in the in-memory
+store.
+
+Counts. ``paycore_owner_counts`` keeps each owner's invoices and counted transactions per
+chain; the changes of a transaction are added up and written just before it commits, in a
+fixed row order, so that concurrent inserts of one owner hold the rows' locks only across
+a commit and spread over ``COUNT_STRIPES`` rows; in-transaction reads add the pending part.
 """
 
 from __future__ import annotations
@@ -43,8 +56,10 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
@@ -54,28 +69,32 @@ from sqlalchemy import (
     BigInteger,
     ColumnElement,
     Connection,
+    Dialect,
     RowMapping,
     Select,
     Table,
     Text,
-    TextClause,
     bindparam,
     case,
     delete,
     func,
     insert,
     literal,
+    literal_column,
     or_,
     select,
     text,
+    tuple_,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL
+from sqlalchemy.sql.expression import ClauseElement
 
 from paycore.chains.records import ChainCursor
 from paycore.domain.machine import OPEN
+from paycore.domain.paging import TxPosition
 from paycore.domain.records import (
     Deposit,
     Invoice,
@@ -103,6 +122,8 @@ from paycore.webhooks.records import (
 
 from .engine import advisory_key, database_url, make_engine, unavailable
 from .migrations import migrate
+from .prepared import Prepared, on_dbapi, on_driver
+from .refunds import RefundStatements
 from .rows import (
     attempt_from_row,
     attempt_row,
@@ -127,6 +148,7 @@ from .tables import (
     invoices,
     notices,
     outbox,
+    owner_counts,
     parked_deposits,
     poll_tokens,
     pow_challenges,
@@ -143,46 +165,106 @@ from .tables import (
 
 log = logging.getLogger("paycore.events")
 
-OUTBOX_LOCK = advisory_key("paycore.outbox.seq")
+#: Rows each (owner, kind, chain) count is spread over (see Counts in the module docstring).
+COUNT_STRIPES = 8
+INVOICES, TRANSACTIONS = "invoices", "transactions"
+#: A drain over its cap counts the events it drops up to this many times the cap.
+DROPPED_COUNTED = 10
+#: Published bounds (module docstring, Event order) are two-key advisory locks: the first
+#: key is a namespace taken from the outbox table's oid (so paycore schemas sharing a
+#: database seldom see each other's) plus the bound's high 16 bits above 2**32, the second
+#: its low 32 bits as a signed int4 (``pg_locks.objid`` shows them unsigned again). The
+#: namespace occupies 2**16 first keys from ``ns * 2**16``.
+_BOUND_SPAN = 1 << 16
+_NAMESPACE = "(CAST(CAST(to_regclass('paycore_outbox') AS OID) AS BIGINT) % 32768 * 65536)"
+#: The id the next INSERT will take (a sequence not yet used starts at its last_value).
+_NEXT_ID = "CASE WHEN is_called THEN last_value + 1 ELSE last_value END"
+_PUBLISH = text(
+    f"""
+    SELECT pg_advisory_xact_lock_shared(
+        CAST({_NAMESPACE} + ({_NEXT_ID}) / 4294967296 AS INTEGER),
+        CAST(CASE WHEN ({_NEXT_ID}) % 4294967296 < 2147483648
+                  THEN ({_NEXT_ID}) % 4294967296
+                  ELSE ({_NEXT_ID}) % 4294967296 - 4294967296 END AS INTEGER))
+    FROM paycore_outbox_id_seq
+    """
+)
+#: The highest id handed out so far, whether its transaction has committed or not.
+_LAST_ID = literal_column(
+    "(SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END"
+    " FROM paycore_outbox_id_seq)",
+    BigInteger(),
+)
+#: The lowest bound other open transactions have published, or NULL.
+_LOWEST_BOUND = text(
+    f"""
+    SELECT min((CAST(classid AS BIGINT) - {_NAMESPACE}) * 4294967296
+               + CAST(objid AS BIGINT))
+    FROM pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 2 AND pid <> pg_backend_pid()
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND CAST(classid AS BIGINT) >= {_NAMESPACE}
+      AND CAST(classid AS BIGINT) < {_NAMESPACE} + {_BOUND_SPAN}
+    """
+)
+_TX_ORDER = ("timestamp", "tx_hash", "log_index", "chain_id", "token")
 #: The columns of ``SessionKey``; ``nonce_floor`` is the storage's own business.
 _KEY_COLUMNS = [c for c in session_keys.c if c.name != "nonce_floor"]
 
 
-def _accept_nonce_sql(lowest: str) -> TextClause:
-    """``SqlTx.accept_nonce`` on PostgreSQL as text: the Core form of a data-modifying CTE
-    around an ``INSERT .. ON CONFLICT`` is not cacheable, and compiling it anew on every
-    request cost more than the round trip it saves."""
-    return text(
-        f"""
-        WITH advanced AS (
-            UPDATE {session_keys.name}
-               SET last_seen_nonce = GREATEST(last_seen_nonce, CAST(:nonce AS BIGINT))
-             WHERE address = :address AND nonce_floor < :nonce AND {lowest} < :nonce
-            RETURNING last_seen_nonce
-        ), pruned AS (
-            DELETE FROM {session_nonces.name}
-             WHERE address = :address
-               AND nonce <= (SELECT last_seen_nonce FROM advanced) - :window
-        )
-        INSERT INTO {session_nonces.name} (address, nonce, digest)
-        SELECT :address, CAST(:nonce AS BIGINT), :digest
-         WHERE EXISTS (SELECT 1 FROM advanced)
-        ON CONFLICT (address, nonce, digest) DO NOTHING
-        RETURNING nonce
+_KEY_NAMES = [c.name for c in _KEY_COLUMNS]
+#: ``accept_nonce`` is ``spend_nonce`` without the expiry test: every stored key passes it.
+_ANY_KEY = -(2**63)
+
+
+def _driver_sql(sql: str, postgres: bool) -> str:
+    """``:name`` placeholders as the driver takes them (sqlite3 as they are, psycopg as
+    ``%(name)s``), so the hot statements go to the driver with no compiling at all."""
+    return re.sub(r":(\w+)", r"%(\1)s", sql) if postgres else sql
+
+
+def _spend_sql(*, postgres: bool, strict: bool) -> tuple[str, ...]:
+    """``SqlTx.spend_nonce`` as driver SQL: on PostgreSQL one statement (data-modifying
+    CTEs: the key's ``UPDATE .. RETURNING``, the prune, the message's ``INSERT``); on SQLite
+    the ``UPDATE .. RETURNING``, the ``INSERT`` and the prune, run one after the other in the
+    same serial transaction. Text rather than Core (Core cannot write a data-modifying CTE
+    around an ``INSERT .. ON CONFLICT`` that its cache keeps), sent as it is to the driver
+    (``prepared.on_driver``); the columns and tables still come from ``tables.py``."""
+    keys, used, names = session_keys.name, session_nonces.name, ", ".join(_KEY_NAMES)
+    lowest = "last_seen_nonce" if strict else "last_seen_nonce - :window"
+    where = (
+        f"address = :address AND expires_at > :now AND nonce_floor < :nonce AND {lowest} < :nonce"
+    )
+    if postgres:
+        statement = f"""
+            WITH advanced AS (
+                UPDATE {keys}
+                   SET last_seen_nonce = GREATEST(last_seen_nonce, CAST(:nonce AS BIGINT))
+                 WHERE {where}
+                RETURNING {names}
+            ), pruned AS (
+                DELETE FROM {used}
+                 WHERE address = :address
+                   AND nonce <= (SELECT last_seen_nonce FROM advanced) - :window
+            ), recorded AS (
+                INSERT INTO {used} (address, nonce, digest)
+                SELECT :address, CAST(:nonce AS BIGINT), :digest
+                 WHERE EXISTS (SELECT 1 FROM advanced)
+                ON CONFLICT (address, nonce, digest) DO NOTHING
+                RETURNING nonce
+            )
+            SELECT {names} FROM advanced WHERE EXISTS (SELECT 1 FROM recorded)
         """
+        return (_driver_sql(statement, postgres=True),)
+    return (
+        f"UPDATE {keys} SET last_seen_nonce = max(last_seen_nonce, :nonce) "
+        f"WHERE {where} RETURNING {names}",
+        f"INSERT INTO {used} (address, nonce, digest) VALUES (:address, :nonce, :digest) "
+        "ON CONFLICT (address, nonce, digest) DO NOTHING RETURNING nonce",
+        f"DELETE FROM {used} WHERE address = :address AND nonce <= :bound",
     )
 
 
-#: PostgreSQL: a batch's events numbered after the highest seq in one statement (the
-#: advisory lock is held, so the highest cannot move meanwhile), in id order.
-_SEQUENCE_BATCH = text(
-    f"""
-    UPDATE {outbox.name} AS o
-       SET seq = (SELECT COALESCE(MAX(seq), 0) FROM {outbox.name}) + v.n
-      FROM unnest(CAST(:ids AS BIGINT[])) WITH ORDINALITY AS v(id, n)
-     WHERE o.id = v.id
-    """
-)
 #: PostgreSQL: many invoices' status, paid amount and payments in one statement.
 _INVOICE_STATES_BATCH = text(
     f"""
@@ -196,8 +278,6 @@ _INVOICE_STATES_BATCH = text(
     """
 )
 
-_ACCEPT_NONCE_WINDOW = _accept_nonce_sql("last_seen_nonce - :window")
-_ACCEPT_NONCE_STRICT = _accept_nonce_sql("last_seen_nonce")
 #: The transaction rows' unique key: one transfer (``paycore.storage``: insert_transaction).
 _TRANSFER_KEY = ["chain_id", "tx_hash", "log_index", "token"]
 #: What deposits and deadlines change in an invoice; the rest is fixed at creation.
@@ -211,9 +291,66 @@ def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield values[start : start + _IN_CHUNK]
 
 
+#: (postgres, strict) -> the statements of ``spend_nonce``.
+_SPEND = {
+    (postgres, strict): _spend_sql(postgres=postgres, strict=strict)
+    for postgres in (False, True)
+    for strict in (False, True)
+}
 # Sorted so the compiled statement is the same in every process.
 _OPEN_STATUSES = tuple(sorted(status.value for status in OPEN))
 _PENDING = DeliveryStatus.PENDING.value
+
+
+def _spend_params(address: str, nonce: int, digest: str, window: int, now: int) -> dict[str, Any]:
+    return {"address": address, "nonce": nonce, "digest": digest, "window": window, "now": now}
+
+
+def _spend_on_postgres(
+    connection: Connection, params: Mapping[str, Any], strict: bool
+) -> SessionKey | None:
+    """The one statement, straight to psycopg (see ``prepared``)."""
+    rows, _ = on_driver(connection, _SPEND[(True, strict)][0], params)
+    return SessionKey(**dict(zip(_KEY_NAMES, rows[0], strict=True))) if rows else None
+
+
+def _spend_on_sqlite(
+    connection: Connection, params: Mapping[str, Any], strict: bool
+) -> SessionKey | None:
+    """The three statements straight to sqlite3 (see ``prepared``), inside the transaction
+    SQLAlchemy began."""
+    advance, record, prune = _SPEND[(False, strict)]
+    rows, _ = on_driver(connection, advance, params)
+    if not rows:
+        return None
+    if not on_driver(connection, record, params)[0]:
+        return None  # a replay; the caller's rollback undoes the (no-op) advance
+    key = SessionKey(**dict(zip(_KEY_NAMES, rows[0], strict=True)))
+    if key.last_seen_nonce == params["nonce"]:  # the window moved up: forget what fell out
+        bound = key.last_seen_nonce - params["window"]
+        on_driver(connection, prune, {"address": key.address, "bound": bound}, fetch=False)
+    return key
+
+
+#: An invoice's own columns: ``seq``, its creation sequence, is the database's to number.
+_INVOICE_COLUMNS = [column for column in invoices.c if column.name != "seq"]
+
+
+def _insert_invoice(dialect: Dialect) -> ClauseElement:
+    insert_into = pg_insert if dialect.name == "postgresql" else sqlite_insert
+    return (
+        insert_into(invoices)
+        .values({column.name: bindparam(column.name) for column in _INVOICE_COLUMNS})
+        .on_conflict_do_nothing(index_elements=["guid"])
+        .returning(invoices.c.guid)
+    )
+
+
+_INVOICE_BY_GUID = select(*_INVOICE_COLUMNS).where(invoices.c.guid == bindparam("guid"))
+#: The request path's invoice statements (see ``prepared``): read, read and lock, create.
+_INVOICE = Prepared(lambda _: _INVOICE_BY_GUID, _INVOICE_COLUMNS)
+_INVOICE_FOR_UPDATE = Prepared(lambda _: _INVOICE_BY_GUID.with_for_update(), _INVOICE_COLUMNS)
+_INSERT_INVOICE = Prepared(_insert_invoice, [invoices.c.guid])
 
 
 class SqlStorage:
@@ -244,6 +381,7 @@ class SqlStorage:
         # writer starve the others; other processes still meet the busy handler. An
         # in-memory database also needs it because all threads share its one connection.
         sqlite = self.url.get_backend_name() == "sqlite"
+        self._postgres = self.url.get_backend_name() == "postgresql"
         self._shared_connection = threading.Lock() if sqlite else None
 
     def migrate(self) -> None:
@@ -281,19 +419,66 @@ class SqlStorage:
                 raise
             raise outage from error
 
+    def spend_nonce(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+    ) -> SessionKey | None:
+        """PostgreSQL: the one statement in autocommit mode, so that it is its own
+        transaction -- one round trip, committed (durably: ``synchronous_commit`` as the
+        server has it) before the answer comes back, with no ``BEGIN`` or ``COMMIT`` round
+        trip around it. SQLite: one ``BEGIN IMMEDIATE`` transaction, as ``transaction()``."""
+        if not self._postgres:
+            with self.transaction() as tx:
+                return tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+        params = _spend_params(address, nonce, digest, window, now)
+        try:
+            self._ensure_schema()
+            # A pooled connection without SQLAlchemy's Connection around it: setting and
+            # resetting the isolation level through it cost more CPU than the statement.
+            pooled = self.engine.raw_connection()
+            try:
+                dbapi: Any = pooled.dbapi_connection
+                dbapi.autocommit = True
+                try:
+                    rows, _ = on_dbapi(
+                        self.engine.dialect, dbapi, _SPEND[(True, strict)][0], params,
+                        pooled.invalidate,
+                    )  # fmt: skip
+                finally:
+                    if pooled.is_valid:
+                        dbapi.autocommit = False
+            finally:
+                pooled.close()
+            return SessionKey(**dict(zip(_KEY_NAMES, rows[0], strict=True))) if rows else None
+        except Exception as error:
+            outage = unavailable(error)
+            if outage is None:
+                raise
+            raise outage from error
+
     def close(self) -> None:
         self.engine.dispose()
 
 
-class SqlTx:
-    """One unit of work on one connection; only valid inside its ``with`` block."""
+class SqlTx(RefundStatements):
+    """One unit of work on one connection; only valid inside its ``with`` block (the refund
+    rows' statements are ``refunds.RefundStatements``)."""
 
     def __init__(self, connection: Connection, clock: Callable[[], float]) -> None:
         self._connection: Connection | None = connection
         self._clock = clock
         self._postgres = connection.dialect.name == "postgresql"
         self._insert = pg_insert if self._postgres else sqlite_insert
-        self._unsequenced: list[int] = []
+        #: Whether this transaction has published its lowest event id (Event order).
+        self._published = False
+        #: (owner, kind, chain_id, stripe) -> rows added by this transaction, not yet written.
+        self._pending_counts: dict[tuple[str, str, int, int], int] = {}
 
     @property
     def _c(self) -> Connection:
@@ -305,7 +490,7 @@ class SqlTx:
         self._connection = None
 
     def before_commit(self) -> None:
-        self._sequence_events()
+        self._write_counts()
 
     # -- statement helpers ----------------------------------------------------------------
     def _one(self, query: Select[Any]) -> RowMapping | None:
@@ -342,19 +527,57 @@ class SqlTx:
     def _delete(self, table: Table, *where: ColumnElement[bool]) -> bool:
         return self._c.execute(delete(table).where(*where)).rowcount > 0
 
+    # -- counts -----------------------------------------------------------------------------
+    def _add_count(self, owner: str, kind: str, chain_id: int, row_key: str, delta: int) -> None:
+        stripe = zlib.crc32(row_key.encode()) % COUNT_STRIPES
+        slot = (owner, kind, chain_id, stripe)
+        self._pending_counts[slot] = self._pending_counts.get(slot, 0) + delta
+
+    def _write_counts(self) -> None:
+        """Write this transaction's count changes, in sorted order so that two transactions
+        changing the same rows take their locks in the same order and cannot deadlock."""
+        pending, self._pending_counts = self._pending_counts, {}
+        for (owner, kind, chain_id, stripe), delta in sorted(pending.items()):
+            if delta == 0:
+                continue
+            row = {"owner": owner, "kind": kind, "chain_id": chain_id, "stripe": stripe}
+            stmt = self._insert(owner_counts).values(**row, n=delta)
+            self._c.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=list(row), set_={"n": owner_counts.c.n + delta}
+                )
+            )
+
+    def _counted(self, owner: str, kind: str, chain_id: int | None) -> int:
+        c = owner_counts.c
+        where = [c.owner == owner, c.kind == kind]
+        if chain_id is not None:
+            where.append(c.chain_id == chain_id)
+        stored: int = self._c.execute(
+            select(func.coalesce(func.sum(c.n), 0)).where(*where)
+        ).scalar_one()
+        pending = sum(
+            delta
+            for (o, k, chain, _stripe), delta in self._pending_counts.items()
+            if o == owner and k == kind and chain_id in (None, chain)
+        )
+        return int(stored) + pending
+
     # -- invoices -------------------------------------------------------------------------
     def insert_invoice(self, invoice: Invoice) -> None:
-        if not self._insert_new(invoices, invoice_row(invoice), ["guid"]):
+        if not _INSERT_INVOICE.rows(self._c, invoice_row(invoice)):
             raise ValueError(f"invoice {invoice.guid} already exists")
+        self._add_count(invoice.owner, INVOICES, invoice.chain_id, invoice.guid, 1)
 
     def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None:
-        query = select(invoices).where(invoices.c.guid == guid)
-        row = self._one(query.with_for_update() if for_update else query)
-        return None if row is None else invoice_from_row(row)
+        query = _INVOICE_FOR_UPDATE if for_update else _INVOICE
+        rows = query.rows(self._c, {"guid": guid})
+        return invoice_from_row(rows[0]) if rows else None
 
     def update_invoice(self, invoice: Invoice) -> None:
         """Raises ``KeyError`` for an unknown guid: an update that silently did nothing
-        would hide a lost invoice."""
+        would hide a lost invoice. An invoice's owner and chain never change, so its count
+        stays where it is."""
         row = invoice_row(invoice)
         del row["guid"]
         result = self._c.execute(
@@ -369,7 +592,7 @@ class SqlTx:
         query = (
             select(invoices)
             .where(invoices.c.chain_id == chain_id, invoices.c.address == address)
-            .order_by(invoices.c.created_at, invoices.c.guid)
+            .order_by(invoices.c.seq)
         )
         return [
             invoice_from_row(r) for r in self._all(query.with_for_update() if for_update else query)
@@ -385,7 +608,7 @@ class SqlTx:
             query = (
                 select(invoices)
                 .where(invoices.c.chain_id == chain_id, invoices.c.address.in_(chunk))
-                .order_by(invoices.c.address, invoices.c.created_at, invoices.c.guid)
+                .order_by(invoices.c.address, invoices.c.seq)
             )
             for row in self._all(query.with_for_update() if for_update else query):
                 found.setdefault(row["address"], []).append(invoice_from_row(row))
@@ -424,6 +647,20 @@ class SqlTx:
         stored = set(self._c.execute(query).scalars())
         raise KeyError(next((guid for guid in wanted if guid not in stored), wanted[0]))
 
+    @staticmethod
+    def _invoice_filter(
+        owner: str | None, chain_id: int | None, address: str | None
+    ) -> list[ColumnElement[bool]]:
+        return [
+            column == wanted
+            for column, wanted in (
+                (invoices.c.owner, owner),
+                (invoices.c.chain_id, chain_id),
+                (invoices.c.address, address),
+            )
+            if wanted is not None
+        ]
+
     def list_invoices(
         self,
         *,
@@ -434,24 +671,54 @@ class SqlTx:
         limit: int | None = None,
         newest_first: bool = False,
     ) -> tuple[list[Invoice], int]:
-        where = [
-            column == wanted
-            for column, wanted in (
-                (invoices.c.owner, owner),
-                (invoices.c.chain_id, chain_id),
-                (invoices.c.address, address),
+        """An offset is skipped in the index alone (a "deferred join"): the page's sequence
+        numbers come from (owner, seq) -- an index-only scan on PostgreSQL, a covering index
+        on SQLite, where seq is the rowid -- and only the page's own rows are read."""
+        where = self._invoice_filter(owner, chain_id, address)
+        order = invoices.c.seq.desc() if newest_first else invoices.c.seq
+        if offset == 0 and limit is None:
+            query = select(invoices).where(*where).order_by(order)
+        else:
+            page = (
+                select(invoices.c.seq)
+                .where(*where)
+                .order_by(order)
+                .offset(offset)
+                .limit(limit)
+                .subquery()
             )
-            if wanted is not None
-        ]
-        order = [invoices.c.created_at, invoices.c.guid]
-        query = (
-            select(invoices)
-            .where(*where)
-            .order_by(*[c.desc() for c in order] if newest_first else order)
-            .offset(offset)
-            .limit(limit)
-        )
-        return [invoice_from_row(r) for r in self._all(query)], self._count(invoices, *where)
+            query = select(invoices).join(page, invoices.c.seq == page.c.seq).order_by(order)
+        items = [invoice_from_row(r) for r in self._all(query)]
+        return items, self.count_invoices(owner=owner, chain_id=chain_id, address=address)
+
+    def invoices_after(
+        self,
+        *,
+        owner: str | None = None,
+        chain_id: int | None = None,
+        address: str | None = None,
+        after: str | None = None,
+        limit: int,
+        newest_first: bool = False,
+    ) -> list[Invoice] | None:
+        where = self._invoice_filter(owner, chain_id, address)
+        if after is not None:
+            bound = self._c.execute(
+                select(invoices.c.seq).where(invoices.c.guid == after)
+            ).scalar_one_or_none()
+            if bound is None:
+                return None
+            where.append(invoices.c.seq < bound if newest_first else invoices.c.seq > bound)
+        order = invoices.c.seq.desc() if newest_first else invoices.c.seq
+        query = select(invoices).where(*where).order_by(order).limit(limit)
+        return [invoice_from_row(r) for r in self._all(query)]
+
+    def count_invoices(
+        self, *, owner: str | None = None, chain_id: int | None = None, address: str | None = None
+    ) -> int:
+        if owner is not None and address is None:
+            return self._counted(owner, INVOICES, chain_id)
+        return self._count(invoices, *self._invoice_filter(owner, chain_id, address))
 
     def due_for_expiry(self, now: int, limit: int) -> list[str]:
         query = (
@@ -463,20 +730,29 @@ class SqlTx:
         return list(self._c.execute(query).scalars())
 
     # -- transactions ---------------------------------------------------------------------
+    def _count_transaction(self, tx: Transaction, delta: int) -> None:
+        row_key = f"{tx.tx_hash}:{tx.log_index}:{tx.token}"
+        self._add_count(tx.owner, TRANSACTIONS, tx.chain_id, row_key, delta)
+
     def insert_transaction(self, tx: Transaction) -> bool:
         row = transaction_row(tx)
         if self._insert_new(transactions, row, _TRANSFER_KEY):
+            if not tx.reorged:
+                self._count_transaction(tx, 1)
             return True
         return self._revive(tx, row)
 
     def _revive(self, tx: Transaction, row: Mapping[str, Any]) -> bool:
         """Known already: only a reorged row gives way, and the WHERE decides that in the
-        same statement that replaces it (a concurrent revival finds it revived)."""
+        same statement that replaces it (a concurrent revival finds it revived). The
+        flagged row was no longer counted; the revived one is."""
         replaced = self._c.execute(
             update(transactions)
             .where(*self._transfer(*tx.key), transactions.c.reorged.is_(True))
             .values(row)
         )
+        if replaced.rowcount > 0 and not tx.reorged:
+            self._count_transaction(tx, 1)
         return replaced.rowcount > 0
 
     def insert_transactions(self, records: Sequence[Transaction]) -> list[bool]:
@@ -502,6 +778,9 @@ class SqlTx:
             written = self._c.execute(stmt, rows).rowcount
         if written == len(records):
             savepoint.commit()
+            for record in records:  # counted exactly as ``insert_transaction`` counts one
+                if not record.reorged:
+                    self._count_transaction(record, 1)
             return [True] * len(records)
         savepoint.rollback()
         return [self.insert_transaction(record) for record in records]
@@ -561,23 +840,76 @@ class SqlTx:
             .values(reorged=True)
             .returning(*transactions.c)
         ).first()
-        return None if flagged is None else transaction_from_row(flagged._mapping)
+        if flagged is None:
+            return None
+        record = transaction_from_row(flagged._mapping)
+        self._count_transaction(record, -1)
+        return record
+
+    @staticmethod
+    def _listed_transactions(owner: str, chain_id: int | None) -> list[ColumnElement[bool]]:
+        """The rows GET /transactions shows; ``reorged IS false`` is written exactly as the
+        partial index ``ix_paycore_transactions_owner_newest`` says it, so both databases
+        see that the index covers the query."""
+        where = [transactions.c.owner == owner, transactions.c.reorged.is_(False)]
+        if chain_id is not None:
+            where.append(transactions.c.chain_id == chain_id)
+        return where
 
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
     ) -> tuple[list[Transaction], int]:
-        where = [transactions.c.owner == owner, transactions.c.reorged.is_(False)]
-        if chain_id is not None:
-            where.append(transactions.c.chain_id == chain_id)
-        newest_first = [
-            transactions.c[name].desc()
-            for name in ("timestamp", "tx_hash", "log_index", "chain_id", "token")
-        ]
+        """An offset is skipped in ``ix_paycore_transactions_owner_newest`` alone, and only the
+        page's rows are read, by their unique transfer key (as in ``list_invoices``)."""
+        t = transactions.c
+        where = self._listed_transactions(owner, chain_id)
+        newest_first = [t[name].desc() for name in _TX_ORDER]
+        page = (
+            select(*[t[name] for name in _TRANSFER_KEY])
+            .where(*where)
+            .order_by(*newest_first)
+            .offset(offset)
+            .limit(limit)
+            .subquery()
+        )
         query = (
-            select(transactions).where(*where).order_by(*newest_first).offset(offset).limit(limit)
+            select(transactions)
+            .join(
+                page,
+                tuple_(*[t[n] for n in _TRANSFER_KEY])
+                == tuple_(*[page.c[n] for n in _TRANSFER_KEY]),
+            )
+            .order_by(*newest_first)
         )
         items = [transaction_from_row(r) for r in self._all(query)]
-        return items, self._count(transactions, *where)
+        return items, self.count_transactions(owner, chain_id=chain_id)
+
+    def transactions_after(
+        self,
+        owner: str,
+        *,
+        chain_id: int | None = None,
+        after: TxPosition | None = None,
+        limit: int,
+        newest_first: bool = True,
+    ) -> list[Transaction]:
+        t = transactions.c
+        where = self._listed_transactions(owner, chain_id)
+        if after is not None:
+            here = tuple_(*[t[name] for name in _TX_ORDER])
+            there = tuple_(
+                *[
+                    literal(value, t[name].type)
+                    for name, value in zip(_TX_ORDER, after, strict=True)
+                ]
+            )
+            where.append(here < there if newest_first else here > there)
+        order = [t[name].desc() if newest_first else t[name] for name in _TX_ORDER]
+        query = select(transactions).where(*where).order_by(*order).limit(limit)
+        return [transaction_from_row(r) for r in self._all(query)]
+
+    def count_transactions(self, owner: str, *, chain_id: int | None = None) -> int:
+        return self._counted(owner, TRANSACTIONS, chain_id)
 
     # -- session keys ---------------------------------------------------------------------
     def get_session_key(self, address: str) -> SessionKey | None:
@@ -617,45 +949,31 @@ class SqlTx:
     def accept_nonce(
         self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False
     ) -> bool:
-        if self._postgres:
-            return self._accept_nonce_in_one_statement(address, nonce, digest, window, strict)
-        # SQLite: the same three steps as statements, serial under BEGIN IMMEDIATE.
-        keys, used = session_keys.c, session_nonces.c
-        lowest = keys.last_seen_nonce if strict else keys.last_seen_nonce - window
-        advance = (
-            update(session_keys)
-            .where(keys.address == address, keys.nonce_floor < nonce, lowest < nonce)
-            .values(last_seen_nonce=func.max(keys.last_seen_nonce, nonce))  # scalar max()
-            .returning(keys.last_seen_nonce)
-        )
-        message = {"address": address, "nonce": nonce, "digest": digest}
-        highest = self._c.execute(advance).scalar_one_or_none()
-        if highest is None:
-            return False
-        if not self._insert_new(session_nonces, message, ["address", "nonce", "digest"]):
-            return False  # a replay: the caller's rollback undoes the (no-op) advance
-        if highest == nonce:  # the window moved up: forget what fell out of it
-            self._c.execute(
-                delete(session_nonces).where(
-                    used.address == address, used.nonce <= highest - window
-                )
-            )
-        return True
+        found = self.spend_nonce(address, nonce, digest, window=window, strict=strict, now=_ANY_KEY)
+        return found is not None
 
-    def _accept_nonce_in_one_statement(
-        self, address: str, nonce: int, digest: str, window: int, strict: bool
-    ) -> bool:
-        """PostgreSQL: advance, prune and record as one statement (one round trip).
-
-        The ``UPDATE`` takes the key's row lock first, so one key's messages are decided one
-        at a time, each against the window as the previous one committed it; the
-        ``DELETE`` and ``INSERT`` only touch that key's rows. A replay conflicts with the
+    def spend_nonce(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+    ) -> SessionKey | None:
+        """PostgreSQL: one statement, one round trip. The ``UPDATE`` takes the key's row lock
+        first, so one key's messages are decided one at a time, each against the window as
+        the previous one committed it (READ COMMITTED re-checks the ``WHERE`` on that row);
+        the ``DELETE`` and ``INSERT`` only touch that key's rows. A replay conflicts with the
         committed row (``DO NOTHING``: no row returned), and its advance changed nothing,
-        since a recorded nonce is never above the key's highest.
-        """
-        statement = _ACCEPT_NONCE_STRICT if strict else _ACCEPT_NONCE_WINDOW
-        params = {"address": address, "nonce": nonce, "digest": digest, "window": window}
-        return self._c.execute(statement, params).first() is not None
+        since a recorded nonce is never above the key's highest. SQLite: the same three
+        steps as statements, serial under ``BEGIN IMMEDIATE``; a replay's (no-op) advance is
+        undone by the caller's rollback."""
+        params = _spend_params(address, nonce, digest, window, now)
+        if self._postgres:
+            return _spend_on_postgres(self._c, params, strict)
+        return _spend_on_sqlite(self._c, params, strict)
 
     # -- smart-wallet deposit indexes -------------------------------------------------------
     def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
@@ -703,95 +1021,116 @@ class SqlTx:
         return self._delete(webhooks, webhooks.c.owner == owner)
 
     # -- events ---------------------------------------------------------------------------
+    def _publish(self) -> None:
+        """PostgreSQL: before this transaction takes its first event id, publish the lowest
+        one it can take (module docstring, Event order). Never from inside a savepoint that
+        may roll back (``insert_transactions``' is the only one, and adds no event): the
+        lock would end with the savepoint while the transaction still holds its ids."""
+        if self._postgres and not self._published:
+            self._c.execute(_PUBLISH)
+            self._published = True
+
     def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
+        self._publish()
         stmt = (
             outbox.insert()
             .values(owner=owner, guid=guid, payload=payload, created_at=created_at)
             .returning(outbox.c.id)
         )
         event_id: int = self._c.execute(stmt).scalar_one()
-        self._unsequenced.append(event_id)
         return event_id
 
     def add_events(self, events: Sequence[NewEvent]) -> list[int]:
         if len(events) < 2:
             return [self.add_event(e.owner, e.guid, e.payload, e.created_at) for e in events]
+        self._publish()
         rows = [
             {"owner": e.owner, "guid": e.guid, "payload": e.payload, "created_at": e.created_at}
             for e in events
         ]
         # Rows are inserted in the order given and their ids increase, so sorting the ids
-        # returned pairs them up. SQLite cannot sort its RETURNING rows for SQLAlchemy
-        # without going row by row; it has one writer at a time, so sorting here is exact.
+        # returned pairs them up, and a queue hands them out in that order. SQLite cannot
+        # sort its RETURNING rows for SQLAlchemy without going row by row; it has one writer
+        # at a time, so sorting here is exact.
         stmt = outbox.insert().returning(outbox.c.id, sort_by_parameter_order=self._postgres)
-        ids = sorted(self._c.execute(stmt, rows).scalars())
-        self._unsequenced.extend(ids)
-        return ids
+        return sorted(self._c.execute(stmt, rows).scalars())
 
-    def _sequence_events(self) -> None:
-        """Give this transaction's new events their ``seq`` (module docstring, Event order)."""
-        if not self._unsequenced:
-            return
-        if self._postgres:
-            self._c.execute(select(func.pg_advisory_xact_lock(OUTBOX_LOCK)))
-        if len(self._unsequenced) == 1:
-            next_seq = select(func.coalesce(func.max(outbox.c.seq), 0) + 1).scalar_subquery()
-            self._c.execute(
-                update(outbox).where(outbox.c.id == self._unsequenced[0]).values(seq=next_seq)
-            )
-        elif self._postgres:  # a batch (the watcher's): one statement numbers them all
-            self._c.execute(_SEQUENCE_BATCH, {"ids": self._unsequenced})
-        else:  # SQLite: read the top once, number the events after it
-            top = self._c.execute(select(func.coalesce(func.max(outbox.c.seq), 0))).scalar_one()
-            self._c.execute(
-                update(outbox).where(outbox.c.id == bindparam("_id")).values(seq=bindparam("_seq")),
-                [{"_id": i, "_seq": top + n} for n, i in enumerate(self._unsequenced, start=1)],
-            )
-        self._unsequenced.clear()
+    def _horizon(self, last_id: int) -> int:
+        """The highest event id below which nothing can still appear, given ``last_id``, the
+        sequence's last value read in an earlier statement (module docstring, Event order)."""
+        lowest: int | None = self._c.execute(_LOWEST_BOUND).scalar()
+        return last_id if lowest is None else min(last_id, lowest - 1)
 
     def open_queue(self, consumer: str, owner: str) -> None:
-        self._sequence_events()
-        newest = select(func.coalesce(func.max(outbox.c.seq), 0)).scalar_subquery()
+        """A new queue starts at the horizon: after every event that already exists, before
+        any still being added."""
+        if self._postgres:
+            newest = self._horizon(self._c.execute(select(_LAST_ID)).scalar_one())
+            start: ColumnElement[Any] = literal(newest, BigInteger())
+        else:
+            start = select(func.coalesce(func.max(outbox.c.id), 0)).scalar_subquery()
         self._c.execute(
             self._insert(event_queues)
-            .values(consumer=consumer, owner=owner, last_seq=newest)
+            .values(consumer=consumer, owner=owner, last_seq=start)
             .on_conflict_do_nothing(index_elements=["consumer"])
         )
 
     def drain_queue(self, consumer: str, cap: int) -> list[OutboxEvent]:
-        """An unknown consumer has nothing queued, so it drains to ``[]``."""
+        """An unknown consumer has nothing queued, so it drains to ``[]``. Reads at most
+        ``cap`` events, newest first from the horizon down, whatever the backlog; how many
+        older ones that drops is counted only up to ``DROPPED_COUNTED`` caps."""
         if cap < 1:
             raise ValueError("cap must be at least 1")
-        self._sequence_events()
         # The lock makes a concurrent drain of this queue wait here, then read the cursor
-        # this one leaves behind.
+        # this one leaves behind. The sequence is read here, before the published bounds.
+        last_id = _LAST_ID if self._postgres else literal(None, BigInteger())
         queue = self._one(
-            select(event_queues.c.owner, event_queues.c.last_seq)
+            select(event_queues.c.owner, event_queues.c.last_seq, last_id.label("last_id"))
             .where(event_queues.c.consumer == consumer)
-            .with_for_update()
+            .with_for_update(of=event_queues)
         )
         if queue is None:
             return []
-        pending = [outbox.c.owner == queue["owner"], outbox.c.seq > queue["last_seq"]]
-        newest = self._all(select(outbox).where(*pending).order_by(outbox.c.seq.desc()).limit(cap))
+        pending = [outbox.c.owner == queue["owner"], outbox.c.id > queue["last_seq"]]
+        horizon: int | None = None
+        if queue["last_id"] is not None:
+            horizon = self._horizon(queue["last_id"])
+            if horizon <= queue["last_seq"]:
+                return []
+            pending.append(outbox.c.id <= horizon)
+        newest_first = [outbox.c.id.desc()]
+        newest = self._all(select(outbox).where(*pending).order_by(*newest_first).limit(cap))
         if not newest:
             return []
-        last_seq = newest[0]["seq"]
         if len(newest) == cap:
-            dropped = self._count(outbox, *pending, outbox.c.seq <= last_seq) - cap
-            if dropped:
-                log.warning(
-                    "event queue %s over its cap of %d: dropped %d oldest events",
-                    consumer,
-                    cap,
-                    dropped,
-                )
+            self._warn_dropped(consumer, cap, pending, newest_first)
         self._c.execute(
             update(event_queues)
             .where(event_queues.c.consumer == consumer)
-            .values(last_seq=last_seq)
+            .values(last_seq=newest[0]["id"] if horizon is None else horizon)
         )
         return [event_from_row(row) for row in reversed(newest)]
+
+    def _warn_dropped(
+        self,
+        consumer: str,
+        cap: int,
+        pending: list[ColumnElement[bool]],
+        order: list[Any],
+    ) -> None:
+        """Count the events below the ``cap`` newest, up to ``DROPPED_COUNTED`` times
+        ``cap`` of them: the number when it is modest, a floor when a backlog is huge, at a
+        cost that does not grow with the backlog."""
+        most = DROPPED_COUNTED * cap
+        beyond = select(outbox.c.id).where(*pending).order_by(*order).offset(cap).limit(most)
+        dropped = self._c.execute(select(func.count()).select_from(beyond.subquery())).scalar_one()
+        if dropped:
+            log.warning(
+                "event queue %s over its cap of %d: dropped %s oldest events",
+                consumer,
+                cap,
+                dropped if dropped < most else f"at least {most}",
+            )
 
     def close_queue(self, consumer: str) -> None:
         self._delete(event_queues, event_queues.c.consumer == consumer)
@@ -951,21 +1290,18 @@ class SqlTx:
     ) -> PruneBatch:
         """Which events a queue still needs is worked out per owner: the lowest cursor of
         its queues (one grouped read) and, only for owners with a queue behind an event, the
-        ``seq`` of the owner's ``queue_cap``-th newest event (one index probe each). Both
-        only move up while this runs -- cursors advance, new queues start at the newest
-        event, new events come after -- so a decision made on them stays right until the
-        DELETE. ``seq`` rather than ``id`` is what cursors count (module docstring)."""
+        id of the owner's ``queue_cap``-th newest event (one index probe each). Both only
+        move up while this runs -- cursors advance, a new queue starts at the horizon, which
+        is past every event it may be owed, and an event added later can only raise the
+        owner's ``queue_cap``-th newest -- so a decision made on them stays right until the
+        DELETE. The newest event may go too: ids are never handed out again (a sequence on
+        PostgreSQL, ``AUTOINCREMENT`` on SQLite), so no later event can take its place."""
         o, q = outbox.c, event_queues.c
         rows = self._all(
-            select(o.id, o.owner, o.seq, o.created_at)
-            .where(o.id > after)
-            .order_by(o.id)
-            .limit(limit)
+            select(o.id, o.owner, o.created_at).where(o.id > after).order_by(o.id).limit(limit)
         )
         old = list(itertools.takewhile(lambda r: r["created_at"] < created_before, rows))
-        newest = self._c.execute(select(func.max(o.seq))).scalar_one_or_none() or 0
-        candidates = [r for r in old if r["seq"] is not None and r["seq"] < newest]
-        owners = sorted({r["owner"] for r in candidates})
+        owners = sorted({r["owner"] for r in old})
         cursors: dict[str, int] = {}
         if owners:
             lowest = (
@@ -975,22 +1311,22 @@ class SqlTx:
         floors: dict[str, int] = {}
 
         def still_queued(row: RowMapping) -> bool:
-            owner, seq = row["owner"], row["seq"]
+            owner, event_id = row["owner"], row["id"]
             cursor = cursors.get(owner)
-            if cursor is None or seq <= cursor:
+            if cursor is None or event_id <= cursor:
                 return False
             if owner not in floors:
                 nth_newest = (
-                    select(o.seq)
-                    .where(o.owner == owner, o.seq.is_not(None))
-                    .order_by(o.seq.desc())
+                    select(o.id)
+                    .where(o.owner == owner)
+                    .order_by(o.id.desc())
                     .offset(queue_cap - 1)
                     .limit(1)
                 )
                 floors[owner] = self._c.execute(nth_newest).scalar_one_or_none() or 0
-            return bool(seq >= floors[owner])
+            return bool(event_id >= floors[owner])
 
-        doomed = [r["id"] for r in candidates if not still_queued(r)]
+        doomed = [r["id"] for r in old if not still_queued(r)]
         if doomed:
             self._c.execute(delete(outbox).where(o.id.in_(doomed)))
         done = len(old) < len(rows) or len(rows) < limit

@@ -36,6 +36,8 @@ INVOICE_FIELDS = {
     "owner",
     "paidAmount",
     "payments",
+    "refundedAmount",
+    "refunds",
     "acceptedTokens",
     "paymentUrl",
     "tokenInfo",

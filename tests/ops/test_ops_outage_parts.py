@@ -9,6 +9,7 @@ is test_ops_storage_outage.py.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,6 +114,32 @@ def test_sqlite_bugs_stay_bugs_and_an_unopenable_file_is_an_outage(tmp_path: Pat
     with outage, gone.transaction() as tx:
         tx.get_invoice("x")
     gone.close()
+
+
+def test_a_sqlite_write_lock_held_elsewhere_is_an_outage_on_every_way_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BEGIN IMMEDIATE and the nonce statements go to sqlite3 directly, past SQLAlchemy's
+    error wrapping: "database is locked" from there must still be a 503, not a 500."""
+    monkeypatch.setattr("paycore_storage.engine.SQLITE_BUSY_TIMEOUT", 0.2)
+    path = tmp_path / "busy.sqlite3"
+    store = SqlStorage(f"sqlite:///{path}")
+    store.migrate()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's writer, holding the lock
+    try:
+        with pytest.raises(StorageUnavailable) as caught, store.transaction() as tx:
+            tx.get_invoice("x")
+        assert (caught.value.kind, caught.value.detail) == (
+            "OperationalError",
+            "database is locked",
+        )
+        with pytest.raises(StorageUnavailable):
+            store.spend_nonce("0x" + "7" * 40, 1, "ab" * 32, window=10, now=1)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        store.close()
 
 
 # -- both adapters, in process -------------------------------------------------------------

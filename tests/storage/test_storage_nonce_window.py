@@ -1,5 +1,11 @@
-"""``accept_nonce`` (the replay window of session keys) and the session-key writes that must
-not undo it, on every backend; concurrency with real threads, one transaction each."""
+"""``accept_nonce`` and ``spend_nonce`` (the replay window of session keys) and the
+session-key writes that must not undo it, on every backend; concurrency with real threads,
+one transaction each.
+
+Every window test runs through each way in: ``StorageTx.accept_nonce``,
+``StorageTx.spend_nonce`` (a request's one transaction) and ``Storage.spend_nonce`` (a unit
+of its own: one autocommitted statement on PostgreSQL). They must agree on every answer.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,17 @@ from paycore_storage.tables import session_nonces
 
 KEY = session_key()
 WINDOW = 1000
+#: Inside the key's validity (``session_key`` registers at 1_700_000_000 for 30 days).
+NOW = KEY.registered_at + 60
+WAYS_IN = ("tx.accept_nonce", "tx.spend_nonce", "storage.spend_nonce")
+#: The way in the running test uses; set by the ``way_in`` fixture.
+way: str = WAYS_IN[0]
+
+
+@pytest.fixture(autouse=True, params=WAYS_IN)
+def way_in(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(f"{__name__}.way", request.param)
+    return str(request.param)
 
 
 def digest(label: object) -> str:
@@ -27,10 +44,21 @@ def digest(label: object) -> str:
     return hashlib.sha256(str(label).encode()).hexdigest()
 
 
-def accept(storage: Storage, nonce: int, payload: object = "", **kw: object) -> bool:
-    options = {"window": WINDOW, "strict": False, **kw}
+def accept(
+    storage: Storage,
+    nonce: int,
+    payload: object = "",
+    *,
+    window: int = WINDOW,
+    strict: bool = False,
+) -> bool:
+    message = (KEY.address, nonce, digest(payload))
+    if way == "storage.spend_nonce":
+        return storage.spend_nonce(*message, window=window, strict=strict, now=NOW) is not None
     with storage.transaction() as tx:
-        return tx.accept_nonce(KEY.address, nonce, digest(payload), **options)  # type: ignore[arg-type]
+        if way == "tx.spend_nonce":
+            return tx.spend_nonce(*message, window=window, strict=strict, now=NOW) is not None
+        return tx.accept_nonce(*message, window=window, strict=strict)
 
 
 def highest(storage: Storage) -> int:
@@ -99,7 +127,10 @@ def test_unknown_key_accepts_nothing(storage: Storage) -> None:
 
 def test_a_rolled_back_acceptance_leaves_nothing(keyed: Storage) -> None:
     with pytest.raises(RuntimeError), keyed.transaction() as tx:
-        assert tx.accept_nonce(KEY.address, 7000, digest(""), window=WINDOW) is True
+        if way == "tx.accept_nonce":
+            assert tx.accept_nonce(KEY.address, 7000, digest(""), window=WINDOW) is True
+        else:
+            assert tx.spend_nonce(KEY.address, 7000, digest(""), window=WINDOW, now=NOW)
         raise RuntimeError("the request failed after its nonce was accepted")
     assert highest(keyed) == 0
     assert accept(keyed, 7000) is True
@@ -117,6 +148,43 @@ def test_writing_a_key_never_lowers_its_nonce_nor_revives_it(keyed: Storage) -> 
         tx.put_session_key(stored)  # a refresh that read the key before that
         after = tx.get_session_key(KEY.address)
     assert after is not None and after.expires_at == 0
+
+
+@pytest.mark.parametrize("way_in", ["tx.spend_nonce", "storage.spend_nonce"], indirect=True)
+def test_spend_nonce_returns_the_key_as_it_now_stands(keyed: Storage, way_in: str) -> None:
+    """The owner and the raised nonce come back with the acceptance: the request needs no
+    second statement to learn whose key signed it."""
+    message = (KEY.address, 5000, digest("body"))
+    if way_in == "storage.spend_nonce":
+        spent = keyed.spend_nonce(*message, window=WINDOW, now=NOW)
+    else:
+        with keyed.transaction() as tx:
+            spent = tx.spend_nonce(*message, window=WINDOW, now=NOW)
+    assert spent == attrs.evolve(KEY, last_seen_nonce=5000)
+    assert accept(keyed, 4999) is True  # in the window: the key still says 5000
+    assert highest(keyed) == 5000
+
+
+@pytest.mark.parametrize("way_in", ["tx.spend_nonce", "storage.spend_nonce"], indirect=True)
+def test_spend_nonce_refuses_an_expired_or_deregistered_key_and_records_nothing(
+    storage: Storage, way_in: str
+) -> None:
+    expired = attrs.evolve(KEY, expires_at=NOW)  # expires_at is the first refused second
+    revoked = attrs.evolve(KEY, address="0x8888888888888888888888888888888888888888", expires_at=0)
+    with storage.transaction() as tx:
+        tx.put_session_key(expired)
+        tx.put_session_key(revoked)
+    for key in (expired, revoked, attrs.evolve(KEY, address="0x" + "9" * 40)):
+        message = (key.address, 10, digest(""))
+        if way_in == "storage.spend_nonce":
+            assert storage.spend_nonce(*message, window=WINDOW, now=NOW) is None
+        else:
+            with storage.transaction() as tx:
+                assert tx.spend_nonce(*message, window=WINDOW, now=NOW) is None
+    with storage.transaction() as tx:
+        assert tx.get_session_key(expired.address) == expired  # nonce not raised
+        # accept_nonce does not look at expiry: the message was never recorded, so it passes
+        assert tx.accept_nonce(expired.address, 10, digest(""), window=WINDOW) is True
 
 
 # -- under concurrency ------------------------------------------------------------------------

@@ -8,6 +8,7 @@ it once per request, so Flask and Litestar cannot drift apart.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -102,6 +103,10 @@ class Route:
     #: Never encrypt the answer, even for a caller with an encryption key: for the one route
     #: whose request may be changing that very key, and whose answer holds nothing private.
     plain_answer: bool = False
+    #: Spend a signed request's nonce and run the handler in one storage transaction (one
+    #: commit instead of two; docs/decisions.md, "One transaction per request"). Only for
+    #: handlers that do nothing slow inside it, since the key's row stays locked meanwhile.
+    one_transaction: bool = False
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -173,14 +178,16 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
                 raise InvalidInput(
                     "body", "required with session headers (the signature covers the body)"
                 )
-            caller = gateway.sessions.authenticate(
-                method=request.method,
-                uri=request.uri,
-                body=request.body,
-                headers=request.headers,
-                required=False,
-            )
-        result = route.handler(Call(gateway, request, params, caller))
+        if (
+            route.one_transaction
+            and route.session != "none"
+            and sends_session_headers(request.headers)
+        ):
+            result, caller = _in_one_transaction(gateway, route, request, params)
+        else:
+            if route.session != "none":
+                caller = _authenticate(gateway, request)
+            result = route.handler(Call(gateway, request, params, caller))
         response = result if isinstance(result, Response) else json_response(result, route.status)
     except MethodNotAllowed as exc:
         response = attrs.evolve(
@@ -194,6 +201,44 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return text_response("internal error", 500)
     return response if plain else _maybe_encrypt(gateway, request, caller, response)
+
+
+def _authenticate(gateway: Gateway, request: Request) -> SessionKey | None:
+    return gateway.sessions.authenticate(
+        method=request.method,
+        uri=request.uri,
+        body=request.body,
+        headers=request.headers,
+        required=False,
+    )
+
+
+def _in_one_transaction(
+    gateway: Gateway, route: Route, request: Request, params: Mapping[str, str]
+) -> tuple[Any, SessionKey | None]:
+    """The session check and the handler in one storage transaction.
+
+    When the handler fails, that transaction rolls back whole, the spent nonce with it; the
+    nonce is then spent again on its own, so a refused request stays spent exactly as when
+    the two had transactions of their own (a captured request that failed once must not
+    succeed later, when the state that refused it has changed). A storage outage is the
+    exception: nothing was done, and the client is told to retry.
+    """
+    caller: SessionKey | None = None
+    try:
+        with gateway.one_transaction():
+            caller = _authenticate(gateway, request)
+            return route.handler(Call(gateway, request, params, caller)), caller
+    except StorageUnavailable:
+        raise
+    except Exception:
+        if caller is not None:
+            # Refused if a copy of this request spent the nonce since the rollback (that
+            # copy was then the one acceptance of the message), or if storage just went
+            # away; either way the handler's error is the answer.
+            with contextlib.suppress(PaycoreError):
+                _authenticate(gateway, request)
+        raise
 
 
 def _storage_unavailable(gateway: Gateway, exc: StorageUnavailable) -> Response:
@@ -223,4 +268,5 @@ def _maybe_encrypt(
         return response
     from .encryption import encrypt_response
 
-    return encrypt_response(caller.encryption_public_key, response)
+    # Encrypted as one message: a streamed answer is gathered first (bounded by its ceiling).
+    return encrypt_response(caller.encryption_public_key, response.joined())

@@ -25,8 +25,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import attrs
-
 from ..config import Settings
 from ..crypto.hashing import sha256
 from ..domain.records import SessionKey
@@ -144,22 +142,32 @@ def verify_session(
     address = public_key_to_address(signer)
     strict = settings.nonce_mode == "strict"
     window = settings.nonce_window
-    with storage.transaction() as tx:
-        key = tx.get_session_key(address)
-        if key is None or is_revoked(key):
-            raise AuthError("unknown session key")
-        if not is_active(key, now):
-            raise AuthError("session key expired")
-        # The read gives the common refusals their own words; the storage call is what
-        # decides under races (one atomic statement on PostgreSQL).
-        highest = key.last_seen_nonce
-        if strict and nonce_value <= highest:
-            raise AuthError(_NOT_GREATER)
-        if nonce_value <= highest - window:
-            raise AuthError(f"nonce is more than {window} below the highest accepted one")
-        if not tx.accept_nonce(address, nonce_value, digest, window=window, strict=strict):
-            raise AuthError(_NOT_GREATER if strict else _REPLAYED)
-    return attrs.evolve(key, last_seen_nonce=max(highest, nonce_value))
+    # One storage call decides, atomically (one statement on PostgreSQL): the key is active,
+    # the message is new within the window, and the key comes back with it. Inside a
+    # request's one transaction (``paycore.storage.request_unit``) it joins that
+    # transaction; alone, it is a unit of work of its own.
+    key = storage.spend_nonce(address, nonce_value, digest, window=window, strict=strict, now=now)
+    if key is None:
+        with storage.transaction() as tx:
+            stored = tx.get_session_key(address)
+        raise AuthError(_refusal(stored, nonce_value, strict, window, now))
+    return key
+
+
+def _refusal(key: SessionKey | None, nonce: int, strict: bool, window: int, now: int) -> str:
+    """Why ``spend_nonce`` refused, in the client's words: read only on a refusal, so an
+    accepted request costs no second statement. A concurrent request may have moved the
+    key since; the text then names what the key shows now, which is still a refusal."""
+    if key is None or is_revoked(key):
+        return "unknown session key"
+    if not is_active(key, now):
+        return "session key expired"
+    highest = key.last_seen_nonce
+    if strict and nonce <= highest:
+        return _NOT_GREATER
+    if nonce <= highest - window:
+        return f"nonce is more than {window} below the highest accepted one"
+    return _NOT_GREATER if strict else _REPLAYED
 
 
 def authenticate(

@@ -98,6 +98,13 @@ class FetchedRange(Generic[W]):
     transfers: list[Transfer]
     timestamps: dict[int, int]
     withdrawals: list[W]
+    #: The last block fetched when the fetch stopped short of the range's end (None: the
+    #: whole range): what was read is attributed and the cursor moves to it, so the next
+    #: pass asks only for the rest.
+    last_block: int | None = None
+    #: Why it stopped short (a request that kept failing), reported as the pass's error;
+    #: None when it stopped for a reason of the pass's own (a stop, a deadline).
+    stopped: str | None = None
 
 
 #: Block hashes asked for at once when recorded deposits are re-checked.
@@ -105,7 +112,12 @@ _HASHES_PER_BATCH = 16
 
 
 class Inconsistent(Exception):
-    """The node's answers disagree (the chain moved mid-read): retry the range later."""
+    """The node's answers disagree (the chain moved mid-read): retry the range later.
+    ``logged``: the chain's watcher has said why already, at the level it deserves."""
+
+    def __init__(self, message: str = "", *, logged: bool = False) -> None:
+        super().__init__(message)
+        self.logged = logged
 
 
 class Forked(Exception):
@@ -302,7 +314,8 @@ class ChainWatcher(Generic[ChainT]):
 
         ``fetch`` raises :class:`Forked` when the first block does not descend from the
         cursor's (the cursor rewinds, once a pass), :class:`Inconsistent` when the node's
-        answers disagree.
+        answers disagree. A fetch that read only part of the range says so
+        (``FetchedRange.last_block``): that part is attributed and the cursor moves past it.
         """
         rewound = False
         while last < safe:
@@ -319,8 +332,11 @@ class ChainWatcher(Generic[ChainT]):
                 report = attrs.evolve(report, rewound_to=last, scanned_from=last + 1)
                 continue
             except Inconsistent as exc:
-                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
+                if not exc.logged:
+                    log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
                 return attrs.evolve(report, caught_up=False, error=str(exc))
+            if fetched.last_block is not None:  # stopped short: attribute what was read
+                end = fetched.last_block
             try:
                 done = self._commit(fetched, decimals, (last, last_hash), end, waiting)
             except RangeHeld as exc:
@@ -339,6 +355,8 @@ class ChainWatcher(Generic[ChainT]):
                 withdrawals=report.withdrawals + done.withdrawals,
                 parked=report.parked + done.parked,
             )
+            if fetched.stopped is not None:
+                return attrs.evolve(report, caught_up=False, error=fetched.stopped)
         return report
 
     def _commit(

@@ -47,6 +47,10 @@ def chain_kind(chain_id: int) -> ChainKind:
     return ChainKind.TRON if chain_id in TRON_CHAIN_IDS else ChainKind.EVM
 
 
+#: ASCII letters and digits only: nothing the loop in ``address_text`` could refuse.
+_PLAIN = re.compile(r"[0-9A-Za-z]+")
+
+
 def _stray(ch: str) -> bool:
     return ch.isspace() or unicodedata.category(ch) in _INVISIBLE
 
@@ -64,6 +68,8 @@ def address_text(address: object, field: str) -> str:
         raise InvalidInput(field, "must be a string")
     if not address:
         raise InvalidInput(field, "must not be empty")
+    if _PLAIN.fullmatch(address) is not None:
+        return address  # the usual case, in one regex scan instead of a loop per character
     for i, ch in enumerate(address):
         if _stray(ch):
             if all(_stray(c) for c in address[:i]):

@@ -1,0 +1,118 @@
+"""One storage transaction per request: a storage whose units of work join the request's.
+
+A session-signed request used to cost two transactions: the nonce was spent and committed,
+then the handler opened a transaction of its own -- two commits, which on a real database
+means two durable flushes. :class:`RequestUnits` wraps the gateway's storage; the gateway's
+services hold the wrapper. While a request holds a unit open (:meth:`RequestUnits.unit`,
+which the HTTP dispatcher opens for the routes marked ``one_transaction``), every
+``transaction()`` and ``spend_nonce`` in that context runs in the unit's one transaction,
+so the spent nonce and the request's work commit together, once.
+
+Inside a unit:
+
+- a joined ``with storage.transaction()`` block does not commit at its end; the unit commits
+  when the request is done, and an exception that leaves the unit rolls all of it back;
+- an exception inside a joined block taints the unit even if a caller catches it, and a
+  tainted unit rolls back and raises :class:`TaintedUnit`: the half-done block cannot be
+  undone on its own (savepoints could, at two round trips a block, which is what joining
+  saves);
+- what may only happen after a commit (telling notifiers) goes to :meth:`after_commit` and
+  runs once the unit has committed, in order, and not at all if it rolls back.
+
+Outside a unit the wrapper is the wrapped storage. The unit lives in a context variable, so
+each thread or task of a server has its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import attrs
+
+from ..domain.records import SessionKey
+from .contract import Storage, StorageTx
+
+
+class TaintedUnit(RuntimeError):
+    """A block inside a request's transaction failed and its error was caught: the unit
+    rolled back rather than commit half of that block."""
+
+
+@attrs.define
+class _Unit:
+    tx: StorageTx
+    tainted: bool = False
+    after: list[Callable[[], None]] = attrs.field(factory=list)
+
+
+class RequestUnits:
+    """A ``Storage`` whose transactions join the one a request holds open, if any."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+        self._open: ContextVar[_Unit | None] = ContextVar(
+            f"paycore-request-unit-{id(self)}", default=None
+        )
+
+    @contextmanager
+    def unit(self) -> Iterator[None]:
+        """Run everything inside in one transaction, committed when the block ends; a unit
+        opened inside another joins it."""
+        if self._open.get() is not None:
+            yield
+            return
+        with self._storage.transaction() as tx:
+            unit = _Unit(tx)
+            token = self._open.set(unit)
+            try:
+                yield
+            finally:
+                self._open.reset(token)
+            if unit.tainted:
+                raise TaintedUnit("a failed storage block's error was caught inside a request")
+        for call in unit.after:
+            call()
+
+    def after_commit(self, call: Callable[[], None]) -> bool:
+        """Run ``call`` once the open unit commits; ``False`` (nothing kept) with no unit
+        open, when the caller's own transaction has committed already."""
+        unit = self._open.get()
+        if unit is None:
+            return False
+        unit.after.append(call)
+        return True
+
+    @contextmanager
+    def transaction(self) -> Iterator[StorageTx]:
+        unit = self._open.get()
+        if unit is None:
+            with self._storage.transaction() as tx:
+                yield tx
+            return
+        try:
+            yield unit.tx
+        except BaseException:
+            unit.tainted = True
+            raise
+
+    def spend_nonce(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+    ) -> SessionKey | None:
+        if self._open.get() is None:
+            return self._storage.spend_nonce(
+                address, nonce, digest, window=window, strict=strict, now=now
+            )
+        with self.transaction() as tx:
+            return tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+
+    def close(self) -> None:
+        self._storage.close()

@@ -1,0 +1,154 @@
+"""Statements of the request path, compiled once per database and run on the driver.
+
+SQLAlchemy Core builds, caches and compiles a statement on every ``execute``: building the
+clause objects, computing the cache key and (for an ``INSERT .. ON CONFLICT .. RETURNING``,
+which its cache does not keep) compiling anew cost more CPU per signed request than the
+database's own work. A :class:`Prepared` statement is written once in Core, with named
+``bindparam``s, compiled once per dialect, and then sent to the DBAPI cursor as it is, with
+the same bind and result conversions SQLAlchemy would apply (the column types' own
+processors: exact decimals as text on SQLite, JSON both ways). PostgreSQL's driver then
+prepares it server-side after a few uses, so it is not even parsed again.
+
+A driver error is wrapped and a connection it broke invalidated just as SQLAlchemy does it
+(:func:`on_driver`), so ``engine.unavailable`` still tells an outage from a bug and the pool
+never hands a dead connection out again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+from sqlalchemy import Column, Connection, Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ClauseElement
+
+Process = Callable[[Any], Any]
+
+
+@attrs.define
+class _Compiled:
+    sql: str
+    #: Bind names in the order a positional driver (sqlite3's ``?``) takes them; None for a
+    #: driver that takes them by name (psycopg's ``%(name)s``).
+    order: tuple[str, ...] | None
+    binds: Mapping[str, Process]
+    #: Each returned column's name and conversion; known after the first execution, since a
+    #: conversion may depend on the type the driver reports (psycopg's numeric codes).
+    results: tuple[tuple[str, Process | None], ...] | None = None
+
+
+class Prepared:
+    """One statement: ``build(dialect)`` gives it in Core (named ``bindparam``s), and
+    ``columns`` are the ones it returns, in order (none for a statement without rows)."""
+
+    def __init__(
+        self, build: Callable[[Dialect], ClauseElement], columns: Iterable[Column[Any]] = ()
+    ) -> None:
+        self._build = build
+        self._columns = tuple(columns)
+        self._compiled: dict[str, _Compiled] = {}
+        self._lock = threading.Lock()
+
+    def _for(self, dialect: Dialect) -> _Compiled:
+        found = self._compiled.get(dialect.name)
+        if found is not None:
+            return found
+        with self._lock:
+            compiled = self._build(dialect).compile(dialect=dialect)
+            assert isinstance(compiled, SQLCompiler)
+            binds = {}
+            for name, bind in compiled.binds.items():
+                process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+                if process is not None:
+                    binds[name] = process
+            order = tuple(compiled.positiontup or ()) if compiled.positional else None
+            found = _Compiled(compiled.string, order, binds)
+            self._compiled[dialect.name] = found
+        return found
+
+    def rows(self, connection: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Run it in ``connection``'s transaction; the returned rows as column -> value."""
+        compiled = self._for(connection.dialect)
+        binds = compiled.binds
+        values = {name: (binds[name](v) if name in binds else v) for name, v in params.items()}
+        arguments: Any = (
+            values if compiled.order is None else tuple(values[n] for n in compiled.order)
+        )
+        first = compiled.results is None
+        fetched, description = on_driver(
+            connection, compiled.sql, arguments, fetch=bool(self._columns), describe=first
+        )
+        if fetched and first:
+            compiled.results = self._results(connection.dialect, description)
+        results = compiled.results or ()
+        return [
+            {
+                name: (value if process is None else process(value))
+                for (name, process), value in zip(results, row, strict=True)
+            }
+            for row in fetched
+        ]
+
+    def _results(
+        self, dialect: Dialect, description: Sequence[Sequence[Any]]
+    ) -> tuple[tuple[str, Process | None], ...]:
+        return tuple(
+            (column.name, column.type.dialect_impl(dialect).result_processor(dialect, kind[1]))
+            for column, kind in zip(self._columns, description, strict=True)
+        )
+
+
+def on_driver(
+    connection: Connection,
+    sql: str,
+    arguments: Any,
+    *,
+    fetch: bool = True,
+    describe: bool = False,
+) -> tuple[list[Any], Any]:
+    """Run ``sql`` (in the driver's own parameter style) on ``connection``'s DBAPI cursor,
+    inside its transaction: the rows (all fetched, so no statement stays open; none when
+    ``fetch`` is off, for a statement that returns none) and, when ``describe``, the
+    cursor's description (psycopg builds it anew on each asking, at a cost per column). A
+    driver error leaves as SQLAlchemy's wrapper of it, and a connection it broke is
+    invalidated, as SQLAlchemy's own ``execute`` would do."""
+    dbapi = connection.connection.dbapi_connection
+    return on_dbapi(
+        connection.dialect, dbapi, sql, arguments, connection.invalidate,
+        fetch=fetch, describe=describe,
+    )  # fmt: skip
+
+
+def on_dbapi(
+    dialect: Dialect,
+    dbapi: Any,
+    sql: str,
+    arguments: Any,
+    invalidate: Callable[[BaseException], None],
+    *,
+    fetch: bool = True,
+    describe: bool = False,
+) -> tuple[list[Any], Any]:
+    """:func:`on_driver` for a DBAPI connection held without a SQLAlchemy ``Connection``
+    (a pooled one from ``Engine.raw_connection``); ``invalidate`` retires it."""
+    cursor = dbapi.cursor()
+    try:
+        cursor.execute(sql, arguments)
+        rows = cursor.fetchall() if fetch else []
+        return rows, (cursor.description if describe else None)
+    except Exception as error:
+        base = dialect.loaded_dbapi.Error
+        if not isinstance(error, base):
+            raise
+        broken = dialect.is_disconnect(error, dbapi, cursor)
+        if broken:
+            invalidate(error)
+        raise DBAPIError.instance(
+            sql, arguments, error, base, connection_invalidated=broken, dialect=dialect
+        ) from error
+    finally:
+        cursor.close()
