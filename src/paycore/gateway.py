@@ -391,7 +391,7 @@ class Gateway:
                     after=after,
                     limit=INVOICE_STREAM_BATCH,
                 )
-                batch = self._with_refunds(tx, batch)
+                batch = self._with_refunds(tx, batch or [])
             if not batch:
                 return
             for invoice in self._expired_if_due(batch):
