@@ -146,12 +146,14 @@ def test_the_command_on_tron(
 
 def test_chains_check_on_tron(tron: tuple[FakeTron, str]) -> None:
     chain, url = tron
+    chain.mine(25)  # a chain older than the 20 blocks the history check looks through
     good = chain_config(url, chain, tokens=({"address": USDT, "symbol": "USDT", "decimals": 6},))
     settings = Settings(database_url="memory://", chains={CHAIN_ID: good})
     found = check_chains(settings, None)
-    assert [f.ok for f in found] == [True, True, True], [f.line() for f in found]
+    assert [f.ok for f in found] == [True, True, True, True], [f.line() for f in found]
     assert found[1].text == f"factory {FACTORY} has code (CREATE2 prefix 0x41)"
     assert found[2].text == f"token {USDT}: USDT, 6 decimals, as configured"
+    assert found[3].text.startswith("transaction history: ")
 
     wrong = chain_config(url, chain, tokens=({"address": USDT, "symbol": "USDT", "decimals": 18},))
     found = check_chains(Settings(database_url="memory://", chains={CHAIN_ID: wrong}), None)
@@ -175,3 +177,22 @@ def test_chains_check_on_tron(tron: tuple[FakeTron, str]) -> None:
     )
     # The API key the node URL is configured with never shows in a finding.
     assert "test-api-key" not in found[0].line()
+
+
+def test_a_tron_node_without_transaction_history_is_a_problem() -> None:
+    """A node with ``transHistory`` off serves blocks but no transaction infos: it would never
+    show a TRC20 deposit, so the check fails it (``paycore.chains.tron.health``)."""
+    chain = make_chain()
+    chain.chain_id = CHAIN_ID
+    with serve(chain) as url:
+        chain.send_trc20(USDT, address_of(key("payer")), ADMIN, 5)
+        chain.mine(4)  # the transfer's block is below the confirmed head (2 confirmations)
+        config = chain_config(url, chain)
+        settings = Settings(database_url="memory://", chains={CHAIN_ID: config})
+        kept = check_chains(settings, None)
+        chain.history = False
+        lost = check_chains(settings, None)
+    assert kept[-1].ok and kept[-1].text.startswith("transaction history: transaction infos of")
+    assert not lost[-1].ok
+    assert "answers no transaction infos for block" in lost[-1].text
+    assert [f.ok for f in lost[:-1]] == [True] * (len(lost) - 1)

@@ -145,7 +145,7 @@ def deploy_factory(
         from .tron import deploy as tron_deploy
         from .tron.node import Node
 
-        node = Node(config.rpc_url, api_key=config.api_key)
+        node = Node(config.rpc_url, api_key=config.api_key, rate_limit=config.rate_limit)
         return tron_deploy.deploy_factory(
             node, config.chain_id, args, key=key, sender=sender, timeout=timeout
         )

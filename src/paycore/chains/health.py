@@ -11,6 +11,8 @@ script, by the exit status) sees every problem at once:
 - the factory has code, and its ``create2Prefix()`` is this VM's (0xff EVM, 0x41 Tron);
 - each configured token answers ``symbol()`` and ``decimals()``, equal to the configured
   ones where the configuration (or the registry) gives them;
+- on Tron, that the node serves transaction infos (``paycore.chains.tron.health``): one
+  that keeps no history shows no TRC20 deposit;
 - the watcher's cursor (from storage) and how far it is behind the confirmed head.
 """
 
@@ -103,7 +105,9 @@ class _TronProbe(_Probe):
         from .tron.node import Node
 
         assert config.rpc_url is not None
-        self.node = Node(config.rpc_url, api_key=config.api_key, timeout=timeout)
+        self.node = Node(
+            config.rpc_url, api_key=config.api_key, timeout=timeout, rate_limit=config.rate_limit
+        )
 
     def chain_id(self) -> int:
         from .tron.deploy import chain_id_of
@@ -211,6 +215,8 @@ def check_chain(
     out = [finding(True, f"the node answers chain id {answered}, head block {head}")]
     out += _factory(config, probe, finding)
     out += _tokens(config, probe, finding)
+    if isinstance(probe, _TronProbe) and config.factory is not None:
+        out.append(_tron_history(config, probe, finding))
     if ledger is not None:
         out.append(_watcher(config, ledger, head, max_lag, now_ms, finding))
     return out
@@ -275,6 +281,16 @@ def _tokens(config: ChainConfig, probe: _Probe, finding: _Make) -> Iterable[Find
             )
         else:
             yield finding(True, f"token {token}: {symbol}, {decimals} decimals, as configured")
+
+
+def _tron_history(config: ChainConfig, probe: _TronProbe, finding: _Make) -> Finding:
+    """Whether the node keeps transaction history, where every TRC20 deposit is
+    (``paycore.chains.tron.health``): a node that does not sees no token payment at all."""
+    from .tron.chain import TronChain
+    from .tron.health import check_history
+
+    checked = check_history(TronChain(config, probe.node))
+    return finding(checked.ok, f"transaction history: {checked.detail}")
 
 
 def _watcher(
