@@ -43,6 +43,7 @@ from .domain.records import (
     Transaction,
 )
 from .domain.refunds import BuiltRefund, NewRefund
+from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
 from .errors import Conflict, Forbidden, InvalidInput, InvoiceNotFound, NotFound, PaycoreError
 from .events.queues import EventQueues
@@ -526,8 +527,12 @@ class Gateway:
         return changes
 
     def invoice_wire(self, invoice: Invoice) -> Json:
-        """The invoice's JSON record as the interface shows it, ``paymentUrl`` included."""
-        return invoice.to_wire(self.settings.checkout_url)
+        """The invoice's JSON record as the interface shows it, ``paymentUrl`` included, and
+        ``tokenInfo``: symbol and decimals of the accepted tokens paycore knows without a
+        node (``paycore.domain.registry``), so a client shows "25 USDT", not an address."""
+        wire = invoice.to_wire(self.settings.checkout_url)
+        wire["tokenInfo"] = token_info_wire(self.settings, invoice.accepted_tokens)
+        return wire
 
     def _emit(self, tx: StorageTx, changes: list[Invoice]) -> list[Json]:
         return self._announce(tx, changes)[1]

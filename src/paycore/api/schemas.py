@@ -110,6 +110,11 @@ INVOICE = obj(
     refunds={"type": "array", "items": REFUND},
     acceptedTokens={"type": "array", "items": TOKEN_ID},
     paymentUrl=STRING,
+    tokenInfo={
+        "type": "object",
+        "description": "symbol and decimals of the accepted tokens paycore knows, by token id",
+        "additionalProperties": obj(["symbol", "decimals"], symbol=STRING, decimals=INTEGER),
+    },
 )
 INVOICE_PAGE = obj(
     ["items", "total", "offset", "limit"],
