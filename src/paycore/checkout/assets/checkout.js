@@ -8,7 +8,8 @@
 
 import { HttpError, apiBase, getJson, invoiceUrl, pricesUrl, qrUrl } from "./api.js";
 import { formatDecimal, parseDecimal } from "./decimal.js";
-import { formatCountdown, formatVs } from "./format.js";
+import { formatAmount, formatCountdown, formatVs } from "./format.js";
+import { around, chooseLanguage, translator } from "./i18n.js";
 import { quote, shortAddress, tokenFacts } from "./quote.js";
 
 const config = readConfig();
@@ -22,26 +23,27 @@ const PRICES_RETRY_MS = 10000;
 const SKEW_TOLERANCE_MS = 3000;
 const FINAL = new Set(["paid", "expired"]);
 
-const STATUS = {
-  init: ["Awaiting payment", "Send the amount below to the address shown. This page updates by itself."],
-  partialPaid: ["Partially paid", "Part of the payment has arrived. Send the rest to complete it."],
-  paid: ["Paid", "Payment received. Thank you! You can close this page."],
-  expired: [
-    "Expired",
-    "This invoice expired before it was paid in full. Do not send anything to this address; " +
-      "ask the merchant for a new invoice.",
-  ],
+const STATUS_KEYS = {
+  init: "statusInit",
+  partialPaid: "statusPartialPaid",
+  paid: "statusPaid",
+  expired: "statusExpired",
 };
 
-const REASONS = {
-  tip: "Any amount is welcome: the code holds the address only. Enter the amount in your wallet.",
-  price: "No price for this token is available right now, so the code holds the address only. " +
-    "Choose another token, or wait a moment.",
-  decimals: "The code holds the address only (this token's decimals are not known here): " +
-    "in your wallet choose TOKEN and enter the amount shown.",
-  "tron-token": "The code holds the address only: in your wallet choose TOKEN and enter the amount shown.",
-  other: "The code holds the address only: enter the amount in your wallet.",
+const REASON_KEYS = {
+  tip: "reasonTip",
+  price: "reasonPrice",
+  decimals: "reasonDecimals",
+  "tron-token": "reasonTronToken",
+  other: "reasonOther",
 };
+
+const params = new URL(window.location.href).searchParams;
+const lang = chooseLanguage(params.get("lang"), navigator.languages || [navigator.language]);
+const t = translator(lang.language);
+/** vsCurrency money and token amounts in the payer's locale. */
+const money = (decimalText, code) => formatVs(decimalText, code, lang.locale);
+const amount = (decimalText) => formatAmount(decimalText, lang.locale);
 
 const state = {
   guid: null,
@@ -67,6 +69,14 @@ function readConfig() {
   }
 }
 
+/** index.html's static text in the chosen language: each element names its key in data-i18n. */
+function translateStatic() {
+  document.documentElement.lang = lang.locale;
+  for (const element of document.querySelectorAll("[data-i18n]")) {
+    element.textContent = t(element.dataset.i18n);
+  }
+}
+
 function setState(name) {
   $("checkout").dataset.state = name;
 }
@@ -77,19 +87,20 @@ function showProblem(text) {
   $("invoice").hidden = true;
   $("problem").hidden = false;
   $("problem-text").textContent = text;
-  document.title = "Payment: invoice not available";
+  document.title = t("unavailableTitle");
 }
 
 async function main() {
-  const guid = new URL(window.location.href).searchParams.get("invoice");
+  translateStatic();
+  const guid = params.get("invoice");
   if (!guid) {
-    showProblem("This payment link names no invoice. It should end in ?invoice= followed by the invoice id.");
+    showProblem(t("noGuid"));
     return;
   }
   state.guid = guid.trim();
-  $("invoice-id").textContent = `Invoice ${state.guid}`;
+  $("invoice-id").textContent = t("invoiceId", { id: state.guid });
   if (!/^[A-Za-z0-9-]{1,100}$/.test(state.guid)) {
-    showProblem(`No invoice "${state.guid.slice(0, 100)}" exists. Check the link, or ask the merchant for a new one.`);
+    showProblem(t("notFound", { guid: state.guid.slice(0, 100) }));
     return;
   }
   refreshPrices();
@@ -136,11 +147,11 @@ async function refreshInvoice() {
     render();
   } catch (error) {
     if (error instanceof HttpError && error.status === 404) {
-      showProblem(`No invoice "${state.guid}" exists. Check the link, or ask the merchant for a new one.`);
+      showProblem(t("notFound", { guid: state.guid }));
       return;
     }
     state.failures += 1;
-    const message = "Connection to the payment service lost; retrying…";
+    const message = t("connectionLost");
     if (state.invoice) $("connection").textContent = message;
     else $("loading").textContent = message;
   }
@@ -163,7 +174,7 @@ function currency() {
 
 function chainName(chainId) {
   const chain = (config.chains || {})[String(chainId)];
-  return chain && chain.name ? `${chain.name} (chain ${chainId})` : `chain ${chainId}`;
+  return chain && chain.name ? t("chainNamed", { name: chain.name, id: chainId }) : t("chainBare", { id: chainId });
 }
 
 /** Accepted tokens a payer can send to this address: those on the invoice's own chain. */
@@ -175,7 +186,7 @@ function choices(invoice) {
 
 function render() {
   const invoice = state.invoice;
-  const status = STATUS[invoice.status] ? invoice.status : "init";
+  const status = STATUS_KEYS[invoice.status] ? invoice.status : "init";
   setState(status);
   $("loading").hidden = true;
   $("problem").hidden = true;
@@ -184,10 +195,10 @@ function render() {
   $("description").textContent = invoice.description || "";
   $("description").hidden = !invoice.description;
 
-  const [badge, text] = STATUS[status];
+  const badge = t(STATUS_KEYS[status]);
   $("status-badge").textContent = badge;
-  $("status-text").textContent = text;
-  document.title = `${badge}: ${invoice.description || "Payment"}`;
+  $("status-text").textContent = t(`${STATUS_KEYS[status]}Text`);
+  document.title = `${badge}: ${invoice.description || t("title")}`;
 
   renderAmounts(invoice);
   renderPayments(invoice);
@@ -204,11 +215,11 @@ function render() {
 function renderAmounts(invoice) {
   const value = parseDecimal(invoice.value);
   const tip = !value || value.units === 0n;
-  $("amount-vs").textContent = tip ? "Any amount" : formatVs(invoice.value, currency());
+  $("amount-vs").textContent = tip ? t("anyAmount") : money(invoice.value, currency());
   const paid = parseDecimal(invoice.paidAmount);
   const anyPaid = paid !== null && paid.units > 0n;
   $("paid-row").hidden = !anyPaid;
-  if (anyPaid) $("paid-vs").textContent = formatVs(formatDecimal(paid), currency());
+  if (anyPaid) $("paid-vs").textContent = money(formatDecimal(paid), currency());
 }
 
 /** What has arrived, so a payer can match it with the transaction in their wallet. */
@@ -222,10 +233,10 @@ function renderPayments(invoice) {
       const facts = tokenFacts(`${payment.chainId}:${payment.token}`, invoice, chains);
       const amount = document.createElement("span");
       amount.className = "payment-amount";
-      amount.textContent = `${payment.amount} ${facts.symbol}`;
+      amount.textContent = `${amountOf(payment.amount)} ${facts.symbol}`;
       const worth = document.createElement("span");
       const vs = parseDecimal(payment.vsValue);
-      worth.textContent = vs ? formatVs(formatDecimal(vs), currency()) : "";
+      worth.textContent = vs ? money(formatDecimal(vs), currency()) : "";
       const tx = document.createElement("code");
       tx.className = "payment-tx";
       tx.textContent = shortAddress(String(payment.txHash));
@@ -269,32 +280,46 @@ function renderChoices(options) {
 function renderPayment(invoice, facts) {
   const offer = quote(invoice, facts, state.prices);
   const due = offer.due === null ? null : formatDecimal(offer.due);
-  $("amount-token-label").textContent = invoice.status === "partialPaid" ? "Still to send" : "Send";
+  $("amount-token-label").textContent = t(invoice.status === "partialPaid" ? "stillToSend" : "send");
   let amountText;
-  if (offer.amountText !== null) amountText = `${offer.amountText} ${facts.symbol}`;
-  else if (offer.reason === "tip") amountText = `Any amount of ${facts.symbol}`;
-  else amountText = `${facts.symbol}: no price available (${formatVs(due, currency())} due)`;
+  if (offer.amountText !== null) amountText = `${amount(offer.amountText)} ${facts.symbol}`;
+  else if (offer.reason === "tip") amountText = t("anyAmountOf", { symbol: facts.symbol });
+  else amountText = t("noPrice", { symbol: facts.symbol, due: money(due, currency()) });
   $("amount-token").textContent = amountText;
   $("copy-amount").hidden = offer.amountText === null;
   $("copy-amount").dataset.copy = offer.amountText || "";
 
-  $("network").textContent = chainName(invoice.chainId);
+  renderNetwork(chainName(invoice.chainId));
   $("address").textContent = invoice.address;
   $("copy-address").dataset.copy = invoice.address;
 
   const reason = offer.exact ? null : offer.reason || "other";
   $("qr-note").textContent = reason
-    ? REASONS[reason].replace("TOKEN", facts.symbol)
-    : `Scan with your wallet: the code holds the address, the network and ${amountText}.`;
+    ? t(REASON_KEYS[reason], { token: facts.symbol })
+    : t("qrExact", { amount: amountText });
   $("qr-note").dataset.reason = reason || "exact";
   if (state.lastUri !== offer.uri) {
     state.lastUri = offer.uri;
     $("qr").src = qrUrl(base, offer.uri).href;
     $("qr").alt = reason
-      ? `QR code with the deposit address ${invoice.address}`
-      : `QR code of a payment of ${amountText} to ${invoice.address}`;
+      ? t("qrAltAddress", { address: invoice.address })
+      : t("qrAltPayment", { amount: amountText, address: invoice.address });
     $("wallet-link").href = offer.uri;
   }
+}
+
+/** An amount the server sent as decimal text, in the locale; as sent when it is not one. */
+function amountOf(text) {
+  const value = parseDecimal(text);
+  return value ? amount(formatDecimal(value)) : String(text);
+}
+
+/** "Deposit address on <network>" with the network's <span> where the language puts it. */
+function renderNetwork(name) {
+  const span = $("network");
+  span.textContent = name;
+  const [before, after] = around(t("depositOn"), "network");
+  $("address-label").replaceChildren(before, span, after);
 }
 
 /** Once a second: the countdown, and an early read when the deadline has just passed. */
@@ -303,13 +328,13 @@ function tick() {
   if (!invoice) return;
   const countdown = $("countdown");
   if (FINAL.has(invoice.status)) {
-    countdown.textContent = invoice.status === "paid" ? "Paid" : "Expired";
+    countdown.textContent = t(invoice.status === "paid" ? "statusPaid" : "statusExpired");
     window.clearInterval(state.clockTimer);
     state.clockTimer = null;
     return;
   }
   const left = (invoice.deadline * 1000 - (Date.now() + state.skewMs)) / 1000;
-  const { text, iso } = formatCountdown(left);
+  const { text, iso } = formatCountdown(left, (parts) => t("countdownDays", parts));
   countdown.textContent = text;
   countdown.setAttribute("datetime", iso);
   countdown.dataset.seconds = String(Math.max(0, Math.floor(left)));
@@ -331,8 +356,8 @@ async function copy(button) {
   }
   const original = button.dataset.label || button.textContent;
   button.dataset.label = original;
-  button.textContent = done ? "Copied" : "Select and copy";
-  $("copied").textContent = done ? `Copied ${text}` : "Copy failed: select the text and copy it.";
+  button.textContent = t(done ? "copied" : "selectCopy");
+  $("copied").textContent = done ? t("copiedText", { text }) : t("copyFailed");
   window.setTimeout(() => {
     button.textContent = original;
   }, 2000);
