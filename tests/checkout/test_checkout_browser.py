@@ -132,3 +132,48 @@ def _quoted(text: str) -> str:
 
     # encodeURIComponent leaves A-Z a-z 0-9 - _ . ! ~ * ' ( ) alone
     return quote(text, safe="-_.!~*'()")
+
+
+def test_checkout_page_speaks_the_payers_language() -> None:
+    """German and Japanese by ?lang=, Spanish from the browser's languages: translated words,
+    the html lang attribute, and amounts in the locale's own format."""
+    gateway = make_gateway()
+    try:
+        with serve("litestar", gateway) as base:
+            invoice = new_invoice(gateway, value="1234.5")
+            browser = Browser(
+                "languages", base, ARTIFACTS / "checkout" / "languages", guid=invoice.guid
+            )
+            try:
+                pages = browser.step("languages")
+                done = browser.step("done")
+            finally:
+                browser.close()
+    finally:
+        gateway.close()
+    de, ja, es = pages["de"], pages["ja"], pages["es"]
+    assert de["htmlLang"] == "de" and ja["htmlLang"] == "ja" and es["htmlLang"] == "es-ES"
+    assert (de["badge"], de["heading"], de["copyAddressText"]) == (
+        "Zahlung ausstehend",
+        "Zahlung",
+        "Adresse kopieren",
+    )
+    assert de["amountVs"] == "1.234,50\xa0$"  # German separators, the sign after the number
+    assert de["amountToken"] == "0,61725 ETH"  # 1234.5 USD at 2000 USD/ETH, every digit kept
+    assert de["addressLabel"].startswith("Einzahlungsadresse auf anvil (Chain 31337)")
+    assert de["countdown"].startswith("3 T 17 Std")
+    assert de["legend"] == "Bezahlen mit" and de["title"].startswith("Zahlung ausstehend:")
+    assert (ja["badge"], ja["countdownLabel"]) == ("支払い待ち", "残り時間")
+    assert ja["amountVs"] == "$1,234.50" and ja["amountToken"] == "0.61725 ETH"
+    assert ja["addressLabel"].startswith("anvil（チェーン 31337） の入金アドレス")
+    assert (es["badge"], es["heading"]) == ("Esperando el pago", "Pago")
+    assert es["amountVs"] == "1234,50\xa0US$"  # es-ES: no grouping below 10 000
+    assert es["amountToken"] == "0,61725 ETH"
+    assert "red" in es["qrNote"] and "0,61725 ETH" in es["qrNote"]
+    # the link keeps the exact wire amount whatever the locale shows
+    assert es["walletHref"].endswith("?value=617250000000000000")
+    assert done["problems"] == [] and done["foreign"] == []
+    for name in ("de", "ja", "es"):
+        for variant in ("", "-mobile-dark"):
+            path = ARTIFACTS / "checkout" / "languages" / f"checkout-lang-{name}{variant}.png"
+            assert path.stat().st_size > 5000

@@ -125,10 +125,10 @@ const waitStatus = (page, status, timeout = 15000) =>
   });
 
 /** Open the invoice's page and wait until it shows everything; mark it to detect reloads. */
-async function openInvoice(guid, path = "/checkout/") {
-  const page = await context.newPage();
+async function openInvoice(guid, path = "/checkout/", query = "", where = context) {
+  const page = await where.newPage();
   watch(page);
-  await page.goto(`${config.base}${path}?invoice=${guid}`);
+  await page.goto(`${config.base}${path}?invoice=${guid}${query}`);
   await rendered(page);
   // Set once: still there after each status change proves the page was never reloaded.
   await page.evaluate(() => {
@@ -237,7 +237,42 @@ async function payLink() {
   await shot(page, "anvil-paid");
 }
 
-const SCENARIOS = { deposits, "pay-link": payLink };
+/** The page in other languages: ?lang=de and ?lang=ja, and Spanish from the browser's own
+ * language list (a context whose locale is es-ES, no ?lang=). Desktop and phone, light and dark. */
+async function languages() {
+  const results = {};
+  const spanish = await chromium.launch({ executablePath: config.chromium, headless: true, args: ARGS });
+  const esContext = await spanish.newContext({ locale: "es-ES", timezoneId: "UTC", viewport: { width: 1000, height: 860 } });
+  try {
+    for (const [name, open] of [
+      ["de", () => openInvoice(config.guid, "/checkout/", "&lang=de")],
+      ["ja", () => openInvoice(config.guid, "/checkout/", "&lang=ja")],
+      ["es", () => openInvoice(config.guid, "/checkout/", "", esContext)],
+    ]) {
+      const page = await open();
+      results[name] = {
+        ...(await snapshot(page)),
+        htmlLang: await page.evaluate(() => document.documentElement.lang),
+        heading: await text(page, "#title"),
+        copyAddressText: await text(page, "#copy-address"),
+        countdownLabel: await text(page, "#countdown-label"),
+        addressLabel: await text(page, "#address-label"),
+        legend: await page.locator("#tokens legend").textContent(),
+      };
+      await shot(page, `lang-${name}`);
+      await page.emulateMedia({ colorScheme: "dark" });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await shot(page, `lang-${name}-mobile-dark`);
+      await page.close();
+    }
+  } finally {
+    await esContext.close();
+    await spanish.close();
+  }
+  emit("languages", results);
+}
+
+const SCENARIOS = { deposits, "pay-link": payLink, languages };
 
 try {
   await SCENARIOS[config.scenario || "deposits"]();
