@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from checkout_browser_driver import ARTIFACTS, Browser, require_browser, serve
-from checkout_helpers import CHAIN, DEPOSIT, USDT_ADDRESS, make_gateway, new_invoice, pay
+from checkout_helpers import CHAIN, DEPOSIT, OWNER, USDT_ADDRESS, make_gateway, new_invoice, pay
 
 from paycore import Gateway
 
@@ -177,3 +177,63 @@ def test_checkout_page_speaks_the_payers_language() -> None:
         for variant in ("", "-mobile-dark"):
             path = ARTIFACTS / "checkout" / "languages" / f"checkout-lang-{name}{variant}.png"
             assert path.stat().st_size > 5000
+
+
+def test_checkout_page_leads_back_to_the_shop_and_shows_a_receipt() -> None:
+    """redirectUrl, cancelUrl and redirectAutomatically on the page; explorer links from the
+    chain's configured template; the receipt view, translated, on screen and in print."""
+    from paycore import ChainConfig
+
+    anvil = ChainConfig(
+        31337, "anvil", 0, None, "ETH", 18, explorer_url="https://scan.example/tx/{tx}"
+    )
+    gateway = make_gateway(chains={31337: anvil})
+    try:
+        with serve("litestar", gateway) as base:
+            redirect = f"{base}/prices?from=checkout"
+            invoice = new_invoice(
+                gateway,
+                redirectUrl=redirect,
+                cancelUrl="https://shop.example/cart",
+                redirectAutomatically=True,
+            )
+            artifacts = ARTIFACTS / "checkout" / "return"
+            browser = Browser("returning", base, artifacts, guid=invoice.guid, redirect=redirect)
+            try:
+                opened = browser.step("open")["open"]
+                pay(gateway, "0.0125", tx=7)
+                browser.next()
+                paid = browser.step("paid")
+                receipt = browser.step("receipt")
+                done = browser.step("done")
+            finally:
+                browser.close()
+    finally:
+        gateway.close()
+    open_ = opened
+    assert open_["cancelVisible"] and open_["cancelHref"] == "https://shop.example/cart"
+    assert not open_["returnVisible"]
+    assert open_["warning"].startswith("Send only on anvil (chain 31337).")
+    assert open_["quoteVisible"] and open_["quote"].startswith("Exchange rate of ")
+    seen = paid["paid"]
+    assert seen["badge"] == "Paid" and seen["returnVisible"] and seen["backHref"] == redirect
+    assert not seen["cancelVisible"] and not seen["quoteVisible"]
+    assert seen["redirectText"].startswith("Returning to the shop in ")
+    assert seen["receiptHref"].endswith("view=receipt")
+    tx = "0x" + f"{7:064x}"
+    assert seen["txHref"] == f"https://scan.example/tx/{tx}"
+    assert 2000 < paid["redirectedAfterMs"] < 9000 and paid["landed"] == redirect
+    stayed = receipt["stayed"]
+    assert "view=" not in stayed["url"] and "/checkout/" in stayed["url"]
+    assert not stayed["noteVisible"]
+    shown = receipt["shown"]
+    assert not shown["invoiceVisible"] and shown["title"] == "Zahlungsbeleg"
+    assert shown["heading"] == "Order #1042: two mugs"
+    assert shown["merchant"] == OWNER and shown["amount"] == "25,00\xa0$"
+    assert shown["network"] == "anvil (Chain 31337)" and "UTC" in shown["date"]
+    assert shown["payments"] == [f"0,0125 ETH\n{tx}"]
+    assert shown["txHrefs"] == [f"https://scan.example/tx/{tx}"]
+    assert shown["printVisible"] and not shown["printButtonPrinted"]
+    assert done["problems"] == [] and done["foreign"] == []
+    for name in ("paid-return", "receipt", "receipt-mobile-dark", "receipt-print"):
+        assert (artifacts / f"checkout-{name}.png").stat().st_size > 5000

@@ -16,7 +16,9 @@ const config = readConfig();
 const base = apiBase(window.location.href);
 const POLL_MS = config.pollMs || 2500;
 const MAX_BACKOFF_MS = 30000;
-const PRICES_EVERY_MS = 60000;
+const PRICES_EVERY_MS = config.pricesMs || 60000;
+/** Seconds between "paid" and following redirectUrl by itself: long enough to read and stop. */
+const REDIRECT_SECONDS = 5;
 /** Sooner while there are no prices at all: the amount in tokens waits on them. */
 const PRICES_RETRY_MS = 10000;
 /** Clock differences below this are Date-header rounding, not a wrong clock. */
@@ -57,7 +59,11 @@ const state = {
   pollTimer: null,
   clockTimer: null,
   lastUri: null,
+  redirectTimer: null,
+  redirectLeft: null,
+  stayed: false,
 };
+const view = params.get("view");
 
 const $ = (id) => document.getElementById(id);
 
@@ -207,7 +213,10 @@ function render() {
     state.chosen = (options.find((o) => o.id === invoice.token) || options[0]).id;
   }
   renderChoices(options);
-  renderPayment(invoice, options.find((o) => o.id === state.chosen));
+  const offer = renderPayment(invoice, options.find((o) => o.id === state.chosen));
+  renderQuoteNote(invoice, offer);
+  renderReturn(invoice);
+  renderReceipt(invoice);
   tick();
   if (!state.clockTimer) state.clockTimer = window.setInterval(tick, 1000);
 }
@@ -237,11 +246,7 @@ function renderPayments(invoice) {
       const worth = document.createElement("span");
       const vs = parseDecimal(payment.vsValue);
       worth.textContent = vs ? money(formatDecimal(vs), currency()) : "";
-      const tx = document.createElement("code");
-      tx.className = "payment-tx";
-      tx.textContent = shortAddress(String(payment.txHash));
-      tx.title = String(payment.txHash);
-      item.append(amount, worth, tx);
+      item.append(amount, worth, txElement(payment, shortAddress(String(payment.txHash))));
       return item;
     }),
   );
@@ -290,6 +295,7 @@ function renderPayment(invoice, facts) {
   $("copy-amount").dataset.copy = offer.amountText || "";
 
   renderNetwork(chainName(invoice.chainId));
+  $("network-warning").textContent = t("networkWarning", { network: chainName(invoice.chainId) });
   $("address").textContent = invoice.address;
   $("copy-address").dataset.copy = invoice.address;
 
@@ -306,6 +312,146 @@ function renderPayment(invoice, facts) {
       : t("qrAltPayment", { amount: amountText, address: invoice.address });
     $("wallet-link").href = offer.uri;
   }
+  return offer;
+}
+
+/** A transaction hash, linked to the chain's block explorer when one is configured. */
+function txElement(payment, shown) {
+  const hash = String(payment.txHash);
+  const code = document.createElement("code");
+  code.className = "payment-tx";
+  code.textContent = shown;
+  code.title = hash;
+  const href = explorerLink(payment.chainId, "explorerTx", "{tx}", hash);
+  if (!href) return code;
+  const link = document.createElement("a");
+  link.className = "tx-link";
+  link.href = href;
+  link.rel = "noopener noreferrer";
+  link.target = "_blank";
+  link.setAttribute("aria-label", `${t("viewTx")} ${hash}`);
+  link.append(code);
+  return link;
+}
+
+/** The explorer's page for `value` (a tx hash or an address) on `chainId`, or null. Tron's
+ * explorers name transactions without the 0x the wire may carry. */
+function explorerLink(chainId, key, placeholder, value) {
+  const chain = (config.chains || {})[String(chainId)] || {};
+  const template = chain[key];
+  if (typeof template !== "string" || !/^https?:\/\//.test(template)) return null;
+  const bare = chain.kind === "tron" && placeholder === "{tx}" ? value.replace(/^0x/i, "") : value;
+  return template.replace(placeholder, encodeURIComponent(bare));
+}
+
+/** How long the quote holds: the token amount follows the price table, re-read each minute. */
+function renderQuoteNote(invoice, offer) {
+  const note = $("quote-note");
+  const fetched = state.prices && Number(state.prices.fetchedAt);
+  const show = offer.amountText !== null && !FINAL.has(invoice.status) && fetched > 0;
+  note.hidden = !show;
+  if (!show) return;
+  const time = new Intl.DateTimeFormat(lang.locale, { timeStyle: "short" }).format(new Date(fetched * 1000));
+  note.textContent = t("quoteNote", { time });
+}
+
+/** Back to the shop once paid or expired (and, when asked for, by itself after a countdown
+ * once paid); a way back without paying while it is open. Only the invoice's own URLs,
+ * checked http(s) by the server and again here, ever become a link. */
+function renderReturn(invoice) {
+  const back = webUrl(invoice.redirectUrl);
+  const cancel = webUrl(invoice.cancelUrl);
+  const final = FINAL.has(invoice.status);
+  $("return").hidden = !(final && back);
+  if (back) $("back-to-shop").href = back;
+  $("cancel-line").hidden = final || !cancel;
+  if (cancel) $("cancel-link").href = cancel;
+  $("receipt-line").hidden = invoice.status !== "paid" || view === "receipt";
+  $("receipt-link").href = withParams({ view: "receipt" });
+  const auto = invoice.status === "paid" && back && invoice.redirectAutomatically === true;
+  if (auto && !state.stayed && state.redirectTimer === null) startRedirect(back);
+}
+
+function startRedirect(target) {
+  state.redirectLeft = REDIRECT_SECONDS;
+  const show = () => {
+    $("redirect-text").textContent = t("redirecting", { seconds: state.redirectLeft });
+    $("redirect-text").dataset.seconds = String(state.redirectLeft);
+  };
+  $("redirect-note").hidden = false;
+  show();
+  state.redirectTimer = window.setInterval(() => {
+    state.redirectLeft -= 1;
+    if (state.redirectLeft > 0) {
+      show();
+      return;
+    }
+    window.clearInterval(state.redirectTimer);
+    window.location.assign(target);
+  }, 1000);
+}
+
+function stayHere() {
+  state.stayed = true;
+  window.clearInterval(state.redirectTimer);
+  $("redirect-note").hidden = true;
+}
+
+/** An absolute http(s) URL as text, or null. */
+function webUrl(raw) {
+  if (typeof raw !== "string" || !raw) return null;
+  try {
+    const url = new URL(raw);
+    return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** This page's URL with some query parameters set (null removes one). */
+function withParams(changes) {
+  const url = new URL(window.location.href);
+  for (const [name, value] of Object.entries(changes)) {
+    if (value === null) url.searchParams.delete(name);
+    else url.searchParams.set(name, value);
+  }
+  return url.href;
+}
+
+/** ?view=receipt of a paid invoice: what was paid, to whom, when, by which transactions;
+ * laid out to print (the print stylesheet drops the buttons). */
+function renderReceipt(invoice) {
+  const show = view === "receipt" && invoice.status === "paid";
+  $("receipt").hidden = !show;
+  $("checkout").dataset.view = show ? "receipt" : "pay";
+  if (!show) return;
+  $("invoice").hidden = true;
+  $("title").textContent = t("receiptTitle");
+  // the section's own heading names what was bought (the page's h1 says "receipt" already)
+  $("receipt-title").textContent = invoice.description || t("receiptTitle");
+  document.title = `${t("receiptTitle")}: ${invoice.description || t("title")}`;
+  $("receipt-merchant").textContent = invoice.owner;
+  $("receipt-amount").textContent = money(invoice.paidAmount, currency());
+  $("receipt-network").textContent = chainName(invoice.chainId);
+  const payments = Array.isArray(invoice.payments) ? invoice.payments : [];
+  const last = Math.max(0, ...payments.map((p) => Number(p.timestamp) || 0));
+  $("receipt-date").textContent = last
+    ? new Intl.DateTimeFormat(lang.locale, { dateStyle: "long", timeStyle: "long", timeZone: "UTC" }).format(
+      new Date(last * 1000),
+    )
+    : "";
+  const chains = config.chains || {};
+  $("receipt-payments").replaceChildren(
+    ...payments.map((payment) => {
+      const item = document.createElement("li");
+      const facts = tokenFacts(`${payment.chainId}:${payment.token}`, invoice, chains);
+      const what = document.createElement("span");
+      what.textContent = `${amountOf(payment.amount)} ${facts.symbol}`;
+      item.append(what, txElement(payment, String(payment.txHash)));
+      return item;
+    }),
+  );
+  $("back-to-payment").href = withParams({ view: null });
 }
 
 /** An amount the server sent as decimal text, in the locale; as sent when it is not one. */
@@ -384,5 +530,7 @@ function legacyCopy(text) {
 for (const id of ["copy-address", "copy-amount"]) {
   $(id).addEventListener("click", (event) => copy(event.currentTarget));
 }
+$("stay").addEventListener("click", stayHere);
+$("print").addEventListener("click", () => window.print());
 
 main();
