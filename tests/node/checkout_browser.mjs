@@ -347,7 +347,63 @@ async function returning() {
   emit("receipt", { stayed, shown });
 }
 
-const SCENARIOS = { deposits, "pay-link": payLink, languages, returning };
+/** "Pay with wallet" with an injected EIP-1193 provider: a test wallet that starts on another
+ * chain, switches when asked, and forwards every eth_* call to anvil (config.rpc), whose
+ * unlocked dev account config.payer signs. Nothing reaches anvil from the page itself. */
+async function walletPay() {
+  const calls = [];
+  let chain = "0x1";
+  await context.exposeFunction("__paycoreTestWallet", async (method, params) => {
+    calls.push(method);
+    if (method === "eth_requestAccounts" || method === "eth_accounts") return { result: [config.payer] };
+    if (method === "eth_chainId") return { result: chain };
+    if (method === "wallet_switchEthereumChain") {
+      chain = params[0].chainId;
+      return { result: null };
+    }
+    const answer = await fetch(config.rpc, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: calls.length, method, params }),
+    });
+    const body = await answer.json();
+    return body.error ? { error: body.error } : { result: body.result };
+  });
+  await context.addInitScript(() => {
+    window.ethereum = {
+      request: ({ method, params }) =>
+        window.__paycoreTestWallet(method, params ?? []).then((r) => {
+          if (r.error) throw Object.assign(new Error(r.error.message), { code: r.error.code });
+          return r.result;
+        }),
+    };
+  });
+  const page = await openInvoice(config.guid);
+  const before = {
+    buttonVisible: await page.locator("#wallet-pay").isVisible(),
+    button: await text(page, "#wallet-pay"),
+    amountToken: await text(page, "#amount-token"),
+  };
+  await shot(page, "wallet-init");
+  await page.locator("#wallet-pay").click();
+  await page.waitForFunction(() => document.getElementById("wallet-status").dataset.tx);
+  const sent = {
+    tx: await attr(page, "#wallet-status", "data-tx"),
+    status: await text(page, "#wallet-status"),
+    calls: [...calls],
+    chain,
+  };
+  await shot(page, "wallet-sent");
+  emit("sent", { before, sent });
+
+  await proceed(); // the watcher saw the transfer
+  await waitStatus(page, "paid", 30000);
+  const paid = await snapshot(page);
+  await shot(page, "wallet-paid");
+  emit("paid", { paid, buttonVisible: await page.locator("#wallet-pay").isVisible() });
+}
+
+const SCENARIOS = { deposits, "pay-link": payLink, languages, returning, "wallet-pay": walletPay };
 
 try {
   await SCENARIOS[config.scenario || "deposits"]();

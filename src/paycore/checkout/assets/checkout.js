@@ -10,7 +10,9 @@ import { HttpError, apiBase, getJson, invoiceUrl, pricesUrl, qrUrl } from "./api
 import { formatDecimal, parseDecimal } from "./decimal.js";
 import { formatAmount, formatCountdown, formatVs } from "./format.js";
 import { around, chooseLanguage, translator } from "./i18n.js";
+import { isTron } from "./links.js";
 import { quote, shortAddress, tokenFacts } from "./quote.js";
+import { payWithWallet, walletProblem } from "./wallet.js";
 
 const config = readConfig();
 const base = apiBase(window.location.href);
@@ -312,7 +314,41 @@ function renderPayment(invoice, facts) {
       : t("qrAltPayment", { amount: amountText, address: invoice.address });
     $("wallet-link").href = offer.uri;
   }
+  state.offer = { facts, offer };
+  const wallet = window.ethereum;
+  $("wallet-pay-line").hidden = !(
+    wallet && typeof wallet.request === "function" && offer.exact && !isTron(invoice.chainId) && !FINAL.has(invoice.status)
+  );
   return offer;
+}
+
+/** "Pay with wallet": the exact payment the QR code holds, through the injected wallet. */
+async function walletPay() {
+  const invoice = state.invoice;
+  if (!invoice || !state.offer || state.walletBusy) return;
+  const { facts, offer } = state.offer;
+  const status = $("wallet-status");
+  state.walletBusy = true;
+  $("wallet-pay").disabled = true;
+  status.hidden = false;
+  status.textContent = t("walletConfirm");
+  try {
+    const hash = await payWithWallet(window.ethereum, invoice.chainId, invoice.address, facts, offer);
+    status.dataset.tx = String(hash);
+    status.textContent = t("walletSent", { tx: shortAddress(String(hash)) });
+    refreshInvoice(); // look now: the watcher may see it at the next block
+  } catch (error) {
+    const problem = walletProblem(error);
+    status.textContent =
+      problem === "rejected"
+        ? t("walletRejected")
+        : problem === "network"
+          ? t("walletNetwork", { network: chainName(invoice.chainId) })
+          : t("walletFailed", { reason: String((error && error.message) || error).slice(0, 160) });
+  } finally {
+    state.walletBusy = false;
+    $("wallet-pay").disabled = false;
+  }
 }
 
 /** A transaction hash, linked to the chain's block explorer when one is configured. */
@@ -531,6 +567,7 @@ for (const id of ["copy-address", "copy-amount"]) {
   $(id).addEventListener("click", (event) => copy(event.currentTarget));
 }
 $("stay").addEventListener("click", stayHere);
+$("wallet-pay").addEventListener("click", walletPay);
 $("print").addEventListener("click", () => window.print());
 
 main();

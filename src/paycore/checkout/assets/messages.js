@@ -71,6 +71,12 @@ const en = {
   receiptDate: "Date",
   receiptTxs: "Transactions",
   backToPayment: "Back to the payment page",
+  payWithWallet: "Pay with wallet",
+  walletConfirm: "Confirm the payment in your wallet…",
+  walletSent: "Sent from your wallet: transaction {tx}. Waiting for the network to confirm it…",
+  walletRejected: "The wallet did not send the payment.",
+  walletNetwork: "Your wallet does not know {network}: add it in the wallet, then try again.",
+  walletFailed: "The wallet could not send the payment: {reason}",
 };
 
 const de = {
@@ -140,6 +146,12 @@ const de = {
   receiptDate: "Datum",
   receiptTxs: "Transaktionen",
   backToPayment: "Zurück zur Zahlungsseite",
+  payWithWallet: "Mit Wallet bezahlen",
+  walletConfirm: "Bestätigen Sie die Zahlung in Ihrer Wallet…",
+  walletSent: "Von Ihrer Wallet gesendet: Transaktion {tx}. Warten auf die Bestätigung durch das Netzwerk…",
+  walletRejected: "Die Wallet hat die Zahlung nicht gesendet.",
+  walletNetwork: "Ihre Wallet kennt {network} nicht: Fügen Sie es in der Wallet hinzu und versuchen Sie es erneut.",
+  walletFailed: "Die Wallet konnte die Zahlung nicht senden: {reason}",
 };
 
 const es = {
@@ -209,6 +221,12 @@ const es = {
   receiptDate: "Fecha",
   receiptTxs: "Transacciones",
   backToPayment: "Volver a la página de pago",
+  payWithWallet: "Pagar con billetera",
+  walletConfirm: "Confirme el pago en su billetera…",
+  walletSent: "Enviado desde su billetera: transacción {tx}. Esperando la confirmación de la red…",
+  walletRejected: "La billetera no envió el pago.",
+  walletNetwork: "Su billetera no conoce {network}: añádala en la billetera y vuelva a intentarlo.",
+  walletFailed: "La billetera no pudo enviar el pago: {reason}",
 };
 
 const fr = {
@@ -278,6 +296,12 @@ const fr = {
   receiptDate: "Date",
   receiptTxs: "Transactions",
   backToPayment: "Retour à la page de paiement",
+  payWithWallet: "Payer avec le portefeuille",
+  walletConfirm: "Confirmez le paiement dans votre portefeuille…",
+  walletSent: "Envoyé depuis votre portefeuille : transaction {tx}. En attente de la confirmation du réseau…",
+  walletRejected: "Le portefeuille n’a pas envoyé le paiement.",
+  walletNetwork: "Votre portefeuille ne connaît pas {network} : ajoutez-le dans le portefeuille, puis réessayez.",
+  walletFailed: "Le portefeuille n’a pas pu envoyer le paiement : {reason}",
 };
 
 const pt = {
@@ -347,6 +371,12 @@ const pt = {
   receiptDate: "Data",
   receiptTxs: "Transações",
   backToPayment: "Voltar à página de pagamento",
+  payWithWallet: "Pagar com a carteira",
+  walletConfirm: "Confirme o pagamento na sua carteira…",
+  walletSent: "Enviado da sua carteira: transação {tx}. Aguardando a confirmação da rede…",
+  walletRejected: "A carteira não enviou o pagamento.",
+  walletNetwork: "Sua carteira não conhece a {network}: adicione-a na carteira e tente de novo.",
+  walletFailed: "A carteira não conseguiu enviar o pagamento: {reason}",
 };
 
 const ru = {
@@ -416,6 +446,12 @@ const ru = {
   receiptDate: "Дата",
   receiptTxs: "Транзакции",
   backToPayment: "Назад к странице оплаты",
+  payWithWallet: "Оплатить кошельком",
+  walletConfirm: "Подтвердите платёж в кошельке…",
+  walletSent: "Отправлено из кошелька: транзакция {tx}. Ожидание подтверждения сетью…",
+  walletRejected: "Кошелёк не отправил платёж.",
+  walletNetwork: "Кошелёк не знает сеть {network}: добавьте её в кошельке и повторите попытку.",
+  walletFailed: "Кошелёк не смог отправить платёж: {reason}",
 };
 
 const tr = {
@@ -485,6 +521,12 @@ const tr = {
   receiptDate: "Tarih",
   receiptTxs: "İşlemler",
   backToPayment: "Ödeme sayfasına dön",
+  payWithWallet: "Cüzdanla öde",
+  walletConfirm: "Ödemeyi cüzdanınızda onaylayın…",
+  walletSent: "Cüzdanınızdan gönderildi: {tx} işlemi. Ağın onaylaması bekleniyor…",
+  walletRejected: "Cüzdan ödemeyi göndermedi.",
+  walletNetwork: "Cüzdanınız {network} ağını tanımıyor: ağı cüzdana ekleyip yeniden deneyin.",
+  walletFailed: "Cüzdan ödemeyi gönderemedi: {reason}",
 };
 
 const zh = {
@@ -548,6 +590,12 @@ const zh = {
   receiptDate: "日期",
   receiptTxs: "交易",
   backToPayment: "返回付款页面",
+  payWithWallet: "用钱包付款",
+  walletConfirm: "请在钱包中确认付款…",
+  walletSent: "已从您的钱包发送：交易 {tx}。正在等待网络确认…",
+  walletRejected: "钱包未发送付款。",
+  walletNetwork: "您的钱包不认识 {network}：请先在钱包中添加该网络，然后重试。",
+  walletFailed: "钱包无法发送付款：{reason}",
 };
 
 const ja = {
@@ -615,6 +663,12 @@ const ja = {
   receiptDate: "日付",
   receiptTxs: "取引",
   backToPayment: "支払いページに戻る",
+  payWithWallet: "ウォレットで支払う",
+  walletConfirm: "ウォレットで支払いを承認してください…",
+  walletSent: "ウォレットから送信しました: 取引 {tx}。ネットワークの承認を待っています…",
+  walletRejected: "ウォレットは支払いを送信しませんでした。",
+  walletNetwork: "ウォレットが {network} を認識していません。ウォレットに追加してから再度お試しください。",
+  walletFailed: "ウォレットは支払いを送信できませんでした: {reason}",
 };
 
 export const MESSAGES = { en, de, es, fr, pt, ru, tr, zh, ja };
