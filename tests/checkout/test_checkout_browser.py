@@ -45,7 +45,16 @@ def test_checkout_page_follows_an_invoice_to_paid(served: tuple[str, Gateway, st
         _follow(browser, gateway, invoice.guid)
     finally:
         browser.close()
-    for name in ("init", "init-mobile", "partial", "paid", "not-found", "expired"):
+    for name in (
+        "init",
+        "init-mobile",
+        "init-mobile-dark",
+        "init-dark",
+        "partial",
+        "paid",
+        "not-found",
+        "expired",
+    ):
         assert (artifacts / f"checkout-{name}.png").stat().st_size > 5000
 
 

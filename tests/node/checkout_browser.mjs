@@ -148,7 +148,11 @@ async function deposits() {
   await shot(page, "init");
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, "init-mobile");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await shot(page, "init-mobile-dark");
   await page.setViewportSize({ width: 1000, height: 860 });
+  await shot(page, "init-dark");
+  await page.emulateMedia({ colorScheme: "light" });
 
   // Another token: the amount and the code follow; a token without a price says so.
   await page.getByLabel("USDT", { exact: true }).check();
