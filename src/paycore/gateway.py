@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from .accounting.service import Accounting
 from .auth.service import ProofOfWork, Sessions
 from .chains import ChainBackend
 from .chains.ledger import ChainLedger
@@ -39,6 +40,7 @@ from .domain.records import (
 from .domain.tokens import normalize_owner
 from .errors import Forbidden, InvalidInput, InvoiceNotFound, PaycoreError
 from .events.queues import EventQueues
+from .links.service import Links
 from .management.service import Management
 from .notify import Notifier
 from .ops.outages import OutageLog
@@ -112,6 +114,12 @@ class Gateway:
         self.chain_ledger = ChainLedger(units)
         self.parking = ParkedDeposits(units)
         self.retention = Retention(units, self.settings, self.clock)
+        #: The accounting export (GET /export): invoices, payments, refunds, withdrawals.
+        self.accounting = Accounting(units, self.settings, self.clock)
+        #: Payment links (POST /link, GET /links, POST /link/disable, GET /link/{id}).
+        self.links = Links(
+            units, self.settings, self.now, self._new_invoice, lambda c: c in self.chains
+        )
         self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:
@@ -232,11 +240,16 @@ class Gateway:
             raise Forbidden("owner does not match the session key's owner")
         now = self.now()
         with self._storage.transaction() as tx:
-            derive = self._deriver(tx, owner)
-            invoice = parse_new_invoice(self.settings, request, owner, now, derive)
-            tx.insert_invoice(invoice)
-            if self.settings.rate_lock:
-                self.pricing.lock_quotes(tx, invoice)
+            return self._new_invoice(tx, owner, request, now)
+
+    def _new_invoice(self, tx: StorageTx, owner: str, request: NewInvoice, now: int) -> Invoice:
+        """Check, store and (``rate_lock``) price-lock a new invoice inside ``tx``: the one
+        creation path, which payment links take too."""
+        derive = self._deriver(tx, owner)
+        invoice = parse_new_invoice(self.settings, request, owner, now, derive)
+        tx.insert_invoice(invoice)
+        if self.settings.rate_lock:
+            self.pricing.lock_quotes(tx, invoice)
         return invoice
 
     def _deriver(self, tx: StorageTx, owner: str) -> Callable[[int], str] | None:

@@ -112,9 +112,13 @@ def payload_too_large() -> Response:
 
 
 def to_flask(response: Response) -> FlaskResponse:
-    """Status, body, content type and headers copied as is (werkzeug drops a HEAD's body)."""
+    """Status, body, content type and headers copied as is (werkzeug drops a HEAD's body).
+
+    A streamed answer (``Response.chunks``) goes to the WSGI server as the iterable it is,
+    so each chunk is sent as it is produced; an error while producing one ends the
+    transfer without its last chunk, which the client sees as broken."""
     return FlaskResponse(
-        response.body,
+        response.body if response.chunks is None else iter(response.chunks),
         status=response.status,
         headers=list(response.headers.items()),
         content_type=response.content_type,

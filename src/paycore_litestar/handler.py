@@ -8,6 +8,8 @@ runs in a worker thread (anyio's pool, the one ``sync_to_thread=True`` uses).
 
 from __future__ import annotations
 
+import typing
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import quote
 
@@ -16,6 +18,7 @@ from anyio import to_thread
 from litestar import Request, Router, route
 from litestar import Response as LitestarResponse
 from litestar.enums import HttpMethod
+from litestar.response import Stream
 
 from paycore import Gateway
 from paycore.api import MAX_BODY, handle
@@ -55,7 +58,7 @@ def build_router(prefix: str, gateway: Gateway) -> Router:
         include_in_schema=False,
         request_max_body_size=None,
     )
-    async def paycore_handler(request: AnyRequest) -> LitestarResponse[bytes]:
+    async def paycore_handler(request: AnyRequest) -> LitestarResponse[Any]:
         body = await read_capped_body(request)
         if body is None:
             return to_litestar(payload_too_large())
@@ -69,7 +72,7 @@ def build_router(prefix: str, gateway: Gateway) -> Router:
         include_in_schema=False,
         request_max_body_size=None,
     )
-    async def ws_path_over_http(request: AnyRequest) -> LitestarResponse[bytes]:
+    async def ws_path_over_http(request: AnyRequest) -> LitestarResponse[Any]:
         """``{prefix}/ws`` without an upgrade: the core's answer, as under Flask. Without this
         Litestar would answer 405 itself, the path belonging to the websocket handler."""
         plain = attrs.evolve(to_paycore(request, b""), path=WS_PATH)
@@ -154,15 +157,39 @@ def payload_too_large() -> PaycoreResponse:
     return text_response(PayloadTooLarge(MAX_BODY).text, PayloadTooLarge.status)
 
 
-def to_litestar(response: PaycoreResponse) -> LitestarResponse[bytes]:
+def to_litestar(response: PaycoreResponse) -> LitestarResponse[Any]:
     """Status, body, content type and headers copied as is.
 
     The content type goes in as a header too: Litestar would otherwise append its own
-    ``; charset=`` to a ``text/*`` type that already has one.
+    ``; charset=`` to a ``text/*`` type that already has one. A streamed answer
+    (``Response.chunks``) becomes a ``Stream`` fed by :func:`in_threads`.
     """
+    headers = {**response.headers, "content-type": response.content_type}
+    if response.chunks is not None:
+        return Stream(
+            in_threads(response.chunks),
+            status_code=response.status,
+            media_type=response.content_type,
+            headers=headers,
+        )
     return LitestarResponse(
         content=response.body,
         status_code=response.status,
         media_type=response.content_type,
-        headers={**response.headers, "content-type": response.content_type},
+        headers=headers,
     )
+
+
+async def in_threads(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
+    """Each chunk produced in a worker thread (producing one reads storage, which blocks).
+
+    Not Litestar's own wrapper for sync iterators: it ends the stream quietly on a
+    ``ValueError`` raised by the iterator, and a stream cut short by an error must end
+    broken (no last chunk), never look complete."""
+    iterator = iter(chunks)
+    done = object()
+    while True:
+        chunk = await to_thread.run_sync(next, iterator, done)
+        if chunk is done:
+            return
+        yield typing.cast(bytes, chunk)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -142,10 +142,20 @@ def _shown(name: str) -> str:
 
 @attrs.frozen
 class Response:
+    """One answer. ``chunks``, when set, is the body instead of ``body``: an iterator of
+    bytes the adapter sends as it is produced (chunked), so an answer of any size -- the
+    accounting export -- costs the server one chunk of memory, not the whole."""
+
     status: int
     body: bytes
     content_type: str = "application/json"
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    chunks: Iterable[bytes] | None = attrs.field(default=None, eq=False, repr=False)
+
+    def content(self) -> bytes:
+        """The whole body, the chunks joined: for callers that want it in one piece (tests,
+        the core transport); an adapter streams ``chunks`` instead."""
+        return self.body if self.chunks is None else b"".join(self.chunks)
 
 
 def json_response(
