@@ -218,6 +218,10 @@ def test_deliveries_that_failed_while_the_receiver_was_down_are_redelivered(
     none = env.api.get("/webhook/deliveries", f"{q}&status=delivered", session=key).ok()
     assert none["total"] == 0
 
+    far = {"since": 10**18 - 1}  # the largest since the schema takes: nothing failed after it
+    answer = env.api.post("/webhook/redeliver-failed", far, session=key).ok()
+    assert answer["redelivered"] == 0
+
     receiver.up()
     again = checked(
         env.api,

@@ -83,8 +83,9 @@ class Webhooks:
         if since < 0:
             raise InvalidInput("since", "must not be negative")
         now_ms = round(self._clock() * 1000)
+        since_ms = min(since * 1000, 2**63 - 1)  # a far-future since must not overflow BIGINT
         with self._storage.transaction() as tx:
-            return tx.redeliver_failed(owner, since * 1000, now_ms)
+            return tx.redeliver_failed(owner, since_ms, now_ms)
 
     def dispatcher(self) -> Dispatcher:
         """A dispatcher over the gateway's storage, settings and clock (the worker's loop)."""
