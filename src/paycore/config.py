@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from .domain.registry import MAX_SYMBOL, TokenMeta, registry_token, token_entry
 from .domain.tokens import (
     TRON_CHAIN_IDS,
     ChainKind,
@@ -46,12 +47,42 @@ def _optional_address(raw: str | None) -> str | None:
     return None if raw in (None, "") else _contract_address(raw, "factory")
 
 
-def _token_addresses(raw: Iterable[str] | str) -> tuple[str, ...]:
-    """Token contract addresses from a sequence, or from a comma-separated string (an
-    environment variable), where spaces after a comma are list layout, not address text.
-    An address itself is taken as written: whitespace in a sequence item is refused."""
+def _token_addresses(raw: Iterable[object] | str) -> tuple[Any, ...]:
+    """Token entries from a sequence, or from a comma-separated string (an environment
+    variable), where spaces after a comma are list layout, not address text. An address
+    itself is taken as written: whitespace in a sequence item is refused. A registry symbol
+    (``"USDT"``) or an entry with symbol and decimals is resolved once the chain id is known,
+    in ``ChainConfig.__attrs_post_init__``."""
     items = [i.strip(" ") for i in raw.split(",")] if isinstance(raw, str) else raw
-    return tuple(_contract_address(i, "tokens") for i in items if i != "")
+    return tuple(
+        _contract_address(i, "tokens") if _is_address_entry(i) else i for i in items if i != ""
+    )
+
+
+def _is_address_entry(entry: object) -> bool:
+    """A plain address in ``tokens`` rather than a symbol: symbols are short and never 0x."""
+    return isinstance(entry, str) and (len(entry) > MAX_SYMBOL or entry.startswith("0x"))
+
+
+def _urls(raw: Iterable[str] | str | None) -> tuple[str, ...]:
+    """URLs from a sequence or a comma-separated string (an environment variable)."""
+    if raw is None:
+        return ()
+    items = raw.split(",") if isinstance(raw, str) else raw
+    return tuple(dict.fromkeys(str(i).strip() for i in items if str(i).strip()))
+
+
+#: The ways ``ChainConfig.internal_transfers`` can read call traces.
+TRACE_MODES = ("off", "debug", "trace")
+
+
+def _trace_mode(raw: str | bool | None) -> str:
+    if raw in (None, False, ""):
+        return "off"
+    mode = str(raw).strip().lower()
+    if mode not in TRACE_MODES:
+        raise InvalidInput("internal_transfers", f"must be one of {', '.join(TRACE_MODES)}")
+    return mode
 
 
 def _staking_contract(raw: str | None) -> str | None:
@@ -60,6 +91,16 @@ def _staking_contract(raw: str | None) -> str | None:
 
 def _optional_int(raw: int | str | None) -> int | None:
     return None if raw in (None, "") else int(raw)
+
+
+def _optional_rate(raw: float | str | None) -> float | None:
+    """Requests per second: a positive number, or unset (None, "" or 0: no limit)."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    value = float(raw)
+    if value < 0 or value != value:
+        raise InvalidInput("rate_limit", "must be a positive number of requests per second")
+    return value or None
 
 
 def _optional_text(raw: str | None) -> str | None:
@@ -113,7 +154,16 @@ class ChainConfig:
     factory: str | None = attrs.field(default=None, converter=_optional_address)
     #: ERC20 contracts the watcher follows and /getBalances lists, besides the priced ones
     #: (a payment in a token nobody accepts is still recorded when its contract is here).
+    #: An entry is an address (symbol and decimals read from the chain, or from the
+    #: registry when it lists the address), a registry symbol (``"USDT"``), or
+    #: ``{"address": ..., "symbol": ..., "decimals": ...}``; the record keeps the addresses.
     tokens: tuple[str, ...] = attrs.field(default=(), converter=_token_addresses)
+    #: Symbol and decimals by token address (``paycore.domain.registry.TokenMeta``): those of
+    #: the ``tokens`` entries that carry them or that the registry lists are added to it.
+    #: Describes a token for display and valuation; only ``tokens`` are watched.
+    token_info: Mapping[str, TokenMeta] = attrs.field(
+        factory=dict, converter=dict, repr=False, hash=False
+    )
     #: Dev chains only (FAUCET_CHAIN_IDS): the funded key /getFaucet pays from, 0x hex.
     faucet_key: str | None = attrs.field(default=None, repr=False)
     #: Native coin, in whole units, one /getFaucet call sends.
@@ -125,8 +175,9 @@ class ChainConfig:
     rpc_batch: int = attrs.field(default=100, converter=int)
     #: Seconds a watcher sleeps when it has caught up with the confirmed head.
     poll_interval: float = attrs.field(default=2.0, converter=float)
-    #: First block a watcher with no cursor scans; None starts at the confirmed head, since
-    #: a new install has no invoice that an older block could pay.
+    #: First block a watcher with no cursor scans; None starts before the oldest watched
+    #: invoice was created (found by block timestamp), or at the confirmed head when no
+    #: invoice is watched, since then no older block can pay one (docs/chains.md).
     start_block: int | None = attrs.field(default=None, converter=_optional_int)
     #: Seconds after its deadline an invoice's address is still watched, so late payments
     #: are recorded (docs/interface.md §Invoice lifecycle) without watching every address.
@@ -144,6 +195,19 @@ class ChainConfig:
     reorg_depth: int = attrs.field(default=1000, converter=int)
     #: Scan full blocks for native-coin transfers (off: tokens only, far fewer RPC bytes).
     scan_native: bool = attrs.field(default=True, converter=_flag)
+    # -- EVM node access (docs/chains.md) ------------------------------------------------------
+    #: More JSON-RPC URLs, tried in order after ``rpc_url`` when it fails or rate-limits
+    #: (``rpc_url`` may be left unset: the first of these stands in). EVM only.
+    rpc_urls: tuple[str, ...] = attrs.field(default=(), converter=_urls, repr=redacted_repr)
+    #: Seconds one HTTP request to a node may take before the next endpoint is tried.
+    rpc_timeout: float = attrs.field(default=30.0, converter=float)
+    #: Seconds one call may spend waiting for a resting endpoint (``Retry-After``, backoff)
+    #: before it fails; the watcher's next pass waits out the rest.
+    rpc_max_wait: float = attrs.field(default=3.0, converter=float)
+    #: Native coin sent by contracts (internal transfers), found in call traces: ``off``;
+    #: ``debug`` (``debug_traceBlockByHash`` with the callTracer: geth, erigon, reth, anvil);
+    #: ``trace`` (``trace_block``: erigon, nethermind, reth, anvil). Needs a node that traces.
+    internal_transfers: str = attrs.field(default="off", converter=_trace_mode)
     # -- Tron backend (paycore.chains.tron): on for a Tron chain with rpc_url and factory ------
     #: TronGrid's ``TRON-PRO-API-KEY`` header, sent with every request to ``rpc_url`` when set
     #: (TronGrid throttles keyless clients hard; a node of your own needs none).
@@ -152,9 +216,23 @@ class ChainConfig:
     #: energy (the transaction's ``fee_limit``). A cap, not a price: only what the call uses
     #: is burned; a wallet deployment needs over a million energy.
     fee_limit: int = attrs.field(default=1_000_000_000, converter=int)
+    #: Requests per second paycore sends to ``rpc_url`` from one process (the watcher and the
+    #: HTTP helpers together); None: no limit (a node of your own). Keep it under the API
+    #: key's quota: a refusal for rate costs the node's penalty window (docs/tron.md).
+    rate_limit: float | None = attrs.field(default=None, converter=_optional_rate)
+    #: The size in bytes the watcher aims at for one answer of the node: blocks per request
+    #: shrink and grow to stay near it (docs/tron.md, "Providers and their limits").
+    response_bytes: int = attrs.field(default=4_000_000, converter=int)
 
     def __attrs_post_init__(self) -> None:
         self._addresses_fit_kind()
+        if self.rpc_url is None and self.rpc_urls:
+            object.__setattr__(self, "rpc_url", self.rpc_urls[0])
+        if self.rpc_timeout <= 0 or self.rpc_max_wait < 0:
+            raise InvalidInput(
+                "rpc_timeout", "rpc_timeout must be positive, rpc_max_wait not negative"
+            )
+        self._describe_tokens()
         if self.faucet_key and self.chain_id not in FAUCET_CHAIN_IDS:
             raise InvalidInput("faucet_key", f"only allowed on chains {sorted(FAUCET_CHAIN_IDS)}")
         if self.block_batch < 1 or self.rpc_batch < 1:
@@ -165,6 +243,8 @@ class ChainConfig:
             raise InvalidInput("reorg_depth", "must not be negative")
         if self.fee_limit < 0:
             raise InvalidInput("fee_limit", "must not be negative")
+        if self.response_bytes < 1000:
+            raise InvalidInput("response_bytes", "must be at least 1000")
 
     def _addresses_fit_kind(self) -> None:
         """Tron chains keep base58 contract addresses (a 0x one is converted, as TVM tools
@@ -173,13 +253,46 @@ class ChainConfig:
             if self.factory is not None and self.factory.startswith("0x"):
                 object.__setattr__(self, "factory", tron_from_hex(self.factory, "factory"))
             tokens = tuple(
-                tron_from_hex(t, "tokens") if t.startswith("0x") else t for t in self.tokens
+                tron_from_hex(t, "tokens") if _is_address_entry(t) and t.startswith("0x") else t
+                for t in self.tokens
             )
             object.__setattr__(self, "tokens", tokens)
             return
-        for name, value in (("factory", self.factory), *(("tokens", t) for t in self.tokens)):
+        addresses = [t for t in self.tokens if _is_address_entry(t)]
+        for name, value in (("factory", self.factory), *(("tokens", t) for t in addresses)):
             if value is not None and not value.startswith("0x"):
                 raise InvalidInput(name, f"a Tron address on EVM chain {self.chain_id}")
+
+    def _describe_tokens(self) -> None:
+        """``tokens`` as addresses, and ``token_info`` for those whose symbol
+        and decimals are known without asking the chain (given in the entry, or listed in
+        the registry); the rest are read from the chain by the backend when first needed."""
+        addresses: list[str] = []
+        info: dict[str, TokenMeta] = {}
+        for key, given in self.token_info.items():
+            described = attrs.asdict(given) if isinstance(given, TokenMeta) else given
+            if not isinstance(described, Mapping):
+                raise InvalidInput("token_info", "each value needs symbol and decimals")
+            address, meta = token_entry(self.chain_id, {**described, "address": key}, "token_info")
+            if meta is None:
+                raise InvalidInput("token_info", "each value needs symbol and decimals")
+            info[address] = meta
+        for entry in self.tokens:
+            if _is_address_entry(entry):
+                address, meta = entry, registry_token(self.chain_id, entry)
+            else:
+                address, meta = token_entry(self.chain_id, entry, "tokens")
+            addresses.append(address)
+            if meta is not None:
+                info.setdefault(address, meta)
+        object.__setattr__(self, "tokens", tuple(addresses))
+        object.__setattr__(self, "token_info", info)
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """``rpc_url`` then ``rpc_urls``, each once: the order an EVM chain's calls try."""
+        first = (self.rpc_url,) if self.rpc_url else ()
+        return tuple(dict.fromkeys((*first, *self.rpc_urls)))
 
     @property
     def kind(self) -> ChainKind:
@@ -325,6 +438,10 @@ class Settings:
     salt_window: int = 600
     #: Events one poll queue holds; beyond it the oldest are dropped.
     event_retention: int = 1000
+    #: Most invoices GET /invoices answers without ``offset``/``limit``/``cursor`` (it
+    #: streams them, in constant memory); more matches are refused with a 400 that says
+    #: to page instead, so one request cannot keep a process busy for minutes.
+    invoice_list_max: int = attrs.field(default=10_000, converter=int)
     #: Fraction of ``value`` an invoice may fall short by and still count as paid (BTCPay's
     #: "payment tolerance"); 0 means the full amount.
     underpayment_tolerance: Decimal = Decimal(0)
@@ -513,6 +630,8 @@ class Settings:
             raise InvalidInput("session_key_cap", "must be at least 1")
         if self.ingest_batch < 1:
             raise InvalidInput("ingest_batch", "must be at least 1")
+        if self.invoice_list_max < 1:
+            raise InvalidInput("invoice_list_max", "must be at least 1")
         if self.nonce_mode not in NONCE_MODES:
             raise InvalidInput("nonce_mode", f"must be one of {', '.join(NONCE_MODES)}")
         # Bounded so that ``highest - window`` and ``now_ms + horizon`` stay in 64 bits.
@@ -526,7 +645,7 @@ class Settings:
         and password fields. A Gateway hands them to ``paycore.ops.redaction`` so that they are
         masked wherever a log line or an error text quotes them."""
         urls = [self.database_url, self.redis_url, self.coingecko_url]
-        urls += [c.rpc_url for c in self.chains.values()]
+        urls += [url for c in self.chains.values() for url in c.endpoints]
         urls += [f.rpc_url for f in self.chainlink_feeds.values()]
         found = {part for url in urls for part in url_secrets(url)}
         fields = [self.smtp_password, self.coingecko_api_key]

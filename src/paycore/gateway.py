@@ -10,17 +10,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+import attrs
+
 from .accounting.service import Accounting
 from .auth.service import ProofOfWork, Sessions
-from .chains import ChainBackend
+from .chains import ChainBackend, RefundBackend, WithdrawRequest
 from .chains.ledger import ChainLedger
 from .chains.records import DepositBatch, Ingested, LeaseLost
 from .config import Settings
 from .domain import machine
+from .domain import refunds as refund_rules
 from .domain.invoices import (
     NewInvoice,
     attribute_deposit,
@@ -28,6 +31,7 @@ from .domain.invoices import (
     parse_new_invoice,
     reorg_deposit,
 )
+from .domain.paging import Page, page_from, read_cursor, tx_position
 from .domain.records import (
     Deposit,
     Invoice,
@@ -35,10 +39,15 @@ from .domain.records import (
     NewEvent,
     OutboxEvent,
     PriceSnapshot,
+    Refund,
+    RefundStatus,
     Transaction,
+    Valuation,
 )
+from .domain.refunds import BuiltRefund, NewRefund
+from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
-from .errors import Forbidden, InvalidInput, InvoiceNotFound, PaycoreError
+from .errors import Conflict, Forbidden, InvalidInput, InvoiceNotFound, NotFound, PaycoreError
 from .events.queues import EventQueues
 from .links.service import Links
 from .management.service import Management
@@ -61,6 +70,8 @@ log = logging.getLogger("paycore")
 
 INVOICE_PAGE_MAX = 50
 TRANSACTION_PAGE_MAX = 200
+#: Invoices one storage transaction reads for the unpaged GET /invoices stream.
+INVOICE_STREAM_BATCH = 500
 
 
 class Gateway:
@@ -266,9 +277,12 @@ class Gateway:
         return derive
 
     def get_invoice(self, guid: str) -> Invoice:
-        """The invoice, expired first if its deadline has passed (lazy expiry)."""
+        """The invoice, expired first if its deadline has passed (lazy expiry), with its
+        refunds."""
         with self._storage.transaction() as tx:
             invoice = tx.get_invoice(guid)
+            if invoice is not None and invoice.payments:
+                invoice = self._with_refunds(tx, [invoice])[0]
         if invoice is None:
             raise InvoiceNotFound(guid)
         if machine.is_due(invoice, self.now()):
@@ -284,7 +298,7 @@ class Gateway:
                 return invoice
             invoice = machine.expire(invoice)
             tx.update_invoice(invoice)
-            payloads = self._emit(tx, [invoice])
+            [invoice], payloads = self._announce(tx, [invoice])
         self._notify(invoice.owner, payloads)
         return invoice
 
@@ -316,9 +330,94 @@ class Gateway:
                 limit=lim if paged else None,
                 newest_first=paged,
             )
-        now = self.now()
-        items = [self.get_invoice(i.guid) if machine.is_due(i, now) else i for i in items]
+            items = self._with_refunds(tx, items)
+        items = self._expired_if_due(items)
         return (items, total, off, lim) if paged else items
+
+    def invoice_page(
+        self,
+        cursor: str,
+        *,
+        owner: str | None = None,
+        address: str | None = None,
+        chain_id: int | None = None,
+        limit: int | None = None,
+    ) -> Page[Invoice]:
+        """GET /invoices with ``cursor``: a keyset page, newest first, whose cost does not
+        grow with how deep it is (``paycore.domain.paging``; docs/interface.md). The cursor
+        ``first`` is the first page, ``last`` the last one."""
+        at = read_cursor(cursor, "invoices")
+        _, lim = _page(None, limit, INVOICE_PAGE_MAX)
+        after = at.position if isinstance(at.position, str) else None
+        with self._storage.transaction() as tx:
+            fetched = tx.invoices_after(
+                owner=owner,
+                address=address,
+                chain_id=chain_id,
+                after=after,
+                limit=lim + 1,
+                newest_first=at.direction == "older",
+            )
+            total = tx.count_invoices(owner=owner, address=address, chain_id=chain_id)
+            if fetched is not None:
+                fetched = self._with_refunds(tx, fetched)
+        if fetched is None:
+            raise InvalidInput("cursor", "no such position in this invoices list")
+        page = page_from(at, fetched, limit=lim, total=total, position=lambda inv: inv.guid)
+        return attrs.evolve(page, items=self._expired_if_due(page.items))
+
+    def stream_invoices(
+        self,
+        *,
+        owner: str | None = None,
+        address: str | None = None,
+        chain_id: int | None = None,
+    ) -> Iterator[Invoice]:
+        """GET /invoices without paging: every match, oldest first, read in batches of
+        ``INVOICE_STREAM_BATCH`` by creation sequence, so memory stays the same whatever
+        the count. Checked before the first item: more than ``invoice_list_max`` matches is
+        an InvalidInput (400) that says to page. Invoices created while the list is read
+        are left for the next request."""
+        ceiling = self.settings.invoice_list_max
+        with self._storage.transaction() as tx:
+            total = tx.count_invoices(owner=owner, address=address, chain_id=chain_id)
+            newest = tx.invoices_after(
+                owner=owner, address=address, chain_id=chain_id, limit=1, newest_first=True
+            )
+        if total > ceiling:
+            raise InvalidInput(
+                "limit",
+                f"required: {total} invoices match, more than the {ceiling} a list without"
+                " offset, limit or cursor returns",
+            )
+        return self._invoice_batches(owner, address, chain_id, newest[0].guid if newest else None)
+
+    def _invoice_batches(
+        self, owner: str | None, address: str | None, chain_id: int | None, last: str | None
+    ) -> Iterator[Invoice]:
+        after: str | None = None
+        while last is not None:
+            with self._storage.transaction() as tx:
+                batch = tx.invoices_after(
+                    owner=owner,
+                    address=address,
+                    chain_id=chain_id,
+                    after=after,
+                    limit=INVOICE_STREAM_BATCH,
+                )
+                if batch:
+                    batch = self._with_refunds(tx, batch)
+            if not batch:
+                return
+            for invoice in self._expired_if_due(batch):
+                yield invoice
+                if invoice.guid == last:
+                    return
+            after = batch[-1].guid
+
+    def _expired_if_due(self, items: list[Invoice]) -> list[Invoice]:
+        now = self.now()
+        return [self.get_invoice(i.guid) if machine.is_due(i, now) else i for i in items]
 
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int | None, limit: int | None
@@ -331,6 +430,25 @@ class Gateway:
         with self._storage.transaction() as tx:
             items, total = tx.list_transactions(owner, chain_id=chain_id, offset=off, limit=lim)
         return items, total, off, lim
+
+    def transaction_page(
+        self, owner: str, cursor: str, *, chain_id: int | None = None, limit: int | None = None
+    ) -> Page[Transaction]:
+        """GET /transactions with ``cursor``: a keyset page, newest first, as
+        ``invoice_page`` is for invoices."""
+        at = read_cursor(cursor, "transactions")
+        _, lim = _page(None, limit, TRANSACTION_PAGE_MAX)
+        after = at.position if isinstance(at.position, tuple) else None
+        with self._storage.transaction() as tx:
+            fetched = tx.transactions_after(
+                owner,
+                chain_id=chain_id,
+                after=after,
+                limit=lim + 1,
+                newest_first=at.direction == "older",
+            )
+            total = tx.count_transactions(owner, chain_id=chain_id)
+        return page_from(at, fetched, limit=lim, total=total, position=tx_position)
 
     def record_deposit(self, deposit: Deposit) -> list[Invoice]:
         """Attribute one confirmed deposit; safe to call again for the same deposit."""
@@ -349,7 +467,10 @@ class Gateway:
         deposits parked for want of a price, the range's withdrawals and the cursor move
         (which proves the watcher's lease) commit together or not at all. Raises
         ``LeaseLost`` (nothing written) when another watcher holds the chain now.
-        Idempotent like ``record_deposit``: a batch retried counts nothing twice."""
+        Idempotent like ``record_deposit``: a batch retried counts nothing twice.
+        A new withdrawal that pays a pending refund is recorded as that refund's
+        transaction, and the refund is confirmed with its invoice's event, in the same
+        transaction (``paycore.domain.refunds``)."""
         with self._storage.transaction() as tx:
             done = attribute_deposits(
                 tx,
@@ -364,10 +485,13 @@ class Gateway:
                 park_in(tx, ParkedDeposit(deposit, reason, now))
             finished = done.held is None
             withdrawals: list[Transaction] = []
+            changes = done.changes
             if finished and batch.withdrawals:
-                written = tx.insert_transactions(batch.withdrawals)
-                withdrawals = [r for r, new in zip(batch.withdrawals, written, strict=True) if new]
-            payloads = self._emit(tx, done.changes)
+                records, refunded = self._refunds_paid(tx, batch.chain_id, batch.withdrawals)
+                written = tx.insert_transactions(records)
+                withdrawals = [r for r, new in zip(records, written, strict=True) if new]
+                changes = changes + refunded
+            payloads = self._emit(tx, changes)
             move = batch.cursor
             if move is not None:
                 number, block_hash = move.to if finished and move.to is not None else move.at
@@ -375,7 +499,7 @@ class Gateway:
                     batch.chain_id, move.holder, number, block_hash, move.now_ms, move.lease_ms
                 ):
                     raise LeaseLost(f"chain {batch.chain_id}: lease lost to another watcher")
-        self._notify_each(done.changes, payloads)
+        self._notify_each(changes, payloads)
         # After the commit, and only the newly recorded ones: a re-scan mails nobody twice.
         self.notify_transactions(withdrawals)
         return Ingested(
@@ -417,10 +541,20 @@ class Gateway:
         return changes
 
     def invoice_wire(self, invoice: Invoice) -> Json:
-        """The invoice's JSON record as the interface shows it, ``paymentUrl`` included."""
-        return invoice.to_wire(self.settings.checkout_url)
+        """The invoice's JSON record as the interface shows it, ``paymentUrl`` included, and
+        ``tokenInfo``: symbol and decimals of the accepted tokens paycore knows without a
+        node (``paycore.domain.registry``), so a client shows "25 USDT", not an address."""
+        wire = invoice.to_wire(self.settings.checkout_url)
+        wire["tokenInfo"] = token_info_wire(self.settings, invoice.accepted_tokens)
+        return wire
 
     def _emit(self, tx: StorageTx, changes: list[Invoice]) -> list[Json]:
+        return self._announce(tx, changes)[1]
+
+    def _announce(self, tx: StorageTx, changes: list[Invoice]) -> tuple[list[Invoice], list[Json]]:
+        """Write one event (and its webhook delivery) per change, in ``tx``; returns the
+        changes with their refunds attached, as announced, and the payloads."""
+        changes = self._with_refunds(tx, changes)
         now = self.now()
         payloads = [self.invoice_wire(inv) for inv in changes]
         if len(changes) > 1:  # a batch (the watcher's): every event, then every delivery
@@ -429,12 +563,150 @@ class Gateway:
             ]
             ids = tx.add_events(events)
             enqueue_webhooks(tx, list(zip(ids, events, strict=True)), round(self.clock() * 1000))
-            return payloads
+            return changes, payloads
         for inv, payload in zip(changes, payloads, strict=True):
             event_id = tx.add_event(inv.owner, inv.guid, payload, now)
             # Same transaction: the change and its webhook delivery commit together.
             enqueue_webhook(tx, event_id, inv.owner, inv.guid, payload, round(self.clock() * 1000))
-        return payloads
+        return changes, payloads
+
+    # -- refunds (docs/interface.md, POST /refund) -----------------------------------------
+    def refund_invoice(self, owner: str, request: NewRefund | Mapping[str, Any]) -> BuiltRefund:
+        """Refund a paid invoice of ``owner``, whole or in part, and return the pending
+        refund with the unsigned transaction that pays it from the owner's wallet.
+
+        ``request`` is a :class:`~paycore.domain.refunds.NewRefund`, or the JSON fields of
+        POST /refund (``guid``, optional ``amount`` or ``vsAmount``, ``token``, ``to``,
+        ``rateSource``, ``owner``). The rules are ``paycore.domain.refunds``'; the
+        transaction is the one /initWithdraw builds, paying the refund's recipient. Only once
+        it is built is the refund recorded, pending, with its invoice event, in one storage
+        transaction that re-checks what is left to refund with the invoice locked; a refusal
+        at any step (InvalidInput, Forbidden, Conflict, InvoiceNotFound, a chain node's
+        error) records nothing. The watcher confirms it when the wallet pays it
+        (:meth:`ingest`).
+        """
+        if not isinstance(request, NewRefund):
+            from .api.requests import CreateRefund
+            from .api.wire import read
+
+            request = read(CreateRefund, request)
+        claimed = getattr(request, "owner", None)
+        if claimed is not None and normalize_owner(claimed, "owner") != owner:
+            raise Forbidden("owner does not match the session key's owner")
+        invoice = self.get_invoice(request.guid)
+        if invoice.owner != owner:
+            raise Forbidden(f"invoice {invoice.guid} is another owner's")
+        refund_rules.check_refundable(invoice)
+        token = refund_rules.refund_token(invoice, request.token)
+        chain_id = invoice.chain_id
+        backend = self.chains.get(chain_id)
+        if not isinstance(backend, RefundBackend):
+            raise InvalidInput("guid", f"no backend builds refunds on chain {chain_id}")
+        decimals = backend.token_decimals(chain_id, token)
+        if decimals is None:
+            raise InvalidInput("token", f"{chain_id}:{token} has no decimals on chain")
+        vs = invoice.vs_currency
+        plan = refund_rules.plan_refund(
+            invoice,
+            request,
+            token,
+            decimals,
+            lambda: self.pricing.table(vs).price(f"{chain_id}:{token}"),
+        )
+        unsigned = backend.init_withdraw(
+            self, owner, chain_id, WithdrawRequest(to=plan.to, token=token, value=plan.units)
+        )
+        with self._storage.transaction() as tx:
+            current = tx.get_invoice(invoice.guid, for_update=True)
+            if current is None:
+                raise InvoiceNotFound(invoice.guid)
+            [current] = self._with_refunds(tx, [current])
+            refund_rules.check_room(current, plan, decimals)
+            refund = refund_rules.new_refund(current, plan, self.now())
+            tx.insert_refund(refund)
+            [announced], payloads = self._announce(tx, [current])
+        self._notify(owner, payloads)
+        return BuiltRefund(refund, unsigned, announced)
+
+    def cancel_refund(self, owner: str, refund_id: str) -> tuple[Refund, Invoice]:
+        """Withdraw ``owner``'s pending refund ``refund_id`` (its transaction was never
+        sent, or will not be): what it held becomes refundable again, and the change goes
+        out as an invoice event. Returns the refund and its invoice as they now are.
+        NotFound, Forbidden (another owner's), Conflict (no longer pending: confirmed on
+        chain, or cancelled already); nothing changes then.
+
+        Cancel only a refund whose transaction will never be mined: a withdrawal that
+        arrives later is recorded as a plain withdrawal, not as this refund."""
+        with self._storage.transaction() as tx:
+            found = tx.get_refund(refund_id)
+            if found is None:
+                raise NotFound(f"not found: refund {refund_id[:100]}")
+            if found.owner != owner:
+                raise Forbidden(f"refund {refund_id} is another owner's")
+            invoice = tx.get_invoice(found.guid, for_update=True)
+            if invoice is None:
+                raise InvoiceNotFound(found.guid)
+            current = tx.get_refund(refund_id)  # as it stands, now the invoice is locked
+            if current is None or current.status is not RefundStatus.PENDING:
+                status = "gone" if current is None else current.status.value
+                raise Conflict(f"Conflict: refund {refund_id} is {status}, not pending")
+            cancelled = attrs.evolve(current, status=RefundStatus.CANCELLED, settled_at=self.now())
+            if not tx.settle_refund(cancelled):
+                raise Conflict(f"Conflict: refund {refund_id} is no longer pending")
+            [announced], payloads = self._announce(tx, [invoice])
+        self._notify(owner, payloads)
+        return cancelled, announced
+
+    def _with_refunds(self, tx: StorageTx, invoices: list[Invoice]) -> list[Invoice]:
+        """``invoices`` with their refunds, read in ``tx`` at once. Only an invoice with
+        payments can have been refunded, so the others cost no read."""
+        wanted = [i.guid for i in invoices if i.payments]
+        found: dict[str, list[Refund]] = {}
+        if wanted:
+            for refund in tx.refunds_of(wanted):
+                found.setdefault(refund.guid, []).append(refund)
+        return [
+            attrs.evolve(i, refunds=tuple(found.get(i.guid, ())))
+            if i.guid in found or i.refunds
+            else i
+            for i in invoices
+        ]
+
+    def _refunds_paid(
+        self, tx: StorageTx, chain_id: int, withdrawals: Sequence[Transaction]
+    ) -> tuple[list[Transaction], list[Invoice]]:
+        """The watcher's withdrawals to record, in ``tx``: each new one that pays a pending
+        refund (``domain.refunds.match_withdrawals``) as that refund's transaction, and the
+        refund confirmed. Returns them in chain order, and the invoices whose refunds were
+        confirmed, to announce. A withdrawal recorded before (a re-scan) confirms nothing."""
+        owners = sorted({w.owner for w in withdrawals})
+        pending = tx.pending_refunds(chain_id, owners)
+        if not pending:
+            return list(withdrawals), []
+        known = tx.known_transfers([w.key for w in withdrawals])
+        fresh = [w for w in withdrawals if w.key not in known]
+        records, paid = refund_rules.match_withdrawals(pending, fresh)
+        matched = [(r, refund) for r, refund in zip(records, paid, strict=True) if refund]
+        # The invoices first, in guid order, as a cancellation locks its invoice before
+        # its refund: the two never wait on each other crosswise.
+        guids = sorted({refund.guid for _r, refund in matched})
+        locked = {guid: tx.get_invoice(guid, for_update=True) for guid in guids}
+        paying: dict[tuple[int, str, int, str], Transaction] = {}
+        changed: set[str] = set()
+        for record, refund in matched:
+            if tx.settle_refund(refund):  # False: cancelled meanwhile; a plain withdrawal
+                # Valued at the refund's own rate (its vsValue's), not the table's now.
+                invoice = locked[refund.guid]
+                rate = Valuation(
+                    refund.rate,
+                    f"refund:{refund.rate_source.value}",
+                    refund.created_at,
+                    invoice.vs_currency if invoice is not None else self.settings.vs_currency,
+                )
+                paying[record.key] = attrs.evolve(record, valuation=rate)
+                changed.add(refund.guid)
+        invoices = [locked[g] for g in guids if g in changed]
+        return [paying.get(w.key, w) for w in withdrawals], [i for i in invoices if i]
 
     def _notify_each(self, changes: list[Invoice], payloads: list[Json]) -> None:
         for inv, payload in zip(changes, payloads, strict=True):

@@ -14,7 +14,7 @@ from flask import current_app, request
 from werkzeug.datastructures import EnvironHeaders
 from werkzeug.wsgi import get_content_length, get_input_stream
 
-from paycore.api import MAX_BODY, Request, Response, handle
+from paycore.api import MAX_BODY, Request, Response, handle_streamed
 from paycore.api.http import text_response
 from paycore.errors import PayloadTooLarge
 
@@ -32,7 +32,7 @@ def paycore_view(subpath: str = "") -> FlaskResponse:
     body = read_capped_body(request.environ)
     if body is None:
         return to_flask(payload_too_large())
-    return to_flask(handle(gateway, to_paycore(request.environ, "/" + subpath, body)))
+    return to_flask(handle_streamed(gateway, to_paycore(request.environ, "/" + subpath, body)))
 
 
 def read_capped_body(environ: dict[str, object]) -> bytes | None:
@@ -112,13 +112,10 @@ def payload_too_large() -> Response:
 
 
 def to_flask(response: Response) -> FlaskResponse:
-    """Status, body, content type and headers copied as is (werkzeug drops a HEAD's body).
-
-    A streamed answer (``Response.chunks``) goes to the WSGI server as the iterable it is,
-    so each chunk is sent as it is produced; an error while producing one ends the
-    transfer without its last chunk, which the client sees as broken."""
+    """Status, body, content type and headers copied as is (werkzeug drops a HEAD's body);
+    a streamed body is handed to werkzeug as the iterable it is, and made while sent."""
     return FlaskResponse(
-        response.body if response.chunks is None else iter(response.chunks),
+        response.body if response.chunks is None else response.chunks,
         status=response.status,
         headers=list(response.headers.items()),
         content_type=response.content_type,

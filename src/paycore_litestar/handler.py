@@ -21,7 +21,7 @@ from litestar.enums import HttpMethod
 from litestar.response import Stream
 
 from paycore import Gateway
-from paycore.api import MAX_BODY, handle
+from paycore.api import MAX_BODY, handle_streamed
 from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api.http import text_response
@@ -62,7 +62,7 @@ def build_router(prefix: str, gateway: Gateway) -> Router:
         body = await read_capped_body(request)
         if body is None:
             return to_litestar(payload_too_large())
-        answer = await to_thread.run_sync(handle, gateway, to_paycore(request, body))
+        answer = await to_thread.run_sync(handle_streamed, gateway, to_paycore(request, body))
         return to_litestar(answer)
 
     @route(
@@ -76,7 +76,7 @@ def build_router(prefix: str, gateway: Gateway) -> Router:
         """``{prefix}/ws`` without an upgrade: the core's answer, as under Flask. Without this
         Litestar would answer 405 itself, the path belonging to the websocket handler."""
         plain = attrs.evolve(to_paycore(request, b""), path=WS_PATH)
-        return to_litestar(await to_thread.run_sync(handle, gateway, plain))
+        return to_litestar(await to_thread.run_sync(handle_streamed, gateway, plain))
 
     return Router(
         prefix or "/",
@@ -161,8 +161,9 @@ def to_litestar(response: PaycoreResponse) -> LitestarResponse[Any]:
     """Status, body, content type and headers copied as is.
 
     The content type goes in as a header too: Litestar would otherwise append its own
-    ``; charset=`` to a ``text/*`` type that already has one. A streamed answer
-    (``Response.chunks``) becomes a ``Stream`` fed by :func:`in_threads`.
+    ``; charset=`` to a ``text/*`` type that already has one. A streamed body becomes a
+    ``Stream`` fed by :func:`in_threads`, whose pieces are made in a worker thread, as the
+    rest of the call.
     """
     headers = {**response.headers, "content-type": response.content_type}
     if response.chunks is not None:

@@ -20,6 +20,9 @@ from paycore.domain.records import (
     Payment,
     PollToken,
     PowChallenge,
+    RateSource,
+    Refund,
+    RefundStatus,
     SessionKey,
     Status,
     Transaction,
@@ -308,4 +311,44 @@ def link_from_row(row: Row) -> PaymentLink:
         max_uses=row["max_uses"],
         uses=row["uses"],
         disabled_at=row["disabled_at"],
+    )
+
+
+def refund_row(refund: Refund) -> dict[str, Any]:
+    return {
+        "id": refund.id,
+        "guid": refund.guid,
+        "owner": refund.owner,
+        "chain_id": refund.chain_id,
+        "token": refund.token,
+        "to_address": refund.to,
+        "amount": refund.amount,
+        "vs_value": refund.vs_value,
+        "rate": refund.rate,
+        "rate_source": refund.rate_source.value,
+        "status": refund.status.value,
+        "created_at": refund.created_at,
+        "tx_hash": refund.tx_hash,
+        "log_index": refund.log_index,
+        "settled_at": refund.settled_at,
+    }
+
+
+def refund_from_row(row: Row) -> Refund:
+    return Refund(
+        id=row["id"],
+        guid=row["guid"],
+        owner=row["owner"],
+        chain_id=row["chain_id"],
+        token=row["token"],
+        to=row["to_address"],
+        amount=row["amount"],
+        vs_value=row["vs_value"],
+        rate=row["rate"],
+        rate_source=RateSource(row["rate_source"]),
+        status=RefundStatus(row["status"]),
+        created_at=row["created_at"],
+        tx_hash=row["tx_hash"],
+        log_index=row["log_index"],
+        settled_at=row["settled_at"],
     )

@@ -30,14 +30,25 @@ than a read followed by a write that another transaction could slip between:
 On SQLite those statements are serial anyway (``BEGIN IMMEDIATE``, see ``engine.py``) and
 ``FOR UPDATE`` renders as nothing.
 
-Event order. Queue cursors count ``seq``, not ``id``. On PostgreSQL an ``id`` comes from a
-sequence at INSERT time, so transaction A can take id 5, B take id 6 and commit first; a
-drain in between would move the cursor past 6 and A's event 5 would never be delivered.
-``seq`` is therefore given out as late as possible -- just before commit, under a
-transaction-scoped advisory lock -- so seq order is commit order. The lock is taken after
-every row lock the transaction will ever hold, so waiting on it cannot close a deadlock
-cycle. If a transaction reads the queues after adding events, its events are sequenced at
-that point instead, so it sees its own events just as the in-memory storage does.
+Event order (docs/decisions.md, "Events"). Queues count event ids, which the database hands
+out at insert, so committing writers never wait on each other. On SQLite transactions run one
+at a time, so id order is commit order. On PostgreSQL a transaction can take id 5, another
+id 6 and commit first; a drain in between must not move a cursor past 5. So before its
+first event, a transaction *publishes* the lowest id it may take -- the sequence's next
+value -- as a shared advisory lock (which every session sees at once and which ends with
+the transaction), and only then takes ids. A drain reads the sequence's last value L, then
+the published bounds of the other open transactions, and reads up to the horizon min(L,
+lowest bound - 1): every id below it is committed or will never be. An id a writer still
+holds is at or above its bound, and a writer that publishes after the drain read L can only
+take ids above L. An event is held back while an older one may still commit, never skipped;
+only paycore transactions that added events can hold it back, each until it ends.
+A transaction that drains after adding events sees its own as settled, as in the in-memory
+store.
+
+Counts. ``paycore_owner_counts`` keeps each owner's invoices and counted transactions per
+chain; the changes of a transaction are added up and written just before it commits, in a
+fixed row order, so that concurrent inserts of one owner hold the rows' locks only across
+a commit and spread over ``COUNT_STRIPES`` rows; in-transaction reads add the pending part.
 """
 
 from __future__ import annotations
@@ -48,6 +59,7 @@ import logging
 import re
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
@@ -68,6 +80,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    literal_column,
     or_,
     select,
     text,
@@ -81,6 +94,7 @@ from sqlalchemy.sql.expression import ClauseElement
 
 from paycore.chains.records import ChainCursor
 from paycore.domain.machine import OPEN
+from paycore.domain.paging import TxPosition
 from paycore.domain.records import (
     Deposit,
     Invoice,
@@ -111,6 +125,7 @@ from paycore.webhooks.records import (
 from .engine import advisory_key, database_url, make_engine, unavailable
 from .migrations import migrate
 from .prepared import Prepared, on_dbapi, on_driver
+from .refunds import RefundStatements
 from .rows import (
     attempt_from_row,
     attempt_row,
@@ -137,6 +152,7 @@ from .tables import (
     invoices,
     notices,
     outbox,
+    owner_counts,
     parked_deposits,
     payment_links,
     poll_tokens,
@@ -154,7 +170,49 @@ from .tables import (
 
 log = logging.getLogger("paycore.events")
 
-OUTBOX_LOCK = advisory_key("paycore.outbox.seq")
+#: Rows each (owner, kind, chain) count is spread over (see Counts in the module docstring).
+COUNT_STRIPES = 8
+INVOICES, TRANSACTIONS = "invoices", "transactions"
+#: A drain over its cap counts the events it drops up to this many times the cap.
+DROPPED_COUNTED = 10
+#: Published bounds (module docstring, Event order) are two-key advisory locks: the first
+#: key is a namespace taken from the outbox table's oid (so paycore schemas sharing a
+#: database seldom see each other's) plus the bound's high 16 bits above 2**32, the second
+#: its low 32 bits as a signed int4 (``pg_locks.objid`` shows them unsigned again). The
+#: namespace occupies 2**16 first keys from ``ns * 2**16``.
+_BOUND_SPAN = 1 << 16
+_NAMESPACE = "(CAST(CAST(to_regclass('paycore_outbox') AS OID) AS BIGINT) % 32768 * 65536)"
+#: The id the next INSERT will take (a sequence not yet used starts at its last_value).
+_NEXT_ID = "CASE WHEN is_called THEN last_value + 1 ELSE last_value END"
+_PUBLISH = text(
+    f"""
+    SELECT pg_advisory_xact_lock_shared(
+        CAST({_NAMESPACE} + ({_NEXT_ID}) / 4294967296 AS INTEGER),
+        CAST(CASE WHEN ({_NEXT_ID}) % 4294967296 < 2147483648
+                  THEN ({_NEXT_ID}) % 4294967296
+                  ELSE ({_NEXT_ID}) % 4294967296 - 4294967296 END AS INTEGER))
+    FROM paycore_outbox_id_seq
+    """
+)
+#: The highest id handed out so far, whether its transaction has committed or not.
+_LAST_ID = literal_column(
+    "(SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END"
+    " FROM paycore_outbox_id_seq)",
+    BigInteger(),
+)
+#: The lowest bound other open transactions have published, or NULL.
+_LOWEST_BOUND = text(
+    f"""
+    SELECT min((CAST(classid AS BIGINT) - {_NAMESPACE}) * 4294967296
+               + CAST(objid AS BIGINT))
+    FROM pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 2 AND pid <> pg_backend_pid()
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND CAST(classid AS BIGINT) >= {_NAMESPACE}
+      AND CAST(classid AS BIGINT) < {_NAMESPACE} + {_BOUND_SPAN}
+    """
+)
+_TX_ORDER = ("timestamp", "tx_hash", "log_index", "chain_id", "token")
 #: The columns of ``SessionKey``; ``nonce_floor`` is the storage's own business.
 _KEY_COLUMNS = [c for c in session_keys.c if c.name != "nonce_floor"]
 
@@ -212,16 +270,6 @@ def _spend_sql(*, postgres: bool, strict: bool) -> tuple[str, ...]:
     )
 
 
-#: PostgreSQL: a batch's events numbered after the highest seq in one statement (the
-#: advisory lock is held, so the highest cannot move meanwhile), in id order.
-_SEQUENCE_BATCH = text(
-    f"""
-    UPDATE {outbox.name} AS o
-       SET seq = (SELECT COALESCE(MAX(seq), 0) FROM {outbox.name}) + v.n
-      FROM unnest(CAST(:ids AS BIGINT[])) WITH ORDINALITY AS v(id, n)
-     WHERE o.id = v.id
-    """
-)
 #: PostgreSQL: many invoices' status, paid amount and payments in one statement.
 _INVOICE_STATES_BATCH = text(
     f"""
@@ -289,20 +337,24 @@ def _spend_on_sqlite(
     return key
 
 
+#: An invoice's own columns: ``seq``, its creation sequence, is the database's to number.
+_INVOICE_COLUMNS = [column for column in invoices.c if column.name != "seq"]
+
+
 def _insert_invoice(dialect: Dialect) -> ClauseElement:
     insert_into = pg_insert if dialect.name == "postgresql" else sqlite_insert
     return (
         insert_into(invoices)
-        .values({column.name: bindparam(column.name) for column in invoices.c})
+        .values({column.name: bindparam(column.name) for column in _INVOICE_COLUMNS})
         .on_conflict_do_nothing(index_elements=["guid"])
         .returning(invoices.c.guid)
     )
 
 
-_INVOICE_BY_GUID = select(invoices).where(invoices.c.guid == bindparam("guid"))
+_INVOICE_BY_GUID = select(*_INVOICE_COLUMNS).where(invoices.c.guid == bindparam("guid"))
 #: The request path's invoice statements (see ``prepared``): read, read and lock, create.
-_INVOICE = Prepared(lambda _: _INVOICE_BY_GUID, invoices.c)
-_INVOICE_FOR_UPDATE = Prepared(lambda _: _INVOICE_BY_GUID.with_for_update(), invoices.c)
+_INVOICE = Prepared(lambda _: _INVOICE_BY_GUID, _INVOICE_COLUMNS)
+_INVOICE_FOR_UPDATE = Prepared(lambda _: _INVOICE_BY_GUID.with_for_update(), _INVOICE_COLUMNS)
 _INSERT_INVOICE = Prepared(_insert_invoice, [invoices.c.guid])
 
 
@@ -425,15 +477,19 @@ class SqlStorage:
         self.engine.dispose()
 
 
-class SqlTx:
-    """One unit of work on one connection; only valid inside its ``with`` block."""
+class SqlTx(RefundStatements):
+    """One unit of work on one connection; only valid inside its ``with`` block (the refund
+    rows' statements are ``refunds.RefundStatements``)."""
 
     def __init__(self, connection: Connection, clock: Callable[[], float]) -> None:
         self._connection: Connection | None = connection
         self._clock = clock
         self._postgres = connection.dialect.name == "postgresql"
         self._insert = pg_insert if self._postgres else sqlite_insert
-        self._unsequenced: list[int] = []
+        #: Whether this transaction has published its lowest event id (Event order).
+        self._published = False
+        #: (owner, kind, chain_id, stripe) -> rows added by this transaction, not yet written.
+        self._pending_counts: dict[tuple[str, str, int, int], int] = {}
 
     @property
     def _c(self) -> Connection:
@@ -445,7 +501,7 @@ class SqlTx:
         self._connection = None
 
     def before_commit(self) -> None:
-        self._sequence_events()
+        self._write_counts()
 
     # -- statement helpers ----------------------------------------------------------------
     def _one(self, query: Select[Any]) -> RowMapping | None:
@@ -482,10 +538,47 @@ class SqlTx:
     def _delete(self, table: Table, *where: ColumnElement[bool]) -> bool:
         return self._c.execute(delete(table).where(*where)).rowcount > 0
 
+    # -- counts -----------------------------------------------------------------------------
+    def _add_count(self, owner: str, kind: str, chain_id: int, row_key: str, delta: int) -> None:
+        stripe = zlib.crc32(row_key.encode()) % COUNT_STRIPES
+        slot = (owner, kind, chain_id, stripe)
+        self._pending_counts[slot] = self._pending_counts.get(slot, 0) + delta
+
+    def _write_counts(self) -> None:
+        """Write this transaction's count changes, in sorted order so that two transactions
+        changing the same rows take their locks in the same order and cannot deadlock."""
+        pending, self._pending_counts = self._pending_counts, {}
+        for (owner, kind, chain_id, stripe), delta in sorted(pending.items()):
+            if delta == 0:
+                continue
+            row = {"owner": owner, "kind": kind, "chain_id": chain_id, "stripe": stripe}
+            stmt = self._insert(owner_counts).values(**row, n=delta)
+            self._c.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=list(row), set_={"n": owner_counts.c.n + delta}
+                )
+            )
+
+    def _counted(self, owner: str, kind: str, chain_id: int | None) -> int:
+        c = owner_counts.c
+        where = [c.owner == owner, c.kind == kind]
+        if chain_id is not None:
+            where.append(c.chain_id == chain_id)
+        stored: int = self._c.execute(
+            select(func.coalesce(func.sum(c.n), 0)).where(*where)
+        ).scalar_one()
+        pending = sum(
+            delta
+            for (o, k, chain, _stripe), delta in self._pending_counts.items()
+            if o == owner and k == kind and chain_id in (None, chain)
+        )
+        return int(stored) + pending
+
     # -- invoices -------------------------------------------------------------------------
     def insert_invoice(self, invoice: Invoice) -> None:
         if not _INSERT_INVOICE.rows(self._c, invoice_row(invoice)):
             raise ValueError(f"invoice {invoice.guid} already exists")
+        self._add_count(invoice.owner, INVOICES, invoice.chain_id, invoice.guid, 1)
 
     def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None:
         query = _INVOICE_FOR_UPDATE if for_update else _INVOICE
@@ -494,7 +587,8 @@ class SqlTx:
 
     def update_invoice(self, invoice: Invoice) -> None:
         """Raises ``KeyError`` for an unknown guid: an update that silently did nothing
-        would hide a lost invoice."""
+        would hide a lost invoice. An invoice's owner and chain never change, so its count
+        stays where it is."""
         row = invoice_row(invoice)
         del row["guid"]
         result = self._c.execute(
@@ -509,7 +603,7 @@ class SqlTx:
         query = (
             select(invoices)
             .where(invoices.c.chain_id == chain_id, invoices.c.address == address)
-            .order_by(invoices.c.created_at, invoices.c.guid)
+            .order_by(invoices.c.seq)
         )
         return [
             invoice_from_row(r) for r in self._all(query.with_for_update() if for_update else query)
@@ -525,7 +619,7 @@ class SqlTx:
             query = (
                 select(invoices)
                 .where(invoices.c.chain_id == chain_id, invoices.c.address.in_(chunk))
-                .order_by(invoices.c.address, invoices.c.created_at, invoices.c.guid)
+                .order_by(invoices.c.address, invoices.c.seq)
             )
             for row in self._all(query.with_for_update() if for_update else query):
                 found.setdefault(row["address"], []).append(invoice_from_row(row))
@@ -564,6 +658,20 @@ class SqlTx:
         stored = set(self._c.execute(query).scalars())
         raise KeyError(next((guid for guid in wanted if guid not in stored), wanted[0]))
 
+    @staticmethod
+    def _invoice_filter(
+        owner: str | None, chain_id: int | None, address: str | None
+    ) -> list[ColumnElement[bool]]:
+        return [
+            column == wanted
+            for column, wanted in (
+                (invoices.c.owner, owner),
+                (invoices.c.chain_id, chain_id),
+                (invoices.c.address, address),
+            )
+            if wanted is not None
+        ]
+
     def list_invoices(
         self,
         *,
@@ -574,24 +682,54 @@ class SqlTx:
         limit: int | None = None,
         newest_first: bool = False,
     ) -> tuple[list[Invoice], int]:
-        where = [
-            column == wanted
-            for column, wanted in (
-                (invoices.c.owner, owner),
-                (invoices.c.chain_id, chain_id),
-                (invoices.c.address, address),
+        """An offset is skipped in the index alone (a "deferred join"): the page's sequence
+        numbers come from (owner, seq) -- an index-only scan on PostgreSQL, a covering index
+        on SQLite, where seq is the rowid -- and only the page's own rows are read."""
+        where = self._invoice_filter(owner, chain_id, address)
+        order = invoices.c.seq.desc() if newest_first else invoices.c.seq
+        if offset == 0 and limit is None:
+            query = select(invoices).where(*where).order_by(order)
+        else:
+            page = (
+                select(invoices.c.seq)
+                .where(*where)
+                .order_by(order)
+                .offset(offset)
+                .limit(limit)
+                .subquery()
             )
-            if wanted is not None
-        ]
-        order = [invoices.c.created_at, invoices.c.guid]
-        query = (
-            select(invoices)
-            .where(*where)
-            .order_by(*[c.desc() for c in order] if newest_first else order)
-            .offset(offset)
-            .limit(limit)
-        )
-        return [invoice_from_row(r) for r in self._all(query)], self._count(invoices, *where)
+            query = select(invoices).join(page, invoices.c.seq == page.c.seq).order_by(order)
+        items = [invoice_from_row(r) for r in self._all(query)]
+        return items, self.count_invoices(owner=owner, chain_id=chain_id, address=address)
+
+    def invoices_after(
+        self,
+        *,
+        owner: str | None = None,
+        chain_id: int | None = None,
+        address: str | None = None,
+        after: str | None = None,
+        limit: int,
+        newest_first: bool = False,
+    ) -> list[Invoice] | None:
+        where = self._invoice_filter(owner, chain_id, address)
+        if after is not None:
+            bound = self._c.execute(
+                select(invoices.c.seq).where(invoices.c.guid == after)
+            ).scalar_one_or_none()
+            if bound is None:
+                return None
+            where.append(invoices.c.seq < bound if newest_first else invoices.c.seq > bound)
+        order = invoices.c.seq.desc() if newest_first else invoices.c.seq
+        query = select(invoices).where(*where).order_by(order).limit(limit)
+        return [invoice_from_row(r) for r in self._all(query)]
+
+    def count_invoices(
+        self, *, owner: str | None = None, chain_id: int | None = None, address: str | None = None
+    ) -> int:
+        if owner is not None and address is None:
+            return self._counted(owner, INVOICES, chain_id)
+        return self._count(invoices, *self._invoice_filter(owner, chain_id, address))
 
     def due_for_expiry(self, now: int, limit: int) -> list[str]:
         query = (
@@ -603,20 +741,29 @@ class SqlTx:
         return list(self._c.execute(query).scalars())
 
     # -- transactions ---------------------------------------------------------------------
+    def _count_transaction(self, tx: Transaction, delta: int) -> None:
+        row_key = f"{tx.tx_hash}:{tx.log_index}:{tx.token}"
+        self._add_count(tx.owner, TRANSACTIONS, tx.chain_id, row_key, delta)
+
     def insert_transaction(self, tx: Transaction) -> bool:
         row = transaction_row(tx)
         if self._insert_new(transactions, row, _TRANSFER_KEY):
+            if not tx.reorged:
+                self._count_transaction(tx, 1)
             return True
         return self._revive(tx, row)
 
     def _revive(self, tx: Transaction, row: Mapping[str, Any]) -> bool:
         """Known already: only a reorged row gives way, and the WHERE decides that in the
-        same statement that replaces it (a concurrent revival finds it revived)."""
+        same statement that replaces it (a concurrent revival finds it revived). The
+        flagged row was no longer counted; the revived one is."""
         replaced = self._c.execute(
             update(transactions)
             .where(*self._transfer(*tx.key), transactions.c.reorged.is_(True))
             .values(row)
         )
+        if replaced.rowcount > 0 and not tx.reorged:
+            self._count_transaction(tx, 1)
         return replaced.rowcount > 0
 
     def insert_transactions(self, records: Sequence[Transaction]) -> list[bool]:
@@ -642,6 +789,9 @@ class SqlTx:
             written = self._c.execute(stmt, rows).rowcount
         if written == len(records):
             savepoint.commit()
+            for record in records:  # counted exactly as ``insert_transaction`` counts one
+                if not record.reorged:
+                    self._count_transaction(record, 1)
             return [True] * len(records)
         savepoint.rollback()
         return [self.insert_transaction(record) for record in records]
@@ -701,23 +851,76 @@ class SqlTx:
             .values(reorged=True)
             .returning(*transactions.c)
         ).first()
-        return None if flagged is None else transaction_from_row(flagged._mapping)
+        if flagged is None:
+            return None
+        record = transaction_from_row(flagged._mapping)
+        self._count_transaction(record, -1)
+        return record
+
+    @staticmethod
+    def _listed_transactions(owner: str, chain_id: int | None) -> list[ColumnElement[bool]]:
+        """The rows GET /transactions shows; ``reorged IS false`` is written exactly as the
+        partial index ``ix_paycore_transactions_owner_newest`` says it, so both databases
+        see that the index covers the query."""
+        where = [transactions.c.owner == owner, transactions.c.reorged.is_(False)]
+        if chain_id is not None:
+            where.append(transactions.c.chain_id == chain_id)
+        return where
 
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
     ) -> tuple[list[Transaction], int]:
-        where = [transactions.c.owner == owner, transactions.c.reorged.is_(False)]
-        if chain_id is not None:
-            where.append(transactions.c.chain_id == chain_id)
-        newest_first = [
-            transactions.c[name].desc()
-            for name in ("timestamp", "tx_hash", "log_index", "chain_id", "token")
-        ]
+        """An offset is skipped in ``ix_paycore_transactions_owner_newest`` alone, and only the
+        page's rows are read, by their unique transfer key (as in ``list_invoices``)."""
+        t = transactions.c
+        where = self._listed_transactions(owner, chain_id)
+        newest_first = [t[name].desc() for name in _TX_ORDER]
+        page = (
+            select(*[t[name] for name in _TRANSFER_KEY])
+            .where(*where)
+            .order_by(*newest_first)
+            .offset(offset)
+            .limit(limit)
+            .subquery()
+        )
         query = (
-            select(transactions).where(*where).order_by(*newest_first).offset(offset).limit(limit)
+            select(transactions)
+            .join(
+                page,
+                tuple_(*[t[n] for n in _TRANSFER_KEY])
+                == tuple_(*[page.c[n] for n in _TRANSFER_KEY]),
+            )
+            .order_by(*newest_first)
         )
         items = [transaction_from_row(r) for r in self._all(query)]
-        return items, self._count(transactions, *where)
+        return items, self.count_transactions(owner, chain_id=chain_id)
+
+    def transactions_after(
+        self,
+        owner: str,
+        *,
+        chain_id: int | None = None,
+        after: TxPosition | None = None,
+        limit: int,
+        newest_first: bool = True,
+    ) -> list[Transaction]:
+        t = transactions.c
+        where = self._listed_transactions(owner, chain_id)
+        if after is not None:
+            here = tuple_(*[t[name] for name in _TX_ORDER])
+            there = tuple_(
+                *[
+                    literal(value, t[name].type)
+                    for name, value in zip(_TX_ORDER, after, strict=True)
+                ]
+            )
+            where.append(here < there if newest_first else here > there)
+        order = [t[name].desc() if newest_first else t[name] for name in _TX_ORDER]
+        query = select(transactions).where(*where).order_by(*order).limit(limit)
+        return [transaction_from_row(r) for r in self._all(query)]
+
+    def count_transactions(self, owner: str, *, chain_id: int | None = None) -> int:
+        return self._counted(owner, TRANSACTIONS, chain_id)
 
     # -- session keys ---------------------------------------------------------------------
     def get_session_key(self, address: str) -> SessionKey | None:
@@ -829,95 +1032,116 @@ class SqlTx:
         return self._delete(webhooks, webhooks.c.owner == owner)
 
     # -- events ---------------------------------------------------------------------------
+    def _publish(self) -> None:
+        """PostgreSQL: before this transaction takes its first event id, publish the lowest
+        one it can take (module docstring, Event order). Never from inside a savepoint that
+        may roll back (``insert_transactions``' is the only one, and adds no event): the
+        lock would end with the savepoint while the transaction still holds its ids."""
+        if self._postgres and not self._published:
+            self._c.execute(_PUBLISH)
+            self._published = True
+
     def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
+        self._publish()
         stmt = (
             outbox.insert()
             .values(owner=owner, guid=guid, payload=payload, created_at=created_at)
             .returning(outbox.c.id)
         )
         event_id: int = self._c.execute(stmt).scalar_one()
-        self._unsequenced.append(event_id)
         return event_id
 
     def add_events(self, events: Sequence[NewEvent]) -> list[int]:
         if len(events) < 2:
             return [self.add_event(e.owner, e.guid, e.payload, e.created_at) for e in events]
+        self._publish()
         rows = [
             {"owner": e.owner, "guid": e.guid, "payload": e.payload, "created_at": e.created_at}
             for e in events
         ]
         # Rows are inserted in the order given and their ids increase, so sorting the ids
-        # returned pairs them up. SQLite cannot sort its RETURNING rows for SQLAlchemy
-        # without going row by row; it has one writer at a time, so sorting here is exact.
+        # returned pairs them up, and a queue hands them out in that order. SQLite cannot
+        # sort its RETURNING rows for SQLAlchemy without going row by row; it has one writer
+        # at a time, so sorting here is exact.
         stmt = outbox.insert().returning(outbox.c.id, sort_by_parameter_order=self._postgres)
-        ids = sorted(self._c.execute(stmt, rows).scalars())
-        self._unsequenced.extend(ids)
-        return ids
+        return sorted(self._c.execute(stmt, rows).scalars())
 
-    def _sequence_events(self) -> None:
-        """Give this transaction's new events their ``seq`` (module docstring, Event order)."""
-        if not self._unsequenced:
-            return
-        if self._postgres:
-            self._c.execute(select(func.pg_advisory_xact_lock(OUTBOX_LOCK)))
-        if len(self._unsequenced) == 1:
-            next_seq = select(func.coalesce(func.max(outbox.c.seq), 0) + 1).scalar_subquery()
-            self._c.execute(
-                update(outbox).where(outbox.c.id == self._unsequenced[0]).values(seq=next_seq)
-            )
-        elif self._postgres:  # a batch (the watcher's): one statement numbers them all
-            self._c.execute(_SEQUENCE_BATCH, {"ids": self._unsequenced})
-        else:  # SQLite: read the top once, number the events after it
-            top = self._c.execute(select(func.coalesce(func.max(outbox.c.seq), 0))).scalar_one()
-            self._c.execute(
-                update(outbox).where(outbox.c.id == bindparam("_id")).values(seq=bindparam("_seq")),
-                [{"_id": i, "_seq": top + n} for n, i in enumerate(self._unsequenced, start=1)],
-            )
-        self._unsequenced.clear()
+    def _horizon(self, last_id: int) -> int:
+        """The highest event id below which nothing can still appear, given ``last_id``, the
+        sequence's last value read in an earlier statement (module docstring, Event order)."""
+        lowest: int | None = self._c.execute(_LOWEST_BOUND).scalar()
+        return last_id if lowest is None else min(last_id, lowest - 1)
 
     def open_queue(self, consumer: str, owner: str) -> None:
-        self._sequence_events()
-        newest = select(func.coalesce(func.max(outbox.c.seq), 0)).scalar_subquery()
+        """A new queue starts at the horizon: after every event that already exists, before
+        any still being added."""
+        if self._postgres:
+            newest = self._horizon(self._c.execute(select(_LAST_ID)).scalar_one())
+            start: ColumnElement[Any] = literal(newest, BigInteger())
+        else:
+            start = select(func.coalesce(func.max(outbox.c.id), 0)).scalar_subquery()
         self._c.execute(
             self._insert(event_queues)
-            .values(consumer=consumer, owner=owner, last_seq=newest)
+            .values(consumer=consumer, owner=owner, last_seq=start)
             .on_conflict_do_nothing(index_elements=["consumer"])
         )
 
     def drain_queue(self, consumer: str, cap: int) -> list[OutboxEvent]:
-        """An unknown consumer has nothing queued, so it drains to ``[]``."""
+        """An unknown consumer has nothing queued, so it drains to ``[]``. Reads at most
+        ``cap`` events, newest first from the horizon down, whatever the backlog; how many
+        older ones that drops is counted only up to ``DROPPED_COUNTED`` caps."""
         if cap < 1:
             raise ValueError("cap must be at least 1")
-        self._sequence_events()
         # The lock makes a concurrent drain of this queue wait here, then read the cursor
-        # this one leaves behind.
+        # this one leaves behind. The sequence is read here, before the published bounds.
+        last_id = _LAST_ID if self._postgres else literal(None, BigInteger())
         queue = self._one(
-            select(event_queues.c.owner, event_queues.c.last_seq)
+            select(event_queues.c.owner, event_queues.c.last_seq, last_id.label("last_id"))
             .where(event_queues.c.consumer == consumer)
-            .with_for_update()
+            .with_for_update(of=event_queues)
         )
         if queue is None:
             return []
-        pending = [outbox.c.owner == queue["owner"], outbox.c.seq > queue["last_seq"]]
-        newest = self._all(select(outbox).where(*pending).order_by(outbox.c.seq.desc()).limit(cap))
+        pending = [outbox.c.owner == queue["owner"], outbox.c.id > queue["last_seq"]]
+        horizon: int | None = None
+        if queue["last_id"] is not None:
+            horizon = self._horizon(queue["last_id"])
+            if horizon <= queue["last_seq"]:
+                return []
+            pending.append(outbox.c.id <= horizon)
+        newest_first = [outbox.c.id.desc()]
+        newest = self._all(select(outbox).where(*pending).order_by(*newest_first).limit(cap))
         if not newest:
             return []
-        last_seq = newest[0]["seq"]
         if len(newest) == cap:
-            dropped = self._count(outbox, *pending, outbox.c.seq <= last_seq) - cap
-            if dropped:
-                log.warning(
-                    "event queue %s over its cap of %d: dropped %d oldest events",
-                    consumer,
-                    cap,
-                    dropped,
-                )
+            self._warn_dropped(consumer, cap, pending, newest_first)
         self._c.execute(
             update(event_queues)
             .where(event_queues.c.consumer == consumer)
-            .values(last_seq=last_seq)
+            .values(last_seq=newest[0]["id"] if horizon is None else horizon)
         )
         return [event_from_row(row) for row in reversed(newest)]
+
+    def _warn_dropped(
+        self,
+        consumer: str,
+        cap: int,
+        pending: list[ColumnElement[bool]],
+        order: list[Any],
+    ) -> None:
+        """Count the events below the ``cap`` newest, up to ``DROPPED_COUNTED`` times
+        ``cap`` of them: the number when it is modest, a floor when a backlog is huge, at a
+        cost that does not grow with the backlog."""
+        most = DROPPED_COUNTED * cap
+        beyond = select(outbox.c.id).where(*pending).order_by(*order).offset(cap).limit(most)
+        dropped = self._c.execute(select(func.count()).select_from(beyond.subquery())).scalar_one()
+        if dropped:
+            log.warning(
+                "event queue %s over its cap of %d: dropped %s oldest events",
+                consumer,
+                cap,
+                dropped if dropped < most else f"at least {most}",
+            )
 
     def close_queue(self, consumer: str) -> None:
         self._delete(event_queues, event_queues.c.consumer == consumer)
@@ -1137,21 +1361,18 @@ class SqlTx:
     ) -> PruneBatch:
         """Which events a queue still needs is worked out per owner: the lowest cursor of
         its queues (one grouped read) and, only for owners with a queue behind an event, the
-        ``seq`` of the owner's ``queue_cap``-th newest event (one index probe each). Both
-        only move up while this runs -- cursors advance, new queues start at the newest
-        event, new events come after -- so a decision made on them stays right until the
-        DELETE. ``seq`` rather than ``id`` is what cursors count (module docstring)."""
+        id of the owner's ``queue_cap``-th newest event (one index probe each). Both only
+        move up while this runs -- cursors advance, a new queue starts at the horizon, which
+        is past every event it may be owed, and an event added later can only raise the
+        owner's ``queue_cap``-th newest -- so a decision made on them stays right until the
+        DELETE. The newest event may go too: ids are never handed out again (a sequence on
+        PostgreSQL, ``AUTOINCREMENT`` on SQLite), so no later event can take its place."""
         o, q = outbox.c, event_queues.c
         rows = self._all(
-            select(o.id, o.owner, o.seq, o.created_at)
-            .where(o.id > after)
-            .order_by(o.id)
-            .limit(limit)
+            select(o.id, o.owner, o.created_at).where(o.id > after).order_by(o.id).limit(limit)
         )
         old = list(itertools.takewhile(lambda r: r["created_at"] < created_before, rows))
-        newest = self._c.execute(select(func.max(o.seq))).scalar_one_or_none() or 0
-        candidates = [r for r in old if r["seq"] is not None and r["seq"] < newest]
-        owners = sorted({r["owner"] for r in candidates})
+        owners = sorted({r["owner"] for r in old})
         cursors: dict[str, int] = {}
         if owners:
             lowest = (
@@ -1161,22 +1382,22 @@ class SqlTx:
         floors: dict[str, int] = {}
 
         def still_queued(row: RowMapping) -> bool:
-            owner, seq = row["owner"], row["seq"]
+            owner, event_id = row["owner"], row["id"]
             cursor = cursors.get(owner)
-            if cursor is None or seq <= cursor:
+            if cursor is None or event_id <= cursor:
                 return False
             if owner not in floors:
                 nth_newest = (
-                    select(o.seq)
-                    .where(o.owner == owner, o.seq.is_not(None))
-                    .order_by(o.seq.desc())
+                    select(o.id)
+                    .where(o.owner == owner)
+                    .order_by(o.id.desc())
                     .offset(queue_cap - 1)
                     .limit(1)
                 )
                 floors[owner] = self._c.execute(nth_newest).scalar_one_or_none() or 0
-            return bool(seq >= floors[owner])
+            return bool(event_id >= floors[owner])
 
-        doomed = [r["id"] for r in candidates if not still_queued(r)]
+        doomed = [r["id"] for r in old if not still_queued(r)]
         if doomed:
             self._c.execute(delete(outbox).where(o.id.in_(doomed)))
         done = len(old) < len(rows) or len(rows) < limit
@@ -1299,6 +1520,14 @@ class SqlTx:
             .order_by(invoices.c.address)
         )
         return list(self._c.execute(query).scalars())
+
+    def earliest_watched(self, chain_id: int, deadline_after: int) -> int | None:
+        query = select(func.min(invoices.c.created_at)).where(
+            invoices.c.chain_id == chain_id,
+            or_(invoices.c.status.in_(_OPEN_STATUSES), invoices.c.deadline >= deadline_after),
+        )
+        found = self._c.execute(query).scalar()
+        return None if found is None else int(found)
 
     # -- owner management -----------------------------------------------------------------
     def owner_is_known(self, owner: str) -> bool:

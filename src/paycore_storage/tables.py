@@ -28,6 +28,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
@@ -75,10 +76,14 @@ metadata = MetaData(
     }
 )
 
+#: ``seq`` is the creation sequence (revision 0008): every listing and cursor orders by it, so
+#: invoices created in the same second keep their creation order. An identity on PostgreSQL,
+#: ``INTEGER PRIMARY KEY AUTOINCREMENT`` on SQLite (never reused, stable across VACUUM).
 invoices = Table(
     "paycore_invoices",
     metadata,
-    Column("guid", Key(64), primary_key=True),
+    Column("seq", Id, primary_key=True, autoincrement=True),
+    Column("guid", Key(64), nullable=False, unique=True),
     Column("created_at", BigInteger, nullable=False),
     Column("deadline", BigInteger, nullable=False),
     Column("status", String(16), nullable=False),
@@ -93,10 +98,12 @@ invoices = Table(
     Column("paid_amount", Money, nullable=False),
     Column("payments", JSON, nullable=False),
     Column("vs_currency", String(16), nullable=False),
-    Index(None, "owner", "created_at"),
-    Index(None, "chain_id", "address", "created_at"),
+    # Pages of an owner's invoices read (owner, seq) alone: an index-only scan skips an offset.
+    Index(None, "owner", "seq"),
+    Index(None, "chain_id", "address", "seq"),
     Index(None, "status", "deadline"),
     Index(None, "chain_id", "deadline"),  # the watched set (revision 0003)
+    sqlite_autoincrement=True,
 )
 
 transactions = Table(
@@ -129,7 +136,19 @@ transactions = Table(
     UniqueConstraint(
         "chain_id", "tx_hash", "log_index", "token", name="uq_paycore_transactions_transfer"
     ),
-    Index(None, "owner", "timestamp"),
+    # GET /transactions in its own order, counted rows only (revision 0008): a page, an
+    # offset skipped and a keyset cursor are all range reads of this one index.
+    Index(
+        "ix_paycore_transactions_owner_newest",
+        "owner",
+        "timestamp",
+        "tx_hash",
+        "log_index",
+        "chain_id",
+        "token",
+        postgresql_where=text("reorged IS false"),
+        sqlite_where=text("reorged IS 0"),
+    ),
     Index(None, "chain_id", "block_number"),  # recorded_deposits (revision 0006)
 )
 
@@ -192,21 +211,39 @@ webhooks = Table(
     Column("secret", String(255), nullable=False),
 )
 
-#: ``id`` is handed out at insert; ``seq`` at commit, in commit order (see ``sql.py``), and
-#: is what queue cursors count, so an event committed late is never skipped.
+#: ``id`` is the event's place in every queue: handed out by the database at insert (an
+#: identity; SQLite's AUTOINCREMENT), so committing writers never wait on each other for it.
+#: Readers only go up to a horizon below which every id is settled (``sql.py``, revision 0008).
 outbox = Table(
     "paycore_outbox",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    Column("seq", BigInteger, nullable=True, unique=True),
     Column("owner", Key(), nullable=False),
     Column("guid", Key(64), nullable=False),
     Column("payload", JSON, nullable=False),
     Column("created_at", BigInteger, nullable=False),
-    Index(None, "owner", "seq"),
+    Index(None, "owner", "id"),
     sqlite_autoincrement=True,  # ids strictly increase even after the newest row is deleted
 )
 
+#: Rows per owner, maintained in the transaction that inserts them (revision 0008), so a
+#: page's ``total`` is a sum over a handful of rows instead of a count over the table.
+#: ``kind`` is ``invoices`` or ``transactions`` (counted ones: not reorged). Each (owner,
+#: kind, chain) is split over a few rows (``sql.COUNT_STRIPES``) so that concurrent inserts
+#: of one owner rarely wait on the same row lock; the total is their sum.
+owner_counts = Table(
+    "paycore_owner_counts",
+    metadata,
+    Column("owner", Key(), primary_key=True),
+    Column("kind", String(16), primary_key=True),
+    Column("chain_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("stripe", Integer, primary_key=True, autoincrement=False),
+    Column("n", BigInteger, nullable=False),
+)
+
+#: A poll queue: a cursor over its owner's outbox rows. Every event whose id is at or below
+#: ``last_seq`` has been handed out (or dropped over the cap), and no such event can still
+#: appear. (The name is from before revision 0008, when queues counted a separate ``seq``.)
 event_queues = Table(
     "paycore_event_queues",
     metadata,
@@ -393,4 +430,32 @@ payment_links = Table(
     Column("window_start", BigInteger, nullable=False),
     Column("window_opens", BigInteger, nullable=False),
     Index(None, "owner", "created_at"),
+)
+
+#: Refunds (revision 0009): money sent back to a payer from the owner's wallet, one row per
+#: refund, never inside the invoice's row (``paycore.storage``: refunds). ``seq`` keeps the
+#: order they were made in; ``id`` is the public one. Pending refunds of a chain are what
+#: the watcher's withdrawals are matched against, hence the (chain_id, status) index.
+refunds = Table(
+    "paycore_refunds",
+    metadata,
+    Column("seq", Id, primary_key=True, autoincrement=True),
+    Column("id", Key(64), nullable=False, unique=True),
+    Column("guid", Key(64), nullable=False),
+    Column("owner", Key(), nullable=False),
+    Column("chain_id", BigInteger, nullable=False),
+    Column("token", Key(), nullable=False),
+    Column("to_address", Key(), nullable=False),
+    Column("amount", Money, nullable=False),
+    Column("vs_value", Money, nullable=False),
+    Column("rate", Money, nullable=False),
+    Column("rate_source", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("tx_hash", Key(), nullable=True),
+    Column("log_index", BigInteger, nullable=True),
+    Column("settled_at", BigInteger, nullable=True),
+    Index(None, "guid", "seq"),
+    Index(None, "chain_id", "status", "seq"),
+    sqlite_autoincrement=True,
 )

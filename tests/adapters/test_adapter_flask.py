@@ -158,7 +158,9 @@ def test_body_at_the_limit_reaches_the_core(
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[Request] = []
-    monkeypatch.setattr(paycore_flask.view, "handle", lambda gw, req: seen.append(req) or ok())
+    monkeypatch.setattr(
+        paycore_flask.view, "handle_streamed", lambda gw, req: seen.append(req) or ok()
+    )
     app = Flask("host")
     PayCore(app, gateway=gateway)
     reply = app.test_client().post(PREFIX + "/invoice", data=b"y" * MAX_BODY)
@@ -173,7 +175,9 @@ def test_request_and_response_are_copied_as_is(
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[Request] = []
-    monkeypatch.setattr(paycore_flask.view, "handle", lambda gw, req: seen.append(req) or ok())
+    monkeypatch.setattr(
+        paycore_flask.view, "handle_streamed", lambda gw, req: seen.append(req) or ok()
+    )
     app = Flask("host")
     PayCore(app, gateway=gateway)
     client = app.test_client()

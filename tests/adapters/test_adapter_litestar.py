@@ -187,7 +187,7 @@ def test_request_and_response_are_copied_as_is(
 ) -> None:
     seen: list[Request] = []
     monkeypatch.setattr(
-        paycore_litestar.handler, "handle", lambda gw, req: seen.append(req) or ok()
+        paycore_litestar.handler, "handle_streamed", lambda gw, req: seen.append(req) or ok()
     )
     app = Litestar([], plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway))])
     with TestClient(app) as client:
@@ -217,7 +217,7 @@ def test_raw_uri_without_raw_path_is_requoted(
 ) -> None:
     seen: list[Request] = []
     monkeypatch.setattr(
-        paycore_litestar.handler, "handle", lambda gw, req: seen.append(req) or ok()
+        paycore_litestar.handler, "handle_streamed", lambda gw, req: seen.append(req) or ok()
     )
     app = Litestar([], plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway))])
     scope = _scope([(b"content-length", b"0")])

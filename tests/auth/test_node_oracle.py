@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import shutil
 import struct
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 from auth_helpers import NOW, account, public_key_of, sign
 from eth_account.signers.local import LocalAccount
 from jsjson_cases import CASES
+from node_oracles import run_oracle
 
 from paycore.api.wire import read
 from paycore.auth import (
@@ -45,41 +42,12 @@ from paycore.storage.memory import MemoryStorage
 
 pytestmark = pytest.mark.node
 
-ROOT = Path(__file__).resolve().parents[2]
-ORACLE = ROOT / "tests" / "node" / "ethers_oracle.mjs"
 OWNER = account("node-owner")
 SESSION = account("node-session")
 
 
-def _missing() -> str | None:
-    if shutil.which("node") is None:
-        return "node is not installed"
-    if not (ROOT / "node_modules" / "ethers" / "package.json").is_file():
-        return "node_modules/ethers is missing (run npm ci)"
-    return None
-
-
 def oracle(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    missing = _missing()
-    if missing is not None:
-        if os.environ.get("PAYCORE_REQUIRE_NODE") == "1":
-            pytest.fail(f"PAYCORE_REQUIRE_NODE=1 but {missing}")
-        pytest.skip(missing)
-    done = subprocess.run(
-        ["node", str(ORACLE)],
-        input=json.dumps({"tasks": tasks}),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"node oracle failed: {done.stderr[-2000:]}")
-    results: list[dict[str, Any]] = json.loads(done.stdout)
-    assert len(results) == len(tasks)
-    return results
+    return run_oracle("ethers_oracle.mjs", "ethers", tasks)
 
 
 def _key(acct: LocalAccount) -> str:

@@ -36,8 +36,11 @@ INVOICE_FIELDS = {
     "owner",
     "paidAmount",
     "payments",
+    "refundedAmount",
+    "refunds",
     "acceptedTokens",
     "paymentUrl",
+    "tokenInfo",
 }
 
 

@@ -106,7 +106,7 @@ class CoreTransport(_Sending):
         )
         out = {k.lower(): v for k, v in response.headers.items()}
         out["content-type"] = response.content_type
-        return response.status, out, response.content()
+        return response.status, out, response.body
 
 
 class FlaskTransport(_Sending):

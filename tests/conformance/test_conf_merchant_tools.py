@@ -36,7 +36,7 @@ from conf_transport import open_transport
 from paycore import ChainConfig, Gateway, Settings
 from paycore.chains.evm import plugin as evm_plugin
 from paycore.chains.records import DepositBatch
-from paycore.domain.records import Transaction, TxType
+from paycore.domain.records import RateSource, Refund, RefundStatus, Transaction, TxType
 from paycore.errors import InvalidInput
 from paycore.links.requests import NewLink
 from paycore.prices.pricing import value_at
@@ -363,6 +363,52 @@ def test_the_csv_export_reconciles_with_the_invoices(make_tools: MakeTools, back
     late = list(csv.DictReader(io.StringIO(later.text, newline="")))
     assert [r["record"] for r in late] == ["payment", "withdrawal"]
     assert late[0]["guid"] == made[3]["guid"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_refund_paid_out_is_a_refund_row_at_its_own_rate(
+    make_storage: Callable[..., Storage], backend: str
+) -> None:
+    """The watcher's withdrawal that pays a pending refund is exported in the refund
+    section, not among withdrawals: the refund's id, its invoice, its vsValue and the rate
+    that made it, and the transfer on chain."""
+    clock = FakeClock()
+    settings = Settings(database_url="memory://", prices=PRICES, chains=CHAINS)
+    gw = Gateway(settings, storage=make_storage(backend), entry_points=False, clock=clock)
+    owner, payer = account("owner:refund").address, account("payer:refund").address
+    made = gw.create_invoice(
+        owner,
+        {"value": "10", "chainId": 1, "description": "d", "acceptedTokens": [ETH_1],
+         "address": account("deposit:refund").address},
+    )  # fmt: skip
+    refund = Refund(
+        "r-1", made.guid, owner, 1, NATIVE, payer, Decimal("0.001"), Decimal("2.5"),
+        Decimal(2500), RateSource.PAYMENT, RefundStatus.PENDING, int(clock.now),
+    )  # fmt: skip
+    with gw.storage.transaction() as tx:
+        tx.insert_refund(refund)
+    clock.advance(100)
+    paid_out = Transaction(
+        TxType.WITHDRAW, "0x" + "99" * 32, 4, 1, NATIVE, owner, Decimal("0.001"), Decimal(2),
+        int(clock.now), owner, to=payer, valuation=gw.prices.rate(ETH_1),
+    )  # fmt: skip
+    gw.ingest(DepositBatch(1, [], withdrawals=[paid_out]))
+    rows = list(gw.accounting.rows(owner, records=("refunds", "withdrawals")))
+    assert [r["record"] for r in rows] == ["refund"]
+    [row] = rows
+    assert (row["reference"], row["guid"], row["fiat_value"], row["rate"]) == (
+        "r-1",
+        made.guid,
+        "2.5",
+        "2500",
+    )
+    assert (row["rate_source"], row["vs_currency"], row["to"]) == ("refund:payment", "usd", payer)
+    assert (row["tx_hash"], row["log_index"], row["block_time"]) == (
+        paid_out.tx_hash,
+        4,
+        int(clock.now),
+    )
+    gw.close()
 
 
 def test_the_export_refuses_bad_input_with_one_line(make_tools: MakeTools) -> None:

@@ -21,8 +21,11 @@ WALLET_HELPERS = {
 }
 #: Walked elsewhere against this same document: the salt-signed management calls and app
 #: keys in test_conf_management.py (their bodies need a fresh signed salt each), the staking
-#: helpers in tests/evm/test_evm_staking.py (they answer only with a chain node behind them).
+#: helpers in tests/evm/test_evm_staking.py and the refunds in tests/evm/test_evm_refunds.py
+#: (they answer only with a chain node behind them).
 WALKED_ELSEWHERE = {
+    "/refund",
+    "/refund/cancel",
     "/changeCallbackUrl",
     "/setEmailNotifications",
     "/disableWalletIndex",

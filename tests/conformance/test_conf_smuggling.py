@@ -68,6 +68,8 @@ def _refresh(owner: LocalAccount, key: SessionKey) -> dict[str, Any]:
 POST_BODIES: dict[str, Body] = {
     "/invoice": lambda owner, key: invoice_body(),
     "/invoice/challenge": lambda owner, key: {"address": owner.address},
+    "/refund": lambda owner, key: {"guid": "00000000-0000-4000-8000-000000000000"},
+    "/refund/cancel": lambda owner, key: {"refundId": "00000000-0000-4000-8000-000000000000"},
     POLL: lambda owner, key: None,
     "/auth/register-pubkey": _refresh,
     "/auth/deregister-pubkey": lambda owner, key: {"publicKey": key.public_key},

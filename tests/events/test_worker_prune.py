@@ -79,7 +79,7 @@ def test_a_round_keeps_what_is_still_needed_and_deletes_the_rest(
     clock.now += DAY + 61  # events old, challenge expired past its grace; deliveries not yet
     assert gateway.retention.prune() == PruneReport(challenges=1)  # key-a has not drained
     assert len(gateway.drain_events("key-a")) == 4
-    assert gateway.retention.prune() == PruneReport(events=3)  # the newest event stays
+    assert gateway.retention.prune() == PruneReport(events=4)  # drained by every queue
 
     clock.now = 1_800_000_000 + 2 * DAY + 61  # the deliveries' last attempts are old now
     assert gateway.retention.prune() == PruneReport(deliveries=4)
@@ -124,8 +124,8 @@ def test_the_worker_prunes_on_its_schedule_and_stops(
         worker.start()
         try:
             # Events are stamped in whole seconds, so they come of age over one or two
-            # rounds; all but the newest go.
-            wait_until(lambda: _pruned_events(caplog) == 3, timeout=10, what="prune rounds")
+            # rounds; all of them go.
+            wait_until(lambda: _pruned_events(caplog) == 4, timeout=10, what="prune rounds")
         finally:
             stop.set()
             worker.join(timeout=10)
@@ -142,7 +142,7 @@ def test_paycore_prune_runs_one_round(tmp_path: Path, capsys: pytest.CaptureFixt
     seeded.close()
     assert main(["prune", "--database-url", url]) == 0
     assert capsys.readouterr().out == (
-        "pruned 2 events, 0 webhook deliveries, 0 signatures, 1 challenges\n"
+        "pruned 3 events, 0 webhook deliveries, 0 signatures, 1 challenges\n"
     )
     assert main(["prune", "--database-url", url]) == 0
     assert capsys.readouterr().out.startswith("pruned 0 events,")

@@ -108,6 +108,8 @@ SEMANTIC = {
     "/poll/events": "ownerAddress and token together without session headers",
     "/ws": "a WebSocket upgrade, not plain HTTP",
     "/withdraw": "deprecated: 410 Gone to every request",
+    "/refund": "owner in soft mode; one of amount and vsAmount; rateSource payment or now",
+    "/refund/cancel": "owner in soft mode without session headers",
     "/webhook/deliveries": "limit at least 1",
     "/webhook/redeliver": "id a JSON integer (2.0 is not one: docs/decisions.md, Typed requests)",
     "/webhook/redeliver-failed": "since a JSON integer, as id above",

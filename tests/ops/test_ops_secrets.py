@@ -5,7 +5,8 @@ database outage, webhook deliveries a receiver rejects -- and then their whole o
 every response body, is searched for each secret.
 
 The run is checked to have gone through the paths that used to leak (the banner, a node
-error quoting the RPC URL, a storage failure), so a quiet run cannot pass by saying nothing.
+error -- which once quoted the RPC URL, and now names the endpoint by its position -- a
+storage failure), so a quiet run cannot pass by saying nothing.
 """
 
 from __future__ import annotations
@@ -144,7 +145,9 @@ def test_a_full_run_prints_no_secret(private_postgres: PrivatePostgres, tmp_path
                     statuses.append(answer.status_code)
                     bodies.append(answer.text)
                 assert statuses[:4] == [200, 400, 201, 404], bodies[-6:]
-                assert statuses[4] == 502 and "/v3/***?apikey=***" in bodies[-2], bodies[-2]
+                # The node's failure is named by endpoint, never by URL (docs/chains.md).
+                assert statuses[4] == 502 and "no endpoint answers" in bodies[-2], bodies[-2]
+                assert "127.0.0.1" not in bodies[-2]
             # The invoices expire within a second: the worker's sweeper emits their events
             # and the dispatcher fails to deliver them to the 500-answering receiver.
             wait_until(lambda: len(receiver.received()) >= 2, what="webhook attempts")
@@ -190,7 +193,9 @@ def test_a_full_run_prints_no_secret(private_postgres: PrivatePostgres, tmp_path
     for framework in ("flask", "litestar"):
         assert f"postgres:***@127.0.0.1:{private_postgres.port}" in outputs[framework]
         assert "storage unavailable" in outputs[framework]
-    assert "/v3/***?apikey=***" in outputs["worker"]  # the node error, traceback and all
+    # The node error: one line naming the endpoint by position, no URL to redact.
+    assert "watcher pass failed: chain node" in outputs["worker"]
+    assert "endpoint 1 of 1" in outputs["worker"]
     assert "Traceback" in outputs["worker"]  # (which the redaction went through)
     assert "storage unavailable" in outputs["worker"]
     assert "failed (attempt" in outputs["worker"]  # the webhook deliveries

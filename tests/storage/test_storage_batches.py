@@ -13,7 +13,7 @@ from storage_records import transaction as row
 
 from paycore.domain.records import NewEvent, Status, WebhookConfig
 from paycore.prices.records import LockedQuote
-from paycore.storage import Storage
+from paycore.storage import Storage, StorageTx
 from paycore.webhooks.records import NewDelivery
 
 
@@ -31,9 +31,11 @@ def address(n: int) -> str:
 def test_invoices_at_addresses_groups_oldest_first_per_address_of_one_chain(
     storage: Storage,
 ) -> None:
+    """Oldest first is creation order, as in ``invoices_at_address``: not ``created_at``
+    (a clock that stepped back between two inserts) and not the guid."""
     with storage.transaction() as tx:
-        tx.insert_invoice(invoice(guid(1), created_at=300, address=address(7)))
-        tx.insert_invoice(invoice(guid(2), created_at=100, address=address(7)))
+        tx.insert_invoice(invoice(guid(2), created_at=300, address=address(7)))
+        tx.insert_invoice(invoice(guid(1), created_at=100, address=address(7)))
         tx.insert_invoice(invoice(guid(3), created_at=200, address=address(5)))
         tx.insert_invoice(invoice(guid(4), created_at=50, address=address(5), chain_id=137))
     with storage.transaction() as tx:
@@ -42,7 +44,7 @@ def test_invoices_at_addresses_groups_oldest_first_per_address_of_one_chain(
             address(5): [guid(3)],
             address(7): [guid(2), guid(1)],
         }
-        assert found[address(7)][0] == invoice(guid(2), created_at=100, address=address(7))
+        assert found[address(7)][0] == invoice(guid(2), created_at=300, address=address(7))
         assert tx.invoices_at_addresses(1, []) == {}
         assert list(tx.invoices_at_addresses(137, [address(5)])) == [address(5)]
 
@@ -127,6 +129,57 @@ def test_rows_inserted_in_bulk_roll_back_with_their_transaction(storage: Storage
     with storage.transaction() as tx:
         assert tx.list_transactions(OWNER) == ([], 0)
         assert tx.insert_transactions([row("0x01"), row("0x02")]) == [True, True]
+
+
+def _counts(tx: StorageTx, owner: str) -> tuple[int, int, int]:
+    """(all chains, chain 1, chain 137) as ``count_transactions`` keeps them."""
+    return (
+        tx.count_transactions(owner),
+        tx.count_transactions(owner, chain_id=1),
+        tx.count_transactions(owner, chain_id=137),
+    )
+
+
+def _listed(tx: StorageTx, owner: str) -> tuple[int, int, int]:
+    """The same three figures by reading the rows GET /transactions shows."""
+    rows = tx.transactions_after(owner, limit=10_000)
+    return (
+        len(rows),
+        sum(1 for r in rows if r.chain_id == 1),
+        sum(1 for r in rows if r.chain_id == 137),
+    )
+
+
+def test_bulk_inserts_keep_the_row_counts_as_single_inserts_do(storage: Storage) -> None:
+    """Every path of ``insert_transactions`` -- all new in one statement, the fallback
+    row by row when one is known, a flagged row revived, a row stored already flagged,
+    a rollback -- leaves ``count_transactions`` equal to counting the rows, per owner and
+    chain, and a transaction sees its own uncommitted additions."""
+    first = [row(f"0x{n:02x}", chain_id=1 if n % 3 else 137) for n in range(1, 13)]
+    theirs = [row(f"0x{n:02x}", owner=OTHER_OWNER) for n in range(20, 24)]
+    with storage.transaction() as tx:
+        assert tx.insert_transactions([*first, *theirs]) == [True] * 16
+        assert _counts(tx, OWNER) == (12, 8, 4) == _listed(tx, OWNER)  # pending, in-tx
+    with storage.transaction() as tx:
+        assert _counts(tx, OWNER) == (12, 8, 4) == _listed(tx, OWNER)
+        assert _counts(tx, OTHER_OWNER) == (4, 4, 0) == _listed(tx, OTHER_OWNER)
+        tx.mark_reorged(*first[0].key)
+        tx.mark_reorged(*first[2].key)  # on chain 137
+    stored_flagged = attrs.evolve(row("0x30", chain_id=137), reorged=True)
+    mixed = [first[0], first[1], row("0x31"), stored_flagged, row("0x32", chain_id=137)]
+    with storage.transaction() as tx:
+        # first[0] revived, first[1] known: the row-by-row fallback.
+        assert tx.insert_transactions(mixed) == [True, False, True, True, True]
+        assert _counts(tx, OWNER) == (13, 9, 4) == _listed(tx, OWNER)
+    with pytest.raises(RuntimeError), storage.transaction() as tx:
+        fresh = [row("0x40"), row("0x41", chain_id=137), row("0x42", owner=OTHER_OWNER)]
+        assert tx.insert_transactions(fresh) == [True, True, True]
+        assert _counts(tx, OWNER) == (15, 10, 5)
+        raise RuntimeError("the watcher died")
+    with storage.transaction() as tx:
+        assert _counts(tx, OWNER) == (13, 9, 4) == _listed(tx, OWNER)
+        assert _counts(tx, OTHER_OWNER) == (4, 4, 0)
+        assert tx.list_transactions(OWNER, limit=1)[1] == 13
 
 
 def test_known_transfers_are_the_stored_rows_not_flagged(storage: Storage) -> None:

@@ -171,3 +171,36 @@ def test_watched_addresses_are_open_or_recently_due_invoices_of_the_chain(
         watched = tx.watched_addresses(1, deadline_after)
         assert tx.watched_addresses(5, deadline_after) == []
     assert watched == [address(n) for n, *_, wanted in rows if wanted]
+
+
+def test_earliest_watched_is_the_oldest_creation_among_the_watched_invoices(
+    storage: Storage,
+) -> None:
+    """Where a new watcher must begin: the oldest invoice it watches, not the oldest one
+    stored (a long-settled invoice would send it back for nothing)."""
+    after = 1_700_000_000
+    with storage.transaction() as tx:
+        assert tx.earliest_watched(1, after) is None
+        rows = [
+            # (n, chain, status, deadline, created_at)
+            (1, 1, Status.PAID, after - 1, 1_000),  # settled long ago: not watched
+            (2, 137, Status.INIT, after + 9, 2_000),  # another chain
+            (3, 1, Status.EXPIRED, after, 5_000),  # due within the grace period
+            (4, 1, Status.INIT, after + 9, 7_000),
+        ]
+        for n, chain_id, status, deadline, created_at in rows:
+            tx.insert_invoice(
+                invoice(
+                    guid(n),
+                    chain_id=chain_id,
+                    address=address(n),
+                    status=status,
+                    deadline=deadline,
+                    created_at=created_at,
+                )
+            )
+    with storage.transaction() as tx:
+        assert tx.earliest_watched(1, after) == 5_000
+        assert tx.earliest_watched(1, after + 1) == 7_000  # the expired one left the grace
+        assert tx.earliest_watched(137, after) == 2_000
+        assert tx.earliest_watched(5, after) is None

@@ -17,7 +17,7 @@ import attrs
 import pytest
 from storage_records import OWNER, invoice, payment, session_key, transaction
 
-from paycore.domain.records import Invoice, PowChallenge, Status
+from paycore.domain.records import Invoice, NewEvent, OutboxEvent, PowChallenge, Status
 from paycore.storage import Storage, StorageTx
 
 T = TypeVar("T")
@@ -180,6 +180,165 @@ def test_concurrent_drains_split_the_events_without_overlap(storage: Storage) ->
     assert len(produced) == 60
     # Each poller sees its share oldest first.
     assert first == sorted(first) and second == sorted(second)
+
+
+def test_overlapping_writers_events_reach_every_queue_once_in_order(storage: Storage) -> None:
+    """Four writers add events one at a time and in batches (the watcher's ``add_events``),
+    each transaction lingering after its inserts so that commits come in another order than
+    ids; one in four rolls back. Meanwhile two pollers share queue "a" and one polls "b"
+    alone, and a queue "late" is opened half-way. Every committed event reaches "a" exactly
+    once and "b" exactly once, in id order, each invoice's events in the order they were
+    added; no rolled-back one ever does. "late" gets every event of a transaction begun
+    after it was opened and, on one-writer-at-a-time storage, none of one that had committed
+    before. (On PostgreSQL a new queue starts at the horizon, so it may also get events that
+    committed just before it while an older writer was still open: more, never fewer.)"""
+    with storage.transaction() as tx:
+        tx.open_queue("a", OWNER)
+        tx.open_queue("b", OWNER)
+    lock = threading.Lock()
+    committed: list[tuple[int, int, int]] = []  # (worker, round, k) of committed events
+    before_late: set[tuple[int, int, int]] = set()  # committed before "late" was opened
+    after_late: set[tuple[int, int, int]] = set()  # in transactions begun after that
+    opening, opened, written = threading.Event(), threading.Event(), threading.Event()
+    writing = [4]
+
+    class Undo(Exception):
+        pass
+
+    def write(worker: int) -> None:
+        for round_ in range(12):
+            marks = [(worker, round_, k) for k in range(1 + round_ % 3)]
+            begun_after = opened.is_set()
+            try:
+                with storage.transaction() as tx:
+                    if len(marks) == 1:
+                        tx.add_event(OWNER, f"inv-{worker}", {"m": marks[0]}, round_)
+                    else:
+                        batch = [NewEvent(OWNER, f"inv-{worker}", {"m": m}, round_) for m in marks]
+                        tx.add_events(batch)
+                    time.sleep(0.002 * ((worker + round_) % 3))  # commit late, sometimes
+                    if round_ % 4 == 3:
+                        raise Undo
+            except Undo:
+                continue
+            with lock:
+                committed.extend(marks)
+                if not opening.is_set():
+                    before_late.update(marks)
+                if begun_after:
+                    after_late.update(marks)
+            if worker == 0 and round_ == 6:
+                opening.set()
+                with storage.transaction() as tx:
+                    tx.open_queue("late", OWNER)
+                opened.set()
+        with lock:
+            writing[0] -= 1
+            if writing[0] == 0:
+                written.set()
+
+    def poll(queue: str) -> list[list[OutboxEvent]]:
+        drains: list[list[OutboxEvent]] = []
+        while True:
+            finished = written.is_set()
+            with storage.transaction() as tx:
+                drains.append(tx.drain_queue(queue, cap=10_000))
+            if finished:  # every writer had ended before this drain began
+                return drains
+            time.sleep(0.001)
+
+    def role(i: int) -> list[list[OutboxEvent]]:
+        if i < 4:
+            write(i)
+            return []
+        return poll(("a", "a", "b")[i - 4])
+
+    results = race(7, role)
+    a_drains, b_drains = results[4] + results[5], results[6]
+    with storage.transaction() as tx:
+        late_got = tx.drain_queue("late", cap=10_000)
+
+    def marks(drained: list[OutboxEvent]) -> list[tuple[int, int, int]]:
+        return [tuple(e.payload["m"]) for e in drained]
+
+    expected = sorted(committed)
+    assert len(expected) == 4 * 18  # each worker commits 9 rounds of 1, 2 or 3 events
+    a_all = [e for d in a_drains for e in d]
+    assert sorted(marks(a_all)) == expected  # once each: no loss, no duplicate, no rollback
+    for drained in a_drains:
+        assert [e.id for e in drained] == sorted(e.id for e in drained)
+    b_all = [e for d in b_drains for e in d]
+    assert sorted(marks(b_all)) == expected
+    assert [e.id for e in b_all] == sorted(e.id for e in b_all)  # one poller: id order
+    for worker in range(4):  # an invoice's events in the order they were added
+        mine = [m for m in marks(b_all) if m[0] == worker]
+        assert mine == sorted(mine)
+    got_late = set(marks(late_got))
+    assert len(got_late) == len(late_got)
+    assert after_late <= got_late and after_late
+    if not _overlapping_writers(storage):
+        assert not got_late & before_late
+    assert got_late <= set(committed)
+
+
+def _overlapping_writers(storage: Storage) -> bool:
+    """Whether write transactions of ``storage`` run at the same time (PostgreSQL)."""
+    engine = getattr(storage, "engine", None)
+    return engine is not None and engine.dialect.name == "postgresql"
+
+
+def test_row_counts_agree_with_the_rows_after_concurrent_inserts(storage: Storage) -> None:
+    """Eight writers at once insert invoices and transactions of one owner on two chains,
+    one at a time and in bulk, flag some transfers reorged and revive a few (each writer
+    several transactions, some rolled back): the maintained counts must equal counting
+    the rows."""
+
+    class Undo(Exception):
+        pass
+
+    def write(worker: int) -> None:
+        for round_ in range(6):
+            try:
+                with storage.transaction() as tx:
+                    chain = 1 if (worker + round_) % 2 else 137
+                    name = f"{worker:04d}{round_:04d}"
+                    tx.insert_invoice(
+                        invoice(f"00000000-0000-4000-8000-{name}0000", chain_id=chain)
+                    )
+                    row = transaction(f"0x{name}", chain_id=chain)
+                    tx.insert_transaction(row)
+                    tx.insert_transaction(transaction(f"0x{name}", chain_id=chain, log_index=1))
+                    # In bulk: all new (one statement), then with a known row (row by row).
+                    bulk = [transaction(f"0x{name}", chain_id=chain, log_index=n) for n in (2, 3)]
+                    assert tx.insert_transactions(bulk) == [True, True]
+                    again = [row, transaction(f"0x{name}", chain_id=chain, log_index=4)]
+                    assert tx.insert_transactions(again) == [False, True]
+                    if round_ % 3 == 1:
+                        tx.mark_reorged(*row.key)
+                    if round_ % 3 == 2:
+                        tx.mark_reorged(*row.key)
+                        tx.insert_transaction(row)  # mined again
+                    if round_ == 5:
+                        raise Undo
+            except Undo:
+                pass
+
+    race(8, write)
+    with storage.transaction() as tx:
+        invoices_all, invoices_total = tx.list_invoices(owner=OWNER)
+        rows_all, rows_total = tx.list_transactions(OWNER, limit=10_000)
+        by_chain = {
+            chain: (
+                tx.count_invoices(owner=OWNER, chain_id=chain),
+                tx.count_transactions(OWNER, chain_id=chain),
+            )
+            for chain in (1, 137)
+        }
+    assert len(invoices_all) == invoices_total == 8 * 5
+    assert len(rows_all) == rows_total == 8 * 5 * 5 - 8 * 2  # two rounds of 5 stay flagged
+    for chain, (invoice_count, row_count) in by_chain.items():
+        assert invoice_count == sum(1 for i in invoices_all if i.chain_id == chain)
+        assert row_count == sum(1 for r in rows_all if r.chain_id == chain)
 
 
 def test_a_challenge_taken_in_parallel_is_handed_out_once(storage: Storage) -> None:

@@ -22,7 +22,9 @@ from storage_records import (
     transaction,
 )
 
+from paycore.domain.paging import tx_position
 from paycore.domain.records import (
+    Invoice,
     PollToken,
     PowChallenge,
     Status,
@@ -135,11 +137,15 @@ def test_returned_data_is_not_shared_with_storage(storage: Storage) -> None:
         assert tx.get_invoice(invoice().guid) == invoice()
 
 
-def test_invoices_at_address_filters_chain_and_address_oldest_first(storage: Storage) -> None:
+def test_invoices_at_address_filters_chain_and_address_in_creation_order(
+    storage: Storage,
+) -> None:
+    """Creation order, not ``created_at``: a clock that stepped back between two inserts
+    does not reorder them."""
     other = "0x9999999999999999999999999999999999999999"
     with storage.transaction() as tx:
-        tx.insert_invoice(invoice(guid(1), created_at=300))
-        tx.insert_invoice(invoice(guid(2), created_at=100))
+        tx.insert_invoice(invoice(guid(2), created_at=300))
+        tx.insert_invoice(invoice(guid(1), created_at=100))
         tx.insert_invoice(invoice(guid(3), created_at=200, chain_id=137))
         tx.insert_invoice(invoice(guid(4), created_at=50, address=other))
     with storage.transaction() as tx:
@@ -149,46 +155,53 @@ def test_invoices_at_address_filters_chain_and_address_oldest_first(storage: Sto
         assert tx.invoices_at_address(56, DEPOSIT) == []
 
 
+def nth(n: int) -> str:
+    """The guid of the n-th invoice ``nine_invoices`` creates: guids in another order than
+    creation, so sorting by guid cannot pass for creation order."""
+    return guid((5, 2, 8, 1, 9, 3, 7, 4, 6)[n - 1])
+
+
 @pytest.fixture
 def nine_invoices(storage: Storage) -> None:
-    """guid(n) created at n // 2 * 10, so pairs tie on created_at and order falls to guid;
-    inserted out of order so insertion order cannot pass for sorting."""
-    with storage.transaction() as tx:
-        for n in (5, 2, 8, 1, 9, 3, 7, 4, 6):
-            tx.insert_invoice(
-                invoice(
-                    guid(n),
-                    created_at=n // 2 * 10,
-                    owner=OWNER if n <= 7 else OTHER_OWNER,
-                    chain_id=1 if n % 3 else 137,
+    """Nine invoices created one after another within the same second (one created_at), in
+    three transactions: only the creation sequence can order them."""
+    for first in (1, 4, 7):
+        with storage.transaction() as tx:
+            for n in range(first, first + 3):
+                tx.insert_invoice(
+                    invoice(
+                        nth(n),
+                        created_at=1_700_000_000,
+                        owner=OWNER if n <= 7 else OTHER_OWNER,
+                        chain_id=1 if n % 3 else 137,
+                    )
                 )
-            )
 
 
 @pytest.mark.usefixtures("nine_invoices")
 def test_list_invoices_orders_filters_pages_and_counts(storage: Storage) -> None:
     with storage.transaction() as tx:
         everything, total = tx.list_invoices()
-        assert [i.guid for i in everything] == [guid(n) for n in range(1, 10)]
+        assert [i.guid for i in everything] == [nth(n) for n in range(1, 10)]
         assert total == 9
 
         mine, total = tx.list_invoices(owner=OWNER)
-        assert [i.guid for i in mine] == [guid(n) for n in range(1, 8)]
+        assert [i.guid for i in mine] == [nth(n) for n in range(1, 8)]
         assert total == 7
 
         page, total = tx.list_invoices(owner=OWNER, offset=2, limit=3, newest_first=True)
-        assert [i.guid for i in page] == [guid(5), guid(4), guid(3)]
+        assert [i.guid for i in page] == [nth(5), nth(4), nth(3)]
         assert total == 7
 
         page, total = tx.list_invoices(owner=OWNER, offset=1, limit=2)
-        assert [i.guid for i in page] == [guid(2), guid(3)]
+        assert [i.guid for i in page] == [nth(2), nth(3)]
         assert total == 7
 
         beyond, total = tx.list_invoices(owner=OWNER, offset=50, limit=10)
         assert beyond == [] and total == 7
 
         on_polygon, total = tx.list_invoices(owner=OWNER, chain_id=137, newest_first=True)
-        assert [i.guid for i in on_polygon] == [guid(6), guid(3)]
+        assert [i.guid for i in on_polygon] == [nth(6), nth(3)]
         assert total == 2
 
         at_address, total = tx.list_invoices(address=DEPOSIT, chain_id=1, limit=0)
@@ -196,6 +209,51 @@ def test_list_invoices_orders_filters_pages_and_counts(storage: Storage) -> None
 
         nobody, total = tx.list_invoices(owner="0xnobody")
         assert nobody == [] and total == 0
+
+
+@pytest.mark.usefixtures("nine_invoices")
+def test_invoices_after_reads_keyset_pages_from_either_end(storage: Storage) -> None:
+    def guids(found: list[Invoice] | None) -> list[str] | None:
+        return None if found is None else [i.guid for i in found]
+
+    with storage.transaction() as tx:
+        newest = tx.invoices_after(owner=OWNER, limit=3, newest_first=True)
+        assert guids(newest) == [nth(7), nth(6), nth(5)]
+        older = tx.invoices_after(owner=OWNER, after=nth(5), limit=3, newest_first=True)
+        assert guids(older) == [nth(4), nth(3), nth(2)]
+        last = tx.invoices_after(owner=OWNER, after=nth(2), limit=3, newest_first=True)
+        assert guids(last) == [nth(1)]
+        assert tx.invoices_after(owner=OWNER, after=nth(1), limit=3, newest_first=True) == []
+        # Back toward the newest, oldest first; and the oldest end itself.
+        assert guids(tx.invoices_after(owner=OWNER, after=nth(2), limit=2)) == [nth(3), nth(4)]
+        assert guids(tx.invoices_after(owner=OWNER, limit=2)) == [nth(1), nth(2)]
+        # A position counts even when its invoice is not in the filtered list.
+        on_polygon = tx.invoices_after(owner=OWNER, chain_id=137, after=nth(5), limit=9)
+        assert guids(on_polygon) == [nth(6)]
+        at_address = tx.invoices_after(
+            address=DEPOSIT, chain_id=1, after=nth(7), limit=9, newest_first=True
+        )
+        assert guids(at_address) == [nth(5), nth(4), nth(2), nth(1)]
+        assert tx.invoices_after(owner=OWNER, after=guid(999), limit=3) is None
+
+
+@pytest.mark.usefixtures("nine_invoices")
+def test_invoice_counts_match_the_rows_and_roll_back(storage: Storage) -> None:
+    with storage.transaction() as tx:
+        assert tx.count_invoices(owner=OWNER) == 7
+        assert tx.count_invoices(owner=OWNER, chain_id=137) == 2
+        assert tx.count_invoices(owner=OTHER_OWNER, chain_id=1) == 1
+        assert tx.count_invoices(address=DEPOSIT, chain_id=1) == 6
+        assert tx.count_invoices(owner=OWNER, address=DEPOSIT, chain_id=1) == 5
+        assert tx.count_invoices(owner="0xnobody") == 0
+    with pytest.raises(Boom), storage.transaction() as tx:
+        tx.insert_invoice(invoice(guid(50), chain_id=137))
+        assert tx.count_invoices(owner=OWNER) == 8  # this transaction's own insert
+        assert tx.count_invoices(owner=OWNER, chain_id=137) == 3
+        raise Boom
+    with storage.transaction() as tx:
+        assert tx.count_invoices(owner=OWNER) == 7
+        assert tx.list_invoices(owner=OWNER, limit=1)[1] == 7
 
 
 def test_due_for_expiry_picks_open_invoices_past_deadline(storage: Storage) -> None:
@@ -267,6 +325,55 @@ def test_list_transactions_newest_first_filters_pages_and_counts(storage: Storag
         assert tx.list_transactions(OWNER, chain_id=137) == ([rows[1]], 1)
         assert tx.list_transactions(OTHER_OWNER) == ([rows[5]], 1)
         assert tx.list_transactions("0xnobody") == ([], 0)
+
+
+def test_transactions_after_reads_keyset_pages_in_the_listing_order(storage: Storage) -> None:
+    rows = [
+        transaction("0x0a", timestamp=300),
+        transaction("0x0b", timestamp=100, chain_id=137),
+        transaction("0x0c", timestamp=200),
+        transaction("0x0c", timestamp=200, log_index=4),
+        transaction("0x0d", timestamp=200),
+        transaction("0x0e", timestamp=400, owner=OTHER_OWNER),
+    ]
+    with storage.transaction() as tx:
+        for row in rows:
+            tx.insert_transaction(row)
+    expected = [rows[0], rows[4], rows[3], rows[2], rows[1]]
+    with storage.transaction() as tx:
+        assert tx.transactions_after(OWNER, limit=2) == expected[:2]
+        assert tx.transactions_after(OWNER, after=tx_position(rows[4]), limit=2) == expected[2:4]
+        assert tx.transactions_after(OWNER, after=tx_position(rows[2]), limit=2) == expected[4:]
+        assert tx.transactions_after(OWNER, after=tx_position(rows[1]), limit=2) == []
+        # Oldest first from the far end, and back toward the newest from a position.
+        assert tx.transactions_after(OWNER, limit=2, newest_first=False) == expected[:2:-1]
+        toward_newest = tx.transactions_after(
+            OWNER, after=tx_position(rows[3]), limit=9, newest_first=False
+        )
+        assert toward_newest == [rows[4], rows[0]]
+        on_mainnet = tx.transactions_after(OWNER, chain_id=1, after=tx_position(rows[0]), limit=9)
+        assert on_mainnet == expected[1:4]
+        assert tx.count_transactions(OWNER) == 5
+        assert tx.count_transactions(OWNER, chain_id=137) == 1
+        assert tx.count_transactions(OTHER_OWNER) == 1
+
+
+def test_transaction_counts_follow_reorgs_and_revivals(storage: Storage) -> None:
+    row = transaction("0x01")
+    with storage.transaction() as tx:
+        tx.insert_transaction(row)
+        tx.insert_transaction(transaction("0x02"))
+        assert tx.count_transactions(OWNER) == 2
+    with storage.transaction() as tx:
+        assert tx.mark_reorged(*row.key) is not None
+        assert tx.mark_reorged(*row.key) is None  # flagged once, taken off once
+    with storage.transaction() as tx:
+        assert tx.count_transactions(OWNER) == 1
+        assert tx.transactions_after(OWNER, limit=9) == [transaction("0x02")]
+        assert tx.insert_transaction(row) is True  # mined again: counted again
+        assert tx.insert_transaction(row) is False
+    with storage.transaction() as tx:
+        assert tx.count_transactions(OWNER) == 2 == tx.list_transactions(OWNER)[1]
 
 
 # -- deep reorgs: deposits with their block, flagged once replaced ---------------------------
@@ -546,6 +653,18 @@ def test_drained_payload_is_not_shared_with_storage(storage: Storage) -> None:
         sent["status"] = "changed after add"
         tx.drain_queue("key-a", 10)[0].payload["data"]["n"].append("changed after drain")
         assert tx.drain_queue("key-b", 10)[0].payload == payload(1)
+
+
+def test_events_of_one_invoice_drain_in_the_order_they_were_added(storage: Storage) -> None:
+    with storage.transaction() as tx:
+        tx.open_queue("key-a", OWNER)
+    added: list[int] = []
+    for n in (1, 2, 1, 3, 1):
+        with storage.transaction() as tx:
+            added.append(tx.add_event(OWNER, guid(n), payload(n), n))
+    with storage.transaction() as tx:
+        drained = tx.drain_queue("key-a", 10)
+    assert [e.id for e in drained] == added
 
 
 # -- rollback ---------------------------------------------------------------------------------

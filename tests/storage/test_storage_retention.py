@@ -1,7 +1,7 @@
 """The retention part of ``paycore.storage`` on memory, SQLite and PostgreSQL alike: what the
-``prune_*`` methods delete, what they must keep (an event a queue can still hand out, the
-newest event, a pending or recently tried delivery, a live signature or challenge), and how
-the batches stop and resume."""
+``prune_*`` methods delete, what they must keep (an event a queue can still hand out, a
+pending or recently tried delivery, a live signature or challenge), and how the batches stop
+and resume."""
 
 from __future__ import annotations
 
@@ -42,12 +42,12 @@ def _drain(storage: Storage, consumer: str) -> list[int]:
 # -- events ------------------------------------------------------------------------------------
 
 
-def test_old_events_no_queue_waits_for_go_but_the_newest(storage: Storage) -> None:
+def test_old_events_no_queue_waits_for_go_even_the_newest(storage: Storage) -> None:
     ids = _events(storage, OWNER, [OLD] * 4)
-    assert _prune_all(storage, CUTOFF, CAP) == 3  # the newest event of all stays
+    assert _prune_all(storage, CUTOFF, CAP) == 4  # the newest event of all too
     assert _prune_all(storage, CUTOFF, CAP) == 0  # and a second round finds nothing
-    # Events keep counting up from the one kept: a queue opened now starts after it and
-    # hands out the next event, and only that one.
+    # Ids are never handed out again: the next event comes after the pruned ones, and a
+    # queue opened now hands out that event, and only that one.
     with storage.transaction() as tx:
         tx.open_queue("key-a", OWNER)
     [later] = _events(storage, OWNER, [YOUNG])
@@ -59,10 +59,10 @@ def test_an_event_a_queue_has_not_drained_is_kept(storage: Storage) -> None:
     with storage.transaction() as tx:
         tx.open_queue("key-a", OWNER)
     mine = _events(storage, OWNER, [OLD] * 3)
-    _events(storage, OTHER_OWNER, [OLD] * 2)  # nobody's queue: all but the newest go
-    assert _prune_all(storage, CUTOFF, CAP) == 1
+    _events(storage, OTHER_OWNER, [OLD] * 2)  # nobody's queue: they go
+    assert _prune_all(storage, CUTOFF, CAP) == 2
     assert _drain(storage, "key-a") == mine  # every undrained event was still there
-    # Drained now: the owner's events are no longer needed (the newest of all stays).
+    # Drained now: the owner's events are no longer needed.
     assert _prune_all(storage, CUTOFF, CAP) == 3
 
 
@@ -85,7 +85,7 @@ def test_the_slowest_queue_of_an_owner_decides(storage: Storage) -> None:
     assert _prune_all(storage, CUTOFF, CAP) == 0  # "slow" has drained none of them
     assert _drain(storage, "slow") == first + second
     assert _drain(storage, "fast") == second
-    assert _prune_all(storage, CUTOFF, CAP) == 3
+    assert _prune_all(storage, CUTOFF, CAP) == 4
 
 
 def test_young_events_stay_and_end_the_round(storage: Storage) -> None:
@@ -108,7 +108,7 @@ def test_event_batches_resume_after_the_last_id_seen(storage: Storage) -> None:
     assert second == PruneBatch(deleted=3, resume_after=ids[5])
     with storage.transaction() as tx:
         last = tx.prune_events(CUTOFF, CAP, ids[5], 3)
-    assert last == PruneBatch(deleted=0, resume_after=None)  # the newest: kept
+    assert last == PruneBatch(deleted=1, resume_after=None)  # the newest as well
 
 
 # -- webhook deliveries ------------------------------------------------------------------------

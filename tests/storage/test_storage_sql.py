@@ -110,6 +110,72 @@ def test_0006_keeps_the_transactions_recorded_before_it(sql_url: URL) -> None:
 
 
 @BOTH
+def test_0008_numbers_invoices_counts_rows_and_keeps_queue_positions(sql_url: URL) -> None:
+    """A database at 0007: invoices get the sequence of their old listing order, the counts
+    match the rows, and a queue still gets exactly the events it had not been handed."""
+    migrate(sql_url, "0007")
+    engine = make_engine(sql_url)
+    invoice_sql = text(
+        "INSERT INTO paycore_invoices (guid, created_at, deadline, status, value, token,"
+        " chain_id, description, address, owner, accepted_tokens, data, paid_amount,"
+        " payments, vs_currency) VALUES (:guid, :created_at, 9, 'init', '1', 't', :chain,"
+        " '', '0xaddr', :owner, '[]', '{}', '0', '[]', 'usd')"
+    )
+    tx_sql = text(
+        "INSERT INTO paycore_transactions (chain_id, tx_hash, log_index, token, type,"
+        " from_address, amount, vs_value, timestamp, owner, guid, counted, reorged) VALUES"
+        " (:chain, :hash, 0, '0xtoken', 'deposit', '0xfrom', '1', '1', 5, :owner, 'g', :t,"
+        " :reorged)"
+    )
+    event_sql = text(
+        "INSERT INTO paycore_outbox (seq, owner, guid, payload, created_at)"
+        " VALUES (:seq, :owner, 'g', '{}', 1)"
+    )
+    with engine.begin() as connection:
+        # Inserted out of listing order; two share a second, so guid decides between them.
+        for guid, created_at, chain in (("c", 20, 1), ("b", 10, 137), ("a", 20, 1)):
+            connection.execute(
+                invoice_sql,
+                {"guid": guid, "created_at": created_at, "chain": chain, "owner": OWNER},
+            )
+        for n, reorged in enumerate((False, True, False)):
+            connection.execute(
+                tx_sql,
+                {"chain": 1, "hash": f"0x{n}", "owner": OWNER, "t": True, "reorged": reorged},
+            )
+        # Commit order (seq) and id order disagree for the last two, as they could on
+        # PostgreSQL; the queue had been handed seq 1 and 2.
+        for seq in (1, 2, 4, 3):
+            connection.execute(event_sql, {"seq": seq, "owner": OWNER})
+        connection.execute(
+            text("INSERT INTO paycore_event_queues VALUES ('key-a', :owner, 2)"), {"owner": OWNER}
+        )
+    engine.dispose()
+    migrate(sql_url)
+    store = SqlStorage(sql_url)
+    try:
+        with store.transaction() as tx:
+            listed = [i.guid for i in tx.list_invoices(owner=OWNER)[0]]
+            counts = (
+                tx.count_invoices(owner=OWNER),
+                tx.count_invoices(owner=OWNER, chain_id=1),
+                tx.count_transactions(OWNER),
+            )
+            undelivered = [e.id for e in tx.drain_queue("key-a", 100)]
+            newer = tx.add_event(OWNER, "g2", {}, 2)
+            tx.insert_invoice(invoice("d"))
+        with store.transaction() as tx:
+            assert [e.id for e in tx.drain_queue("key-a", 100)] == [newer]
+            assert [i.guid for i in tx.list_invoices(owner=OWNER)[0]][-1] == "d"
+    finally:
+        store.close()
+    assert listed == ["b", "a", "c"]
+    assert counts == (3, 2, 2)
+    assert undelivered == [3, 4]
+    assert newer == 5
+
+
+@BOTH
 def test_migrate_is_repeatable_and_leaves_the_host_apps_alembic_alone(sql_url: URL) -> None:
     engine = make_engine(sql_url)
     with engine.begin() as connection:
@@ -250,8 +316,9 @@ def test_in_memory_sqlite_is_one_database_for_every_thread() -> None:
 
 @POSTGRES_ONLY
 def test_an_event_committed_after_a_newer_one_is_still_delivered(sql_url: URL) -> None:
-    """Transaction A writes its event first but commits last. A cursor over insert ids would
-    have moved past A's event by the time it became visible and lost it."""
+    """Transaction A writes its event first but commits last. A cursor over insert ids that
+    read B's event while A was open would have moved past A's and lost it; the drain holds
+    B's back instead, until A has ended, and then hands both out in id order."""
     store = SqlStorage(sql_url)
     with store.transaction() as tx:
         tx.open_queue("key-a", OWNER)
@@ -277,8 +344,42 @@ def test_an_event_committed_after_a_newer_one_is_still_delivered(sql_url: URL) -
         second_drain = [e.id for e in tx.drain_queue("key-a", 100)]
     store.close()
     assert a_id < b_id
-    assert first_drain == [b_id]
-    assert second_drain == [a_id]
+    assert first_drain == []
+    assert second_drain == [a_id, b_id]
+
+
+@POSTGRES_ONLY
+def test_a_rolled_back_writer_stops_holding_events_back(sql_url: URL) -> None:
+    """Ids a rolled-back transaction took stay unused; once it has ended, the events after
+    them go out, and a queue opened while it was open still gets them."""
+    store = SqlStorage(sql_url)
+    with store.transaction() as tx:
+        tx.open_queue("key-a", OWNER)
+    a_added, b_committed = threading.Event(), threading.Event()
+
+    def doomed_writer() -> None:
+        with pytest.raises(RuntimeError), store.transaction() as tx:
+            tx.add_event(OWNER, "guid-a", {"who": "a"}, 1)
+            a_added.set()
+            assert b_committed.wait(timeout=30)
+            raise RuntimeError("rolled back")
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        a = pool.submit(doomed_writer)
+        assert a_added.wait(timeout=30)
+        with store.transaction() as tx:
+            b_id = tx.add_event(OWNER, "guid-b", {"who": "b"}, 2)
+        with store.transaction() as tx:
+            tx.open_queue("key-late", OWNER)  # B's event is not settled: it is still ahead
+            held_back = tx.drain_queue("key-a", 100)
+        b_committed.set()
+        a.result()
+    with store.transaction() as tx:
+        after = [e.id for e in tx.drain_queue("key-a", 100)]
+        late = [e.id for e in tx.drain_queue("key-late", 100)]
+    store.close()
+    assert held_back == []
+    assert after == [b_id] and late == [b_id]
 
 
 @POSTGRES_ONLY

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from fake_trongrid import encode_contract, encode_raw, h20, pb_int, rebuilt
+from fake_trongrid import encode_contract, encode_raw, h20, pb_int, rebuilt, refusal
 from tron_env import CHAIN_ID, PAYER, TRX, Env, address_of, open_env
 
 from paycore.chains.tron import built, txbuild
@@ -280,8 +280,9 @@ def _revert(reason: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 
 def _refusal(code: str, message: str, *, hex_message: bool = True) -> Callable[[dict], dict]:
-    text = message.encode().hex() if hex_message else message
-    return lambda body: {"result": {"result": False, "code": code, "message": text}}
+    """java-tron's refusal (``result`` false, so left out); the message as text, as a
+    ``visible`` request gets it, or hex, as any other does (paycore reads both)."""
+    return lambda body: refusal(code, message, visible=not hex_message)
 
 
 #: (java-tron's answer to the dry run, what the 400 says after "would fail: ").
@@ -315,13 +316,13 @@ FAILURES = [
         "IllegalOperationException: Invalid operation code: opCode[fe];",
     ),
     (
-        lambda body: {
-            "result": {"result": True, "message": b"BAD_JUMP_DESTINATION".hex()},
-            "energy_used": 10,
-            "constant_result": [""],
-            "transaction": {"ret": [{"ret": "FAILED"}]},
-        },
-        "BAD_JUMP_DESTINATION",
+        _refusal(
+            "OTHER_ERROR",
+            "class org.tron.core.vm.program.Program$BadJumpDestinationException"
+            " : Operation with pc isn't 'JUMPDEST' instruction, tx: [-], pc: 7",
+        ),
+        "BadJumpDestinationException: Operation with pc isn't 'JUMPDEST' instruction, tx: [-], "
+        "pc: 7",
     ),
     (_refusal("CONTRACT_EXE_ERROR", "Unknown exception"), "Unknown exception"),
 ]

@@ -70,8 +70,10 @@ class Clock:
         return time.time() + self.offset
 
 
-def make_chain() -> FakeTron:
-    chain = FakeTron()
+def make_chain(**shape: int) -> FakeTron:
+    """The stand-in chain with USDT, the factory and a funded payer; ``shape`` is
+    ``FakeTron``'s (``first_block``, ``blocks``)."""
+    chain = FakeTron(**shape)
     chain.tokens[h20(USDT)] = Token("USDT", 6)
     chain.factory = FACTORY
     chain.wallet_code = bytecode("PaycoreWallet")

@@ -8,8 +8,9 @@ docs/interface.md (§GET /export).
 
 The four kinds come in this order, each oldest first: ``invoice`` (by creation time),
 ``payment`` (every deposit attributed to an invoice, by block time; ``counted`` says
-whether it counts towards ``paid_amount``), ``refund`` (filled by the refunds record when
-it exists: see ``Accounting.refund_rows``) and ``withdrawal`` (by block time).
+whether it counts towards ``paid_amount``), ``refund`` (every refund the watcher saw paid
+out of the owner's wallet, by block time) and ``withdrawal`` (the other withdrawals, by
+block time).
 """
 
 from __future__ import annotations
@@ -97,18 +98,25 @@ def invoice_row(invoice: Invoice) -> Row:
     }
 
 
-def transfer_row(record: Transaction) -> Row:
-    """A deposit (``payment``) or a withdrawal: the transfer, valued when it was recorded.
+#: The export's name of each kind of transaction row.
+_RECORD_OF = {TxType.DEPOSIT: "payment", TxType.REFUND: "refund", TxType.WITHDRAW: "withdrawal"}
+
+
+def transfer_row(record: Transaction, reference: str | None = None) -> Row:
+    """A deposit (``payment``), a refund paid out, or a withdrawal: the transfer, valued
+    when it was recorded (a refund at the refund's own rate, ``refund:payment`` or
+    ``refund:now``); ``reference`` is a refund's id.
 
     ``fiat_value`` is the vsValue stored then; ``rate``, ``rate_source`` and ``rate_time``
     are the price it was computed at, empty for a row recorded without one (an unpriced
     deposit outside ``acceptedTokens``, or a row older than the rate columns)."""
     valuation = record.valuation
     row: Row = {
-        "record": "payment" if record.type is TxType.DEPOSIT else "withdrawal",
+        "record": _RECORD_OF[record.type],
         "time": record.timestamp,
         "time_utc": utc(record.timestamp),
         "guid": record.guid,
+        "reference": reference,
         "chain_id": record.chain_id,
         "token": f"{record.chain_id}:{record.token}",
         "amount": to_text(record.amount),

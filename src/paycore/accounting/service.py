@@ -13,10 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from ..api.http import StreamAborted
 from ..config import Settings
-from ..domain.records import TxType
+from ..domain.records import Transaction, TxType
 from ..errors import InvalidInput
-from ..storage import Storage
+from ..ops.redaction import redact
+from ..storage import Storage, StorageTx
 from ..storage.contract import TransferPlace
 from .export import FORMATS, RECORD_NAMES, RECORDS, Row, csv_header, encode, invoice_row
 from .export import transfer_row as _transfer_row
@@ -79,13 +81,16 @@ class Accounting:
                 if len(batch) >= size:
                     yield pending + encode(batch, fmt)
                     pending, batch, started = b"", [], True
-        except Exception:
+        except Exception as exc:
             # Once the answer has started, the stream ends without its last chunk, which
-            # the client sees as a broken transfer, never as a short file that looks whole.
-            # Before that, the error is the answer's (a 503, a 400) and is reported there.
-            if started:
-                log.exception("accounting export stopped after an error")
-            raise
+            # the client sees as a broken transfer, never as a short file that looks whole
+            # (``StreamAborted``, as for every streamed answer). Before that, the error is
+            # the answer's own (a 503, a 400) and is reported there.
+            if not started:
+                raise
+            first = redact(str(exc).strip().split("\n", 1)[0])
+            log.error("accounting export cut short: %s: %s", type(exc).__name__, first)
+            raise StreamAborted(type(exc).__name__) from exc
         if batch or pending:
             yield pending + encode(batch, fmt)
 
@@ -121,24 +126,30 @@ class Accounting:
                 batch = tx.export_transactions(
                     owner, kind, start=start, end=end, after=after, limit=size
                 )
-            yield from (_transfer_row(record) for record in batch)
+                ids = self._refund_ids(tx, batch) if kind is TxType.REFUND else {}
+            yield from (_transfer_row(r, ids.get((r.tx_hash, r.log_index))) for r in batch)
             if len(batch) < size:
                 return
             last = batch[-1]
             after = (last.timestamp, last.chain_id, last.tx_hash, last.log_index, last.token)
 
-    def refund_rows(self, owner: str, start: int, end: int | None) -> Iterator[Row]:
-        """The ``refund`` section: none until refunds are recorded.
+    @staticmethod
+    def _refund_ids(tx: StorageTx, batch: Sequence[Transaction]) -> dict[tuple[str, int], str]:
+        """The id of the refund each of these refund transactions paid, by (tx_hash,
+        log_index): one read of the batch's invoices' refunds."""
+        guids = sorted({r.guid for r in batch if r.guid is not None})
+        refunds = tx.refunds_of(guids) if guids else []
+        return {
+            (r.tx_hash, r.log_index): r.id
+            for r in refunds
+            if r.tx_hash is not None and r.log_index is not None
+        }
 
-        Hook for the refunds record: read ``owner``'s refunds sent in ``[start, end)`` in
-        keyset batches as the other sections do, and yield one row each with ``record``
-        ``refund``, ``reference`` (the refund's id), ``guid`` (its invoice), ``time`` /
-        ``time_utc`` / ``block_time`` (its block time), ``chain_id``, ``token``, ``amount``,
-        ``fiat_value`` with ``vs_currency``, ``rate``, ``rate_source`` and ``rate_time``,
-        ``tx_hash``, ``log_index``, ``block_number``, ``from`` (the owner's wallet) and
-        ``to`` (the payer refunded). The columns exist already (``export.COLUMNS``), so
-        clients parsing today's files read tomorrow's the same way."""
-        return iter(())
+    def refund_rows(self, owner: str, start: int, end: int | None) -> Iterator[Row]:
+        """The ``refund`` section: each refund paid out of ``owner``'s wallet whose block
+        time is in ``[start, end)`` -- the watcher records its withdrawal as a ``refund``
+        transaction -- with the refund's id in ``reference``, valued at the refund's rate."""
+        return self._transfer_rows(owner, TxType.REFUND, start, end)
 
 
 def _kinds(records: Iterable[str]) -> list[str]:

@@ -7,8 +7,9 @@ into the framework's; nothing else about HTTP is theirs to decide.
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -16,9 +17,12 @@ import attrs
 
 from ..auth.session import URI_SIGNED_METHODS
 from ..errors import InvalidInput
+from ..ops.redaction import redact
 
 #: Request bodies above this are refused with 413 before they are read whole.
 MAX_BODY = 64 * 1024
+
+log = logging.getLogger("paycore.api")
 
 
 def _lower(headers: Mapping[str, str]) -> dict[str, str]:
@@ -144,18 +148,27 @@ def _shown(name: str) -> str:
 class Response:
     """One answer. ``chunks``, when set, is the body instead of ``body``: an iterator of
     bytes the adapter sends as it is produced (chunked), so an answer of any size -- the
-    accounting export -- costs the server one chunk of memory, not the whole."""
+    unpaged GET /invoices, the accounting export -- costs the server one chunk of memory,
+    not the whole."""
 
     status: int
     body: bytes
     content_type: str = "application/json"
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    #: A body made while it is sent (the unpaged GET /invoices), so that it never sits in
+    #: memory whole; ``body`` is then empty. Adapters that stream send these pieces as they
+    #: come (``paycore.api.handle_streamed``); ``joined`` makes an ordinary response of it.
     chunks: Iterable[bytes] | None = attrs.field(default=None, eq=False, repr=False)
 
-    def content(self) -> bytes:
-        """The whole body, the chunks joined: for callers that want it in one piece (tests,
-        the core transport); an adapter streams ``chunks`` instead."""
-        return self.body if self.chunks is None else b"".join(self.chunks)
+    def joined(self) -> Response:
+        if self.chunks is None:
+            return self
+        return attrs.evolve(self, body=b"".join(self.chunks), chunks=None)
+
+
+class StreamAborted(RuntimeError):
+    """A streamed body could not be finished; the status line has gone out already, so the
+    connection is cut rather than answered (the client sees a body that does not parse)."""
 
 
 def json_response(
@@ -163,6 +176,34 @@ def json_response(
 ) -> Response:
     body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
     return Response(status, body, "application/json", dict(headers or {}))
+
+
+#: Bytes a streamed JSON array gathers before it hands a piece to the server.
+STREAM_PIECE = 64 * 1024
+
+
+def json_array_stream(items: Iterable[Any]) -> Response:
+    """A 200 JSON array sent item by item: byte for byte what ``json_response(list(items))``
+    would send, without ever holding the list. ``items`` is read as the body is sent."""
+
+    def pieces() -> Iterator[bytes]:
+        buffer = bytearray(b"[")
+        try:
+            for n, item in enumerate(items):
+                if n:
+                    buffer += b","
+                buffer += json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode()
+                if len(buffer) >= STREAM_PIECE:
+                    yield bytes(buffer)
+                    buffer.clear()
+        except Exception as exc:
+            first = redact(str(exc).strip().split("\n", 1)[0])
+            log.error("streamed answer cut short: %s: %s", type(exc).__name__, first)
+            raise StreamAborted(type(exc).__name__) from exc
+        buffer += b"]"
+        yield bytes(buffer)
+
+    return Response(200, b"", "application/json", {}, chunks=pieces())
 
 
 def text_response(text: str, status: int) -> Response:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.records import Json
+from ..domain.records import Json, Transaction
 from ..domain.tokens import normalize_address
 from ..errors import InvalidInput
-from .http import json_response
+from .http import json_array_stream, json_response
 from .requests import ChallengeRequest, CreateInvoice, InvoiceQuery, PricesQuery, TransactionQuery
 from .routing import Call
 
@@ -48,6 +48,15 @@ def list_invoices(call: Call) -> Any:
     if query.address is not None and chain_id is not None:
         gw.settings.chain(chain_id)
         address = normalize_address(chain_id, query.address, "address")
+    cursor = _cursor(query.cursor, query.offset)
+    if cursor is not None:
+        page = gw.invoice_page(
+            cursor, owner=owner, address=address, chain_id=chain_id, limit=query.limit
+        )
+        return page.to_wire(gw.invoice_wire)
+    if query.offset is None and query.limit is None:
+        listed = gw.stream_invoices(owner=owner, address=address, chain_id=chain_id)
+        return json_array_stream(gw.invoice_wire(i) for i in listed)
     result = gw.list_invoices(
         owner=owner, address=address, chain_id=chain_id, offset=query.offset, limit=query.limit
     )
@@ -68,10 +77,22 @@ def list_transactions(call: Call) -> Json:
     owner = call.owner_scope(query.owner)
     if query.chain_id is not None:
         gw.settings.chain(query.chain_id)
+    cursor = _cursor(query.cursor, query.offset)
+    if cursor is not None:
+        page = gw.transaction_page(owner, cursor, chain_id=query.chain_id, limit=query.limit)
+        return page.to_wire(Transaction.to_wire)
     items, total, off, lim = gw.list_transactions(
         owner, chain_id=query.chain_id, offset=query.offset, limit=query.limit
     )
     return {"items": [t.to_wire() for t in items], "total": total, "offset": off, "limit": lim}
+
+
+def _cursor(cursor: str | None, offset: int | None) -> str | None:
+    """The keyset cursor, when the query has one (an empty one asks for the first page);
+    a page is found by its cursor or by its offset, never both."""
+    if cursor is not None and offset is not None:
+        raise InvalidInput("offset", "not allowed with cursor")
+    return cursor
 
 
 def prices(call: Call) -> Json:

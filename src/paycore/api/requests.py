@@ -19,6 +19,8 @@ import attrs
 from ..auth.registry import Deregistration, Registration
 from ..domain.fields import Address, Amount, BigUint, ChainId, RawTx, Uint
 from ..domain.invoices import NewInvoice
+from ..domain.paging import MAX_CURSOR
+from ..domain.refunds import NewRefund
 from ..links.requests import NewLink
 from ..management.requests import (
     AppKeyChange,
@@ -32,6 +34,11 @@ from .wire import register
 
 _OWNER = "merchant address; must match the session key's owner"
 _WALLET_SIG = "EIP-191 signature of the owner's wallet, 0x hex"
+#: A keyset page (``paycore.domain.paging``): opaque text the server issued, read there.
+_CURSOR = {
+    "doc": "keyset page: `first`, `last`, or a page's nextCursor or prevCursor",
+    "schema": {"maxLength": MAX_CURSOR},
+}
 
 
 # -- invoices ------------------------------------------------------------------------------
@@ -66,6 +73,7 @@ class InvoiceQuery:
         default=None, metadata={"doc": "zero-based position of the first item"}
     )
     limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
+    cursor: str | None = attrs.field(default=None, metadata=_CURSOR)
 
 
 @register
@@ -77,6 +85,24 @@ class TransactionQuery:
         default=None, metadata={"doc": "zero-based position of the first item"}
     )
     limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
+    cursor: str | None = attrs.field(default=None, metadata=_CURSOR)
+
+
+@register
+@attrs.frozen
+class CreateRefund(NewRefund):
+    """POST /refund: the refund's fields, plus who claims to make it (soft mode)."""
+
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class CancelRefund:
+    """POST /refund/cancel."""
+
+    refund_id: str = attrs.field(metadata={"doc": "the pending refund's id"})
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
 
 
 @register
@@ -323,6 +349,7 @@ class QrQuery:
 __all__ = [
     "AppKeyChange",
     "AppKeysQuery",
+    "CancelRefund",
     "ChallengeRequest",
     "ChangeCallbackUrl",
     "Claim",
@@ -331,6 +358,7 @@ __all__ = [
     "DeliveryQuery",
     "DisableLink",
     "ExportQuery",
+    "CreateRefund",
     "DeployWallet",
     "Deregistration",
     "Faucet",

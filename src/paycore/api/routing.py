@@ -271,4 +271,5 @@ def _maybe_encrypt(
         return response
     from .encryption import encrypt_response
 
-    return encrypt_response(caller.encryption_public_key, response)
+    # Encrypted as one message: a streamed answer is gathered first (bounded by its ceiling).
+    return encrypt_response(caller.encryption_public_key, response.joined())

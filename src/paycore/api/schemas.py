@@ -20,6 +20,11 @@ SIGNATURE: S = {"type": "string", "description": "65-byte EIP-191 signature, 0x 
 PUBLIC_KEY: S = {"type": "string", "description": "uncompressed SEC1 secp256k1 key, 0x04..."}
 
 
+#: Only in pages asked for with ``cursor``: the cursor of the older (next) or newer (previous)
+#: page, null at that end of the list.
+CURSOR: S = {"type": ["string", "null"]}
+
+
 def obj(required: list[str], **props: S) -> S:
     return {"type": "object", "required": required, "properties": props}
 
@@ -34,6 +39,40 @@ PAYMENT = obj(
     vsValue=NUMBER,
     timestamp=INTEGER,
     **{"from": STRING},
+)
+NULLABLE_STRING: S = {"oneOf": [STRING, {"type": "null"}]}
+NULLABLE_INTEGER: S = {"oneOf": [INTEGER, {"type": "null"}]}
+REFUND = obj(
+    [
+        "id",
+        "guid",
+        "status",
+        "chainId",
+        "token",
+        "to",
+        "amount",
+        "vsValue",
+        "rate",
+        "rateSource",
+        "createdAt",
+        "txHash",
+        "logIndex",
+        "settledAt",
+    ],
+    id=STRING,
+    guid=STRING,
+    status={"type": "string", "enum": ["pending", "confirmed", "cancelled"]},
+    chainId=STRING,
+    token=STRING,
+    to=ADDRESS,
+    amount=DECIMAL,
+    vsValue=NUMBER,
+    rate={**DECIMAL, "description": "vsCurrency per token"},
+    rateSource={"type": "string", "enum": ["payment", "now"]},
+    createdAt=INTEGER,
+    txHash={**NULLABLE_STRING, "description": "the withdrawal that paid it, once confirmed"},
+    logIndex=NULLABLE_INTEGER,
+    settledAt={**NULLABLE_INTEGER, "description": "confirmed: block time; cancelled: when"},
 )
 INVOICE = obj(
     [
@@ -50,6 +89,8 @@ INVOICE = obj(
         "owner",
         "paidAmount",
         "payments",
+        "refundedAmount",
+        "refunds",
         "acceptedTokens",
     ],
     guid=STRING,
@@ -65,8 +106,15 @@ INVOICE = obj(
     owner=ADDRESS,
     paidAmount=DECIMAL,
     payments={"type": "array", "items": PAYMENT},
+    refundedAmount={**DECIMAL, "description": "the sum of the confirmed refunds' vsValue"},
+    refunds={"type": "array", "items": REFUND},
     acceptedTokens={"type": "array", "items": TOKEN_ID},
     paymentUrl=STRING,
+    tokenInfo={
+        "type": "object",
+        "description": "symbol and decimals of the accepted tokens paycore knows, by token id",
+        "additionalProperties": obj(["symbol", "decimals"], symbol=STRING, decimals=INTEGER),
+    },
 )
 INVOICE_PAGE = obj(
     ["items", "total", "offset", "limit"],
@@ -74,10 +122,12 @@ INVOICE_PAGE = obj(
     total=INTEGER,
     offset=INTEGER,
     limit=INTEGER,
+    nextCursor=CURSOR,
+    prevCursor=CURSOR,
 )
 TRANSACTION = obj(
     ["type", "txHash", "logIndex", "chainId", "token", "from", "amount", "vsValue", "timestamp"],
-    type={"type": "string", "enum": ["deposit", "withdraw"]},
+    type={"type": "string", "enum": ["deposit", "withdraw", "refund"]},
     txHash=STRING,
     logIndex=INTEGER,
     chainId=STRING,
@@ -95,6 +145,8 @@ TRANSACTION_PAGE = obj(
     total=INTEGER,
     offset=INTEGER,
     limit=INTEGER,
+    nextCursor=CURSOR,
+    prevCursor=CURSOR,
 )
 PRICES = obj(
     ["vsCurrency", "fetchedAt", "prices"],
@@ -177,6 +229,28 @@ INIT_WITHDRAW_TX = {
         "fee": DECIMAL,
     },
 }
+TRON_CALL = obj(
+    ["transaction", "txID", "from", "to", "data", "callValue", "feeLimit", "chainId"],
+    transaction={"type": "object", "description": "the node's transaction, as TronWeb signs it"},
+    txID=STRING,
+    to=ADDRESS,
+    data=HEX,
+    callValue=INTEGER,
+    feeLimit=INTEGER,
+    chainId=INTEGER,
+    energyEstimate=INTEGER,
+    **{"from": ADDRESS},
+)
+REFUND_BUILT = obj(
+    ["refund", "transaction", "invoice"],
+    refund=REFUND,
+    transaction={
+        "oneOf": [INIT_WITHDRAW_TX, TRON_CALL],
+        "description": "the unsigned withdrawal that pays it, as /initWithdraw builds it",
+    },
+    invoice=INVOICE,
+)
+REFUND_CANCELLED = obj(["refund", "invoice"], refund=REFUND, invoice=INVOICE)
 DEPLOYED = obj(
     ["txHash", "owner", "walletAddress"],
     txHash=HEX,
@@ -320,10 +394,7 @@ STAKING_TX = obj(
 )
 
 # -- the webhook delivery log (GET /webhook/deliveries, POST /webhook/redeliver*) -----------------
-NULL: S = {"type": "null"}
-NULLABLE_INTEGER: S = {"oneOf": [INTEGER, NULL]}
-NULLABLE_STRING: S = {"oneOf": [STRING, NULL]}
-NULLABLE_DECIMAL: S = {"oneOf": [DECIMAL, NULL]}
+NULLABLE_DECIMAL: S = {"oneOf": [DECIMAL, {"type": "null"}]}
 DELIVERY_ATTEMPT = obj(
     ["attemptedAt", "url", "statusCode", "error", "latencyMs"],
     attemptedAt={**INTEGER, "description": "unix milliseconds"},

@@ -13,6 +13,7 @@ from . import (
     invoices,
     links,
     management,
+    refunds,
     schemas,
     sessions,
     staking,
@@ -83,6 +84,29 @@ ROUTES: list[Route] = [
         request=rq.PricesQuery,
         response=schemas.PRICES,
         errors=(400,),
+    ),
+    # -- refunds: the unsigned withdrawal to the payer, recorded pending until the watcher
+    # sees the owner's wallet pay it ---------------------------------------------------------
+    Route(
+        ("POST",),
+        "/refund",
+        refunds.create_refund,
+        "Refund a paid invoice, whole or part: the unsigned transaction from the owner's wallet",
+        status=201,
+        request=rq.CreateRefund,
+        response=schemas.REFUND_BUILT,
+        errors=(400, 401, 403, 404, 409, 502),
+        session="owner",
+    ),
+    Route(
+        ("POST",),
+        "/refund/cancel",
+        refunds.cancel_refund,
+        "Cancel a pending refund whose transaction will not be sent",
+        request=rq.CancelRefund,
+        response=schemas.REFUND_CANCELLED,
+        errors=(400, 401, 403, 404, 409),
+        session="owner",
     ),
     Route(
         ("POST",),

@@ -4,6 +4,7 @@
 /invoice without an ``address``). ``WalletBackend`` adds the interface's smart-wallet helpers
 (/getAddress, /initWallet, /deployWallet, /getBalances, /initWithdraw, /getFaucet); the HTTP
 handlers call them through this Protocol, so a Tron backend slots in beside the EVM one.
+``RefundBackend`` adds the one fact refunds need beyond a withdrawal: a token's decimals.
 """
 
 from __future__ import annotations
@@ -76,3 +77,14 @@ class WalletBackend(Protocol):
 
     def faucet(self, chain_id: int, to: str) -> Json:
         """/getFaucet: dev chains only."""
+
+
+@runtime_checkable
+class RefundBackend(WalletBackend, Protocol):
+    """A wallet backend that can also say how finely a token divides, so that a refund
+    stated in fiat becomes a whole number of base units before ``init_withdraw`` (POST
+    /refund builds its transaction there: a refund is a withdrawal to the payer)."""
+
+    def token_decimals(self, chain_id: int, token: str) -> int | None:
+        """The decimals of ``token`` (NATIVE for the coin) on the chain; None when the
+        contract has no sane ``decimals()``."""

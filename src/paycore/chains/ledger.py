@@ -36,6 +36,12 @@ class ChainLedger:
         with self._storage.transaction() as tx:
             return tx.advance_chain(chain_id, holder, number, block_hash, now_ms, lease_ms)
 
+    def cursor(self, chain_id: int) -> ChainCursor | None:
+        """The chain's cursor and lease as they stand, claiming nothing (``paycore chains
+        check``); None before any watcher scanned it."""
+        with self._storage.transaction() as tx:
+            return tx.get_chain_cursor(chain_id)
+
     def release(self, chain_id: int, holder: str) -> None:
         """Give the lease up so another watcher may take the chain at once."""
         with self._storage.transaction() as tx:
@@ -51,6 +57,12 @@ class ChainLedger:
         ``deadline_after`` (unix seconds), so late payments are still seen."""
         with self._storage.transaction() as tx:
             return tx.watched_addresses(chain_id, deadline_after)
+
+    def earliest_watched(self, chain_id: int, deadline_after: int) -> int | None:
+        """When the oldest invoice ``watched_addresses`` watches was created (unix seconds),
+        or None when it watches none."""
+        with self._storage.transaction() as tx:
+            return tx.earliest_watched(chain_id, deadline_after)
 
     def invoices_of(
         self, owner: str, chain_id: int, *, limit: int | None = None

@@ -67,6 +67,11 @@ class RoutingBackend(Generic[ChainT]):
         result: Json = self.operations.deploy_wallet(self.chain(chain_id), raw_tx)
         return result
 
+    def token_decimals(self, chain_id: int, token: str) -> int | None:
+        """RefundBackend: the token's decimals, read once per chain and token."""
+        meta = self.chain(chain_id).token_meta([token]).get(token)
+        return None if meta is None else meta.decimals
+
     def balances(self, gateway: Gateway, owner: str, chain_id: int) -> list[Json]:
         chain = self.chain(chain_id)
         invoices = invoices_of(gateway, owner, chain_id)

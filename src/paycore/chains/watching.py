@@ -3,7 +3,8 @@ the shape of one pass and the loop of passes.
 
 A watcher holds its chain's lease in storage; the same row holds the cursor (the last block
 scanned and its hash). :meth:`ChainWatcher.step` claims the lease, reads the head, and on
-the very first pass starts after the safe head (or at ``start_block``); the scan itself --
+the very first pass starts at ``start_block``, or else before the oldest watched invoice
+was created (found by block timestamp, ``timeline``); the scan itself --
 how blocks are fetched, checked against reorgs and matched -- is the chain's own
 (:meth:`ChainWatcher._scan`). What a scan finds is turned into :class:`Deposit` and withdraw
 :class:`Transaction` records here, so both chains value and record them alike.
@@ -19,6 +20,13 @@ status recomputed, an event emitted), and the cursor rewinds below the lowest su
 so a transfer the new chain mined again is found and counted again, once. Deposits
 recorded above the cursor (the committed batches of a range whose watcher died before its
 last batch moved the cursor) are re-checked at every pass.
+
+Nodes that lag. Behind a load balancer one request may reach a node a few blocks behind
+the last: it answers an older head and no block above its own. Such an answer never moves
+the cursor back (a head below the cursor ends the pass), and a block it lacks is never taken
+for a replaced one (:meth:`ChainWatcher._known_hashes`): deposits are only taken back on a
+node that shows another block at their height. A read whose answers disagree is asked again
+at once (:func:`asked_again`), since the next request often reaches another node.
 
 Attribution. A range's deposits go to ``Gateway.ingest`` in batches of
 ``Settings.ingest_batch``, one storage transaction each; the last batch of a range also
@@ -39,6 +47,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
@@ -53,6 +62,7 @@ from paycore.ops.outages import LoopGuard
 from paycore.prices.pricing import value_at
 
 from .common import ChainBase, Transfer
+from .timeline import last_block_before
 
 if TYPE_CHECKING:
     from paycore.chains.records import ChainCursor
@@ -99,14 +109,49 @@ class FetchedRange(Generic[W]):
     transfers: list[Transfer]
     timestamps: dict[int, int]
     withdrawals: list[W]
+    #: The last block fetched when the fetch stopped short of the range's end (None: the
+    #: whole range): what was read is attributed and the cursor moves to it, so the next
+    #: pass asks only for the rest.
+    last_block: int | None = None
+    #: Why it stopped short (a request that kept failing), reported as the pass's error;
+    #: None when it stopped for a reason of the pass's own (a stop, a deadline).
+    stopped: str | None = None
 
 
 #: Block hashes asked for at once when recorded deposits are re-checked.
 _HASHES_PER_BATCH = 16
+#: Seconds before the oldest watched invoice's creation a new watcher begins: room for the
+#: gateway host's clock to run ahead of the block producers' (docs/chains.md).
+FIRST_PASS_MARGIN = 600
 
 
 class Inconsistent(Exception):
-    """The node's answers disagree (the chain moved mid-read): retry the range later."""
+    """The node's answers disagree (the chain moved mid-read, or a node that lags behind a
+    load balancer answered part of them): retry the range later. ``logged``: the chain's
+    watcher has said why already, at the level it deserves."""
+
+    def __init__(self, message: str = "", *, logged: bool = False) -> None:
+        super().__init__(message)
+        self.logged = logged
+
+
+#: Tries of a read whose answers disagree before the pass gives up: behind a load balancer
+#: the next request often reaches another node, so asking again at once usually settles it.
+ASK_AGAIN = 3
+T = TypeVar("T")
+
+
+def asked_again(read: Callable[[], T], tries: int = ASK_AGAIN) -> T:
+    """``read()``, asked again at once while it raises :class:`Inconsistent`, ``tries``
+    times in all; the last one's :class:`Inconsistent` is raised, and so is at once one
+    already ``logged`` (the chain's reader gave up on purpose: asking again would not help)."""
+    for attempt in range(tries):
+        try:
+            return read()
+        except Inconsistent as exc:
+            if exc.logged or attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 class Forked(Exception):
@@ -126,6 +171,8 @@ class ChainWatcher(Generic[ChainT]):
     """
 
     _replaced = "reorg"
+    #: Block timestamps asked for at once when searching where a first pass starts.
+    _probes = 1
 
     def __init__(self, gateway: Gateway, chain: ChainT, *, holder: str | None = None) -> None:
         self.gateway = gateway
@@ -134,6 +181,8 @@ class ChainWatcher(Generic[ChainT]):
         self.holder = holder or default_holder()
         self._wallet_owners: dict[str, str | None] = {}
         self._reorged = 0  # deposits taken back during the current pass
+        #: The highest head any node has answered: a node answering less is behind.
+        self._seen_head = -1
 
     # -- what the chain provides -------------------------------------------------------------
     def _head(self) -> int:
@@ -142,6 +191,11 @@ class ChainWatcher(Generic[ChainT]):
 
     def _block_hash(self, number: int) -> str:
         """The hash (blockID) of block ``number``; raises when the node does not have it."""
+        raise NotImplementedError
+
+    def _block_times(self, numbers: Sequence[int]) -> dict[int, int]:
+        """The timestamp (unix seconds) of each block; raises :class:`Inconsistent` when the
+        node lacks one. Asked ``_probes`` at a time by the first pass's search."""
         raise NotImplementedError
 
     def _block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
@@ -161,6 +215,11 @@ class ChainWatcher(Generic[ChainT]):
         """Scan the blocks after ``last`` (whose hash the cursor holds, if any) up to
         ``safe``, attributing what they hold and advancing the cursor range by range."""
         raise NotImplementedError
+
+    def _node_trouble(self, exc: Exception) -> float | None:
+        """Seconds to wait before the next pass when ``exc`` is the node failing (no answer,
+        a refusal, every endpoint resting), or None for anything else (logged in full)."""
+        return None
 
     # -- lease and cursor -----------------------------------------------------------------
     def _now_ms(self) -> int:
@@ -227,10 +286,10 @@ class ChainWatcher(Generic[ChainT]):
         taken: list[Transaction] = []
         for start in range(0, len(numbers), _HASHES_PER_BATCH):
             chunk = numbers[start : start + _HASHES_PER_BATCH]
-            hashes = self._block_hashes(chunk)
+            hashes = asked_again(partial(self._known_hashes, chunk))
             intact = False
             for number in chunk:
-                gone = [r for r in by_block[number] if r.block_hash != hashes.get(number)]
+                gone = [r for r in by_block[number] if r.block_hash != hashes[number]]
                 if not gone:
                     intact = True
                     break
@@ -251,33 +310,86 @@ class ChainWatcher(Generic[ChainT]):
             self._reorged += len(taken)
         return lowest
 
+    def _known_hashes(self, numbers: Sequence[int]) -> dict[int, str]:
+        """The hash of each block; :class:`Inconsistent` when the node lacks one. No block
+        at a height is no proof of a reorg: a node that lags (behind a load balancer, say)
+        answers the same, so recorded deposits are judged only by a node that has it."""
+        hashes = self._block_hashes(numbers)
+        missing = [n for n in numbers if hashes.get(n) is None]
+        if missing:
+            raise Inconsistent(f"block {missing[0]} of a recorded deposit is not available")
+        return {n: h for n, h in hashes.items() if h is not None}
+
     # -- one pass -------------------------------------------------------------------------
     def step(self, stop: threading.Event | None = None) -> StepReport:
-        """Claim the lease, then scan up to the block ``confirmations`` below the head. The
-        first pass of a chain without ``start_block`` only sets the cursor at that block:
-        a watcher starting today does not attribute yesterday's transfers."""
+        """Claim the lease, then scan up to the block ``confirmations`` below the head.
+
+        A chain without a cursor starts at ``start_block`` when it is set, else before the
+        oldest watched invoice was created (:meth:`_first_cursor`). A pass whose node
+        answers something it cannot stand behind -- a head below the cursor, a block it
+        does not have -- ends with ``error`` set and the cursor where it was."""
         self._reorged = 0
-        report = self._step(stop)
+        try:
+            report = self._step(stop)
+        except Inconsistent as exc:
+            if not exc.logged:
+                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
+            report = StepReport(held=True, caught_up=False, error=str(exc))
         return attrs.evolve(report, reorged=self._reorged) if self._reorged else report
 
     def _step(self, stop: threading.Event | None) -> StepReport:
         cursor = self._claim()
         if cursor is None:
             return StepReport(held=False)
-        safe = self._head() - self.config.confirmations
+        head = self._head()
+        for _ in range(ASK_AGAIN - 1):  # an older head than seen: maybe another node has more
+            if head >= self._seen_head:
+                break
+            head = max(head, self._head())
+        self._seen_head = max(self._seen_head, head)
+        safe = head - self.config.confirmations
         if safe < 0:
             return StepReport(held=True)
         last, last_hash = cursor.block_number, cursor.block_hash
         if last is None:
             if self.config.start_block is None:
-                self._advance(safe, self._block_hash(safe))
-                log.info("chain %d: first pass starts after block %d", self.chain.chain_id, safe)
-                return StepReport(held=True, scanned_to=safe)
-            last, last_hash = self.config.start_block - 1, None
+                last, last_hash = self._first_cursor(safe)
+            else:
+                last, last_hash = self.config.start_block - 1, None
+        elif head < last:
+            # Behind a load balancer, a node that lags answers an older head: it does not
+            # have the cursor's block, so nothing it says about it can be trusted (a reorg
+            # to a shorter chain looks the same, and shows once the chain passes the cursor).
+            raise Inconsistent(f"the node's head {head} is behind the cursor {last}")
         # Deposits above the cursor were recorded by a watcher that died before advancing
         # it; the scan will meet the blocks again, but a replaced one would go unnoticed.
         self._check_recorded(last + 1)
         return self._scan(last, last_hash, safe, stop)
+
+    def _first_cursor(self, safe: int) -> tuple[int, str | None]:
+        """Where a watcher with no cursor and no ``start_block`` begins, set as its cursor:
+        the last block more than ``FIRST_PASS_MARGIN`` seconds before the oldest watched
+        invoice was created, found by block timestamp; the safe head when no invoice is
+        watched (no older block can pay an invoice that does not exist yet: the head was
+        read before the invoices). Never above the safe head."""
+        oldest = self.gateway.chain_ledger.earliest_watched(
+            self.chain.chain_id, int(self.gateway.clock()) - self.config.watch_grace
+        )
+        start = safe
+        if oldest is not None:
+            moment = oldest - FIRST_PASS_MARGIN
+            start = min(safe, last_block_before(moment, safe, self._block_times, self._probes))
+        start_hash = asked_again(partial(self._block_hash, start)) if start >= 0 else None
+        self._advance(start, start_hash)
+        log.info(
+            "chain %d: first pass starts after block %d (%s)",
+            self.chain.chain_id,
+            start,
+            "no invoice is watched"
+            if oldest is None
+            else f"the oldest watched invoice is {oldest}",
+        )
+        return start, start_hash
 
     def _ranges(
         self,
@@ -303,7 +415,8 @@ class ChainWatcher(Generic[ChainT]):
 
         ``fetch`` raises :class:`Forked` when the first block does not descend from the
         cursor's (the cursor rewinds, once a pass), :class:`Inconsistent` when the node's
-        answers disagree.
+        answers disagree. A fetch that read only part of the range says so
+        (``FetchedRange.last_block``): that part is attributed and the cursor moves past it.
         """
         rewound = False
         while last < safe:
@@ -311,7 +424,7 @@ class ChainWatcher(Generic[ChainT]):
                 return attrs.evolve(report, caught_up=False)
             end = min(last + self.config.block_batch, safe)
             try:
-                fetched = fetch(last + 1, end, last_hash)
+                fetched = asked_again(partial(fetch, last + 1, end, last_hash))
             except Forked:
                 if rewound:  # the chain is still moving under us: next pass
                     return attrs.evolve(report, caught_up=False, error="fork")
@@ -320,8 +433,11 @@ class ChainWatcher(Generic[ChainT]):
                 report = attrs.evolve(report, rewound_to=last, scanned_from=last + 1)
                 continue
             except Inconsistent as exc:
-                log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
+                if not exc.logged:
+                    log.warning("chain %d: %s; retrying", self.chain.chain_id, exc)
                 return attrs.evolve(report, caught_up=False, error=str(exc))
+            if fetched.last_block is not None:  # stopped short: attribute what was read
+                end = fetched.last_block
             try:
                 done = self._commit(fetched, decimals, (last, last_hash), end, waiting)
             except RangeHeld as exc:
@@ -340,6 +456,8 @@ class ChainWatcher(Generic[ChainT]):
                 withdrawals=report.withdrawals + done.withdrawals,
                 parked=report.parked + done.parked,
             )
+            if fetched.stopped is not None:
+                return attrs.evolve(report, caught_up=False, error=fetched.stopped)
         return report
 
     def _commit(
@@ -489,8 +607,13 @@ class ChainWatcher(Generic[ChainT]):
                 except StorageUnavailable as exc:
                     stop.wait(guard.failed(exc))
                     continue
-                except Exception:
-                    log.exception("chain %d: watcher pass failed", self.chain.chain_id)
+                except Exception as exc:
+                    pause = self._node_trouble(exc)
+                    if pause is None:
+                        log.exception("chain %d: watcher pass failed", self.chain.chain_id)
+                    else:  # the node's trouble, already worded: one line, then wait it out
+                        log.warning("chain %d: watcher pass failed: %s", self.chain.chain_id, exc)
+                        stop.wait(max(0.0, pause - self.config.poll_interval))
                     report = StepReport(held=True, error="exception")
                 else:
                     guard.succeeded()

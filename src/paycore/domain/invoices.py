@@ -22,10 +22,11 @@ from ..prices.pricing import DepositValuer, value_at
 from ..storage import StorageTx
 from ..storage.contract import TransferKey
 from . import machine
+from .aliases import resolve_token
 from .fields import Address, Amount, ChainId, Token, Uint
 from .money import parse_amount
 from .records import Deposit, Invoice, Payment, Status, Transaction, Valuation
-from .tokens import TokenId, normalize_address
+from .tokens import normalize_address
 
 MAX_ACCEPTED_TOKENS = 20
 MAX_DESCRIPTION = 2000
@@ -88,7 +89,7 @@ def parse_new_invoice(
         raise InvalidInput("acceptedTokens", f"at most {MAX_ACCEPTED_TOKENS} entries")
     accepted: list[str] = []
     for i, raw in enumerate(raw_tokens):
-        token = TokenId.parse(raw, f"acceptedTokens[{i}]")
+        token = resolve_token(settings, raw, f"acceptedTokens[{i}]", chain_id=chain_id)
         if token.chain_id != chain_id:
             raise InvalidInput(
                 f"acceptedTokens[{i}]", f"is on chain {token.chain_id}, the invoice on {chain_id}"
@@ -99,7 +100,7 @@ def parse_new_invoice(
     if request.token is None:
         display_token = accepted[0]
     else:
-        display_token = str(TokenId.parse(request.token, "token"))
+        display_token = str(resolve_token(settings, request.token, "token", chain_id=chain_id))
         if display_token not in accepted:
             raise InvalidInput("token", "must be one of acceptedTokens")
 

@@ -7,13 +7,13 @@ transition can never leave a half-updated invoice behind. Money is Decimal insid
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from enum import StrEnum
 from typing import Any
 
 import attrs
 
-from .money import to_text
+from .money import MONEY_CONTEXT, to_text
 
 Json = dict[str, Any]
 
@@ -78,6 +78,96 @@ class Payment:
         )
 
 
+class RefundStatus(StrEnum):
+    """Where a refund stands: built and waiting to be seen on chain, seen paid out of the
+    owner's wallet by the watcher, or withdrawn by the merchant before it was sent."""
+
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    CANCELLED = "cancelled"
+
+
+class RateSource(StrEnum):
+    """Which rate turned a refund's token amount into the invoice's vsCurrency (or back):
+    the rate its payments were valued at, or the price table in force when it was made."""
+
+    PAYMENT = "payment"
+    NOW = "now"
+
+
+@attrs.frozen
+class Refund:
+    """Money sent back to a payer from the owner's wallet: an element of ``Invoice.refunds``.
+
+    ``token`` is the token's address as in ``Payment.token``; ``amount`` is in token units
+    (exactly a whole number of the token's base units), ``vs_value`` its worth in the
+    invoice's vsCurrency at ``rate`` (vsCurrency per token, chosen by ``rate_source``).
+    ``tx_hash`` and ``log_index`` name the wallet's ``Withdrawn`` event once the watcher has
+    seen it (``status`` confirmed); ``settled_at`` is that block's time, or when the merchant
+    cancelled it.
+    """
+
+    id: str
+    guid: str
+    owner: str
+    chain_id: int
+    token: str
+    to: str
+    amount: Decimal
+    vs_value: Decimal
+    rate: Decimal
+    rate_source: RateSource
+    status: RefundStatus
+    created_at: int
+    tx_hash: str | None = None
+    log_index: int | None = None
+    settled_at: int | None = None
+
+    @property
+    def holds_funds(self) -> bool:
+        """Pending or confirmed: counted against what is left to refund."""
+        return self.status is not RefundStatus.CANCELLED
+
+    def to_wire(self) -> Json:
+        return {
+            "id": self.id,
+            "guid": self.guid,
+            "status": self.status.value,
+            "chainId": str(self.chain_id),
+            "token": self.token,
+            "to": self.to,
+            "amount": to_text(self.amount),
+            "vsValue": _number(self.vs_value),
+            "rate": to_text(self.rate),
+            "rateSource": self.rate_source.value,
+            "createdAt": self.created_at,
+            "txHash": self.tx_hash,
+            "logIndex": self.log_index,
+            "settledAt": self.settled_at,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Json, owner: str) -> Refund:
+        """The record ``to_wire`` wrote (the wire form leaves out the owner: pass it)."""
+        return cls(
+            id=data["id"],
+            guid=data["guid"],
+            owner=owner,
+            chain_id=int(data["chainId"]),
+            token=data["token"],
+            to=data["to"],
+            amount=Decimal(data["amount"]),
+            vs_value=Decimal(str(data["vsValue"])),
+            rate=Decimal(data["rate"]),
+            rate_source=RateSource(data["rateSource"]),
+            status=RefundStatus(data["status"]),
+            created_at=int(data["createdAt"]),
+            tx_hash=data.get("txHash"),
+            log_index=None if data.get("logIndex") is None else int(data["logIndex"]),
+            settled_at=None if data.get("settledAt") is None else int(data["settledAt"]),
+        )
+
+
 @attrs.frozen
 class Invoice:
     """An invoice as paycore stores it: frozen, so every change is a new record.
@@ -87,6 +177,10 @@ class Invoice:
     ``Decimal`` in ``vs_currency``; times are unix seconds. ``to_wire`` gives the JSON record
     the interface shows and ``from_wire`` reads it back. Status moves are made by
     ``paycore.domain.machine`` (the state machine), never by editing a record by hand.
+
+    ``refunds`` are not part of the invoice's stored row: storage keeps them as rows of
+    their own and returns invoices without them; the gateway attaches them to every
+    invoice it hands out or announces (``Gateway.refund_invoice``).
     """
 
     guid: str
@@ -104,6 +198,17 @@ class Invoice:
     paid_amount: Decimal = Decimal(0)
     payments: tuple[Payment, ...] = ()
     vs_currency: str = "usd"
+    refunds: tuple[Refund, ...] = ()
+
+    @property
+    def refunded_amount(self) -> Decimal:
+        """The sum of the confirmed refunds' ``vs_value``: what went back to payers, in
+        vsCurrency, as ``paid_amount`` is what came in. Pending ones are not counted."""
+        with localcontext(MONEY_CONTEXT):
+            return sum(
+                (r.vs_value for r in self.refunds if r.status is RefundStatus.CONFIRMED),
+                Decimal(0),
+            )
 
     @property
     def is_tip_jar(self) -> bool:
@@ -127,6 +232,8 @@ class Invoice:
             "owner": self.owner,
             "paidAmount": to_text(self.paid_amount),
             "payments": [p.to_wire() for p in self.payments],
+            "refundedAmount": to_text(self.refunded_amount) if self.refunds else "0",
+            "refunds": [r.to_wire() for r in self.refunds],
             "acceptedTokens": list(self.accepted_tokens),
         }
         if checkout_url is not None:
@@ -152,6 +259,7 @@ class Invoice:
             paid_amount=Decimal(data["paidAmount"]),
             payments=tuple(Payment.from_wire(p) for p in data.get("payments", [])),
             vs_currency=vs_currency,
+            refunds=tuple(Refund.from_wire(r, data["owner"]) for r in data.get("refunds", [])),
         )
 
 
@@ -192,6 +300,9 @@ class Valuation:
 class TxType(StrEnum):
     DEPOSIT = "deposit"
     WITHDRAW = "withdraw"
+    #: A withdrawal from the owner's wallet that paid one of its refunds (its invoice in
+    #: ``guid``): recorded by the watcher like any withdrawal, named for what it did.
+    REFUND = "refund"
 
 
 @attrs.frozen
@@ -268,9 +379,9 @@ class Transaction:
             "vsValue": _number(self.vs_value),
             "timestamp": self.timestamp,
         }
-        if self.type is TxType.WITHDRAW:
+        if self.type is not TxType.DEPOSIT:
             wire["to"] = self.to
-        if self.type is TxType.DEPOSIT and self.guid is not None:
+        if self.type is not TxType.WITHDRAW and self.guid is not None:
             wire["guid"] = self.guid
         return wire
 

@@ -198,6 +198,8 @@ def configure_logging(level: str | int = "INFO") -> None:
     logging.basicConfig(level=level, format=LOG_FORMAT, force=True)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(RedactingFormatter(LOG_FORMAT))
+    # httpx logs every request at INFO: a watcher's JSON-RPC calls would fill the log.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
     install_excepthooks()
 
 

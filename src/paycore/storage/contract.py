@@ -19,6 +19,7 @@ several threads and processes (row locks / atomic statements), because the core 
   earliest pending delivery of an invoice (see the webhook deliveries section below).
 - ``claim_chain`` gives a chain's scanning lease to one holder at a time, and
   ``advance_chain`` moves the cursor only while that holder still has it.
+- ``settle_refund`` moves a refund out of ``pending`` once: of concurrent settles, one wins.
 
 Addresses and owners arrive already normalised (checksummed / base58); storage compares them
 as plain strings. Exceptions raised inside the ``with`` block roll everything back.
@@ -33,6 +34,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from ..chains.records import ChainCursor
+from ..domain.paging import TxPosition
 from ..domain.records import (
     Deposit,
     Invoice,
@@ -41,6 +43,7 @@ from ..domain.records import (
     OutboxEvent,
     PollToken,
     PowChallenge,
+    Refund,
     SessionKey,
     Transaction,
     TxType,
@@ -108,15 +111,17 @@ class StorageTx(Protocol):
     def invoices_at_address(
         self, chain_id: int, address: str, *, for_update: bool = False
     ) -> list[Invoice]:
-        """Every invoice whose deposit address is ``address`` on ``chain_id``, oldest first."""
+        """Every invoice whose deposit address is ``address`` on ``chain_id``, oldest first
+        (creation order, as ``list_invoices``)."""
 
     def invoices_at_addresses(
         self, chain_id: int, addresses: Sequence[str], *, for_update: bool = False
     ) -> dict[str, list[Invoice]]:
         """``invoices_at_address`` for many addresses in one read (the watcher's batch):
-        each address that has invoices maps to them, oldest first; the others are absent.
-        ``for_update`` locks every row returned, taken in (address, created_at, guid)
-        order, so two batches that share addresses queue rather than deadlock."""
+        each address that has invoices maps to them, oldest first (creation order); the
+        others are absent. ``for_update`` locks every row returned, taken in (address,
+        creation order) order, so two batches that share addresses queue rather than
+        deadlock."""
 
     def update_invoice_states(self, records: Sequence[Invoice]) -> None:
         """Store the state of each invoice -- ``status``, ``paid_amount``, ``payments``,
@@ -134,7 +139,31 @@ class StorageTx(Protocol):
         limit: int | None = None,
         newest_first: bool = False,
     ) -> tuple[list[Invoice], int]:
-        """A page of matching invoices (ordered by created_at then guid) and the match count."""
+        """A page of matching invoices in creation order (the order ``insert_invoice`` was
+        called in, even within one second; newest first when asked) and the match count
+        (``count_invoices``). Skipping ``offset`` rows should cost no more than reading
+        the index it orders by."""
+
+    def invoices_after(
+        self,
+        *,
+        owner: str | None = None,
+        chain_id: int | None = None,
+        address: str | None = None,
+        after: str | None = None,
+        limit: int,
+        newest_first: bool = False,
+    ) -> list[Invoice] | None:
+        """A keyset page: up to ``limit`` matching invoices that follow the invoice with guid
+        ``after`` in creation order (older ones when ``newest_first``), from either end of
+        the order when ``after`` is None; ``None`` when there is no invoice ``after``. Costs
+        the rows it returns, not the rows before them."""
+
+    def count_invoices(
+        self, *, owner: str | None = None, chain_id: int | None = None, address: str | None = None
+    ) -> int:
+        """How many invoices match. By owner (and chain), without reading the invoices: from
+        counts the inserting transactions keep, which give the same answer as counting."""
 
     def due_for_expiry(self, now: int, limit: int) -> list[str]:
         """Guids of init/partialPaid invoices whose deadline is before ``now``."""
@@ -147,7 +176,8 @@ class StorageTx(Protocol):
 
     def insert_transactions(self, records: Sequence[Transaction]) -> list[bool]:
         """``insert_transaction`` for each record, in order (one round trip for the new ones
-        where the database allows); returns, per record, whether it was written."""
+        where the database allows); returns, per record, whether it was written. The
+        counts of ``count_transactions`` follow exactly as for one insert at a time."""
 
     def known_transfers(self, keys: Sequence[TransferKey]) -> set[TransferKey]:
         """Which of these transfers (chain_id, tx_hash, log_index, token) have a stored row
@@ -156,8 +186,27 @@ class StorageTx(Protocol):
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
     ) -> tuple[list[Transaction], int]:
-        """Newest first (timestamp, then tx_hash, log_index), and the match count. Rows
-        marked ``reorged`` are left out: their transfers are not on the chain."""
+        """Newest first (timestamp, then tx_hash, log_index, chain_id, token: the
+        ``paycore.domain.paging.TxPosition`` order), and the match count
+        (``count_transactions``). Rows marked ``reorged`` are left out: their transfers are
+        not on the chain."""
+
+    def transactions_after(
+        self,
+        owner: str,
+        *,
+        chain_id: int | None = None,
+        after: TxPosition | None = None,
+        limit: int,
+        newest_first: bool = True,
+    ) -> list[Transaction]:
+        """A keyset page of ``list_transactions``' rows: up to ``limit`` that come after the
+        position ``after`` in that order (before it, oldest first, when not
+        ``newest_first``), from either end when ``after`` is None."""
+
+    def count_transactions(self, owner: str, *, chain_id: int | None = None) -> int:
+        """How many of ``owner``'s transactions ``list_transactions`` shows, from counts the
+        recording transactions keep (inserts, reorg flags, revivals), not by counting."""
 
     def recorded_deposits(self, chain_id: int, from_block: int) -> list[Transaction]:
         """The deposits of ``chain_id`` recorded in blocks ``from_block`` and later (rows with
@@ -256,7 +305,8 @@ class StorageTx(Protocol):
 
     # -- events: outbox and per-consumer queues ---------------------------------------------
     def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
-        """Append to the outbox; returns the event id (strictly increasing)."""
+        """Append to the outbox; returns the event id (strictly increasing: once committed,
+        an id is never handed out again, even after its event has been pruned)."""
 
     def add_events(self, events: Sequence[NewEvent]) -> list[int]:
         """``add_event`` for each, in order, in one round trip where the database allows;
@@ -264,11 +314,21 @@ class StorageTx(Protocol):
 
     def open_queue(self, consumer: str, owner: str) -> None:
         """Create ``consumer``'s queue of ``owner``'s events if missing. A new queue starts
-        after the newest existing event; an existing one is left as it is."""
+        after the newest existing event; an existing one is left as it is. Where write
+        transactions overlap (PostgreSQL) it starts at the horizon instead (``drain_queue``):
+        no event committed after it opened is missed, and events committed just before it
+        while an older writer was still open may be handed out as well."""
 
     def drain_queue(self, consumer: str, cap: int) -> list[OutboxEvent]:
         """Return the queued events (oldest first, at most the newest ``cap``) and mark them
-        consumed, atomically: two concurrent drains never return the same event."""
+        consumed, atomically: two concurrent drains never return the same event, and no
+        event is skipped, however late the transaction that added it commits.
+
+        Order: event id order, the same for every queue, which for one invoice is the
+        order its events were added in. Where transactions overlap (PostgreSQL), an
+        event may be held back while a transaction that took a lower event id is still
+        open, and is handed out once it has ended; the draining transaction's own events
+        count as settled. Costs the events returned, not the backlog."""
 
     def close_queue(self, consumer: str) -> None:
         """Remove ``consumer``'s queue (the events stay in the outbox); a no-op if missing."""
@@ -384,9 +444,10 @@ class StorageTx(Protocol):
 
         An event is still needed while some queue of its owner has not drained it (its
         cursor is below the event) and it is among the owner's newest ``queue_cap`` events
-        (``drain_queue``'s cap: a queue never hands out an older one). The newest event of
-        all is always kept, so the next event's position after it never goes backwards.
-        The batch stops at the first event created at or after ``created_before``."""
+        (``drain_queue``'s cap: a queue never hands out an older one). The newest event may
+        go as well: an event id is never handed out twice (``add_event``), so the next
+        event still comes after every cursor. The batch stops at the first event created at
+        or after ``created_before``."""
 
     def prune_deliveries(self, settled_before: int, after: int, limit: int) -> PruneBatch:
         """Delete webhook deliveries that are settled (delivered or failed), whose retry
@@ -442,6 +503,10 @@ class StorageTx(Protocol):
         """The distinct deposit addresses of ``chain_id``'s invoices that are open (init,
         partialPaid) or whose deadline is at or after ``deadline_after`` (late payments and
         overpayments are still recorded for a while), sorted."""
+
+    def earliest_watched(self, chain_id: int, deadline_after: int) -> int | None:
+        """The oldest ``created_at`` among the invoices ``watched_addresses`` watches (the
+        same condition), or ``None`` when it watches none: where a new watcher must begin."""
 
     # -- owner management (docs/interface.md: app keys, e-mail notices, wallet indexes) ----
     def owner_is_known(self, owner: str) -> bool:
@@ -559,6 +624,35 @@ class StorageTx(Protocol):
 
     def parked_tokens(self) -> list[str]:
         """The ``{chainId}:{token}`` ids that parked deposits wait for a price of, sorted."""
+
+    # -- refunds (docs/interface.md, POST /refund) --------------------------------------------
+    # A refund is its own row, not part of the invoice's: ``Invoice.refunds`` is neither
+    # stored by ``insert_invoice`` / ``update_invoice`` nor returned by invoice reads (they
+    # come back with none), and the gateway reads them with ``refunds_of``. The gateway
+    # creates and settles refunds with their invoice's row locked (``get_invoice(...,
+    # for_update=True)``), so the check "no more than was paid is refunded" and the insert
+    # that relies on it are one step.
+
+    def insert_refund(self, refund: Refund) -> None:
+        """Store a new refund, every field as given; a duplicate ``id`` raises
+        ``ValueError``."""
+
+    def get_refund(self, refund_id: str) -> Refund | None:
+        """The refund ``refund_id``, or ``None`` if there is none."""
+
+    def refunds_of(self, guids: Sequence[str]) -> list[Refund]:
+        """Every refund of these invoices (any status), by invoice guid, then in the order
+        they were inserted: one read for a page of invoices or a batch of events."""
+
+    def pending_refunds(self, chain_id: int, owners: Sequence[str]) -> list[Refund]:
+        """The refunds of ``chain_id`` still ``pending`` whose owner is one of ``owners``,
+        in the order they were inserted: those a withdrawal the watcher saw may have paid."""
+
+    def settle_refund(self, refund: Refund) -> bool:
+        """Store ``refund``'s ``status``, ``tx_hash``, ``log_index`` and ``settled_at`` over
+        the refund of the same ``id`` -- only while that one is still ``pending``, as one
+        compare-and-set: of concurrent settles (the watcher confirming it, the merchant
+        cancelling it) exactly one wins. ``False``, changing nothing, otherwise."""
 
 
 @runtime_checkable

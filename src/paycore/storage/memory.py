@@ -26,6 +26,7 @@ import attrs
 
 from ..chains.records import ChainCursor
 from ..domain.machine import OPEN as _OPEN_STATUSES
+from ..domain.paging import TxPosition, tx_position
 from ..domain.records import (
     Deposit,
     Invoice,
@@ -34,6 +35,8 @@ from ..domain.records import (
     OutboxEvent,
     PollToken,
     PowChallenge,
+    Refund,
+    RefundStatus,
     SessionKey,
     Transaction,
     TxType,
@@ -95,6 +98,8 @@ class _Tables:
     """Every table of the store; ``snapshot`` and ``restore`` make rollback possible."""
 
     invoices: dict[str, Invoice] = attrs.field(factory=dict)
+    #: guid -> creation sequence: the order every listing and cursor follows.
+    invoice_seq: dict[str, int] = attrs.field(factory=dict)
     transactions: dict[TxKey, Transaction] = attrs.field(factory=dict)
     session_keys: dict[str, SessionKey] = attrs.field(factory=dict)
     #: address -> the messages it had accepted within its window. Mutated in place (copying
@@ -119,7 +124,9 @@ class _Tables:
     quotes: dict[tuple[str, str], LockedQuote] = attrs.field(factory=dict)  # (guid, token)
     parked: dict[TxKey, ParkedDeposit] = attrs.field(factory=dict)  # in parking order
     payment_links: dict[str, _LinkRow] = attrs.field(factory=dict)
+    refunds: dict[str, Refund] = attrs.field(factory=dict)  # by id, in insertion order
     last_event_id: int = 0
+    last_invoice_seq: int = 0
     last_delivery_id: int = 0
 
     def snapshot(self) -> _Tables:
@@ -135,20 +142,17 @@ class _Tables:
 
 
 def _detached(invoice: Invoice) -> Invoice:
-    """A copy whose ``data`` dict is not shared with the caller's."""
-    return attrs.evolve(invoice, data=copy.deepcopy(invoice.data))
+    """A copy whose ``data`` dict is not shared with the caller's, without ``refunds``:
+    those are rows of their own, as in a database (``StorageTx.insert_refund``)."""
+    return attrs.evolve(invoice, data=copy.deepcopy(invoice.data), refunds=())
 
 
 def _detached_event(event: OutboxEvent) -> OutboxEvent:
     return attrs.evolve(event, payload=copy.deepcopy(event.payload))
 
 
-def _created_order(invoice: Invoice) -> tuple[int, str]:
-    return (invoice.created_at, invoice.guid)
-
-
-def _newest_order(tx: Transaction) -> tuple[int, str, int, int, str]:
-    return (tx.timestamp, tx.tx_hash, tx.log_index, tx.chain_id, tx.token)
+def _newest_order(tx: Transaction) -> TxPosition:
+    return tx_position(tx)
 
 
 def _place(tx: Transaction) -> TransferPlace:
@@ -251,6 +255,8 @@ class _MemoryTx:
         if invoice.guid in self._t.invoices:
             raise ValueError(f"invoice {invoice.guid} already exists")
         self._t.invoices[invoice.guid] = _detached(invoice)
+        self._t.last_invoice_seq += 1
+        self._t.invoice_seq[invoice.guid] = self._t.last_invoice_seq
 
     def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None:
         invoice = self._t.invoices.get(guid)
@@ -278,7 +284,7 @@ class _MemoryTx:
             if inv.chain_id == chain_id and inv.address in wanted:
                 found.setdefault(inv.address, []).append(inv)
         return {
-            address: [_detached(inv) for inv in sorted(items, key=_created_order)]
+            address: [_detached(inv) for inv in sorted(items, key=self._created_order)]
             for address, items in sorted(found.items())
         }
 
@@ -304,15 +310,55 @@ class _MemoryTx:
         limit: int | None = None,
         newest_first: bool = False,
     ) -> tuple[list[Invoice], int]:
-        matches = [
+        matches = self._matching(owner, chain_id, address)
+        matches.sort(key=self._created_order, reverse=newest_first)
+        return [_detached(inv) for inv in _page(matches, offset, limit)], len(matches)
+
+    def _created_order(self, invoice: Invoice) -> int:
+        return self._t.invoice_seq[invoice.guid]
+
+    def _matching(
+        self, owner: str | None, chain_id: int | None, address: str | None
+    ) -> list[Invoice]:
+        return [
             inv
             for inv in self._t.invoices.values()
             if (owner is None or inv.owner == owner)
             and (chain_id is None or inv.chain_id == chain_id)
             and (address is None or inv.address == address)
         ]
-        matches.sort(key=_created_order, reverse=newest_first)
-        return [_detached(inv) for inv in _page(matches, offset, limit)], len(matches)
+
+    def invoices_after(
+        self,
+        *,
+        owner: str | None = None,
+        chain_id: int | None = None,
+        address: str | None = None,
+        after: str | None = None,
+        limit: int,
+        newest_first: bool = False,
+    ) -> list[Invoice] | None:
+        matches = self._matching(owner, chain_id, address)
+        if after is not None:
+            bound = self._t.invoice_seq.get(after)
+            if bound is None:
+                return None
+            matches = [
+                inv
+                for inv in matches
+                if (
+                    self._created_order(inv) < bound
+                    if newest_first
+                    else self._created_order(inv) > bound
+                )
+            ]
+        matches.sort(key=self._created_order, reverse=newest_first)
+        return [_detached(inv) for inv in matches[:limit]]
+
+    def count_invoices(
+        self, *, owner: str | None = None, chain_id: int | None = None, address: str | None = None
+    ) -> int:
+        return len(self._matching(owner, chain_id, address))
 
     def due_for_expiry(self, now: int, limit: int) -> list[str]:
         due = [
@@ -365,15 +411,40 @@ class _MemoryTx:
     def list_transactions(
         self, owner: str, *, chain_id: int | None = None, offset: int = 0, limit: int = 200
     ) -> tuple[list[Transaction], int]:
-        matches = [
+        matches = self._counted_transactions(owner, chain_id)
+        matches.sort(key=_newest_order, reverse=True)
+        return _page(matches, offset, limit), len(matches)
+
+    def _counted_transactions(self, owner: str, chain_id: int | None) -> list[Transaction]:
+        return [
             tx
             for tx in self._t.transactions.values()
             if tx.owner == owner
             and (chain_id is None or tx.chain_id == chain_id)
             and not tx.reorged
         ]
-        matches.sort(key=_newest_order, reverse=True)
-        return _page(matches, offset, limit), len(matches)
+
+    def transactions_after(
+        self,
+        owner: str,
+        *,
+        chain_id: int | None = None,
+        after: TxPosition | None = None,
+        limit: int,
+        newest_first: bool = True,
+    ) -> list[Transaction]:
+        matches = self._counted_transactions(owner, chain_id)
+        if after is not None:
+            matches = [
+                tx
+                for tx in matches
+                if (_newest_order(tx) < after if newest_first else _newest_order(tx) > after)
+            ]
+        matches.sort(key=_newest_order, reverse=newest_first)
+        return matches[:limit]
+
+    def count_transactions(self, owner: str, *, chain_id: int | None = None) -> int:
+        return len(self._counted_transactions(owner, chain_id))
 
     # -- session keys ---------------------------------------------------------------------
     def get_session_key(self, address: str) -> SessionKey | None:
@@ -668,9 +739,9 @@ class _MemoryTx:
             if inv.owner == owner
             and inv.created_at >= start
             and (end is None or inv.created_at < end)
-            and (after is None or _created_order(inv) > after)
+            and (after is None or (inv.created_at, inv.guid) > after)
         ]
-        found.sort(key=_created_order)
+        found.sort(key=lambda inv: (inv.created_at, inv.guid))
         return [_detached(inv) for inv in found[:limit]]
 
     def export_transactions(
@@ -711,7 +782,6 @@ class _MemoryTx:
         cursors: dict[str, int] = {}  # owner -> the lowest cursor of its queues
         for queue in self._t.queues.values():
             cursors[queue.owner] = min(queue.cursor, cursors.get(queue.owner, queue.cursor))
-        newest_id = events[-1].id if events else 0
         floors: dict[str, int] = {}  # owner -> id of its queue_cap-th newest event
 
         def still_queued(event: OutboxEvent) -> bool:
@@ -723,7 +793,7 @@ class _MemoryTx:
                 floors[event.owner] = ids[-queue_cap] if len(ids) >= queue_cap else 0
             return event.id >= floors[event.owner]
 
-        doomed = {e.id for e in old if e.id != newest_id and not still_queued(e)}
+        doomed = {e.id for e in old if not still_queued(e)}
         if doomed:
             self._t.events = [e for e in events if e.id not in doomed]
         done = young_met or len(batch) < limit
@@ -820,6 +890,17 @@ class _MemoryTx:
                 if inv.chain_id == chain_id
                 and (inv.status in _OPEN_STATUSES or inv.deadline >= deadline_after)
             }
+        )
+
+    def earliest_watched(self, chain_id: int, deadline_after: int) -> int | None:
+        return min(
+            (
+                inv.created_at
+                for inv in self._t.invoices.values()
+                if inv.chain_id == chain_id
+                and (inv.status in _OPEN_STATUSES or inv.deadline >= deadline_after)
+            ),
+            default=None,
         )
 
     # -- owner management -----------------------------------------------------------------
@@ -1000,3 +1081,39 @@ class _MemoryTx:
 
     def parked_tokens(self) -> list[str]:
         return sorted({f"{key[0]}:{key[3]}" for key in self._t.parked})
+
+    # -- refunds ------------------------------------------------------------------------------
+    def insert_refund(self, refund: Refund) -> None:
+        if refund.id in self._t.refunds:
+            raise ValueError(f"refund {refund.id} already exists")
+        self._t.refunds[refund.id] = refund
+
+    def get_refund(self, refund_id: str) -> Refund | None:
+        return self._t.refunds.get(refund_id)
+
+    def refunds_of(self, guids: Sequence[str]) -> list[Refund]:
+        wanted = set(guids)
+        found = [r for r in self._t.refunds.values() if r.guid in wanted]
+        order = {guid: n for n, guid in enumerate(sorted(wanted))}
+        return sorted(found, key=lambda r: order[r.guid])  # stable: insertion order kept
+
+    def pending_refunds(self, chain_id: int, owners: Sequence[str]) -> list[Refund]:
+        wanted = set(owners)
+        return [
+            r
+            for r in self._t.refunds.values()
+            if r.chain_id == chain_id and r.status is RefundStatus.PENDING and r.owner in wanted
+        ]
+
+    def settle_refund(self, refund: Refund) -> bool:
+        stored = self._t.refunds.get(refund.id)
+        if stored is None or stored.status is not RefundStatus.PENDING:
+            return False
+        self._t.refunds[refund.id] = attrs.evolve(
+            stored,
+            status=refund.status,
+            tx_hash=refund.tx_hash,
+            log_index=refund.log_index,
+            settled_at=refund.settled_at,
+        )
+        return True

@@ -17,6 +17,7 @@ from paycore.config import ChainConfig
 from paycore.domain.tokens import NATIVE, to_checksum
 
 from . import abi, create2
+from .logs import LogReader
 from .rpc import Call, Rpc, RpcError
 
 
@@ -25,7 +26,15 @@ class EvmChain(ChainBase):
 
     def __init__(self, config: ChainConfig, rpc: Rpc | None = None) -> None:
         super().__init__(config)
-        self.rpc = rpc or Rpc(self.rpc_url, batch_size=config.rpc_batch)
+        self.rpc = rpc or Rpc(
+            config.endpoints,
+            batch_size=config.rpc_batch,
+            timeout=config.rpc_timeout,
+            max_wait=config.rpc_max_wait,
+            name=f"chain {config.chain_id}",
+        )
+        #: eth_getLogs in pieces the provider accepts; the span it learns is the chain's.
+        self.logs = LogReader(self.rpc, config.block_batch, name=f"chain {config.chain_id}")
         #: Serialises the faucet's nonce: two concurrent calls must not reuse one.
         self.faucet_lock = threading.Lock()
 

@@ -6,7 +6,10 @@ One pass (:meth:`EvmWatcher.step`):
    is scanning this chain: do nothing. The same row holds the cursor: the last block scanned
    and its hash.
 2. Read the head; only blocks at least ``confirmations`` deep are scanned ("safe").
-3. Re-check the cursor block's hash. A different hash means the chain reorganised below the
+3. Re-check the cursor block's hash, with the head, in one request (so of one node). A
+   node behind the highest head seen, or without the cursor's block, is not believed (it
+   lags behind a load balancer): the pass ends. A different hash from a node that is not
+   behind means the chain reorganised below the
    cursor (deeper than ``confirmations``): the deposits recorded in replaced blocks are
    taken back out of their invoices (``ChainWatcher._rewind``), and the cursor rewinds
    ``reorg_rewind`` blocks, or below the lowest replaced deposit, to scan again.
@@ -15,11 +18,15 @@ One pass (:meth:`EvmWatcher.step`):
    back one that the new chain mined again.
 4. Load the watched addresses from storage -- after reading the head, so an invoice created
    later cannot have been paid in a block this pass scans.
-5. For each range of ``block_batch`` blocks up to the safe head, one JSON-RPC batch fetches
-   the ``Transfer`` logs of the watched token contracts, the ``Withdrawn``/``Collected`` logs
-   of any contract, and the blocks (full, when native coin is scanned). Logs whose block hash
-   disagrees with the block fetched in the same batch mean the chain moved mid-read: the
-   range is dropped and retried on the next pass, never attributed half-old, half-new.
+5. For each range of ``block_batch`` blocks up to the safe head: one JSON-RPC batch fetches
+   the blocks (full, when native coin is scanned); then ``logs.LogReader`` fetches the
+   ``Transfer`` logs of the watched token contracts and the ``Withdrawn``/``Collected`` logs
+   of any contract, in pieces the provider accepts, each batch with the range's last
+   header to prove the answering node has the range; with ``internal_transfers`` set, the
+   blocks' call traces (``traces``). Logs, receipts or traces whose block hash disagrees
+   with the blocks fetched mean the chain moved mid-read, or a node that lags answered:
+   the read is asked again, then the range is dropped and retried on the next pass, never
+   attributed half-old, half-new (docs/chains.md).
 6. Matches are attributed in chain order through ``Gateway.ingest``, a batch of up to
    ``Settings.ingest_batch`` deposits per storage transaction: the invoices of the batch's
    addresses are read (and locked) at once, and the rows, invoice updates and events are
@@ -51,6 +58,7 @@ from paycore.chains.watching import (
     FetchedRange,
     Inconsistent,
     StepReport,
+    asked_again,
     default_holder,
     run_all,
 )
@@ -58,9 +66,9 @@ from paycore.domain.records import Deposit, Transaction
 from paycore.domain.tokens import NATIVE
 from paycore.prices import parking
 
-from . import abi, scan
+from . import abi, limits, scan, traces
 from .chain import EvmChain
-from .rpc import Call
+from .rpc import RpcError, execution_failure
 
 if TYPE_CHECKING:
     from paycore.gateway import Gateway
@@ -81,9 +89,33 @@ class EvmWatcher(ChainWatcher[EvmChain]):
     """Scans one EVM chain with JSON-RPC batches; the lease, cursor and loop are
     ``ChainWatcher``'s."""
 
+    #: One JSON-RPC batch of headers per round of the first pass's search.
+    _probes = 15
+
     # -- one pass -------------------------------------------------------------------------
     def _head(self) -> int:
         return int(self.chain.rpc.call("eth_blockNumber"), 16)
+
+    def _block_times(self, numbers: Sequence[int]) -> dict[int, int]:
+        return {n: int(h["timestamp"], 16) for n, h in self._headers(numbers).items()}
+
+    def _headers(self, numbers: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The header of each block, from a node that has them all (asked again if not)."""
+
+        def ask() -> dict[int, dict[str, Any]]:
+            calls = [("eth_getBlockByNumber", [hex(n), False]) for n in numbers]
+            headers = self.chain.rpc.batch(calls)
+            for number, header in zip(numbers, headers, strict=True):
+                if header is None:
+                    raise _Inconsistent(f"block {number} is missing")
+            return dict(zip(numbers, headers, strict=True))
+
+        return asked_again(ask)
+
+    def _node_trouble(self, exc: Exception) -> float | None:
+        if not isinstance(exc, RpcError):
+            return None
+        return max(exc.retry_in or 0.0, self.chain.rpc.available_in())
 
     def _block_hash(self, number: int) -> str:
         block_hash: str = self._header(number)["hash"]
@@ -100,11 +132,9 @@ class EvmWatcher(ChainWatcher[EvmChain]):
         """Re-check the cursor block's hash (rewinding after a reorg below it), retry the
         parked deposits, then fetch and attribute range after range up to ``safe``."""
         rewound_to = None
-        if last_hash is not None and last >= 0:
-            header = self.chain.rpc.call("eth_getBlockByNumber", [hex(last), False])
-            if header is None or header["hash"] != last_hash:
-                rewound_to, _ = self._rewind(last)
-                last = rewound_to
+        if last_hash is not None and last >= 0 and self._replaced_cursor(last, last_hash):
+            rewound_to, _ = self._rewind(last)
+            last = rewound_to
         watched = scan.watch_keys(self._watched_addresses())
         tokens = self._token_decimals()
         unparked, waiting = self._retry_parked()
@@ -123,6 +153,23 @@ class EvmWatcher(ChainWatcher[EvmChain]):
             waiting,
         )
 
+    def _replaced_cursor(self, last: int, last_hash: str) -> bool:
+        """Whether the cursor's block was replaced. The head and the block are asked in
+        one request, so of one node; a node that answers an older head than one seen
+        before, or no block at the cursor, is behind (or on a stale fork): its word is not
+        taken, the pass ends, and a later one asks again (:class:`Inconsistent`)."""
+
+        def ask() -> bool:
+            answers = self.chain.rpc.batch(
+                [("eth_blockNumber", []), ("eth_getBlockByNumber", [hex(last), False])]
+            )
+            head, header = int(answers[0], 16), answers[1]
+            if header is None or head < self._seen_head:
+                raise _Inconsistent(f"the node at block {head} is behind (seen {self._seen_head})")
+            return bool(header["hash"] != last_hash)
+
+        return asked_again(ask)
+
     def _retry_parked(self) -> tuple[int, set[str]]:
         """Value the parked deposits that now have a fresh price (dropping any a reorg
         removed); returns how many were valued and the addresses that still wait."""
@@ -131,10 +178,9 @@ class EvmWatcher(ChainWatcher[EvmChain]):
 
     def _still_there(self, deposits: list[Deposit]) -> set[Deposit]:
         """The deposits whose block is still the canonical one at its height."""
-        numbers = sorted({d.block_number for d in deposits})
-        headers = self.chain.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers])
-        hashes = {n: h["hash"] for n, h in zip(numbers, headers, strict=True) if h is not None}
-        return {d for d in deposits if hashes.get(d.block_number) == d.block_hash}
+        # A block missing is a node that lags, no proof they are gone: the pass waits.
+        headers = self._headers(sorted({d.block_number for d in deposits}))
+        return {d for d in deposits if headers[d.block_number]["hash"] == d.block_hash}
 
     def _header(self, number: int) -> dict[str, Any]:
         header: dict[str, Any] | None = self.chain.rpc.call(
@@ -148,33 +194,37 @@ class EvmWatcher(ChainWatcher[EvmChain]):
     def _fetch(
         self, start: int, end: int, watched: dict[str, str], tokens: dict[str, int]
     ) -> _Range:
-        window = {"fromBlock": hex(start), "toBlock": hex(end)}
-        erc20 = [t for t in tokens if t != NATIVE]
-        calls: list[Call] = [
-            ("eth_getLogs", [{**window, "topics": [[abi.WITHDRAWN_TOPIC, abi.COLLECTED_TOPIC]]}])
-        ]
-        if erc20:
-            calls.append(
-                ("eth_getLogs", [{**window, "address": erc20, "topics": [abi.TRANSFER_TOPIC]}])
-            )
         native = self.config.scan_native
-        numbers = range(start, end + 1) if native else range(end, end + 1)
-        calls += [("eth_getBlockByNumber", [hex(n), native]) for n in numbers]
-        results = self.chain.rpc.batch(calls)
-        wallet_logs: list[scan.RawLog] = results[0]
-        token_logs: list[scan.RawLog] = results[1] if erc20 else []
-        blocks: list[scan.RawBlock] = results[2 if erc20 else 1 :]
-        if any(b is None for b in blocks):
-            raise _Inconsistent(f"a block in {start}..{end} is not available yet")
+        traced = self.config.internal_transfers != "off"
+        numbers = range(start, end + 1) if native or traced else range(end, end + 1)
+
+        def ask_blocks() -> list[scan.RawBlock]:
+            calls = [("eth_getBlockByNumber", [hex(n), native]) for n in numbers]
+            blocks: list[scan.RawBlock] = self.chain.rpc.batch(calls)
+            if any(b is None for b in blocks):
+                raise _Inconsistent(f"a block in {start}..{end} is not available yet")
+            return blocks
+
+        blocks = asked_again(ask_blocks)
         hashes = {int(b["number"], 16): b["hash"] for b in blocks}
         timestamps = {int(b["number"], 16): int(b["timestamp"], 16) for b in blocks}
+        erc20 = [t for t in tokens if t != NATIVE]
+        filters: list[dict[str, Any]] = [{"topics": [[abi.WITHDRAWN_TOPIC, abi.COLLECTED_TOPIC]]}]
+        if erc20:
+            filters.append({"address": erc20, "topics": [abi.TRANSFER_TOPIC]})
+        found = self.chain.logs.read(start, end, filters, hashes[end])
+        wallet_logs: list[scan.RawLog] = found[0]
+        token_logs: list[scan.RawLog] = found[1] if erc20 else []
         for entry in (*wallet_logs, *token_logs):
             number = int(entry["blockNumber"], 16)
             if entry.get("removed") or hashes.get(number, entry["blockHash"]) != entry["blockHash"]:
                 raise _Inconsistent(f"logs of block {number} changed while reading")
-        transfers = scan.match_transfers(token_logs, watched, scan.sweep_keys(wallet_logs))
+        sweeps = scan.sweep_keys(wallet_logs)
+        transfers = scan.match_transfers(token_logs, watched, sweeps)
         if native:
             transfers += self._succeeded(scan.match_native(blocks, watched))
+        if traced:
+            transfers += self._internal(blocks, watched, sweeps)
         transfers.sort(key=lambda t: t.order)
         withdrawals = [w for w in wallet_logs if w["topics"][0] == abi.WITHDRAWN_TOPIC]
         missing = {t.block_number for t in transfers} | {
@@ -184,27 +234,54 @@ class EvmWatcher(ChainWatcher[EvmChain]):
         return FetchedRange(hashes[end], transfers, timestamps, withdrawals)
 
     def _succeeded(self, transfers: list[scan.Transfer]) -> list[scan.Transfer]:
-        """Native transfers whose transaction did not revert (one batch of receipts)."""
+        """Native transfers whose transaction did not revert (one batch of receipts). A
+        receipt missing, or of another block, means a node that lags or is on another
+        fork answered: the range is read again, never attributed without it."""
         if not transfers:
             return []
-        receipts = self.chain.rpc.batch(
-            [("eth_getTransactionReceipt", [t.tx_hash]) for t in transfers]
-        )
+
+        def ask() -> list[Any]:
+            calls = [("eth_getTransactionReceipt", [t.tx_hash]) for t in transfers]
+            receipts: list[Any] = self.chain.rpc.batch(calls)
+            for t, receipt in zip(transfers, receipts, strict=True):
+                if receipt is None or receipt.get("blockHash") != t.block_hash:
+                    raise _Inconsistent(f"no receipt of {t.tx_hash} in block {t.block_number}")
+            return receipts
+
+        receipts = asked_again(ask)
         return [
             t
             for t, receipt in zip(transfers, receipts, strict=True)
-            if receipt is not None and receipt.get("status") == "0x1"
+            if receipt.get("status") == "0x1"
         ]
+
+    def _internal(
+        self,
+        blocks: list[scan.RawBlock],
+        watched: dict[str, str],
+        sweeps: set[tuple[str, str]],
+    ) -> list[scan.Transfer]:
+        """Native coin that contracts sent to watched addresses, from the blocks' call
+        traces (``traces``); a node that cannot trace a block fails the pass."""
+        mode = self.config.internal_transfers
+        busy, calls = traces.calls(mode, blocks)
+
+        def ask() -> list[scan.Transfer]:
+            found: list[scan.Transfer] = []
+            for block, outcome in zip(busy, self.chain.rpc.batch_outcomes(calls), strict=True):
+                if isinstance(outcome, RpcError):
+                    if "not found" in limits.message(outcome.detail).lower():
+                        raise _Inconsistent(f"block {int(block['number'], 16)} is not traced yet")
+                    raise outcome
+                found += traces.match(mode, block, outcome, watched, sweeps)
+            return found
+
+        return asked_again(ask)
 
     def _fill_timestamps(self, numbers: set[int], timestamps: dict[int, int]) -> None:
         if not numbers:
             return
-        ordered = sorted(numbers)
-        headers = self.chain.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in ordered])
-        for number, header in zip(ordered, headers, strict=True):
-            if header is None:
-                raise _Inconsistent(f"block {number} is missing")
-            timestamps[number] = int(header["timestamp"], 16)
+        timestamps.update(self._block_times(sorted(numbers)))
 
     # -- recording ------------------------------------------------------------------------
     def _withdrawal_records(self, fetched: _Range) -> list[Transaction]:
@@ -245,13 +322,17 @@ class EvmWatcher(ChainWatcher[EvmChain]):
                 ]
             )
             for emitter, outcome in zip(unknown, outcomes, strict=True):
+                if outcome in (None, "0x", "") or (
+                    isinstance(outcome, RpcError) and execution_failure(outcome) is None
+                ):
+                    continue  # no code there on this node, or no answer: ask again later
                 owner = None
                 if isinstance(outcome, str) and len(outcome) == 66:
                     candidate = abi.topic_address(outcome)
                     if self.chain.wallet_of(candidate).lower() == emitter:
                         owner = candidate
                 self._wallet_owners[emitter] = owner
-        return {e.lower(): self._wallet_owners[e.lower()] for e in emitters}
+        return {e.lower(): self._wallet_owners.get(e.lower()) for e in emitters}
 
 
 def watchers(gateway: Gateway, holder: str | None = None) -> list[EvmWatcher]:
@@ -281,9 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
+    from paycore.ops.redaction import configure_logging
+
+    configure_logging(args.log_level.upper())
     overrides = {"database_url": args.database_url} if args.database_url else {}
     gateway = Gateway(Settings.from_env(**overrides), plugins=_plugin_unless_installed())
     if not watchers(gateway):

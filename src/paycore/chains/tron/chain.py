@@ -9,7 +9,7 @@ the watcher values every transfer with it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -21,6 +21,9 @@ from paycore.domain.tokens import NATIVE
 
 from . import address
 from .node import Node, NodeError, call_fails, node_message
+
+if TYPE_CHECKING:
+    from .reader import WatchStatus
 
 
 class CallRefused(NodeError):
@@ -56,7 +59,9 @@ class TronChain(ChainBase):
 
     def __init__(self, config: ChainConfig, node: Node | None = None) -> None:
         super().__init__(config)
-        self.node = node or Node(self.rpc_url, api_key=config.api_key)
+        self.node = node or Node(self.rpc_url, api_key=config.api_key, rate_limit=config.rate_limit)
+        #: What the chain's watcher last reported (``reader.WatchStatus``), for the operator.
+        self.watch_status: WatchStatus | None = None
 
     # -- addresses (pure) -----------------------------------------------------------------
     def wallet_of(self, owner: str) -> str:

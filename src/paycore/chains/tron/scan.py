@@ -10,9 +10,11 @@ Shapes are java-tron's HTTP API as TronGrid serves it, with ``visible`` false:
   and ``log``, a list of ``{address, topics, data}`` with the address as 20 bytes of hex (no
   41) and topics and data as hex without 0x.
 
-The watched set is a dict from an address's 40 lowercase hex digits to its base58 form, so a
-transfer costs a slice and a lookup whatever the number of addresses watched, and only
-matches are converted further. No I/O here; ``watcher`` feeds it.
+A block is first reduced to a :class:`BlockDigest` (its place in the chain, its TRX sends,
+then the token logs of its infos), so the raw JSON -- some 300 KB a mainnet block -- is
+dropped as soon as it is read. The watched set is a dict from an address's 40 lowercase hex
+digits to its base58 form, so a transfer costs a slice and a lookup whatever the number of
+addresses watched, and only matches are converted further. No I/O here; ``reader`` feeds it.
 """
 
 from __future__ import annotations
@@ -105,48 +107,116 @@ def _succeeded(tx: Mapping[str, Any]) -> bool:
     return bool(ret[0].get("contractRet", "SUCCESS") == "SUCCESS")
 
 
-def contract_calls(block: RawBlock) -> list[str]:
-    """txIDs of the block's contract calls: only they can emit logs, so a block without
-    any needs no transaction infos."""
-    return [
-        str(tx["txID"])
-        for tx in transactions(block)
+def contract_calls(block: RawBlock) -> dict[str, int]:
+    """The block's contract calls: txID -> position in the block. Only they can emit logs,
+    so a block without any needs no transaction infos."""
+    return {
+        str(tx["txID"]): i
+        for i, tx in enumerate(transactions(block))
         if _contract(tx).get("type") == "TriggerSmartContract"
-    ]
+    }
 
 
-def match_trx(block: RawBlock, watched: Mapping[str, str]) -> list[Transfer]:
-    """Successful ``TransferContract`` transactions (plain TRX sends) to watched addresses.
+@attrs.frozen
+class Send:
+    """A successful ``TransferContract`` (a plain TRX send) of a block, any recipient."""
 
-    TRX moved by a contract (an internal transaction) is not a payment paycore sees, as an
-    EVM call that carries data is not: a payer sends a deposit with a plain transfer.
+    tx_id: str
+    tx_index: int
+    sender: str  # hex digits
+    to: str  # hex digits
+    units: int
+
+
+@attrs.frozen
+class TokenLog:
+    """A ``Transfer`` log of a followed token contract in a successful transaction;
+    ``sweep`` when the recipient also emits ``Collected`` in that transaction (a wallet
+    sweeping its own forwarder, not a payment)."""
+
+    tx_id: str
+    tx_index: int
+    log_index: int
+    token: str  # hex digits
+    sender: str  # hex digits
+    to: str  # hex digits
+    units: int
+    sweep: bool
+
+
+@attrs.define
+class BlockDigest:
+    """What the watcher keeps of a block: its place in the chain, its TRX sends, and --
+    once its transaction infos are read -- its token logs and ``Withdrawn`` events.
+
+    A mainnet block is some 300 KB of JSON; its digest holds only the few fields matching
+    needs, so a range of blocks costs little memory, and a digest read once is never read
+    again while it waits (a later pass matches it against the watched addresses of then).
+    ``calls`` (contract-call txID -> position) is what the infos must cover; it is emptied
+    once they are read.
     """
-    found: list[Transfer] = []
-    n, bid = number(block), block_id(block)
+
+    number: int
+    block_id: str
+    parent: str
+    timestamp: int
+    sends: tuple[Send, ...]
+    calls: dict[str, int]
+    logs: tuple[TokenLog, ...] | None = None
+    withdrawals: tuple[Withdrawal, ...] = ()
+
+    @property
+    def needs_infos(self) -> bool:
+        return self.logs is None
+
+
+def digest(block: RawBlock) -> BlockDigest:
+    """A block's digest; a block without contract calls needs no infos (``logs`` empty)."""
+    sends: list[Send] = []
     for i, tx in enumerate(transactions(block)):
         contract = _contract(tx)
         if contract.get("type") != "TransferContract" or not _succeeded(tx):
             continue
         value = (contract.get("parameter") or {}).get("value") or {}
         to_raw = value.get("to_address")
-        to = watched.get(key(to_raw)) if isinstance(to_raw, str) else None
         units = int(value.get("amount") or 0)
-        if to is None or units <= 0:
+        if not isinstance(to_raw, str) or units <= 0:
             continue
-        found.append(
-            Transfer(
-                tx_hash=str(tx["txID"]),
-                log_index=-1,
-                tx_index=i,
-                block_number=n,
-                block_hash=bid,
-                token=NATIVE,
-                from_=base58(key(str(value.get("owner_address")))),
-                to=to,
-                units=units,
-            )
+        sender = key(str(value.get("owner_address")))
+        sends.append(Send(str(tx["txID"]), i, sender, key(to_raw), units))
+    calls = contract_calls(block)
+    return BlockDigest(
+        number=number(block),
+        block_id=block_id(block),
+        parent=parent_id(block),
+        timestamp=timestamp(block),
+        sends=tuple(sends),
+        calls=calls,
+        logs=None if calls else (),
+    )
+
+
+def match_trx(block: BlockDigest, watched: Mapping[str, str]) -> list[Transfer]:
+    """Successful ``TransferContract`` transactions (plain TRX sends) to watched addresses.
+
+    TRX moved by a contract (an internal transaction) is not a payment paycore sees, as an
+    EVM call that carries data is not: a payer sends a deposit with a plain transfer.
+    """
+    return [
+        Transfer(
+            tx_hash=send.tx_id,
+            log_index=-1,
+            tx_index=send.tx_index,
+            block_number=block.number,
+            block_hash=block.block_id,
+            token=NATIVE,
+            from_=base58(send.sender),
+            to=watched[send.to],
+            units=send.units,
         )
-    return found
+        for send in block.sends
+        if send.to in watched
+    ]
 
 
 # -- transaction infos -------------------------------------------------------------------------
@@ -169,86 +239,92 @@ def _info_ok(info: RawInfo) -> bool:
     return info.get("result") != "FAILED" and receipt.get("result", "SUCCESS") == "SUCCESS"
 
 
-def match_trc20(
-    block: RawBlock,
-    infos: Iterable[RawInfo],
-    watched: Mapping[str, str],
-    tokens: Mapping[str, str],
-) -> list[Transfer]:
-    """TRC20 ``Transfer`` logs of watched token contracts (``tokens``: hex digits -> base58)
-    whose recipient is watched. A transfer into a wallet in a transaction where that wallet
-    also emits ``Collected`` is the wallet sweeping its own forwarder, not a payment."""
-    positions = {str(tx["txID"]): i for i, tx in enumerate(transactions(block))}
-    n, bid = number(block), block_id(block)
-    found: list[Transfer] = []
-    for info in infos:
-        if not _info_ok(info):
-            continue
-        logs = list(info.get("log") or [])
-        sweeps: Set[str] = {
-            key(str(log.get("address"))) for log in logs if _topics(log)[:1] == [COLLECTED_TOPIC]
-        }
-        for index, log in enumerate(logs):
-            token = tokens.get(key(str(log.get("address"))))
-            topics = _topics(log)
-            if token is None or len(topics) != 3 or topics[0] != TRANSFER_TOPIC:
-                continue
-            to_key = topics[2][-40:]
-            to = watched.get(to_key)
-            data = _data(log)
-            if to is None or to_key in sweeps or len(data) != 64:
-                continue
-            found.append(
-                Transfer(
-                    tx_hash=str(info["id"]),
-                    log_index=index,
-                    tx_index=positions.get(str(info["id"]), len(positions)),
-                    block_number=n,
-                    block_hash=bid,
-                    token=token,
-                    from_=base58(topics[1]),
-                    to=to,
-                    units=_word(data, 0),
-                )
-            )
-    return found
+class InfosMismatch(ValueError):
+    """Transaction infos that do not belong to the block read (another fork's), or that
+    leave one of its contract calls out."""
 
 
-def withdrawals(block: RawBlock, infos: Iterable[RawInfo]) -> list[Withdrawal]:
-    """Every ``Withdrawn`` event in the block's successful transactions (any emitter: the
-    watcher keeps those of genuine paycore wallets)."""
-    found: list[Withdrawal] = []
-    for info in infos:
-        if not _info_ok(info):
-            continue
-        for index, log in enumerate(info.get("log") or []):
-            topics = _topics(log)
-            data = _data(log)
-            if len(topics) != 3 or topics[0] != WITHDRAWN_TOPIC or len(data) != 128:
-                continue
-            found.append(
-                Withdrawal(
-                    tx_hash=str(info["id"]),
-                    log_index=index,
-                    block_number=number(block),
-                    emitter=key(str(log.get("address"))),
-                    token=topics[1][-40:],
-                    to=topics[2][-40:],
-                    units=_word(data, 0),
-                )
-            )
-    return found
+def add_infos(block: BlockDigest, infos: Iterable[RawInfo], tokens: Set[str]) -> None:
+    """Read the block's transaction infos into its digest: the ``Transfer`` logs of the
+    followed token contracts (``tokens``: hex digits) and every ``Withdrawn`` event.
 
-
-def infos_fit(block: RawBlock, infos: Iterable[RawInfo]) -> bool:
-    """Whether ``infos`` belong to this very block: each is one of its transactions, and
-    every contract call has one. A node that moved to another fork between the two reads
-    answers with another block's infos, and the range must be read again."""
-    ids = {str(tx["txID"]) for tx in transactions(block)}
-    seen = set()
+    The infos must belong to this very block: each one of its transactions, of its number,
+    and every contract call covered. A node that moved to another fork between the two reads
+    answers with another block's infos (:class:`InfosMismatch`)."""
+    infos = list(infos)
+    seen: set[str] = set()
     for info in infos:
         tx_id = str(info.get("id"))
-        if tx_id not in ids or int(info.get("blockNumber", number(block))) != number(block):
-            return False
+        if int(info.get("blockNumber", block.number)) != block.number:
+            raise InfosMismatch(f"infos of block {info.get('blockNumber')}")
         seen.add(tx_id)
-    return set(contract_calls(block)) <= seen
+    missing = block.calls.keys() - seen
+    if missing:
+        raise InfosMismatch(f"{len(missing)} of {len(block.calls)} contract calls have no info")
+    logs: list[TokenLog] = []
+    withdrawn: list[Withdrawal] = []
+    for info in infos:
+        tx_id = str(info["id"])
+        position = block.calls.get(tx_id)
+        if position is None or not _info_ok(info):
+            continue  # not a contract call of this block (a TRX send's info), or failed
+        entries = list(info.get("log") or [])
+        sweeps: Set[str] = {
+            key(str(e.get("address"))) for e in entries if _topics(e)[:1] == [COLLECTED_TOPIC]
+        }
+        for index, entry in enumerate(entries):
+            topics, data = _topics(entry), _data(entry)
+            if len(topics) != 3:
+                continue
+            emitter = key(str(entry.get("address")))
+            if topics[0] == TRANSFER_TOPIC and emitter in tokens and len(data) == 64:
+                to = topics[2][-40:]
+                logs.append(
+                    TokenLog(
+                        tx_id,
+                        position,
+                        index,
+                        emitter,
+                        topics[1][-40:],
+                        to,
+                        _word(data, 0),
+                        to in sweeps,
+                    )
+                )
+            elif topics[0] == WITHDRAWN_TOPIC and len(data) == 128:
+                withdrawn.append(
+                    Withdrawal(
+                        tx_hash=tx_id,
+                        log_index=index,
+                        block_number=block.number,
+                        emitter=emitter,
+                        token=topics[1][-40:],
+                        to=topics[2][-40:],
+                        units=_word(data, 0),
+                    )
+                )
+    block.logs = tuple(logs)
+    block.withdrawals = tuple(withdrawn)
+    block.calls = {}
+
+
+def match_trc20(
+    block: BlockDigest, watched: Mapping[str, str], tokens: Mapping[str, str]
+) -> list[Transfer]:
+    """TRC20 ``Transfer`` logs (read by :func:`add_infos`) whose recipient is watched
+    (``tokens``: hex digits -> base58), sweeps left out."""
+    return [
+        Transfer(
+            tx_hash=log.tx_id,
+            log_index=log.log_index,
+            tx_index=log.tx_index,
+            block_number=block.number,
+            block_hash=block.block_id,
+            token=tokens[log.token],
+            from_=base58(log.sender),
+            to=watched[log.to],
+            units=log.units,
+        )
+        for log in block.logs or ()
+        if log.to in watched and not log.sweep and log.token in tokens
+    ]

@@ -7,17 +7,23 @@ One pass (:meth:`TronWatcher.step`):
 2. Read the head (``getnowblock``); only blocks at least ``confirmations`` deep are scanned.
 3. Load the watched addresses from storage -- after reading the head, so an invoice created
    later cannot have been paid in a block this pass scans.
-4. For each range of ``block_batch`` blocks up to the safe head: fetch the blocks with
-   ``getblockbylimitnext`` (100 per request). The first block's ``parentHash`` must be the
+4. For each range of ``block_batch`` blocks up to the safe head, ``reader.RangeReader``
+   reads the blocks: ``getblockbylimitnext`` for as many at once as fit ``response_bytes``
+   (``pacing.BlockWindow``: at most 100, fewer after a timeout or a big answer), and for
+   each block holding a contract call -- the only transactions that can log --
+   ``gettransactioninfobyblocknum``, once per block. Each block is cut down to a digest
+   at once (``scan.BlockDigest``). The first block's ``parentHash`` must be the
    cursor's blockID: if it is not, the chain was replaced below the cursor (a fork deeper
    than ``confirmations``): the deposits recorded in replaced blocks are taken back out of
    their invoices (``ChainWatcher._rewind``), and the cursor rewinds ``reorg_rewind``
-   blocks, or below the lowest replaced deposit. Within the range
-   each block must name the previous one as parent. TRX deposits are ``TransferContract``
-   transactions in the blocks; TRC20 deposits are ``Transfer`` logs, read per block with
-   ``gettransactioninfobyblocknum`` -- only for blocks that hold a contract call, the only
-   transactions that can log -- and those infos must belong to the block just read (same
-   transaction ids), or the range is dropped and read again on the next pass.
+   blocks, or below the lowest replaced deposit. Within the range each block must name
+   the previous one as parent, and the infos must belong to the block read (same
+   transaction ids). TRX deposits are ``TransferContract`` transactions in the blocks;
+   TRC20 deposits are ``Transfer`` logs in the infos. A request that keeps failing
+   (after retries, smaller pieces, the node's rate-limit penalties) ends the read short:
+   the blocks read so far are attributed and the cursor moves past them, the unfinished
+   ones are kept for the next pass, and nothing read is asked for again. Every request
+   keeps to the chain's ``rate_limit``, and the lease is renewed while a range is read.
 5. Matches are attributed in chain order through ``Gateway.ingest``, up to
    ``Settings.ingest_batch`` deposits per storage transaction, idempotent on (chain, txID,
    log index, token); ``Withdrawn`` events of genuine paycore wallets become withdraw
@@ -37,7 +43,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from paycore.chains.watching import (
     ChainWatcher,
@@ -53,16 +63,16 @@ from paycore.domain.tokens import NATIVE
 from . import scan
 from .address import to_evm
 from .chain import TronChain
+from .node import RateLimited
+from .reader import NO_HISTORY, RangeReader, WatchStatus
 
 if TYPE_CHECKING:
+    from paycore.chains.records import ChainCursor
     from paycore.gateway import Gateway
 
 log = logging.getLogger("paycore.watcher")
 
-#: The most blocks ``getblockbylimitnext`` returns for one request.
-BLOCKS_PER_REQUEST = 100
-
-__all__ = ["BLOCKS_PER_REQUEST", "StepReport", "TronWatcher", "run_watchers"]
+__all__ = ["StepReport", "TronWatcher", "run_watchers"]
 
 
 #: A fetched and checked block range; its withdrawals are decoded ``Withdrawn`` events.
@@ -77,16 +87,44 @@ _Forked = Forked
 
 class TronWatcher(ChainWatcher[TronChain]):
     """Scans one Tron chain through the full-node HTTP API; the lease, cursor and loop are
-    ``ChainWatcher``'s."""
+    ``ChainWatcher``'s, the reading ``reader.RangeReader``'s."""
 
     _replaced = "fork"
 
+    def __init__(self, gateway: Gateway, chain: TronChain, *, holder: str | None = None) -> None:
+        super().__init__(gateway, chain, holder=holder)
+        self.reader = RangeReader(chain)
+        self._leased_at = 0.0
+
+    @property
+    def status(self) -> WatchStatus:
+        """Where this watcher stands with its node (also ``TronChain.watch_status``)."""
+        return self.reader.status
+
     # -- one pass -------------------------------------------------------------------------
+    def step(self, stop: threading.Event | None = None) -> StepReport:
+        """One pass; a node refusing for rate (the head, a hash) ends it with the reason,
+        shown in the status and said once, instead of a traceback each pass."""
+        try:
+            return super().step(stop)
+        except RateLimited as exc:
+            self.reader.rate_limited(exc)
+            return StepReport(
+                held=True, caught_up=False, error=f"rate limited by the node: {exc.detail}"
+            )
+
+    def _ask(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        answer, _size = self.chain.node.fetch(path, body, max_wait=self.reader.max_wait)
+        return answer
+
     def _head(self) -> int:
-        return scan.number(self.chain.node.post("wallet/getnowblock"))
+        return scan.number(self._ask("wallet/getnowblock"))
 
     def _block_hash(self, number: int) -> str:
         return scan.block_id(self._block(number))
+
+    def _block_times(self, numbers: Sequence[int]) -> dict[int, int]:
+        return {n: scan.timestamp(self._block(n)) for n in numbers}
 
     def _scan(
         self, last: int, last_hash: str | None, safe: int, stop: threading.Event | None
@@ -94,10 +132,12 @@ class TronWatcher(ChainWatcher[TronChain]):
         """Fetch and attribute range after range up to ``safe``; the first range's parent
         must be the cursor's block, or the cursor rewinds once this pass. A deposit with no
         fresh price holds the chain: the range is read again on a later pass."""
+        report = StepReport(held=True, scanned_from=last + 1)
+        if self.reader.history_blocked():  # said once already; the node is asked again later
+            return attrs.evolve(report, caught_up=False, error=self.reader.status.detail)
         watched = scan.watch_keys(self._watched_addresses())
         decimals = self._token_decimals()
         tokens = {scan.key(t): t for t in decimals if t != NATIVE}
-        report = StepReport(held=True, scanned_from=last + 1)
         # No parking on Tron: a deposit with no fresh price holds its range (waiting None).
         return self._ranges(
             report,
@@ -105,30 +145,30 @@ class TronWatcher(ChainWatcher[TronChain]):
             last_hash,
             safe,
             stop,
-            lambda start, end, parent: self._fetch(start, end, parent, watched, tokens),
+            lambda start, end, parent: self._fetch(start, end, parent, watched, tokens, stop),
             decimals,
             None,
         )
 
     def _block(self, number: int) -> dict[str, Any]:
-        block: dict[str, Any] = self.chain.node.post("wallet/getblockbynum", {"num": number})
+        block: dict[str, Any] = self._ask("wallet/getblockbynum", {"num": number})
         if not block or "blockID" not in block:
             raise _Inconsistent(f"block {number} is missing")
         return block
 
     # -- fetching -------------------------------------------------------------------------
-    def _blocks(self, start: int, end: int) -> list[dict[str, Any]]:
-        blocks: list[dict[str, Any]] = []
-        for first in range(start, end + 1, BLOCKS_PER_REQUEST):
-            stop = min(first + BLOCKS_PER_REQUEST, end + 1)  # endNum is exclusive
-            answer = self.chain.node.post(
-                "wallet/getblockbylimitnext", {"startNum": first, "endNum": stop}
-            )
-            got = sorted(answer.get("block") or [], key=scan.number)
-            if [scan.number(b) for b in got] != list(range(first, stop)):
-                raise _Inconsistent(f"blocks {first}..{stop - 1} are not all available")
-            blocks.extend(got)
-        return blocks
+    def _claim(self) -> ChainCursor | None:
+        cursor = super()._claim()
+        self._leased_at = time.monotonic()
+        return cursor
+
+    def _renew(self) -> bool:
+        """Renew the lease mid-range once a quarter of it has passed (a mainnet range under
+        a rate limit can take longer than the lease; the reader asks before each request,
+        and a request takes at most half the lease); False when another watcher holds it."""
+        if time.monotonic() - self._leased_at < self.config.watcher_lease / 4:
+            return True
+        return self._claim() is not None
 
     def _fetch(
         self,
@@ -137,35 +177,44 @@ class TronWatcher(ChainWatcher[TronChain]):
         parent: str | None,
         watched: dict[str, str],
         tokens: dict[str, str],
+        stop: threading.Event | None = None,
     ) -> _Range:
-        blocks = self._blocks(start, end)
-        if parent is not None and scan.parent_id(blocks[0]) != parent:
-            raise _Forked()
-        for before, block in zip(blocks, blocks[1:], strict=False):
-            if scan.parent_id(block) != scan.block_id(before):
-                raise _Inconsistent(f"block {scan.number(block)} changed while reading")
+        read = self.reader.read(
+            start,
+            end,
+            parent,
+            frozenset(tokens),
+            renew=self._renew,
+            stop=stop,
+        )
+        if read.stopped is not None and self.reader.status.state != NO_HISTORY:
+            log.warning(
+                "chain %d: read %d of blocks %d..%d: %s",
+                self.chain.chain_id,
+                len(read.blocks),
+                start,
+                end,
+                read.stopped,
+            )
+        if not read.blocks:  # said above, or by the reader once (no history)
+            raise _Inconsistent(read.stopped or "stopping", logged=True)
         transfers: list[scan.Transfer] = []
         withdrawals: list[scan.Withdrawal] = []
-        for block in blocks:
+        for block in read.blocks:
             if self.config.scan_native:
                 transfers += scan.match_trx(block, watched)
-            if not scan.contract_calls(block):
-                continue
-            infos = self._infos(block)
-            transfers += scan.match_trc20(block, infos, watched, tokens)
-            withdrawals += scan.withdrawals(block, infos)
+            transfers += scan.match_trc20(block, watched, tokens)
+            withdrawals += block.withdrawals
         transfers.sort(key=lambda t: t.order)
-        timestamps = {scan.number(b): scan.timestamp(b) for b in blocks}
-        return FetchedRange(scan.block_id(blocks[-1]), transfers, timestamps, withdrawals)
-
-    def _infos(self, block: dict[str, Any]) -> list[dict[str, Any]]:
-        answer = self.chain.node.post(
-            "wallet/gettransactioninfobyblocknum", {"num": scan.number(block)}
+        last = read.blocks[-1]
+        return FetchedRange(
+            last.block_id,
+            transfers,
+            {b.number: b.timestamp for b in read.blocks},
+            withdrawals,
+            last_block=last.number if last.number < end else None,
+            stopped=read.stopped,
         )
-        infos = answer if isinstance(answer, list) else []
-        if not scan.infos_fit(block, infos):
-            raise _Inconsistent(f"transaction infos of block {scan.number(block)} do not fit it")
-        return infos
 
     # -- recording ------------------------------------------------------------------------
     def _withdrawal_records(self, fetched: _Range) -> list[Transaction]:

@@ -8,12 +8,10 @@ used, when it was disabled, and the per-link rate window (``window_start``,
 and the invoice it makes are written in one transaction (``paycore.storage``:
 ``use_payment_link``), so the use limit holds under concurrent opens.
 
-As in 0001, types are spelled out here rather than imported from ``tables.py``. The revision
-follows 0007; revisions written meanwhile on other lines of work are put before it when
-they are merged (its ``down_revision`` is then their head).
+As in 0001, types are spelled out here rather than imported from ``tables.py``.
 
 Revision ID: 0010
-Revises: 0007
+Revises: 0009
 Create Date: 2025-01-08
 """
 
@@ -23,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010"
-down_revision = "0007"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
