@@ -397,6 +397,26 @@ def _batch(raw: int | str) -> int:
     return value
 
 
+def _count(raw: int | str, name: str) -> int:
+    """A count that must be 1 or more, naming its setting when it is not."""
+    value = int(raw)
+    if value < 1:
+        raise InvalidInput(name, "must be at least 1")
+    return value
+
+
+def _export_batch(raw: int | str) -> int:
+    return _count(raw, "export_batch")
+
+
+def _link_open_limit(raw: int | str) -> int:
+    return _count(raw, "link_open_limit")
+
+
+def _link_open_window(raw: int | str) -> int:
+    return _count(raw, "link_open_window")
+
+
 def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
     """A tuple of delays from a sequence or a comma-separated string (``"5,30,120"``)."""
     items = raw.split(",") if isinstance(raw, str) else raw
@@ -619,6 +639,19 @@ class Settings:
     retention_expired_grace: int = attrs.field(default=3600, converter=_age)
     #: Rows one prune transaction deletes at most: a short lock, many transactions.
     retention_batch: int = attrs.field(default=500, converter=_batch)
+    # -- merchant tools: the accounting export and payment links (docs/interface.md) ------------
+    #: Rows the accounting export (GET /export) reads per storage transaction, and sends per
+    #: chunk: its memory use is one batch, whatever the range.
+    export_batch: int = attrs.field(default=500, converter=_export_batch)
+    #: Invoices one payment link may make per ``link_open_window`` seconds; more opens are
+    #: answered 429 until the window ends (docs/decisions.md, "Payment links").
+    link_open_limit: int = attrs.field(default=30, converter=_link_open_limit)
+    #: Seconds of a payment link's rate window.
+    link_open_window: int = attrs.field(default=60, converter=_link_open_window)
+    #: Base of each payment link's ``url`` (``{payment_link_url}/{id}``); unset, it is
+    #: ``checkout_url`` with its last path segment replaced by ``link``, which is where
+    #: paycore serves GET /link/{id} when the checkout page is its own.
+    payment_link_url: str | None = attrs.field(default=None, converter=_optional_text)
     # -- outages (docs/operations.md) ---------------------------------------------------------
     #: Seconds a 503 "storage unavailable" answer asks clients to wait (``Retry-After``).
     storage_retry_after: int = attrs.field(default=5, converter=_whole_seconds)

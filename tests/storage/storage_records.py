@@ -41,8 +41,8 @@ def payment(tx_hash: str = "0xaa", log_index: int = 3, amount: Decimal = TINY) -
     )
 
 
-def insert_before_0010(url: URL, record: Invoice) -> None:
-    """An invoice row as a database before revision 0010 held it (no checkout column): today's
+def insert_before_0012(url: URL, record: Invoice) -> None:
+    """An invoice row as a database before revision 0012 held it (no checkout column): today's
     SqlStorage writes every column of today's table, so older schemas get a plain insert."""
     from paycore_storage.engine import make_engine
     from paycore_storage.rows import invoice_row

@@ -1,5 +1,5 @@
 """An invoice's return links (redirectUrl, cancelUrl, redirectAutomatically) survive storage on
-every backend, and revision 0010 adds their column to a database that already holds invoices."""
+every backend, and revision 0012 adds their column to a database that already holds invoices."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from alembic import command
 from sqlalchemy import inspect
 from sqlalchemy.engine import URL
-from storage_records import insert_before_0010, invoice
+from storage_records import insert_before_0012, invoice
 
 from paycore.storage import Storage
 from paycore_storage import SqlStorage, migrate
@@ -49,11 +49,11 @@ def columns(url: URL) -> set[str]:
 
 
 @BOTH
-def test_0010_adds_the_checkout_column_and_keeps_the_rows(sql_url: URL) -> None:
-    migrate(sql_url, "0009")
-    insert_before_0010(sql_url, invoice())
+def test_0012_adds_the_checkout_column_and_keeps_the_rows(sql_url: URL) -> None:
+    migrate(sql_url, "0011")
+    insert_before_0012(sql_url, invoice())
     assert "checkout" not in columns(sql_url)
-    migrate(sql_url, "0010")
+    migrate(sql_url, "0012")
     assert "checkout" in columns(sql_url)
     store = SqlStorage(sql_url, auto_migrate=False)
     try:
@@ -66,7 +66,7 @@ def test_0010_adds_the_checkout_column_and_keeps_the_rows(sql_url: URL) -> None:
         with engine.begin() as connection:
             config = alembic_config()
             config.attributes["connection"] = connection
-            command.downgrade(config, "0009")
+            command.downgrade(config, "0011")
     finally:
         engine.dispose()
     assert "checkout" not in columns(sql_url)

@@ -19,14 +19,14 @@ import attrs
 
 from ..config import Settings
 from ..errors import InvalidInput, PriceUnavailable
-from ..prices.pricing import DepositValuer
+from ..prices.pricing import DepositValuer, value_at
 from ..storage import StorageTx
 from ..storage.contract import TransferKey
 from . import machine
 from .aliases import resolve_token
 from .fields import Address, Amount, ChainId, Token, Uint
 from .money import parse_amount
-from .records import Deposit, Invoice, Payment, Status, Transaction
+from .records import Deposit, Invoice, Payment, Status, Transaction, Valuation
 from .tokens import normalize_address
 
 MAX_ACCEPTED_TOKENS = 20
@@ -350,11 +350,14 @@ def _valued(
         return None
     token_id = f"{deposit.chain_id}:{deposit.token}"
     counted = token_id in target.accepted_tokens
+    valuation: Valuation | None
     try:
-        vs_value = prices.value_deposit(tx, target, token_id, deposit.amount, deposit.timestamp)
+        valuation = prices.valuation(tx, target, token_id, deposit.timestamp)
+        vs_value = value_at(valuation.rate, deposit.amount)
     except PriceUnavailable:
         if counted:
             raise
+        valuation = None
         vs_value = Decimal(0)  # an unpriced foreign token is still recorded, at no value
     payment = Payment(
         tx_hash=deposit.tx_hash,
@@ -373,6 +376,7 @@ def _valued(
         counted=counted,
         block_number=deposit.block_number if deposit.block_hash else None,
         block_hash=deposit.block_hash or None,
+        valuation=valuation,
     )
     return target, record, payment
 
