@@ -223,9 +223,18 @@ class ChainConfig:
     #: The size in bytes the watcher aims at for one answer of the node: blocks per request
     #: shrink and grow to stay near it (docs/tron.md, "Providers and their limits").
     response_bytes: int = attrs.field(default=4_000_000, converter=int)
+    # -- the checkout page ----------------------------------------------------------------------
+    #: A block explorer's page of one transaction, ``{tx}`` standing for its hash
+    #: (``https://etherscan.io/tx/{tx}``); unset, the built-in one of a well-known chain
+    #: (EXPLORERS), else the page shows hashes without links.
+    explorer_url: str | None = attrs.field(default=None, converter=_optional_text)
+    #: The same explorer's page of an address, ``{address}`` standing for it.
+    explorer_address_url: str | None = attrs.field(default=None, converter=_optional_text)
 
     def __attrs_post_init__(self) -> None:
         self._addresses_fit_kind()
+        _check_template(self.explorer_url, "explorer_url", "{tx}")
+        _check_template(self.explorer_address_url, "explorer_address_url", "{address}")
         if self.rpc_url is None and self.rpc_urls:
             object.__setattr__(self, "rpc_url", self.rpc_urls[0])
         if self.rpc_timeout <= 0 or self.rpc_max_wait < 0:
@@ -298,6 +307,45 @@ class ChainConfig:
     def kind(self) -> ChainKind:
         """EVM or Tron, from the chain id."""
         return chain_kind(self.chain_id)
+
+    @property
+    def explorer(self) -> tuple[str | None, str | None]:
+        """The transaction and address templates in force: the configured ones, else the
+        built-in ones of a well-known chain (a chain configured only for its node keeps them)."""
+        tx, address = EXPLORERS.get(self.chain_id, (None, None))
+        return self.explorer_url or tx, self.explorer_address_url or address
+
+
+def _check_template(template: str | None, field: str, placeholder: str) -> None:
+    """An explorer template is an http(s) URL holding its placeholder: the checkout page
+    turns it into links a payer clicks, so a ``javascript:`` one must never get there."""
+    if template is None:
+        return
+    if not template.startswith(("https://", "http://")) or placeholder not in template:
+        raise InvalidInput(field, f"must be an http(s) URL containing {placeholder}")
+    if any(c.isspace() or c in "\"<>" for c in template):
+        raise InvalidInput(field, "must not contain spaces, quotes or angle brackets")
+
+
+def _scan(host: str, tron: bool = False) -> tuple[str, str]:
+    if tron:
+        return f"https://{host}/#/transaction/{{tx}}", f"https://{host}/#/address/{{address}}"
+    return f"https://{host}/tx/{{tx}}", f"https://{host}/address/{{address}}"
+
+
+#: Block explorers of the default public chains, for the checkout page's transaction links.
+EXPLORERS: dict[int, tuple[str, str]] = {
+    1: _scan("etherscan.io"),
+    10: _scan("optimistic.etherscan.io"),
+    56: _scan("bscscan.com"),
+    137: _scan("polygonscan.com"),
+    8453: _scan("basescan.org"),
+    42161: _scan("arbiscan.io"),
+    11155111: _scan("sepolia.etherscan.io"),
+    728126428: _scan("tronscan.org", tron=True),
+    2494104990: _scan("shasta.tronscan.org", tron=True),
+    3448148188: _scan("nile.tronscan.org", tron=True),
+}
 
 
 def _default_chains() -> dict[int, ChainConfig]:

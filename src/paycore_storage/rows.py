@@ -83,6 +83,7 @@ def invoice_row(invoice: Invoice) -> dict[str, Any]:
         "paid_amount": invoice.paid_amount,
         "payments": [payment_json(p) for p in invoice.payments],
         "vs_currency": invoice.vs_currency,
+        "checkout": invoice.checkout_json(),
     }
 
 
@@ -104,7 +105,19 @@ def invoice_from_row(row: Row | Mapping[str, Any]) -> Invoice:
         paid_amount=row["paid_amount"],
         payments=tuple(payment_from_json(p) for p in row["payments"]),
         vs_currency=row["vs_currency"],
+        **_checkout_fields(row.get("checkout")),
     )
+
+
+def _checkout_fields(stored: Any) -> dict[str, Any]:
+    """The checkout column back as Invoice fields; a row from before revision 0012 has none."""
+    if not isinstance(stored, Mapping):
+        return {}
+    return {
+        "redirect_url": stored.get("redirectUrl"),
+        "cancel_url": stored.get("cancelUrl"),
+        "redirect_automatically": bool(stored.get("redirectAutomatically", False)),
+    }
 
 
 def transaction_row(tx: Transaction) -> dict[str, Any]:

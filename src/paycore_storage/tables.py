@@ -98,6 +98,8 @@ invoices = Table(
     Column("paid_amount", Money, nullable=False),
     Column("payments", JSON, nullable=False),
     Column("vs_currency", String(16), nullable=False),
+    # redirectUrl, cancelUrl, redirectAutomatically (revision 0012); NULL when none is set
+    Column("checkout", JSON, nullable=True),
     # Pages of an owner's invoices read (owner, seq) alone: an index-only scan skips an offset.
     Index(None, "owner", "seq"),
     Index(None, "chain_id", "address", "seq"),

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from checkout_browser_driver import ARTIFACTS, Browser, require_browser, serve
-from checkout_helpers import CHAIN, DEPOSIT, USDT_ADDRESS, make_gateway, new_invoice, pay
+from checkout_helpers import CHAIN, DEPOSIT, OWNER, USDT_ADDRESS, make_gateway, new_invoice, pay
 
 from paycore import Gateway
 
@@ -45,7 +45,16 @@ def test_checkout_page_follows_an_invoice_to_paid(served: tuple[str, Gateway, st
         _follow(browser, gateway, invoice.guid)
     finally:
         browser.close()
-    for name in ("init", "init-mobile", "partial", "paid", "not-found", "expired"):
+    for name in (
+        "init",
+        "init-mobile",
+        "init-mobile-dark",
+        "init-dark",
+        "partial",
+        "paid",
+        "not-found",
+        "expired",
+    ):
         assert (artifacts / f"checkout-{name}.png").stat().st_size > 5000
 
 
@@ -132,3 +141,108 @@ def _quoted(text: str) -> str:
 
     # encodeURIComponent leaves A-Z a-z 0-9 - _ . ! ~ * ' ( ) alone
     return quote(text, safe="-_.!~*'()")
+
+
+def test_checkout_page_speaks_the_payers_language() -> None:
+    """German and Japanese by ?lang=, Spanish from the browser's languages: translated words,
+    the html lang attribute, and amounts in the locale's own format."""
+    gateway = make_gateway()
+    try:
+        with serve("litestar", gateway) as base:
+            invoice = new_invoice(gateway, value="1234.5")
+            browser = Browser(
+                "languages", base, ARTIFACTS / "checkout" / "languages", guid=invoice.guid
+            )
+            try:
+                pages = browser.step("languages")
+                done = browser.step("done")
+            finally:
+                browser.close()
+    finally:
+        gateway.close()
+    de, ja, es = pages["de"], pages["ja"], pages["es"]
+    assert de["htmlLang"] == "de" and ja["htmlLang"] == "ja" and es["htmlLang"] == "es-ES"
+    assert (de["badge"], de["heading"], de["copyAddressText"]) == (
+        "Zahlung ausstehend",
+        "Zahlung",
+        "Adresse kopieren",
+    )
+    assert de["amountVs"] == "1.234,50\xa0$"  # German separators, the sign after the number
+    assert de["amountToken"] == "0,61725 ETH"  # 1234.5 USD at 2000 USD/ETH, every digit kept
+    assert de["addressLabel"].startswith("Einzahlungsadresse auf anvil (Chain 31337)")
+    assert de["countdown"].startswith("3 T 17 Std")
+    assert de["legend"] == "Bezahlen mit" and de["title"].startswith("Zahlung ausstehend:")
+    assert (ja["badge"], ja["countdownLabel"]) == ("支払い待ち", "残り時間")
+    assert ja["amountVs"] == "$1,234.50" and ja["amountToken"] == "0.61725 ETH"
+    assert ja["addressLabel"].startswith("anvil（チェーン 31337） の入金アドレス")
+    assert (es["badge"], es["heading"]) == ("Esperando el pago", "Pago")
+    assert es["amountVs"] == "1234,50\xa0US$"  # es-ES: no grouping below 10 000
+    assert es["amountToken"] == "0,61725 ETH"
+    assert "red" in es["qrNote"] and "0,61725 ETH" in es["qrNote"]
+    # the link keeps the exact wire amount whatever the locale shows
+    assert es["walletHref"].endswith("?value=617250000000000000")
+    assert done["problems"] == [] and done["foreign"] == []
+    for name in ("de", "ja", "es"):
+        for variant in ("", "-mobile-dark"):
+            path = ARTIFACTS / "checkout" / "languages" / f"checkout-lang-{name}{variant}.png"
+            assert path.stat().st_size > 5000
+
+
+def test_checkout_page_leads_back_to_the_shop_and_shows_a_receipt() -> None:
+    """redirectUrl, cancelUrl and redirectAutomatically on the page; explorer links from the
+    chain's configured template; the receipt view, translated, on screen and in print."""
+    from paycore import ChainConfig
+
+    anvil = ChainConfig(
+        31337, "anvil", 0, None, "ETH", 18, explorer_url="https://scan.example/tx/{tx}"
+    )
+    gateway = make_gateway(chains={31337: anvil})
+    try:
+        with serve("litestar", gateway) as base:
+            redirect = f"{base}/prices?from=checkout"
+            invoice = new_invoice(
+                gateway,
+                redirectUrl=redirect,
+                cancelUrl="https://shop.example/cart",
+                redirectAutomatically=True,
+            )
+            artifacts = ARTIFACTS / "checkout" / "return"
+            browser = Browser("returning", base, artifacts, guid=invoice.guid, redirect=redirect)
+            try:
+                opened = browser.step("open")["open"]
+                pay(gateway, "0.0125", tx=7)
+                browser.next()
+                paid = browser.step("paid")
+                receipt = browser.step("receipt")
+                done = browser.step("done")
+            finally:
+                browser.close()
+    finally:
+        gateway.close()
+    open_ = opened
+    assert open_["cancelVisible"] and open_["cancelHref"] == "https://shop.example/cart"
+    assert not open_["returnVisible"]
+    assert open_["warning"].startswith("Send only on anvil (chain 31337).")
+    assert open_["quoteVisible"] and open_["quote"].startswith("Exchange rate of ")
+    seen = paid["paid"]
+    assert seen["badge"] == "Paid" and seen["returnVisible"] and seen["backHref"] == redirect
+    assert not seen["cancelVisible"] and not seen["quoteVisible"]
+    assert seen["redirectText"].startswith("Returning to the shop in ")
+    assert seen["receiptHref"].endswith("view=receipt")
+    tx = "0x" + f"{7:064x}"
+    assert seen["txHref"] == f"https://scan.example/tx/{tx}"
+    assert 2000 < paid["redirectedAfterMs"] < 9000 and paid["landed"] == redirect
+    stayed = receipt["stayed"]
+    assert "view=" not in stayed["url"] and "/checkout/" in stayed["url"]
+    assert not stayed["noteVisible"]
+    shown = receipt["shown"]
+    assert not shown["invoiceVisible"] and shown["title"] == "Zahlungsbeleg"
+    assert shown["heading"] == "Order #1042: two mugs"
+    assert shown["merchant"] == OWNER and shown["amount"] == "25,00\xa0$"
+    assert shown["network"] == "anvil (Chain 31337)" and "UTC" in shown["date"]
+    assert shown["payments"] == [f"0,0125 ETH\n{tx}"]
+    assert shown["txHrefs"] == [f"https://scan.example/tx/{tx}"]
+    assert shown["printVisible"] and not shown["printButtonPrinted"]
+    assert done["problems"] == [] and done["foreign"] == []
+    for name in ("paid-return", "receipt", "receipt-mobile-dark", "receipt-print"):
+        assert (artifacts / f"checkout-{name}.png").stat().st_size > 5000

@@ -14,7 +14,7 @@ from flask import Flask
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from paycore import Gateway
+from paycore import Gateway, Settings
 from paycore.api import ROUTES, Request, Response, handle
 from paycore.checkout import assets
 from paycore.checkout.qr import MAX_DATA
@@ -119,7 +119,10 @@ def get_html() -> str:
 
 
 def test_nothing_is_fetched_from_another_origin() -> None:
-    texts = [get_html()] + [a.body.decode() for a in assets().values()]
+    # The configuration block holds block explorers' link templates: pages a payer may open
+    # from a transaction hash, never fetched by the page (the CSP's connect-src is 'self').
+    html = re.sub(r'(id="paycore-config">)[^<]*', r"\1", get_html())
+    texts = [html] + [a.body.decode() for a in assets().values()]
     for text in texts:
         text = text.replace('xmlns="http://www.w3.org/2000/svg"', "")  # a name, not a fetch
         assert not re.search(r"https?://|//cdn|@import|url\(", text), text[:200]
@@ -287,3 +290,46 @@ def test_both_adapters_answer_a_revalidation_with_304(gateway: Gateway, send: An
         gateway, f"{PREFIX}/checkout/assets/checkout.js", **{"if-none-match": etag}
     )
     assert (status, body) == (304, b"")
+
+
+def test_page_config_carries_explorer_templates_configured_or_built_in() -> None:
+    from paycore import ChainConfig
+    from paycore.api.checkout import page_config
+
+    settings = Settings(
+        database_url="memory://",
+        chains={
+            1: ChainConfig(1, "ethereum", 12, "https://rpc.example/v3/secret"),
+            31337: ChainConfig(31337, "anvil", 0, explorer_url="http://127.0.0.1:9/tx/{tx}"),
+            728126428: ChainConfig(728126428, "tron-mainnet", 19, None, "TRX", 6),
+            5: ChainConfig(5, "unknown", 1),
+        },
+    )
+    chains = page_config(settings)["chains"]
+    assert chains["1"]["explorerTx"] == "https://etherscan.io/tx/{tx}"  # kept with an rpc_url
+    assert chains["1"]["explorerAddress"] == "https://etherscan.io/address/{address}"
+    assert "secret" not in json.dumps(chains)
+    assert chains["31337"]["explorerTx"] == "http://127.0.0.1:9/tx/{tx}"
+    assert "explorerAddress" not in chains["31337"]
+    assert chains["728126428"]["explorerTx"] == "https://tronscan.org/#/transaction/{tx}"
+    assert "explorerTx" not in chains["5"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("explorer_url", "javascript:alert('{tx}')", "must be an http(s) URL containing {tx}"),
+        ("explorer_url", "https://scan.example/tx/", "must be an http(s) URL containing {tx}"),
+        ("explorer_url", 'https://scan.example/"{tx}', "must not contain spaces, quotes"),
+        ("explorer_address_url", "https://scan.example/{tx}", "containing {address}"),
+    ],
+)
+def test_explorer_templates_that_could_not_be_links_are_refused(
+    field: str, value: str, reason: str
+) -> None:
+    from paycore import ChainConfig
+    from paycore.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        ChainConfig(1, "ethereum", **{field: value})
+    assert field in err.value.text and reason in err.value.text

@@ -170,3 +170,55 @@ def test_without_an_address_or_a_backend_to_derive_one_the_request_is_refused() 
 def test_another_vs_currency_is_taken_in_any_case(gw: Gateway) -> None:
     assert gw.create_invoice(OWNER, fields(vsCurrency=" EUR ")).vs_currency == "eur"
     assert gw.create_invoice(OWNER, fields()).vs_currency == "usd"
+
+
+def test_return_links_are_kept_and_shown_on_the_record(gw: Gateway) -> None:
+    invoice = gw.create_invoice(
+        OWNER,
+        fields(
+            redirectUrl=" https://shop.example/thanks?order=42#done ",
+            cancelUrl="http://localhost:8080/cart",
+            redirectAutomatically=True,
+        ),
+    )
+    assert invoice.redirect_url == "https://shop.example/thanks?order=42#done"
+    wire = gw.invoice_wire(invoice)
+    assert wire["redirectUrl"] == "https://shop.example/thanks?order=42#done"
+    assert wire["cancelUrl"] == "http://localhost:8080/cart"
+    assert wire["redirectAutomatically"] is True
+    plain = gw.invoice_wire(gw.create_invoice(OWNER, fields()))
+    assert not {"redirectUrl", "cancelUrl", "redirectAutomatically"} & plain.keys()
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"redirectUrl": "javascript:alert(1)"}, "redirectUrl: must be an http or https URL"),
+        ({"redirectUrl": "data:text/html,hi"}, "redirectUrl: must be an http or https URL"),
+        ({"redirectUrl": "https:///no-host"}, "redirectUrl: must be an http or https URL"),
+        ({"redirectUrl": "//shop.example/x"}, "redirectUrl: must be an http or https URL"),
+        ({"redirectUrl": "https://x.example:99999/"}, "redirectUrl: must be an http or https URL"),
+        (
+            {"redirectUrl": "https://shop.example/a b"},
+            "redirectUrl: must be an http or https URL without spaces",
+        ),
+        (
+            {"cancelUrl": "https://user:pw@shop.example/"},
+            "cancelUrl: must not carry a user name or password",
+        ),
+        (
+            {"cancelUrl": "https://shop.example/" + "a" * 2000},
+            "cancelUrl: longer than 2000 characters",
+        ),
+        ({"cancelUrl": 7}, "cancelUrl: must be a string"),
+        ({"redirectAutomatically": True}, "redirectAutomatically: needs a redirectUrl"),
+        (
+            {"redirectAutomatically": "yes", "redirectUrl": "https://shop.example/"},
+            "redirectAutomatically: must be true or false",
+        ),
+    ],
+)
+def test_return_links_that_are_not_plain_web_urls_are_refused(
+    gw: Gateway, changes: dict[str, Any], reason: str
+) -> None:
+    assert refused(gw, **changes) == f"invalid request: {reason}"

@@ -85,3 +85,57 @@ def test_paying_the_page_links_on_anvil_completes_the_invoice(evm: Deployment) -
         assert (final.status.value, final.paid_amount) == ("paid", Decimal(10))
     finally:
         gateway.close()
+
+
+def test_pay_with_wallet_sends_the_exact_payment_through_an_injected_wallet(
+    evm: Deployment,
+) -> None:
+    """The page's "Pay with wallet" against an EIP-1193 provider injected by the test: it asks
+    the wallet (on another chain) to switch, sends the coin amount the link holds, and the
+    page turns paid once the watcher sees the transaction on anvil."""
+    require_browser()
+    gateway = make_gateway(evm)
+    payer = evm.chain.accounts[5].address  # an anvil dev account: unlocked, funded
+    invoice = gateway.create_invoice(
+        Account.create().address,
+        {
+            "value": "10",
+            "chainId": CHAIN_ID,
+            "description": "Wallet order",
+            "acceptedTokens": [ETH_ID],
+        },
+    )
+    w = watcher(gateway)
+    drain(w)
+    try:
+        with serve("litestar", gateway) as base:
+            artifacts = ARTIFACTS / "checkout" / "wallet"
+            browser = Browser(
+                "wallet-pay", base, artifacts, guid=invoice.guid, rpc=evm.chain.rpc_url, payer=payer
+            )
+            try:
+                step = browser.step("sent")
+                before, sent = step["before"], step["sent"]
+                assert before["buttonVisible"] and before["button"] == "Pay with wallet"
+                assert before["amountToken"] == "0.005 ETH"  # 10 USD at 2000 USD/ETH
+                assert sent["calls"][:3] == [
+                    "eth_requestAccounts",
+                    "eth_chainId",
+                    "wallet_switchEthereumChain",
+                ]
+                assert "eth_sendTransaction" in sent["calls"]
+                assert sent["chain"] == hex(CHAIN_ID)
+                assert sent["status"].startswith("Sent from your wallet")
+                tx = evm.chain.w3.eth.get_transaction(sent["tx"])
+                assert (tx["from"], tx["to"], tx["value"]) == (payer, invoice.address, 5 * 10**15)
+                assert drain(w)[-1].deposits == 1
+                browser.next()
+                paid = browser.step("paid")
+                assert paid["paid"]["badge"] == "Paid" and not paid["buttonVisible"]
+                done = browser.step("done")
+                assert done["problems"] == [] and done["foreign"] == []
+            finally:
+                browser.close()
+        assert gateway.get_invoice(invoice.guid).status.value == "paid"
+    finally:
+        gateway.close()

@@ -125,10 +125,10 @@ const waitStatus = (page, status, timeout = 15000) =>
   });
 
 /** Open the invoice's page and wait until it shows everything; mark it to detect reloads. */
-async function openInvoice(guid, path = "/checkout/") {
-  const page = await context.newPage();
+async function openInvoice(guid, path = "/checkout/", query = "", where = context) {
+  const page = await where.newPage();
   watch(page);
-  await page.goto(`${config.base}${path}?invoice=${guid}`);
+  await page.goto(`${config.base}${path}?invoice=${guid}${query}`);
   await rendered(page);
   // Set once: still there after each status change proves the page was never reloaded.
   await page.evaluate(() => {
@@ -148,7 +148,11 @@ async function deposits() {
   await shot(page, "init");
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, "init-mobile");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await shot(page, "init-mobile-dark");
   await page.setViewportSize({ width: 1000, height: 860 });
+  await shot(page, "init-dark");
+  await page.emulateMedia({ colorScheme: "light" });
 
   // Another token: the amount and the code follow; a token without a price says so.
   await page.getByLabel("USDT", { exact: true }).check();
@@ -237,7 +241,173 @@ async function payLink() {
   await shot(page, "anvil-paid");
 }
 
-const SCENARIOS = { deposits, "pay-link": payLink };
+/** The page in other languages: ?lang=de and ?lang=ja, and Spanish from the browser's own
+ * language list (a context whose locale is es-ES, no ?lang=). Desktop and phone, light and dark. */
+async function languages() {
+  const results = {};
+  const spanish = await chromium.launch({ executablePath: config.chromium, headless: true, args: ARGS });
+  const esContext = await spanish.newContext({ locale: "es-ES", timezoneId: "UTC", viewport: { width: 1000, height: 860 } });
+  try {
+    for (const [name, open] of [
+      ["de", () => openInvoice(config.guid, "/checkout/", "&lang=de")],
+      ["ja", () => openInvoice(config.guid, "/checkout/", "&lang=ja")],
+      ["es", () => openInvoice(config.guid, "/checkout/", "", esContext)],
+    ]) {
+      const page = await open();
+      results[name] = {
+        ...(await snapshot(page)),
+        htmlLang: await page.evaluate(() => document.documentElement.lang),
+        heading: await text(page, "#title"),
+        copyAddressText: await text(page, "#copy-address"),
+        countdownLabel: await text(page, "#countdown-label"),
+        addressLabel: await text(page, "#address-label"),
+        legend: await page.locator("#tokens legend").textContent(),
+      };
+      await shot(page, `lang-${name}`);
+      await page.emulateMedia({ colorScheme: "dark" });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await shot(page, `lang-${name}-mobile-dark`);
+      await page.close();
+    }
+  } finally {
+    await esContext.close();
+    await spanish.close();
+  }
+  emit("languages", results);
+}
+
+/** Back to the shop: the cancel link and the network warning while unpaid; once paid, the
+ * button, the automatic redirect's countdown and the redirect itself; then the receipt view,
+ * on screen and as printed. config.redirect is where the invoice's redirectUrl points. */
+async function returning() {
+  const page = await openInvoice(config.guid);
+  const open = {
+    cancelVisible: await page.locator("#cancel-link").isVisible(),
+    cancelHref: await attr(page, "#cancel-link", "href"),
+    returnVisible: await page.locator("#return").isVisible(),
+    warning: await text(page, "#network-warning"),
+    quoteVisible: await page.locator("#quote-note").isVisible(),
+    quote: await page.locator("#quote-note").textContent(),
+  };
+  emit("open", { open });
+
+  await proceed(); // the test records the whole payment
+  await waitStatus(page, "paid");
+  await page.locator("#redirect-note").waitFor({ state: "visible" });
+  const paid = {
+    ...(await snapshot(page)),
+    returnVisible: await page.locator("#return").isVisible(),
+    backHref: await attr(page, "#back-to-shop", "href"),
+    cancelVisible: await page.locator("#cancel-link").isVisible(),
+    redirectText: await text(page, "#redirect-text"),
+    receiptHref: await attr(page, "#receipt-link", "href"),
+    txHref: await page.locator("#payment-list a.tx-link").first().getAttribute("href"),
+    quoteVisible: await page.locator("#quote-note").isVisible(),
+  };
+  await shot(page, "paid-return");
+  const started = Date.now();
+  const ours = problems.length;
+  await page.waitForURL((url) => url.href === config.redirect, { timeout: 15000 });
+  const redirectedAfterMs = Date.now() - started;
+  await page.waitForTimeout(500);
+  // What the shop's page does is not the checkout's: here a JSON read, whose missing
+  // /favicon.ico Chromium reports as a console error.
+  problems.splice(ours);
+  emit("paid", { paid, redirectedAfterMs, landed: page.url() });
+  await page.close();
+
+  // The same page, but the payer stays: no redirect once "Stay on this page" is pressed.
+  const stay = await openInvoice(config.guid);
+  await stay.locator("#redirect-note").waitFor({ state: "visible" });
+  await stay.locator("#stay").click();
+  await stay.waitForTimeout(6500);
+  const stayed = { url: stay.url(), noteVisible: await stay.locator("#redirect-note").isVisible() };
+  await stay.close();
+
+  const receipt = await context.newPage();
+  watch(receipt);
+  await receipt.goto(`${config.base}/checkout/?invoice=${config.guid}&view=receipt&lang=de`);
+  await receipt.locator("#receipt").waitFor({ state: "visible" });
+  const shown = {
+    invoiceVisible: await receipt.locator("#invoice").isVisible(),
+    title: await text(receipt, "#title"),
+    heading: await text(receipt, "#receipt-title"),
+    merchant: await text(receipt, "#receipt-merchant"),
+    amount: await text(receipt, "#receipt-amount"),
+    network: await text(receipt, "#receipt-network"),
+    date: await text(receipt, "#receipt-date"),
+    payments: await receipt.locator("#receipt-payments li").allInnerTexts(),
+    txHrefs: await receipt.locator("#receipt-payments a").evaluateAll((as) => as.map((a) => a.href)),
+    printVisible: await receipt.locator("#print").isVisible(),
+  };
+  await shot(receipt, "receipt");
+  await receipt.emulateMedia({ colorScheme: "dark" });
+  await receipt.setViewportSize({ width: 390, height: 844 });
+  await shot(receipt, "receipt-mobile-dark");
+  await receipt.emulateMedia({ media: "print", colorScheme: "light" });
+  shown.printButtonPrinted = await receipt.locator("#print").isVisible();
+  await receipt.pdf?.({ path: join(config.artifacts, "checkout-receipt.pdf") }).catch(() => null);
+  await shot(receipt, "receipt-print");
+  emit("receipt", { stayed, shown });
+}
+
+/** "Pay with wallet" with an injected EIP-1193 provider: a test wallet that starts on another
+ * chain, switches when asked, and forwards every eth_* call to anvil (config.rpc), whose
+ * unlocked dev account config.payer signs. Nothing reaches anvil from the page itself. */
+async function walletPay() {
+  const calls = [];
+  let chain = "0x1";
+  await context.exposeFunction("__paycoreTestWallet", async (method, params) => {
+    calls.push(method);
+    if (method === "eth_requestAccounts" || method === "eth_accounts") return { result: [config.payer] };
+    if (method === "eth_chainId") return { result: chain };
+    if (method === "wallet_switchEthereumChain") {
+      chain = params[0].chainId;
+      return { result: null };
+    }
+    const answer = await fetch(config.rpc, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: calls.length, method, params }),
+    });
+    const body = await answer.json();
+    return body.error ? { error: body.error } : { result: body.result };
+  });
+  await context.addInitScript(() => {
+    window.ethereum = {
+      request: ({ method, params }) =>
+        window.__paycoreTestWallet(method, params ?? []).then((r) => {
+          if (r.error) throw Object.assign(new Error(r.error.message), { code: r.error.code });
+          return r.result;
+        }),
+    };
+  });
+  const page = await openInvoice(config.guid);
+  const before = {
+    buttonVisible: await page.locator("#wallet-pay").isVisible(),
+    button: await text(page, "#wallet-pay"),
+    amountToken: await text(page, "#amount-token"),
+  };
+  await shot(page, "wallet-init");
+  await page.locator("#wallet-pay").click();
+  await page.waitForFunction(() => document.getElementById("wallet-status").dataset.tx);
+  const sent = {
+    tx: await attr(page, "#wallet-status", "data-tx"),
+    status: await text(page, "#wallet-status"),
+    calls: [...calls],
+    chain,
+  };
+  await shot(page, "wallet-sent");
+  emit("sent", { before, sent });
+
+  await proceed(); // the watcher saw the transfer
+  await waitStatus(page, "paid", 30000);
+  const paid = await snapshot(page);
+  await shot(page, "wallet-paid");
+  emit("paid", { paid, buttonVisible: await page.locator("#wallet-pay").isVisible() });
+}
+
+const SCENARIOS = { deposits, "pay-link": payLink, languages, returning, "wallet-pay": walletPay };
 
 try {
   await SCENARIOS[config.scenario || "deposits"]();

@@ -8,6 +8,9 @@ const { quote, tokenFacts } = await import(new URL("quote.js", assets));
 const { parseDecimal, formatDecimal } = await import(new URL("decimal.js", assets));
 const { formatCountdown } = await import(new URL("format.js", assets));
 const { apiBase, pricesUrl } = await import(new URL("api.js", assets));
+const { chooseLanguage, translator, around } = await import(new URL("i18n.js", assets));
+const { MESSAGES } = await import(new URL("messages.js", assets));
+const { transferData, paymentTransaction } = await import(new URL("wallet.js", assets));
 
 const plain = (value) =>
   JSON.parse(JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
@@ -30,6 +33,25 @@ const run = {
   },
   pricesUrl({ url, currency }) {
     return pricesUrl(apiBase(url), currency).href;
+  },
+  language({ asked, preferred }) {
+    return chooseLanguage(asked, preferred);
+  },
+  translate({ language, key, vars }) {
+    return translator(language)(key, vars);
+  },
+  around({ template, name }) {
+    return around(template, name);
+  },
+  catalogues() {
+    return MESSAGES;
+  },
+  transferData({ to, units }) {
+    return transferData(to, BigInt(units));
+  },
+  walletTx({ from, deposit, invoice, tokenId, prices, chains }) {
+    const facts = tokenFacts(tokenId, invoice, chains);
+    return paymentTransaction(from, deposit, facts, quote(invoice, facts, prices));
   },
 };
 

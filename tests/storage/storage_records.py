@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from sqlalchemy.engine import URL
+
 from paycore.domain.records import Invoice, Payment, SessionKey, Status, Transaction, TxType
 
 OWNER = "0x1111111111111111111111111111111111111111"
@@ -37,6 +39,22 @@ def payment(tx_hash: str = "0xaa", log_index: int = 3, amount: Decimal = TINY) -
         vs_value=BIG,
         timestamp=1_700_000_100,
     )
+
+
+def insert_before_0012(url: URL, record: Invoice) -> None:
+    """An invoice row as a database before revision 0012 held it (no checkout column): today's
+    SqlStorage writes every column of today's table, so older schemas get a plain insert."""
+    from paycore_storage.engine import make_engine
+    from paycore_storage.rows import invoice_row
+    from paycore_storage.tables import invoices
+
+    row = {k: v for k, v in invoice_row(record).items() if k != "checkout"}
+    engine = make_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(invoices.insert().values(row))
+    finally:
+        engine.dispose()
 
 
 def invoice(

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import checkout
 from ..checkout.qr import payment_qr_svg
-from ..config import Settings
+from ..config import ChainConfig, Settings
 from ..errors import NotFound
 from .http import Response
 from .requests import QrQuery
@@ -21,6 +21,9 @@ from .routing import Call
 
 #: How often the page re-reads the invoice: the interface recommends 2 to 5 seconds.
 POLL_MS = 2500
+#: How often the page re-reads the price table, so the token amount it asks for follows
+#: the market: the quote shown holds this long (the page says so).
+PRICES_MS = 60000
 
 PAGE_HEADERS = {
     "content-security-policy": (
@@ -56,20 +59,30 @@ def _page(call: Call, asset_base: str) -> Response:
 
 def page_config(settings: Settings) -> Mapping[str, Any]:
     """What the page cannot read from the public API: the chains' names and native coins
-    (symbol and decimals, needed to turn an amount into wei or sun) and the fallback currency."""
+    (symbol and decimals, needed to turn an amount into wei or sun), their block explorers'
+    link templates (for the transactions a payer sent), the fallback currency, and how often
+    prices are re-read (the page says how long its quote holds)."""
     return {
         "vsCurrency": settings.vs_currency,
         "pollMs": POLL_MS,
-        "chains": {
-            str(c.chain_id): {
-                "name": c.name,
-                "symbol": c.native_symbol,
-                "decimals": c.native_decimals,
-                "kind": c.kind.value,
-            }
-            for c in settings.chains.values()
-        },
+        "pricesMs": PRICES_MS,
+        "chains": {str(c.chain_id): _chain(c) for c in settings.chains.values()},
     }
+
+
+def _chain(chain: ChainConfig) -> dict[str, Any]:
+    tx, address = chain.explorer
+    entry: dict[str, Any] = {
+        "name": chain.name,
+        "symbol": chain.native_symbol,
+        "decimals": chain.native_decimals,
+        "kind": chain.kind.value,
+    }
+    if tx is not None:
+        entry["explorerTx"] = tx
+    if address is not None:
+        entry["explorerAddress"] = address
+    return entry
 
 
 def asset(call: Call) -> Response:

@@ -110,6 +110,12 @@ INVOICE = obj(
     refunds={"type": "array", "items": REFUND},
     acceptedTokens={"type": "array", "items": TOKEN_ID},
     paymentUrl=STRING,
+    redirectUrl={**STRING, "description": "where the checkout page leads back to the shop"},
+    redirectAutomatically={
+        "type": "boolean",
+        "description": "the checkout page follows redirectUrl by itself once paid",
+    },
+    cancelUrl={**STRING, "description": "the checkout page's link back without paying"},
     tokenInfo={
         "type": "object",
         "description": "symbol and decimals of the accepted tokens paycore knows, by token id",

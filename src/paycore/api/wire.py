@@ -76,6 +76,13 @@ def _text(raw: object, _type: Any) -> str:
     return raw
 
 
+def _flag(raw: object, _type: Any) -> bool:
+    """JSON true or false only: "false" as a string would be truthy."""
+    if not isinstance(raw, bool):
+        raise _Problem("must be true or false")
+    return raw
+
+
 def _object(raw: object, _type: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise _Problem("must be an object")
@@ -120,6 +127,7 @@ def _big_uint(raw: object, field: str) -> int:
 
 _HOOKS: dict[Any, Callable[[object, Any], Any]] = {
     str: _text,
+    bool: _flag,
     f.Uint: _via(_uint),
     f.ChainId: _via(_uint),
     f.BigUint: _via(_big_uint),
@@ -287,6 +295,7 @@ def _schemas(chain_ids: tuple[int, ...]) -> dict[Any, dict[str, Any]]:
     ids = "|".join(str(c) for c in chain_ids) or "[0-9]{1,18}"
     return {
         str: {"type": "string"},
+        bool: {"type": "boolean"},
         f.Uint: _uint_schema(f.UINT_DIGITS, _UINT_TEXT),
         f.BigUint: _uint_schema(f.BIG_UINT_DIGITS, _BIG_UINT_TEXT),
         f.ChainId: chains,

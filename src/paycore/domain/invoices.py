@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Sequence, Set
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -30,6 +31,8 @@ from .tokens import normalize_address
 
 MAX_ACCEPTED_TOKENS = 20
 MAX_DESCRIPTION = 2000
+#: Longest redirectUrl or cancelUrl: browsers and proxies handle URLs up to about this length.
+MAX_URL = 2000
 MAX_DEADLINE_SECS = 366 * 24 * 3600
 
 
@@ -62,6 +65,24 @@ class NewInvoice:
     )
     vs_currency: str | None = attrs.field(
         default=None, metadata={"doc": "a configured fiat currency"}
+    )
+    redirect_url: str | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "http(s) URL of the shop the checkout page leads back to once paid",
+            "schema": {"maxLength": MAX_URL},
+        },
+    )
+    cancel_url: str | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "http(s) URL the checkout page offers to a payer who gives up",
+            "schema": {"maxLength": MAX_URL},
+        },
+    )
+    redirect_automatically: bool | None = attrs.field(
+        default=None,
+        metadata={"doc": "the checkout page follows redirectUrl by itself, after a countdown"},
     )
 
 
@@ -121,6 +142,10 @@ def parse_new_invoice(
         address = derive_address(chain_id)
 
     vs_currency = _vs_currency(settings, request.vs_currency)
+    redirect_url = shop_url(request.redirect_url, "redirectUrl")
+    cancel_url = shop_url(request.cancel_url, "cancelUrl")
+    if request.redirect_automatically and redirect_url is None:
+        raise InvalidInput("redirectAutomatically", "needs a redirectUrl")
 
     return Invoice(
         guid=str(uuid.uuid4()),
@@ -136,7 +161,36 @@ def parse_new_invoice(
         accepted_tokens=tuple(accepted),
         data=data,
         vs_currency=vs_currency,
+        redirect_url=redirect_url,
+        cancel_url=cancel_url,
+        redirect_automatically=bool(request.redirect_automatically),
     )
+
+
+def shop_url(raw: str | None, field: str) -> str | None:
+    """A URL the checkout page may send a payer to: absolute http or https with a host, no
+    credentials, no spaces or control characters. Why so strict: the page puts it in a link
+    and may follow it by itself, so ``javascript:`` or ``data:`` would run in the payer's
+    browser, and ``user:pass@`` hides the real host from a glance."""
+    if raw is None:
+        return None
+    text = raw.strip()
+    if not text:
+        return None
+    if len(text) > MAX_URL:
+        raise InvalidInput(field, f"longer than {MAX_URL} characters")
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
+        raise InvalidInput(field, "must be an http or https URL without spaces")
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 -- raises on a port that is not a number
+    except ValueError:
+        raise InvalidInput(field, "must be an http or https URL") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(field, "must be an http or https URL")
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInput(field, "must not carry a user name or password")
+    return text
 
 
 def _vs_currency(settings: Settings, raw: object) -> str:

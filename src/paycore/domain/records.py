@@ -199,6 +199,22 @@ class Invoice:
     payments: tuple[Payment, ...] = ()
     vs_currency: str = "usd"
     refunds: tuple[Refund, ...] = ()
+    #: Where the checkout page leads the payer: back to the shop once paid or expired
+    #: (``redirect_url``, followed by itself after a countdown when ``redirect_automatically``),
+    #: and back without paying (``cancel_url``). Checked http(s) URLs, or None.
+    redirect_url: str | None = None
+    cancel_url: str | None = None
+    redirect_automatically: bool = False
+
+    def checkout_json(self) -> Json | None:
+        """The checkout fields as stored in one JSON column; None when none is set."""
+        if self.redirect_url is None and self.cancel_url is None:
+            return None
+        return {
+            "redirectUrl": self.redirect_url,
+            "cancelUrl": self.cancel_url,
+            "redirectAutomatically": self.redirect_automatically,
+        }
 
     @property
     def refunded_amount(self) -> Decimal:
@@ -238,6 +254,11 @@ class Invoice:
         }
         if checkout_url is not None:
             wire["paymentUrl"] = payment_url(checkout_url, self.guid)
+        if self.redirect_url is not None:
+            wire["redirectUrl"] = self.redirect_url
+            wire["redirectAutomatically"] = self.redirect_automatically
+        if self.cancel_url is not None:
+            wire["cancelUrl"] = self.cancel_url
         return wire
 
     @classmethod
@@ -260,6 +281,9 @@ class Invoice:
             payments=tuple(Payment.from_wire(p) for p in data.get("payments", [])),
             vs_currency=vs_currency,
             refunds=tuple(Refund.from_wire(r, data["owner"]) for r in data.get("refunds", [])),
+            redirect_url=data.get("redirectUrl"),
+            cancel_url=data.get("cancelUrl"),
+            redirect_automatically=bool(data.get("redirectAutomatically", False)),
         )
 
 

@@ -8,40 +8,46 @@
 
 import { HttpError, apiBase, getJson, invoiceUrl, pricesUrl, qrUrl } from "./api.js";
 import { formatDecimal, parseDecimal } from "./decimal.js";
-import { formatCountdown, formatVs } from "./format.js";
+import { formatAmount, formatCountdown, formatVs } from "./format.js";
+import { around, chooseLanguage, translator } from "./i18n.js";
+import { isTron } from "./links.js";
 import { quote, shortAddress, tokenFacts } from "./quote.js";
+import { payWithWallet, walletProblem } from "./wallet.js";
 
 const config = readConfig();
 const base = apiBase(window.location.href);
 const POLL_MS = config.pollMs || 2500;
 const MAX_BACKOFF_MS = 30000;
-const PRICES_EVERY_MS = 60000;
+const PRICES_EVERY_MS = config.pricesMs || 60000;
+/** Seconds between "paid" and following redirectUrl by itself: long enough to read and stop. */
+const REDIRECT_SECONDS = 5;
 /** Sooner while there are no prices at all: the amount in tokens waits on them. */
 const PRICES_RETRY_MS = 10000;
 /** Clock differences below this are Date-header rounding, not a wrong clock. */
 const SKEW_TOLERANCE_MS = 3000;
 const FINAL = new Set(["paid", "expired"]);
 
-const STATUS = {
-  init: ["Awaiting payment", "Send the amount below to the address shown. This page updates by itself."],
-  partialPaid: ["Partially paid", "Part of the payment has arrived. Send the rest to complete it."],
-  paid: ["Paid", "Payment received. Thank you! You can close this page."],
-  expired: [
-    "Expired",
-    "This invoice expired before it was paid in full. Do not send anything to this address; " +
-      "ask the merchant for a new invoice.",
-  ],
+const STATUS_KEYS = {
+  init: "statusInit",
+  partialPaid: "statusPartialPaid",
+  paid: "statusPaid",
+  expired: "statusExpired",
 };
 
-const REASONS = {
-  tip: "Any amount is welcome: the code holds the address only. Enter the amount in your wallet.",
-  price: "No price for this token is available right now, so the code holds the address only. " +
-    "Choose another token, or wait a moment.",
-  decimals: "The code holds the address only (this token's decimals are not known here): " +
-    "in your wallet choose TOKEN and enter the amount shown.",
-  "tron-token": "The code holds the address only: in your wallet choose TOKEN and enter the amount shown.",
-  other: "The code holds the address only: enter the amount in your wallet.",
+const REASON_KEYS = {
+  tip: "reasonTip",
+  price: "reasonPrice",
+  decimals: "reasonDecimals",
+  "tron-token": "reasonTronToken",
+  other: "reasonOther",
 };
+
+const params = new URL(window.location.href).searchParams;
+const lang = chooseLanguage(params.get("lang"), navigator.languages || [navigator.language]);
+const t = translator(lang.language);
+/** vsCurrency money and token amounts in the payer's locale. */
+const money = (decimalText, code) => formatVs(decimalText, code, lang.locale);
+const amount = (decimalText) => formatAmount(decimalText, lang.locale);
 
 const state = {
   guid: null,
@@ -55,7 +61,11 @@ const state = {
   pollTimer: null,
   clockTimer: null,
   lastUri: null,
+  redirectTimer: null,
+  redirectLeft: null,
+  stayed: false,
 };
+const view = params.get("view");
 
 const $ = (id) => document.getElementById(id);
 
@@ -64,6 +74,14 @@ function readConfig() {
     return JSON.parse(document.getElementById("paycore-config").textContent || "{}");
   } catch {
     return {};
+  }
+}
+
+/** index.html's static text in the chosen language: each element names its key in data-i18n. */
+function translateStatic() {
+  document.documentElement.lang = lang.locale;
+  for (const element of document.querySelectorAll("[data-i18n]")) {
+    element.textContent = t(element.dataset.i18n);
   }
 }
 
@@ -77,19 +95,20 @@ function showProblem(text) {
   $("invoice").hidden = true;
   $("problem").hidden = false;
   $("problem-text").textContent = text;
-  document.title = "Payment: invoice not available";
+  document.title = t("unavailableTitle");
 }
 
 async function main() {
-  const guid = new URL(window.location.href).searchParams.get("invoice");
+  translateStatic();
+  const guid = params.get("invoice");
   if (!guid) {
-    showProblem("This payment link names no invoice. It should end in ?invoice= followed by the invoice id.");
+    showProblem(t("noGuid"));
     return;
   }
   state.guid = guid.trim();
-  $("invoice-id").textContent = `Invoice ${state.guid}`;
+  $("invoice-id").textContent = t("invoiceId", { id: state.guid });
   if (!/^[A-Za-z0-9-]{1,100}$/.test(state.guid)) {
-    showProblem(`No invoice "${state.guid.slice(0, 100)}" exists. Check the link, or ask the merchant for a new one.`);
+    showProblem(t("notFound", { guid: state.guid.slice(0, 100) }));
     return;
   }
   refreshPrices();
@@ -136,11 +155,11 @@ async function refreshInvoice() {
     render();
   } catch (error) {
     if (error instanceof HttpError && error.status === 404) {
-      showProblem(`No invoice "${state.guid}" exists. Check the link, or ask the merchant for a new one.`);
+      showProblem(t("notFound", { guid: state.guid }));
       return;
     }
     state.failures += 1;
-    const message = "Connection to the payment service lost; retrying…";
+    const message = t("connectionLost");
     if (state.invoice) $("connection").textContent = message;
     else $("loading").textContent = message;
   }
@@ -163,7 +182,7 @@ function currency() {
 
 function chainName(chainId) {
   const chain = (config.chains || {})[String(chainId)];
-  return chain && chain.name ? `${chain.name} (chain ${chainId})` : `chain ${chainId}`;
+  return chain && chain.name ? t("chainNamed", { name: chain.name, id: chainId }) : t("chainBare", { id: chainId });
 }
 
 /** Accepted tokens a payer can send to this address: those on the invoice's own chain. */
@@ -175,7 +194,7 @@ function choices(invoice) {
 
 function render() {
   const invoice = state.invoice;
-  const status = STATUS[invoice.status] ? invoice.status : "init";
+  const status = STATUS_KEYS[invoice.status] ? invoice.status : "init";
   setState(status);
   $("loading").hidden = true;
   $("problem").hidden = true;
@@ -184,10 +203,10 @@ function render() {
   $("description").textContent = invoice.description || "";
   $("description").hidden = !invoice.description;
 
-  const [badge, text] = STATUS[status];
+  const badge = t(STATUS_KEYS[status]);
   $("status-badge").textContent = badge;
-  $("status-text").textContent = text;
-  document.title = `${badge}: ${invoice.description || "Payment"}`;
+  $("status-text").textContent = t(`${STATUS_KEYS[status]}Text`);
+  document.title = `${badge}: ${invoice.description || t("title")}`;
 
   renderAmounts(invoice);
   renderPayments(invoice);
@@ -196,7 +215,10 @@ function render() {
     state.chosen = (options.find((o) => o.id === invoice.token) || options[0]).id;
   }
   renderChoices(options);
-  renderPayment(invoice, options.find((o) => o.id === state.chosen));
+  const offer = renderPayment(invoice, options.find((o) => o.id === state.chosen));
+  renderQuoteNote(invoice, offer);
+  renderReturn(invoice);
+  renderReceipt(invoice);
   tick();
   if (!state.clockTimer) state.clockTimer = window.setInterval(tick, 1000);
 }
@@ -204,11 +226,11 @@ function render() {
 function renderAmounts(invoice) {
   const value = parseDecimal(invoice.value);
   const tip = !value || value.units === 0n;
-  $("amount-vs").textContent = tip ? "Any amount" : formatVs(invoice.value, currency());
+  $("amount-vs").textContent = tip ? t("anyAmount") : money(invoice.value, currency());
   const paid = parseDecimal(invoice.paidAmount);
   const anyPaid = paid !== null && paid.units > 0n;
   $("paid-row").hidden = !anyPaid;
-  if (anyPaid) $("paid-vs").textContent = formatVs(formatDecimal(paid), currency());
+  if (anyPaid) $("paid-vs").textContent = money(formatDecimal(paid), currency());
 }
 
 /** What has arrived, so a payer can match it with the transaction in their wallet. */
@@ -222,15 +244,11 @@ function renderPayments(invoice) {
       const facts = tokenFacts(`${payment.chainId}:${payment.token}`, invoice, chains);
       const amount = document.createElement("span");
       amount.className = "payment-amount";
-      amount.textContent = `${payment.amount} ${facts.symbol}`;
+      amount.textContent = `${amountOf(payment.amount)} ${facts.symbol}`;
       const worth = document.createElement("span");
       const vs = parseDecimal(payment.vsValue);
-      worth.textContent = vs ? formatVs(formatDecimal(vs), currency()) : "";
-      const tx = document.createElement("code");
-      tx.className = "payment-tx";
-      tx.textContent = shortAddress(String(payment.txHash));
-      tx.title = String(payment.txHash);
-      item.append(amount, worth, tx);
+      worth.textContent = vs ? money(formatDecimal(vs), currency()) : "";
+      item.append(amount, worth, txElement(payment, shortAddress(String(payment.txHash))));
       return item;
     }),
   );
@@ -269,32 +287,221 @@ function renderChoices(options) {
 function renderPayment(invoice, facts) {
   const offer = quote(invoice, facts, state.prices);
   const due = offer.due === null ? null : formatDecimal(offer.due);
-  $("amount-token-label").textContent = invoice.status === "partialPaid" ? "Still to send" : "Send";
+  $("amount-token-label").textContent = t(invoice.status === "partialPaid" ? "stillToSend" : "send");
   let amountText;
-  if (offer.amountText !== null) amountText = `${offer.amountText} ${facts.symbol}`;
-  else if (offer.reason === "tip") amountText = `Any amount of ${facts.symbol}`;
-  else amountText = `${facts.symbol}: no price available (${formatVs(due, currency())} due)`;
+  if (offer.amountText !== null) amountText = `${amount(offer.amountText)} ${facts.symbol}`;
+  else if (offer.reason === "tip") amountText = t("anyAmountOf", { symbol: facts.symbol });
+  else amountText = t("noPrice", { symbol: facts.symbol, due: money(due, currency()) });
   $("amount-token").textContent = amountText;
   $("copy-amount").hidden = offer.amountText === null;
   $("copy-amount").dataset.copy = offer.amountText || "";
 
-  $("network").textContent = chainName(invoice.chainId);
+  renderNetwork(chainName(invoice.chainId));
+  $("network-warning").textContent = t("networkWarning", { network: chainName(invoice.chainId) });
   $("address").textContent = invoice.address;
   $("copy-address").dataset.copy = invoice.address;
 
   const reason = offer.exact ? null : offer.reason || "other";
   $("qr-note").textContent = reason
-    ? REASONS[reason].replace("TOKEN", facts.symbol)
-    : `Scan with your wallet: the code holds the address, the network and ${amountText}.`;
+    ? t(REASON_KEYS[reason], { token: facts.symbol })
+    : t("qrExact", { amount: amountText });
   $("qr-note").dataset.reason = reason || "exact";
   if (state.lastUri !== offer.uri) {
     state.lastUri = offer.uri;
     $("qr").src = qrUrl(base, offer.uri).href;
     $("qr").alt = reason
-      ? `QR code with the deposit address ${invoice.address}`
-      : `QR code of a payment of ${amountText} to ${invoice.address}`;
+      ? t("qrAltAddress", { address: invoice.address })
+      : t("qrAltPayment", { amount: amountText, address: invoice.address });
     $("wallet-link").href = offer.uri;
   }
+  state.offer = { facts, offer };
+  const wallet = window.ethereum;
+  $("wallet-pay-line").hidden = !(
+    wallet && typeof wallet.request === "function" && offer.exact && !isTron(invoice.chainId) && !FINAL.has(invoice.status)
+  );
+  return offer;
+}
+
+/** "Pay with wallet": the exact payment the QR code holds, through the injected wallet. */
+async function walletPay() {
+  const invoice = state.invoice;
+  if (!invoice || !state.offer || state.walletBusy) return;
+  const { facts, offer } = state.offer;
+  const status = $("wallet-status");
+  state.walletBusy = true;
+  $("wallet-pay").disabled = true;
+  status.hidden = false;
+  status.textContent = t("walletConfirm");
+  try {
+    const hash = await payWithWallet(window.ethereum, invoice.chainId, invoice.address, facts, offer);
+    status.dataset.tx = String(hash);
+    status.textContent = t("walletSent", { tx: shortAddress(String(hash)) });
+    refreshInvoice(); // look now: the watcher may see it at the next block
+  } catch (error) {
+    const problem = walletProblem(error);
+    status.textContent =
+      problem === "rejected"
+        ? t("walletRejected")
+        : problem === "network"
+          ? t("walletNetwork", { network: chainName(invoice.chainId) })
+          : t("walletFailed", { reason: String((error && error.message) || error).slice(0, 160) });
+  } finally {
+    state.walletBusy = false;
+    $("wallet-pay").disabled = false;
+  }
+}
+
+/** A transaction hash, linked to the chain's block explorer when one is configured. */
+function txElement(payment, shown) {
+  const hash = String(payment.txHash);
+  const code = document.createElement("code");
+  code.className = "payment-tx";
+  code.textContent = shown;
+  code.title = hash;
+  const href = explorerLink(payment.chainId, "explorerTx", "{tx}", hash);
+  if (!href) return code;
+  const link = document.createElement("a");
+  link.className = "tx-link";
+  link.href = href;
+  link.rel = "noopener noreferrer";
+  link.target = "_blank";
+  link.setAttribute("aria-label", `${t("viewTx")} ${hash}`);
+  link.append(code);
+  return link;
+}
+
+/** The explorer's page for `value` (a tx hash or an address) on `chainId`, or null. Tron's
+ * explorers name transactions without the 0x the wire may carry. */
+function explorerLink(chainId, key, placeholder, value) {
+  const chain = (config.chains || {})[String(chainId)] || {};
+  const template = chain[key];
+  if (typeof template !== "string" || !/^https?:\/\//.test(template)) return null;
+  const bare = chain.kind === "tron" && placeholder === "{tx}" ? value.replace(/^0x/i, "") : value;
+  return template.replace(placeholder, encodeURIComponent(bare));
+}
+
+/** How long the quote holds: the token amount follows the price table, re-read each minute. */
+function renderQuoteNote(invoice, offer) {
+  const note = $("quote-note");
+  const fetched = state.prices && Number(state.prices.fetchedAt);
+  const show = offer.amountText !== null && !FINAL.has(invoice.status) && fetched > 0;
+  note.hidden = !show;
+  if (!show) return;
+  const time = new Intl.DateTimeFormat(lang.locale, { timeStyle: "short" }).format(new Date(fetched * 1000));
+  note.textContent = t("quoteNote", { time });
+}
+
+/** Back to the shop once paid or expired (and, when asked for, by itself after a countdown
+ * once paid); a way back without paying while it is open. Only the invoice's own URLs,
+ * checked http(s) by the server and again here, ever become a link. */
+function renderReturn(invoice) {
+  const back = webUrl(invoice.redirectUrl);
+  const cancel = webUrl(invoice.cancelUrl);
+  const final = FINAL.has(invoice.status);
+  $("return").hidden = !(final && back);
+  if (back) $("back-to-shop").href = back;
+  $("cancel-line").hidden = final || !cancel;
+  if (cancel) $("cancel-link").href = cancel;
+  $("receipt-line").hidden = invoice.status !== "paid" || view === "receipt";
+  $("receipt-link").href = withParams({ view: "receipt" });
+  const auto = invoice.status === "paid" && back && invoice.redirectAutomatically === true;
+  if (auto && !state.stayed && state.redirectTimer === null) startRedirect(back);
+}
+
+function startRedirect(target) {
+  state.redirectLeft = REDIRECT_SECONDS;
+  const show = () => {
+    $("redirect-text").textContent = t("redirecting", { seconds: state.redirectLeft });
+    $("redirect-text").dataset.seconds = String(state.redirectLeft);
+  };
+  $("redirect-note").hidden = false;
+  show();
+  state.redirectTimer = window.setInterval(() => {
+    state.redirectLeft -= 1;
+    if (state.redirectLeft > 0) {
+      show();
+      return;
+    }
+    window.clearInterval(state.redirectTimer);
+    window.location.assign(target);
+  }, 1000);
+}
+
+function stayHere() {
+  state.stayed = true;
+  window.clearInterval(state.redirectTimer);
+  $("redirect-note").hidden = true;
+}
+
+/** An absolute http(s) URL as text, or null. */
+function webUrl(raw) {
+  if (typeof raw !== "string" || !raw) return null;
+  try {
+    const url = new URL(raw);
+    return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** This page's URL with some query parameters set (null removes one). */
+function withParams(changes) {
+  const url = new URL(window.location.href);
+  for (const [name, value] of Object.entries(changes)) {
+    if (value === null) url.searchParams.delete(name);
+    else url.searchParams.set(name, value);
+  }
+  return url.href;
+}
+
+/** ?view=receipt of a paid invoice: what was paid, to whom, when, by which transactions;
+ * laid out to print (the print stylesheet drops the buttons). */
+function renderReceipt(invoice) {
+  const show = view === "receipt" && invoice.status === "paid";
+  $("receipt").hidden = !show;
+  $("checkout").dataset.view = show ? "receipt" : "pay";
+  if (!show) return;
+  $("invoice").hidden = true;
+  $("title").textContent = t("receiptTitle");
+  // the section's own heading names what was bought (the page's h1 says "receipt" already)
+  $("receipt-title").textContent = invoice.description || t("receiptTitle");
+  document.title = `${t("receiptTitle")}: ${invoice.description || t("title")}`;
+  $("receipt-merchant").textContent = invoice.owner;
+  $("receipt-amount").textContent = money(invoice.paidAmount, currency());
+  $("receipt-network").textContent = chainName(invoice.chainId);
+  const payments = Array.isArray(invoice.payments) ? invoice.payments : [];
+  const last = Math.max(0, ...payments.map((p) => Number(p.timestamp) || 0));
+  $("receipt-date").textContent = last
+    ? new Intl.DateTimeFormat(lang.locale, { dateStyle: "long", timeStyle: "long", timeZone: "UTC" }).format(
+      new Date(last * 1000),
+    )
+    : "";
+  const chains = config.chains || {};
+  $("receipt-payments").replaceChildren(
+    ...payments.map((payment) => {
+      const item = document.createElement("li");
+      const facts = tokenFacts(`${payment.chainId}:${payment.token}`, invoice, chains);
+      const what = document.createElement("span");
+      what.textContent = `${amountOf(payment.amount)} ${facts.symbol}`;
+      item.append(what, txElement(payment, String(payment.txHash)));
+      return item;
+    }),
+  );
+  $("back-to-payment").href = withParams({ view: null });
+}
+
+/** An amount the server sent as decimal text, in the locale; as sent when it is not one. */
+function amountOf(text) {
+  const value = parseDecimal(text);
+  return value ? amount(formatDecimal(value)) : String(text);
+}
+
+/** "Deposit address on <network>" with the network's <span> where the language puts it. */
+function renderNetwork(name) {
+  const span = $("network");
+  span.textContent = name;
+  const [before, after] = around(t("depositOn"), "network");
+  $("address-label").replaceChildren(before, span, after);
 }
 
 /** Once a second: the countdown, and an early read when the deadline has just passed. */
@@ -303,13 +510,13 @@ function tick() {
   if (!invoice) return;
   const countdown = $("countdown");
   if (FINAL.has(invoice.status)) {
-    countdown.textContent = invoice.status === "paid" ? "Paid" : "Expired";
+    countdown.textContent = t(invoice.status === "paid" ? "statusPaid" : "statusExpired");
     window.clearInterval(state.clockTimer);
     state.clockTimer = null;
     return;
   }
   const left = (invoice.deadline * 1000 - (Date.now() + state.skewMs)) / 1000;
-  const { text, iso } = formatCountdown(left);
+  const { text, iso } = formatCountdown(left, (parts) => t("countdownDays", parts));
   countdown.textContent = text;
   countdown.setAttribute("datetime", iso);
   countdown.dataset.seconds = String(Math.max(0, Math.floor(left)));
@@ -331,8 +538,8 @@ async function copy(button) {
   }
   const original = button.dataset.label || button.textContent;
   button.dataset.label = original;
-  button.textContent = done ? "Copied" : "Select and copy";
-  $("copied").textContent = done ? `Copied ${text}` : "Copy failed: select the text and copy it.";
+  button.textContent = t(done ? "copied" : "selectCopy");
+  $("copied").textContent = done ? t("copiedText", { text }) : t("copyFailed");
   window.setTimeout(() => {
     button.textContent = original;
   }, 2000);
@@ -359,5 +566,8 @@ function legacyCopy(text) {
 for (const id of ["copy-address", "copy-amount"]) {
   $(id).addEventListener("click", (event) => copy(event.currentTarget));
 }
+$("stay").addEventListener("click", stayHere);
+$("wallet-pay").addEventListener("click", walletPay);
+$("print").addEventListener("click", () => window.print());
 
 main();
