@@ -171,3 +171,48 @@ def test_paycore_on_reaches_every_gateways_consumer(store: Storage) -> None:
 def test_unknown_event_types_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown event type 'invoice.payed'"):
         Signals().on("invoice.payed")
+
+
+def test_the_worker_refuses_a_signals_module_it_cannot_import(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from paycore.runtime.worker import main
+
+    assert main(["--signals", "no_such_module_for_paycore_signals"]) == 2
+    assert "--signals" in capsys.readouterr().err
+
+
+def test_the_embedded_worker_runs_the_handlers() -> None:
+    import threading
+
+    from events_helpers import wait_until
+
+    from paycore.runtime.worker import run_worker
+    from paycore.storage.memory import MemoryStorage
+
+    gateway = gateway_on(MemoryStorage())
+    merchant = Merchant(gateway)
+    heard: list[str] = []
+    gateway.on("invoice.paid", name="worker.test")(lambda e: heard.append(e.guid))
+    stop = threading.Event()
+    worker = threading.Thread(
+        target=run_worker,
+        args=(gateway,),
+        kwargs={"stop_event": stop, "watch": False, "prices": False},
+    )
+    worker.start()
+    try:
+        # The queue opens on the consumer's first pass; pay once it has run.
+        wait_until(lambda: _opened(gateway), what="the signal queue to open")
+        guid, address = merchant.invoice()
+        merchant.pay(address, "100", 1)
+        wait_until(lambda: heard == [guid], what="the handler")
+    finally:
+        stop.set()
+        worker.join()
+
+
+def _opened(gateway: object) -> bool:
+    storage = gateway.storage  # type: ignore[attr-defined]
+    with storage.transaction() as tx:
+        return tx.read_outbox("signal:worker.test", 1) is not None
