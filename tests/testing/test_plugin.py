@@ -86,3 +86,16 @@ def test_the_client_signs_for_flask_and_litestar(
             assert [i["status"] for i in listed.json if i["guid"] == guid] == ["paid"]
             unsigned = client.get(f"/invoices?owner={client.address}", signed=False)
             assert unsigned.status in (401, 403)
+
+
+def test_loading_the_plugin_imports_no_gateway() -> None:
+    """It loads in every pytest session of a project with paycore installed."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, paycore.testing.plugin;"
+        "print(sorted(m for m in sys.modules if m.startswith('paycore')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['paycore', 'paycore.testing', 'paycore.testing.plugin']"
