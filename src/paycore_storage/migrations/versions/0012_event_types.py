@@ -6,8 +6,8 @@ both carry an Invoice record with status ``paid``. Nullable: rows written before
 revision have none and read as ``invoice.updated``. A column added only, so this revision
 applies on top of any other that leaves ``paycore_outbox`` alone.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-11-23
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0009"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
