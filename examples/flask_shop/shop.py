@@ -5,6 +5,12 @@ product page and an order page. paycore adds its HTTP interface under /paycore a
 gateway the "buy" route asks for an invoice.
 
     flask --app shop run        # from this folder, or: python shop.py
+
+An order is fulfilled when its invoice is paid: a receiver of the ``invoice.paid`` signal
+(``paycore_flask.signals``) ships it. The signal is sent once per change, after commit, by
+the signal consumer (a thread here; ``paycore worker --signals shop`` in production), so an
+overpayment or a late payment, which send ``invoice.overpaid`` and
+``invoice.late_payment``, never ships the order twice.
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ from typing import Any
 from flask import Flask, abort, jsonify, redirect, render_template_string
 from werkzeug.wrappers import Response
 
-from paycore import NATIVE, Settings  # paycore
+from paycore import NATIVE, InvoiceEvent, Settings  # paycore
 from paycore.errors import InvoiceNotFound  # paycore
-from paycore_flask import PayCore  # paycore
+from paycore_flask import PayCore, state  # paycore
+from paycore_flask.signals import connect_signals, invoice_signal  # paycore
 
 PRODUCTS: dict[str, dict[str, Any]] = {
     "mug": {"name": "Enamel mug", "price": Decimal("12.50")},
@@ -61,6 +68,18 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             prices={ETH: "3000", USDC: "1"},  # a static price table; price plugins can replace it
         ),
     )
+
+    # paycore: the shop's own order book; a real shop keeps it in its database.
+    shipped: dict[str, int] = {}
+    app.extensions["shop.shipped"] = shipped
+    connect_signals(app, state(app).gateway)
+
+    def ship(sender: Flask, event: InvoiceEvent) -> None:
+        # At least once: a repeat after a crash must not ship twice, so key by invoice.
+        if event.guid not in shipped:
+            shipped[event.guid] = event.id
+
+    invoice_signal("invoice.paid").connect(ship, sender=app, weak=False)
 
     @app.get("/")
     def index() -> str:
@@ -107,6 +126,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             status=wire["status"],
             paid=wire["paidAmount"],
             of=wire["value"],
+            shipped=guid in shipped,
         )
 
     @app.errorhandler(404)
@@ -117,4 +137,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
 
 if __name__ == "__main__":
-    create_app().run(debug=True)
+    import threading
+
+    from paycore_flask.signals import start_signal_thread
+
+    shop = create_app()
+    start_signal_thread(state(shop).gateway, threading.Event())
+    shop.run(debug=True, use_reloader=False)

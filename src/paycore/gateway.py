@@ -24,6 +24,7 @@ from .chains.records import DepositBatch, Ingested, LeaseLost
 from .config import Settings
 from .domain import machine
 from .domain import refunds as refund_rules
+from .domain.changes import EventType
 from .domain.invoices import (
     NewInvoice,
     attribute_deposit,
@@ -49,6 +50,7 @@ from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
 from .errors import Conflict, Forbidden, InvalidInput, InvoiceNotFound, NotFound, PaycoreError
 from .events.queues import EventQueues
+from .events.signals import Handler, SignalConsumer, Signals, default_signals
 from .links.service import Links
 from .management.service import Management
 from .notify import Notifier
@@ -120,6 +122,8 @@ class Gateway:
         self.sessions = Sessions(units, self.settings, self.now)
         self.pow = ProofOfWork(units, self.settings, self.now)
         self.events = EventQueues(units, self.settings)
+        #: Host handlers of invoice events (``paycore.events.signals``): ``gateway.on``.
+        self.signals = Signals()
         self.webhooks = Webhooks(units, self.settings, self.clock)
         self.management = Management(self, units)
         self.chain_ledger = ChainLedger(units)
@@ -551,23 +555,29 @@ class Gateway:
     def _emit(self, tx: StorageTx, changes: list[Invoice]) -> list[Json]:
         return self._announce(tx, changes)[1]
 
-    def _announce(self, tx: StorageTx, changes: list[Invoice]) -> tuple[list[Invoice], list[Json]]:
+    def _announce(
+        self, tx: StorageTx, changes: list[Invoice], type: EventType | None = None
+    ) -> tuple[list[Invoice], list[Json]]:
         """Write one event (and its webhook delivery) per change, in ``tx``; returns the
-        changes with their refunds attached, as announced, and the payloads."""
+        changes with their refunds attached, as announced, and the payloads. Each event is
+        named ``type``, else by the change the state machine recorded on the invoice
+        (``paycore.domain.changes``); the webhook body carries that name as ``type``."""
+        named = [str(type or inv.change or EventType.UPDATED) for inv in changes]
         changes = self._with_refunds(tx, changes)
         now = self.now()
         payloads = [self.invoice_wire(inv) for inv in changes]
+        events = [
+            NewEvent(i.owner, i.guid, p, now, t)
+            for i, p, t in zip(changes, payloads, named, strict=True)
+        ]
         if len(changes) > 1:  # a batch (the watcher's): every event, then every delivery
-            events = [
-                NewEvent(i.owner, i.guid, p, now) for i, p in zip(changes, payloads, strict=True)
-            ]
             ids = tx.add_events(events)
             enqueue_webhooks(tx, list(zip(ids, events, strict=True)), round(self.clock() * 1000))
             return changes, payloads
-        for inv, payload in zip(changes, payloads, strict=True):
-            event_id = tx.add_event(inv.owner, inv.guid, payload, now)
+        for event in events:
+            event_id = tx.add_event(event.owner, event.guid, event.payload, now, event.type)
             # Same transaction: the change and its webhook delivery commit together.
-            enqueue_webhook(tx, event_id, inv.owner, inv.guid, payload, round(self.clock() * 1000))
+            enqueue_webhook(tx, event_id, event, round(self.clock() * 1000))
         return changes, payloads
 
     # -- refunds (docs/interface.md, POST /refund) -----------------------------------------
@@ -624,7 +634,7 @@ class Gateway:
             refund_rules.check_room(current, plan, decimals)
             refund = refund_rules.new_refund(current, plan, self.now())
             tx.insert_refund(refund)
-            [announced], payloads = self._announce(tx, [current])
+            [announced], payloads = self._announce(tx, [current], EventType.REFUND_PENDING)
         self._notify(owner, payloads)
         return BuiltRefund(refund, unsigned, announced)
 
@@ -653,7 +663,7 @@ class Gateway:
             cancelled = attrs.evolve(current, status=RefundStatus.CANCELLED, settled_at=self.now())
             if not tx.settle_refund(cancelled):
                 raise Conflict(f"Conflict: refund {refund_id} is no longer pending")
-            [announced], payloads = self._announce(tx, [invoice])
+            [announced], payloads = self._announce(tx, [invoice], EventType.REFUND_CANCELLED)
         self._notify(owner, payloads)
         return cancelled, announced
 
@@ -706,7 +716,8 @@ class Gateway:
                 paying[record.key] = attrs.evolve(record, valuation=rate)
                 changed.add(refund.guid)
         invoices = [locked[g] for g in guids if g in changed]
-        return [paying.get(w.key, w) for w in withdrawals], [i for i in invoices if i]
+        refunded = [attrs.evolve(i, change=EventType.REFUNDED) for i in invoices if i]
+        return [paying.get(w.key, w) for w in withdrawals], refunded
 
     def _notify_each(self, changes: list[Invoice], payloads: list[Json]) -> None:
         for inv, payload in zip(changes, payloads, strict=True):
@@ -735,6 +746,17 @@ class Gateway:
                     notifier.invoice_changed(owner, payload)
                 except Exception:  # the outbox still holds the event; never fail the change
                     log.exception("notifier %s failed", notifier.name)
+
+    def on(self, *types: str, name: str | None = None) -> Callable[[Handler], Handler]:
+        """Decorator: call the handler after commit for each invoice event of ``types``
+        (``invoice.paid``, ``invoice.overpaid``, ...; all when none), at least once, from
+        the consumer that ``signal_consumer`` returns (the worker runs one). See
+        ``paycore.events.signals``."""
+        return self.signals.on(*types, name=name)
+
+    def signal_consumer(self, **kwargs: Any) -> SignalConsumer:
+        """The consumer that calls this gateway's handlers and those of ``paycore.on``."""
+        return SignalConsumer(self._storage, [self.signals, default_signals], **kwargs)
 
     def open_queue(self, consumer: str, owner: str) -> None:
         """``Gateway.events.open``, kept for callers that know it here."""

@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 from sqlalchemy import RowMapping
 
+from paycore.domain.changes import UPDATED
 from paycore.domain.records import (
     Deposit,
     Invoice,
@@ -196,6 +197,7 @@ def event_from_row(row: Row) -> OutboxEvent:
         guid=row["guid"],
         payload=row["payload"],
         created_at=row["created_at"],
+        type=row.get("type") or UPDATED,
     )
 
 

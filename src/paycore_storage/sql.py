@@ -93,6 +93,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.sql.expression import ClauseElement
 
 from paycore.chains.records import ChainCursor
+from paycore.domain.changes import UPDATED
 from paycore.domain.machine import OPEN
 from paycore.domain.paging import TxPosition
 from paycore.domain.records import (
@@ -101,6 +102,7 @@ from paycore.domain.records import (
     Json,
     NewEvent,
     OutboxEvent,
+    OutboxRead,
     PollToken,
     PowChallenge,
     SessionKey,
@@ -1041,11 +1043,13 @@ class SqlTx(RefundStatements):
             self._c.execute(_PUBLISH)
             self._published = True
 
-    def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
+    def add_event(
+        self, owner: str, guid: str, payload: Json, created_at: int, type: str = UPDATED
+    ) -> int:
         self._publish()
         stmt = (
             outbox.insert()
-            .values(owner=owner, guid=guid, payload=payload, created_at=created_at)
+            .values(owner=owner, guid=guid, payload=payload, created_at=created_at, type=type)
             .returning(outbox.c.id)
         )
         event_id: int = self._c.execute(stmt).scalar_one()
@@ -1053,10 +1057,18 @@ class SqlTx(RefundStatements):
 
     def add_events(self, events: Sequence[NewEvent]) -> list[int]:
         if len(events) < 2:
-            return [self.add_event(e.owner, e.guid, e.payload, e.created_at) for e in events]
+            return [
+                self.add_event(e.owner, e.guid, e.payload, e.created_at, e.type) for e in events
+            ]
         self._publish()
         rows = [
-            {"owner": e.owner, "guid": e.guid, "payload": e.payload, "created_at": e.created_at}
+            {
+                "owner": e.owner,
+                "guid": e.guid,
+                "payload": e.payload,
+                "created_at": e.created_at,
+                "type": e.type,
+            }
             for e in events
         ]
         # Rows are inserted in the order given and their ids increase, so sorting the ids
@@ -1121,6 +1133,42 @@ class SqlTx(RefundStatements):
             .values(last_seq=newest[0]["id"] if horizon is None else horizon)
         )
         return [event_from_row(row) for row in reversed(newest)]
+
+    def read_outbox(self, consumer: str, cap: int) -> OutboxRead | None:
+        """As ``drain_queue``, over every owner and without moving the position."""
+        if cap < 1:
+            raise ValueError("cap must be at least 1")
+        last_id = _LAST_ID if self._postgres else literal(None, BigInteger())
+        queue = self._one(
+            select(event_queues.c.last_seq, last_id.label("last_id")).where(
+                event_queues.c.consumer == consumer
+            )
+        )
+        if queue is None:
+            return None
+        start: int = queue["last_seq"]
+        pending = [outbox.c.id > start]
+        horizon: int | None = None
+        if queue["last_id"] is not None:
+            horizon = self._horizon(queue["last_id"])
+            if horizon <= start:
+                return OutboxRead(start, [], start)
+            pending.append(outbox.c.id <= horizon)
+        rows = self._all(select(outbox).where(*pending).order_by(outbox.c.id).limit(cap))
+        events = [event_from_row(row) for row in rows]
+        if len(events) == cap or horizon is None:
+            upto = events[-1].id if events else start
+        else:
+            upto = horizon
+        return OutboxRead(start, events, upto)
+
+    def move_queue(self, consumer: str, start: int, to: int) -> bool:
+        moved = self._c.execute(
+            update(event_queues)
+            .where(event_queues.c.consumer == consumer, event_queues.c.last_seq == start)
+            .values(last_seq=to)
+        )
+        return bool(moved.rowcount)
 
     def _warn_dropped(
         self,

@@ -224,6 +224,7 @@ outbox = Table(
     Column("guid", Key(64), nullable=False),
     Column("payload", JSON, nullable=False),
     Column("created_at", BigInteger, nullable=False),
+    Column("type", String(64), nullable=True),  # revision 0013; NULL: invoice.updated
     Index(None, "owner", "id"),
     sqlite_autoincrement=True,  # ids strictly increase even after the newest row is deleted
 )

@@ -29,6 +29,7 @@ STORAGE_HOLDERS = {
     "paycore/gateway.py",
     "paycore/auth/service.py",
     "paycore/events/queues.py",
+    "paycore/events/signals.py",
     "paycore/webhooks/service.py",
     "paycore/webhooks/dispatcher.py",
     "paycore/management/service.py",

@@ -79,7 +79,9 @@ def test_outage_then_recovery_delivers_everything_once_in_order(
     assert any(e.startswith("answered 500") for e in errors)
 
 
-def test_body_is_the_invoice_json_of_a_poll_event(store: Storage, receiver: Receiver) -> None:
+def test_body_is_the_invoice_json_of_a_poll_event_plus_its_type(
+    store: Storage, receiver: Receiver
+) -> None:
     gateway = gateway_on(store)
     merchant = Merchant(gateway)
     receiver.secret = merchant.webhook(receiver.url)
@@ -87,9 +89,13 @@ def test_body_is_the_invoice_json_of_a_poll_event(store: Storage, receiver: Rece
     merchant.invoices_paid_in_parts(1, parts=2)
     with dispatching(gateway):
         wait_until(lambda: len(receiver.accepted()) == 2)
-    polled = [e.payload for e in gateway.drain_events("poller")]
+    polled = [{**e.payload, "type": e.type} for e in gateway.drain_events("poller")]
     assert [r.body for r in receiver.accepted()] == polled
     assert [r.status for r in receiver.accepted()] == ["partialPaid", "paid"]
+    assert [r.body["type"] for r in receiver.accepted()] == [
+        "invoice.partially_paid",
+        "invoice.paid",
+    ]
 
 
 def test_an_in_process_change_is_delivered_without_waiting_for_a_poll(

@@ -175,6 +175,7 @@ def test_refund_half_then_the_rest_and_the_watcher_confirms_each(env: Env) -> No
     deliveries, _total, _off, _lim = env.gateway.webhooks.deliveries(owner.address)
     hooked = [json.loads(d.body) for d in reversed(deliveries)]
     assert [statuses(b) for b in hooked][-4:] == steps
+    assert [b["type"] for b in hooked][-4:] == ["invoice.refund_pending", "invoice.refunded"] * 2
 
 
 def test_refunds_in_coin_at_todays_rate_pending_ones_hold_and_cancel(env: Env) -> None:

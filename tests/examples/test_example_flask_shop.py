@@ -53,24 +53,37 @@ def test_buying_redirects_to_the_payment_page_and_payment_completes_the_order() 
 
     # What the chain watcher does when the buyer pays 25 USD worth of ETH (3000 USD each).
     gateway = state(browser.application).gateway
-    gateway.record_deposit(
-        Deposit(
-            1,
-            "0x" + "ab" * 32,
-            -1,
-            NATIVE,
-            "0x" + "11" * 20,
-            invoice["address"],
-            Decimal("0.0084"),
-            gateway.now(),
+    signals = gateway.signal_consumer()
+    signals.run_once()  # the consumer the shop runs in a thread, one pass at a time here
+
+    def pay(eth: str, n: int) -> None:
+        gateway.record_deposit(
+            Deposit(
+                1,
+                "0x" + f"{n:02x}" * 32,
+                -1,
+                NATIVE,
+                "0x" + "11" * 20,
+                invoice["address"],
+                Decimal(eth),
+                gateway.now(),
+            )
         )
-    )
+
+    pay("0.0084", 0xAB)
+    assert browser.get(f"/orders/{guid}").json["shipped"] is False  # not before the consumer
+    signals.run_once()
     assert browser.get(f"/orders/{guid}").json == {
         "order": guid,
         "product": "tee",
         "status": "paid",
         "paid": "25.2",  # 0.0084 ETH at 3000 USD
         "of": "25",
+        "shipped": True,
     }
+    shipped = dict(browser.application.extensions["shop.shipped"])
+    pay("0.001", 0xAC)  # an overpayment: invoice.overpaid, so nothing ships again
+    signals.run_once()
+    assert browser.application.extensions["shop.shipped"] == shipped
     assert browser.get("/orders/no-such-guid").status_code == 404
     assert browser.post("/buy/nothing").status_code == 404

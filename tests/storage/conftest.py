@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import URL
-from storage_records import FakeClock
 
 from paycore.storage import Storage
 from paycore.storage.memory import MemoryStorage
+from paycore.testing.storage_records import FakeClock
 from paycore_storage import SqlStorage
 from paycore_storage.engine import database_url
 from paycore_storage.tables import metadata

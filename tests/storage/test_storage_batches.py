@@ -8,12 +8,12 @@ from decimal import Decimal
 
 import attrs
 import pytest
-from storage_records import BIG, NATIVE, OTHER_OWNER, OWNER, USDT, invoice, payment
-from storage_records import transaction as row
 
 from paycore.domain.records import NewEvent, Status, WebhookConfig
 from paycore.prices.records import LockedQuote
 from paycore.storage import Storage, StorageTx
+from paycore.testing.storage_records import BIG, NATIVE, OTHER_OWNER, OWNER, USDT, invoice, payment
+from paycore.testing.storage_records import transaction as row
 from paycore.webhooks.records import NewDelivery
 
 

@@ -7,11 +7,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from storage_records import OWNER, invoice
 
 from paycore.chains.records import ChainCursor
 from paycore.domain.records import Status
 from paycore.storage import Storage
+from paycore.testing.storage_records import OWNER, invoice
 
 NOW = 1_700_000_000_000  # ms
 LEASE = 30_000

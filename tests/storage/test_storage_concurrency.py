@@ -15,10 +15,10 @@ from typing import TypeVar
 
 import attrs
 import pytest
-from storage_records import OWNER, invoice, payment, session_key, transaction
 
 from paycore.domain.records import Invoice, NewEvent, OutboxEvent, PowChallenge, Status
 from paycore.storage import Storage, StorageTx
+from paycore.testing.storage_records import OWNER, invoice, payment, session_key, transaction
 
 T = TypeVar("T")
 

@@ -8,9 +8,9 @@ import pytest
 from alembic import command
 from sqlalchemy import inspect
 from sqlalchemy.engine import URL
-from storage_records import insert_before_0012, invoice
 
 from paycore.storage import Storage
+from paycore.testing.storage_records import insert_before_0012, invoice
 from paycore_storage import SqlStorage, migrate
 from paycore_storage.engine import make_engine
 from paycore_storage.migrations import alembic_config

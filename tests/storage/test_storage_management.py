@@ -8,11 +8,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from storage_records import OTHER_OWNER, OWNER, invoice, session_key
 
 from paycore.domain.records import WebhookConfig
 from paycore.management.records import AppKey, AppKeyAdd, EmailSetting
 from paycore.storage import Storage
+from paycore.testing.storage_records import OTHER_OWNER, OWNER, invoice, session_key
 
 
 def key_address(n: int) -> str:

@@ -15,11 +15,19 @@ import attrs
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import URL
-from storage_records import BIG, OTHER_OWNER, OWNER, TINY, USDT, invoice, transaction
 
 from paycore.domain.records import TxType, Valuation
 from paycore.links.records import LinkUse, PaymentLink
 from paycore.storage import Storage
+from paycore.testing.storage_records import (
+    BIG,
+    OTHER_OWNER,
+    OWNER,
+    TINY,
+    USDT,
+    invoice,
+    transaction,
+)
 from paycore_storage import SqlStorage, migrate
 from paycore_storage.engine import make_engine
 

@@ -16,10 +16,10 @@ import attrs
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import URL
-from storage_records import session_key
 from test_storage_concurrency import race
 
 from paycore.storage import Storage
+from paycore.testing.storage_records import session_key
 from paycore_storage import SqlStorage, migrate
 from paycore_storage.engine import make_engine
 from paycore_storage.tables import session_nonces

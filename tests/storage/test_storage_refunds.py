@@ -7,10 +7,10 @@ from decimal import Decimal
 
 import attrs
 import pytest
-from storage_records import BIG, OTHER_OWNER, OWNER, TINY, USDT, invoice
 
 from paycore.domain.records import RateSource, Refund, RefundStatus
 from paycore.storage import Storage
+from paycore.testing.storage_records import BIG, OTHER_OWNER, OWNER, TINY, USDT, invoice
 
 GUID = "00000000-0000-4000-8000-000000000001"
 OTHER_GUID = "00000000-0000-4000-8000-000000000002"

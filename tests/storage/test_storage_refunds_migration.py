@@ -8,8 +8,8 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.engine import URL
-from storage_records import insert_before_0012, invoice
 
+from paycore.testing.storage_records import insert_before_0012, invoice
 from paycore_storage import SqlStorage, migrate
 from paycore_storage.engine import make_engine
 from paycore_storage.migrations import alembic_config

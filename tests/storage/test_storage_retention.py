@@ -5,10 +5,9 @@ and resume."""
 
 from __future__ import annotations
 
-from storage_records import OTHER_OWNER, OWNER
-
 from paycore.domain.records import PowChallenge, WebhookConfig
 from paycore.storage import PruneBatch, Storage
+from paycore.testing.storage_records import OTHER_OWNER, OWNER
 from paycore.webhooks.records import DeliveryAttempt, DeliveryStatus, Settlement
 
 CAP = 1000  # a queue cap larger than any test's event count

@@ -17,10 +17,10 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Numeric, create_engine, inspect, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
-from storage_records import OWNER, invoice
 
 import paycore.plugins.hookspecs
 from paycore.config import Settings
+from paycore.testing.storage_records import OWNER, invoice
 from paycore_storage import SqlStorage, migrate
 from paycore_storage.engine import database_url, handles, make_engine
 from paycore_storage.migrations import VERSION_TABLE, alembic_config

@@ -17,7 +17,9 @@ Rules in one place:
   the status is what the remaining payments make it -- paid if those made by the deadline
   still reach the value, partialPaid if some did, init if none did (the ``REORG_*`` moves),
   then expired if the deadline has passed by now. An expired invoice stays expired.
-- Each change of the record yields exactly one snapshot to emit as an event.
+- Each change of the record yields exactly one snapshot to emit as an event, named on the
+  record's ``change`` (``paycore.domain.changes``): a deposit on a paid invoice is
+  ``invoice.overpaid``, on an expired one ``invoice.late_payment``, never ``invoice.paid``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from enum import StrEnum
 import attrs
 
 from ..errors import IllegalTransition
+from .changes import EventType
 from .money import MONEY_CONTEXT
 from .records import Invoice, Payment, Status
 
@@ -93,7 +96,17 @@ def is_due(invoice: Invoice, now: int) -> bool:
 
 
 def expire(invoice: Invoice) -> Invoice:
-    return attrs.evolve(invoice, status=next_status(invoice.status, Move.DEADLINE))
+    return attrs.evolve(
+        invoice, status=next_status(invoice.status, Move.DEADLINE), change=EventType.EXPIRED
+    )
+
+
+def _payment_event(before: Status, move: Move) -> EventType:
+    """The event a counted deposit makes: paid again or late is not paid (a host must
+    not fulfil twice), so a deposit on a settled invoice is named for the status it met."""
+    if move is Move.SETTLED_DEPOSIT:
+        return EventType.OVERPAID if before is Status.PAID else EventType.LATE_PAYMENT
+    return EventType.PAID if move is Move.FULL else EventType.PARTIALLY_PAID
 
 
 def _reaches_value(invoice: Invoice, paid: Decimal, tolerance: Decimal) -> bool:
@@ -118,6 +131,7 @@ def add_payment(invoice: Invoice, payment: Payment, tolerance: Decimal = Decimal
         status=next_status(invoice.status, move),
         paid_amount=paid,
         payments=(*invoice.payments, payment),
+        change=_payment_event(invoice.status, move),
     )
 
 
@@ -164,7 +178,11 @@ def remove_payment(
     else:
         move = Move.REORG_NONE
     changed = attrs.evolve(
-        invoice, status=next_status(invoice.status, move), paid_amount=paid, payments=left
+        invoice,
+        status=next_status(invoice.status, move),
+        paid_amount=paid,
+        payments=left,
+        change=EventType.PAYMENT_REVERSED,
     )
     if is_due(changed, now):
         return [changed, expire(changed)]

@@ -199,6 +199,10 @@ class Invoice:
     payments: tuple[Payment, ...] = ()
     vs_currency: str = "usd"
     refunds: tuple[Refund, ...] = ()
+    #: What the state machine just did to make this record (``paycore.domain.changes``),
+    #: named for the event that announces it; None on a record read back from storage.
+    #: Not part of the record's value (ignored by ``==``) nor of its wire form.
+    change: str | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
     #: Where the checkout page leads the payer: back to the shop once paid or expired
     #: (``redirect_url``, followed by itself after a countdown when ``redirect_automatically``),
     #: and back without paying (``cancel_url``). Checked http(s) URLs, or None.
@@ -483,6 +487,24 @@ class OutboxEvent:
     guid: str
     payload: Json  # the full Invoice wire record at the time of the change
     created_at: int
+    #: What happened (``paycore.domain.changes.EventType``): the payload alone cannot say
+    #: whether a paid invoice was just paid or paid again. Older rows read as "invoice.updated".
+    type: str = "invoice.updated"
+
+
+#: The owner of a queue that reads every owner's events (``StorageTx.read_outbox``); no
+#: owner is empty, so ``drain_queue`` of such a queue hands out nothing.
+ALL_OWNERS = ""
+
+
+@attrs.frozen
+class OutboxRead:
+    """What ``StorageTx.read_outbox`` found: the position it read from, the events after
+    it, and where the position may move once they are handled."""
+
+    position: int
+    events: list[OutboxEvent]
+    upto: int
 
 
 @attrs.frozen
@@ -493,6 +515,7 @@ class NewEvent:
     guid: str
     payload: Json
     created_at: int
+    type: str = "invoice.updated"
 
 
 @attrs.frozen

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import logging
 import os
 import signal
@@ -118,9 +119,11 @@ def run_worker(
     watch: bool = True,
     prices: bool = True,
     prune: bool = True,
+    signals: bool = True,
 ) -> None:
-    """Run the dispatcher, the sweeper, the chain watchers, the price refresher
-    (``paycore.prices.refresher``) and the pruner until ``stop_event`` is set; blocks.
+    """Run the host signal consumer (``paycore.events.signals``), the dispatcher, the
+    sweeper, the chain watchers, the price refresher (``paycore.prices.refresher``) and the
+    pruner until ``stop_event`` is set; blocks.
 
     In-flight POSTs are allowed to finish (each is bounded by ``webhook_timeout``) before
     this returns. If a loop dies of an unexpected error the other one is stopped too and
@@ -131,6 +134,7 @@ def run_worker(
     halt_sweep = threading.Event()
     halt_prices = threading.Event()
     halt_prune = threading.Event()
+    halt_signals = threading.Event()
     crashed: list[BaseException] = []
 
     def guarded(loop: Callable[[], None]) -> Callable[[], None]:
@@ -154,6 +158,10 @@ def run_worker(
         loops.append(functools.partial(gateway.price_refresher.run, halt_prices))
     if prune:
         loops.append(functools.partial(prune_on_schedule, gateway, halt_prune))
+    if signals:
+        consumer = gateway.signal_consumer()
+        interval = gateway.settings.worker_poll_interval
+        loops.append(functools.partial(consumer.run, halt_signals, interval))
     if watch:
         # One loop per backend object: a backend serving several chains runs them all.
         backends = {id(b): b for b in gateway.chains.values() if isinstance(b, WatchingBackend)}
@@ -173,6 +181,7 @@ def run_worker(
         halt_sweep.set()
         halt_prices.set()
         halt_prune.set()
+        halt_signals.set()
         for thread in threads:
             thread.join()
         gateway.remove_notifier(waker)
@@ -235,6 +244,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-prune", action="store_true", help="do not delete old events and delivery logs"
     )
+    parser.add_argument(
+        "--signals",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (repeatable), whose @paycore.on handlers this worker then calls",
+    )
+    parser.add_argument("--no-signals", action="store_true", help="call no host handlers")
     parser.add_argument("--log-level", default="INFO", help="logging level on stderr; default INFO")
     return parser
 
@@ -244,6 +261,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # Every line redacted (paycore.ops.redaction): tracebacks quote URLs and driver messages.
     configure_logging(args.log_level.upper())
+    try:
+        for module in args.signals:
+            importlib.import_module(module)
+    except ImportError as exc:
+        print(f"paycore worker: --signals: {exc}", file=sys.stderr)
+        return 2
     try:
         overrides = {"database_url": args.database_url} if args.database_url else {}
         gateway = Gateway(Settings.from_env(**overrides))
@@ -273,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             watch=not args.no_watch,
             prices=not args.no_prices,
             prune=not args.no_prune,
+            signals=not args.no_signals,
         )
     finally:
         gateway.close()

@@ -34,6 +34,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from ..chains.records import ChainCursor
+from ..domain.changes import UPDATED
 from ..domain.paging import TxPosition
 from ..domain.records import (
     Deposit,
@@ -41,6 +42,7 @@ from ..domain.records import (
     Json,
     NewEvent,
     OutboxEvent,
+    OutboxRead,
     PollToken,
     PowChallenge,
     Refund,
@@ -304,9 +306,12 @@ class StorageTx(Protocol):
         """Remove ``owner``'s webhook; ``False`` if there was none."""
 
     # -- events: outbox and per-consumer queues ---------------------------------------------
-    def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
+    def add_event(
+        self, owner: str, guid: str, payload: Json, created_at: int, type: str = UPDATED
+    ) -> int:
         """Append to the outbox; returns the event id (strictly increasing: once committed,
-        an id is never handed out again, even after its event has been pruned)."""
+        an id is never handed out again, even after its event has been pruned). ``type``
+        names the change (``paycore.domain.changes``) and comes back on ``OutboxEvent``."""
 
     def add_events(self, events: Sequence[NewEvent]) -> list[int]:
         """``add_event`` for each, in order, in one round trip where the database allows;
@@ -332,6 +337,18 @@ class StorageTx(Protocol):
 
     def close_queue(self, consumer: str) -> None:
         """Remove ``consumer``'s queue (the events stay in the outbox); a no-op if missing."""
+
+    def read_outbox(self, consumer: str, cap: int) -> OutboxRead | None:
+        """Every owner's events after ``consumer``'s position (a queue opened with owner
+        ``ALL_OWNERS``), oldest first, at most ``cap``, without moving it: the host-signal
+        consumer (``paycore.events.signals``) runs its handlers first, then moves it with
+        ``move_queue``. ``upto`` is where the position may go once these are handled: the
+        last one's id when ``cap`` cut the read short, else the horizon of ``drain_queue``
+        (nothing can still appear at or below it). None for an unknown consumer."""
+
+    def move_queue(self, consumer: str, start: int, to: int) -> bool:
+        """Set ``consumer``'s position to ``to`` if it is still ``start``; False if another
+        consumer moved it meanwhile (or it is gone)."""
 
     # -- webhook deliveries -----------------------------------------------------------------
     # A delivery is one outbox event queued for the owner's webhook. ``enqueue_delivery`` runs

@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 
 from ..chains.records import ChainCursor
+from ..domain.changes import UPDATED
 from ..domain.machine import OPEN as _OPEN_STATUSES
 from ..domain.paging import TxPosition, tx_position
 from ..domain.records import (
@@ -33,6 +34,7 @@ from ..domain.records import (
     Json,
     NewEvent,
     OutboxEvent,
+    OutboxRead,
     PollToken,
     PowChallenge,
     Refund,
@@ -144,7 +146,7 @@ class _Tables:
 def _detached(invoice: Invoice) -> Invoice:
     """A copy whose ``data`` dict is not shared with the caller's, without ``refunds``:
     those are rows of their own, as in a database (``StorageTx.insert_refund``)."""
-    return attrs.evolve(invoice, data=copy.deepcopy(invoice.data), refunds=())
+    return attrs.evolve(invoice, data=copy.deepcopy(invoice.data), refunds=(), change=None)
 
 
 def _detached_event(event: OutboxEvent) -> OutboxEvent:
@@ -554,14 +556,16 @@ class _MemoryTx:
         return self._t.webhooks.pop(owner, None) is not None
 
     # -- events ---------------------------------------------------------------------------
-    def add_event(self, owner: str, guid: str, payload: Json, created_at: int) -> int:
+    def add_event(
+        self, owner: str, guid: str, payload: Json, created_at: int, type: str = UPDATED
+    ) -> int:
         self._t.last_event_id += 1
-        event = OutboxEvent(self._t.last_event_id, owner, guid, payload, created_at)
+        event = OutboxEvent(self._t.last_event_id, owner, guid, payload, created_at, type)
         self._t.events.append(_detached_event(event))
         return event.id
 
     def add_events(self, events: Sequence[NewEvent]) -> list[int]:
-        return [self.add_event(e.owner, e.guid, e.payload, e.created_at) for e in events]
+        return [self.add_event(e.owner, e.guid, e.payload, e.created_at, e.type) for e in events]
 
     def open_queue(self, consumer: str, owner: str) -> None:
         if consumer not in self._t.queues:
@@ -590,6 +594,23 @@ class _MemoryTx:
 
     def close_queue(self, consumer: str) -> None:
         self._t.queues.pop(consumer, None)
+
+    def read_outbox(self, consumer: str, cap: int) -> OutboxRead | None:
+        if cap < 1:
+            raise ValueError("cap must be at least 1")
+        queue = self._t.queues.get(consumer)
+        if queue is None:
+            return None
+        after = [e for e in self._t.events if e.id > queue.cursor][:cap]
+        upto = after[-1].id if len(after) == cap else self._t.last_event_id
+        return OutboxRead(queue.cursor, [_detached_event(e) for e in after], upto)
+
+    def move_queue(self, consumer: str, start: int, to: int) -> bool:
+        queue = self._t.queues.get(consumer)
+        if queue is None or queue.cursor != start:
+            return False
+        self._t.queues[consumer] = attrs.evolve(queue, cursor=to)
+        return True
 
     # -- webhook deliveries -----------------------------------------------------------------
     def enqueue_delivery(

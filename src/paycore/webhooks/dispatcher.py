@@ -58,10 +58,12 @@ Sender = Callable[..., Outcome]
 _Done = tuple[ClaimedDelivery, DeliveryAttempt, Settlement]
 
 
-def webhook_body(payload: Json) -> str:
+def webhook_body(payload: Json, type: str | None = None) -> str:
     """The exact text that is signed and sent: the Invoice JSON as a poll event carries it,
-    serialised the way the HTTP layer serialises responses."""
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    with ``type`` naming the change (``invoice.paid``, ``invoice.overpaid``, ...) added as
+    one more top-level field, serialised the way the HTTP layer serialises responses."""
+    body = payload if type is None else {**payload, "type": type}
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
 def new_webhook_id() -> str:
@@ -70,12 +72,15 @@ def new_webhook_id() -> str:
     return "msg_" + secrets.token_hex(16)
 
 
-def enqueue_webhook(
-    tx: StorageTx, event_id: int, owner: str, guid: str, payload: Json, now_ms: int
-) -> int | None:
-    """Queue the event for ``owner``'s webhook in the caller's transaction, if a URL is set."""
+def enqueue_webhook(tx: StorageTx, event_id: int, event: NewEvent, now_ms: int) -> int | None:
+    """Queue the event for its owner's webhook in the caller's transaction, if a URL is set."""
     return tx.enqueue_delivery(
-        event_id, owner, guid, new_webhook_id(), webhook_body(payload), now_ms
+        event_id,
+        event.owner,
+        event.guid,
+        new_webhook_id(),
+        webhook_body(event.payload, event.type),
+        now_ms,
     )
 
 
@@ -92,7 +97,12 @@ def enqueue_webhooks(tx: StorageTx, events: Sequence[tuple[int, NewEvent]], now_
     return tx.enqueue_deliveries(
         [
             NewDelivery(
-                event_id, e.owner, e.guid, new_webhook_id(), webhook_body(e.payload), now_ms
+                event_id,
+                e.owner,
+                e.guid,
+                new_webhook_id(),
+                webhook_body(e.payload, e.type),
+                now_ms,
             )
             for event_id, e in events
             if e.owner in hooked
