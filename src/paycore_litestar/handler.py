@@ -124,7 +124,11 @@ def build_router(
         for parts in [path.strip("/").split("/")]
         for n in range(1, len(parts))
     } - set(taken)
-    below = sorted(p.rstrip("/") + "/{rest:path}" for p in {*taken, *ancestors})
+    # Not below a path with a parameter child: Litestar would prefer the catch-all to it.
+    templated = {path.rsplit("/", 1)[0] for path in taken if path.endswith(":str}")}
+    below = sorted(
+        p.rstrip("/") + "/{rest:path}" for p in {*taken, *ancestors} if p not in templated
+    )
     fallbacks.append(
         _plain(
             ["/", "/{subpath:path}", *sorted(ancestors), *below],
