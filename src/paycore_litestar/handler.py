@@ -69,14 +69,16 @@ def build_router(
     """
     rows = routes()
     guards = dict(guards or {})
-    unknown = set(guards) - {NAME_PREFIX + row.name for row in rows}
+    # A name with no handler (a typo, or /checkout, which /checkout/'s handler takes) would
+    # guard nothing: refused rather than left open.
+    unknown = set(guards) - {NAME_PREFIX + row.name for row in own_handlers(rows)}
     if unknown:
-        raise ValueError(f"no paycore route is named {', '.join(sorted(unknown))}")
+        raise ValueError(f"no paycore handler is named {', '.join(sorted(unknown))}")
     schema = operation_class(rows, tuple(gateway.settings.chains))
     handlers: list[BaseRouteHandler] = []
     taken: dict[str, set[str]] = {}
     for row in rows:
-        path = litestar_path(row.path)
+        path = litestar_path(row.path).rstrip("/") or "/"  # Litestar ignores a trailing /
         methods = [m for m in row.methods if m not in taken.setdefault(path, set())]
         if not methods:
             # /checkout/ and /checkout are one path to Litestar: the first row's handler
@@ -139,6 +141,19 @@ def build_router(
         )
     )
     return Router(prefix or "/", route_handlers=[*fallbacks, *handlers, websocket_handler(gateway)])
+
+
+def own_handlers(rows: Iterable[Route]) -> list[Route]:
+    """The rows that get a handler of their own: not one whose path and methods Litestar
+    already gives an earlier row (it ignores a trailing slash: /checkout is /checkout/)."""
+    seen: set[tuple[str, str]] = set()
+    found: list[Route] = []
+    for row in rows:
+        keys = {(litestar_path(row.path).rstrip("/") or "/", m) for m in row.methods}
+        if not keys <= seen:
+            found.append(row)
+        seen |= keys
+    return found
 
 
 def _plain(

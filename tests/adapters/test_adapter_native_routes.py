@@ -126,6 +126,10 @@ def test_litestar_guard_for_an_unknown_route_is_refused(gateway: Gateway) -> Non
     config = PayCoreConfig(gateway=gateway, guards={"paycore.create_invoce": [refuse]})
     with pytest.raises(ValueError, match="create_invoce"):
         Litestar([], plugins=[PayCorePlugin(config)])
+    # /checkout has no handler of its own (Litestar gives it /checkout/'s): not silently open
+    config = PayCoreConfig(gateway=gateway, guards={"paycore.page_no_slash": [refuse]})
+    with pytest.raises(ValueError, match="page_no_slash"):
+        Litestar([], plugins=[PayCorePlugin(config)])
 
 
 def concrete(path: str) -> str:
