@@ -169,3 +169,10 @@ def test_each_row_reaches_its_own_flask_endpoint(gateway: Gateway) -> None:
         for method in (*route.methods, *(("HEAD",) if "GET" in route.methods else ())):
             client.open(PREFIX + concrete(route.path), method=method)
             assert seen.pop() == "paycore." + route.name, (method, route.path)
+
+
+def test_route_names_are_unique() -> None:
+    """A new row whose name repeats another's would take over its Flask endpoint."""
+    names = [route.name for route in routes()]
+    assert len(names) == len(set(names))
+    assert "create_invoice" in names and "webhooks_get" in names
