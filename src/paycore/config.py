@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from .domain.registry import MAX_SYMBOL, TokenMeta, registry_token, token_entry
 from .domain.tokens import (
     TRON_CHAIN_IDS,
     ChainKind,
@@ -46,12 +47,21 @@ def _optional_address(raw: str | None) -> str | None:
     return None if raw in (None, "") else _contract_address(raw, "factory")
 
 
-def _token_addresses(raw: Iterable[str] | str) -> tuple[str, ...]:
-    """Token contract addresses from a sequence, or from a comma-separated string (an
-    environment variable), where spaces after a comma are list layout, not address text.
-    An address itself is taken as written: whitespace in a sequence item is refused."""
+def _token_addresses(raw: Iterable[object] | str) -> tuple[Any, ...]:
+    """Token entries from a sequence, or from a comma-separated string (an environment
+    variable), where spaces after a comma are list layout, not address text. An address
+    itself is taken as written: whitespace in a sequence item is refused. A registry symbol
+    (``"USDT"``) or an entry with symbol and decimals is resolved once the chain id is known,
+    in ``ChainConfig.__attrs_post_init__``."""
     items = [i.strip(" ") for i in raw.split(",")] if isinstance(raw, str) else raw
-    return tuple(_contract_address(i, "tokens") for i in items if i != "")
+    return tuple(
+        _contract_address(i, "tokens") if _is_address_entry(i) else i for i in items if i != ""
+    )
+
+
+def _is_address_entry(entry: object) -> bool:
+    """A plain address in ``tokens`` rather than a symbol: symbols are short and never 0x."""
+    return isinstance(entry, str) and (len(entry) > MAX_SYMBOL or entry.startswith("0x"))
 
 
 def _urls(raw: Iterable[str] | str | None) -> tuple[str, ...]:
@@ -144,7 +154,16 @@ class ChainConfig:
     factory: str | None = attrs.field(default=None, converter=_optional_address)
     #: ERC20 contracts the watcher follows and /getBalances lists, besides the priced ones
     #: (a payment in a token nobody accepts is still recorded when its contract is here).
+    #: An entry is an address (symbol and decimals read from the chain, or from the
+    #: registry when it lists the address), a registry symbol (``"USDT"``), or
+    #: ``{"address": ..., "symbol": ..., "decimals": ...}``; the record keeps the addresses.
     tokens: tuple[str, ...] = attrs.field(default=(), converter=_token_addresses)
+    #: Symbol and decimals by token address (``paycore.domain.registry.TokenMeta``): those of
+    #: the ``tokens`` entries that carry them or that the registry lists are added to it.
+    #: Describes a token for display and valuation; only ``tokens`` are watched.
+    token_info: Mapping[str, TokenMeta] = attrs.field(
+        factory=dict, converter=dict, repr=False, hash=False
+    )
     #: Dev chains only (FAUCET_CHAIN_IDS): the funded key /getFaucet pays from, 0x hex.
     faucet_key: str | None = attrs.field(default=None, repr=False)
     #: Native coin, in whole units, one /getFaucet call sends.
@@ -213,6 +232,7 @@ class ChainConfig:
             raise InvalidInput(
                 "rpc_timeout", "rpc_timeout must be positive, rpc_max_wait not negative"
             )
+        self._describe_tokens()
         if self.faucet_key and self.chain_id not in FAUCET_CHAIN_IDS:
             raise InvalidInput("faucet_key", f"only allowed on chains {sorted(FAUCET_CHAIN_IDS)}")
         if self.block_batch < 1 or self.rpc_batch < 1:
@@ -233,13 +253,40 @@ class ChainConfig:
             if self.factory is not None and self.factory.startswith("0x"):
                 object.__setattr__(self, "factory", tron_from_hex(self.factory, "factory"))
             tokens = tuple(
-                tron_from_hex(t, "tokens") if t.startswith("0x") else t for t in self.tokens
+                tron_from_hex(t, "tokens") if _is_address_entry(t) and t.startswith("0x") else t
+                for t in self.tokens
             )
             object.__setattr__(self, "tokens", tokens)
             return
-        for name, value in (("factory", self.factory), *(("tokens", t) for t in self.tokens)):
+        addresses = [t for t in self.tokens if _is_address_entry(t)]
+        for name, value in (("factory", self.factory), *(("tokens", t) for t in addresses)):
             if value is not None and not value.startswith("0x"):
                 raise InvalidInput(name, f"a Tron address on EVM chain {self.chain_id}")
+
+    def _describe_tokens(self) -> None:
+        """``tokens`` as addresses, and ``token_info`` for those whose symbol
+        and decimals are known without asking the chain (given in the entry, or listed in
+        the registry); the rest are read from the chain by the backend when first needed."""
+        addresses: list[str] = []
+        info: dict[str, TokenMeta] = {}
+        for key, given in self.token_info.items():
+            described = attrs.asdict(given) if isinstance(given, TokenMeta) else given
+            if not isinstance(described, Mapping):
+                raise InvalidInput("token_info", "each value needs symbol and decimals")
+            address, meta = token_entry(self.chain_id, {**described, "address": key}, "token_info")
+            if meta is None:
+                raise InvalidInput("token_info", "each value needs symbol and decimals")
+            info[address] = meta
+        for entry in self.tokens:
+            if _is_address_entry(entry):
+                address, meta = entry, registry_token(self.chain_id, entry)
+            else:
+                address, meta = token_entry(self.chain_id, entry, "tokens")
+            addresses.append(address)
+            if meta is not None:
+                info.setdefault(address, meta)
+        object.__setattr__(self, "tokens", tuple(addresses))
+        object.__setattr__(self, "token_info", info)
 
     @property
     def endpoints(self) -> tuple[str, ...]:
@@ -300,6 +347,26 @@ def _batch(raw: int | str) -> int:
     if value < 1:
         raise InvalidInput("retention_batch", "must be at least 1")
     return value
+
+
+def _count(raw: int | str, name: str) -> int:
+    """A count that must be 1 or more, naming its setting when it is not."""
+    value = int(raw)
+    if value < 1:
+        raise InvalidInput(name, "must be at least 1")
+    return value
+
+
+def _export_batch(raw: int | str) -> int:
+    return _count(raw, "export_batch")
+
+
+def _link_open_limit(raw: int | str) -> int:
+    return _count(raw, "link_open_limit")
+
+
+def _link_open_window(raw: int | str) -> int:
+    return _count(raw, "link_open_window")
 
 
 def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
@@ -524,6 +591,19 @@ class Settings:
     retention_expired_grace: int = attrs.field(default=3600, converter=_age)
     #: Rows one prune transaction deletes at most: a short lock, many transactions.
     retention_batch: int = attrs.field(default=500, converter=_batch)
+    # -- merchant tools: the accounting export and payment links (docs/interface.md) ------------
+    #: Rows the accounting export (GET /export) reads per storage transaction, and sends per
+    #: chunk: its memory use is one batch, whatever the range.
+    export_batch: int = attrs.field(default=500, converter=_export_batch)
+    #: Invoices one payment link may make per ``link_open_window`` seconds; more opens are
+    #: answered 429 until the window ends (docs/decisions.md, "Payment links").
+    link_open_limit: int = attrs.field(default=30, converter=_link_open_limit)
+    #: Seconds of a payment link's rate window.
+    link_open_window: int = attrs.field(default=60, converter=_link_open_window)
+    #: Base of each payment link's ``url`` (``{payment_link_url}/{id}``); unset, it is
+    #: ``checkout_url`` with its last path segment replaced by ``link``, which is where
+    #: paycore serves GET /link/{id} when the checkout page is its own.
+    payment_link_url: str | None = attrs.field(default=None, converter=_optional_text)
     # -- outages (docs/operations.md) ---------------------------------------------------------
     #: Seconds a 503 "storage unavailable" answer asks clients to wait (``Retry-After``).
     storage_retry_after: int = attrs.field(default=5, converter=_whole_seconds)

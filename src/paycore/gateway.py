@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from .accounting.service import Accounting
 from .auth.service import ProofOfWork, Sessions
 from .chains import ChainBackend, RefundBackend, WithdrawRequest
 from .chains.ledger import ChainLedger
@@ -41,11 +42,14 @@ from .domain.records import (
     Refund,
     RefundStatus,
     Transaction,
+    Valuation,
 )
 from .domain.refunds import BuiltRefund, NewRefund
+from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
 from .errors import Conflict, Forbidden, InvalidInput, InvoiceNotFound, NotFound, PaycoreError
 from .events.queues import EventQueues
+from .links.service import Links
 from .management.service import Management
 from .notify import Notifier
 from .ops.outages import OutageLog
@@ -121,6 +125,12 @@ class Gateway:
         self.chain_ledger = ChainLedger(units)
         self.parking = ParkedDeposits(units)
         self.retention = Retention(units, self.settings, self.clock)
+        #: The accounting export (GET /export): invoices, payments, refunds, withdrawals.
+        self.accounting = Accounting(units, self.settings, self.clock)
+        #: Payment links (POST /link, GET /links, POST /link/disable, GET /link/{id}).
+        self.links = Links(
+            units, self.settings, self.now, self._new_invoice, lambda c: c in self.chains
+        )
         self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:
@@ -241,11 +251,16 @@ class Gateway:
             raise Forbidden("owner does not match the session key's owner")
         now = self.now()
         with self._storage.transaction() as tx:
-            derive = self._deriver(tx, owner)
-            invoice = parse_new_invoice(self.settings, request, owner, now, derive)
-            tx.insert_invoice(invoice)
-            if self.settings.rate_lock:
-                self.pricing.lock_quotes(tx, invoice)
+            return self._new_invoice(tx, owner, request, now)
+
+    def _new_invoice(self, tx: StorageTx, owner: str, request: NewInvoice, now: int) -> Invoice:
+        """Check, store and (``rate_lock``) price-lock a new invoice inside ``tx``: the one
+        creation path, which payment links take too."""
+        derive = self._deriver(tx, owner)
+        invoice = parse_new_invoice(self.settings, request, owner, now, derive)
+        tx.insert_invoice(invoice)
+        if self.settings.rate_lock:
+            self.pricing.lock_quotes(tx, invoice)
         return invoice
 
     def _deriver(self, tx: StorageTx, owner: str) -> Callable[[int], str] | None:
@@ -526,8 +541,12 @@ class Gateway:
         return changes
 
     def invoice_wire(self, invoice: Invoice) -> Json:
-        """The invoice's JSON record as the interface shows it, ``paymentUrl`` included."""
-        return invoice.to_wire(self.settings.checkout_url)
+        """The invoice's JSON record as the interface shows it, ``paymentUrl`` included, and
+        ``tokenInfo``: symbol and decimals of the accepted tokens paycore knows without a
+        node (``paycore.domain.registry``), so a client shows "25 USDT", not an address."""
+        wire = invoice.to_wire(self.settings.checkout_url)
+        wire["tokenInfo"] = token_info_wire(self.settings, invoice.accepted_tokens)
+        return wire
 
     def _emit(self, tx: StorageTx, changes: list[Invoice]) -> list[Json]:
         return self._announce(tx, changes)[1]
@@ -676,7 +695,15 @@ class Gateway:
         changed: set[str] = set()
         for record, refund in matched:
             if tx.settle_refund(refund):  # False: cancelled meanwhile; a plain withdrawal
-                paying[record.key] = record
+                # Valued at the refund's own rate (its vsValue's), not the table's now.
+                invoice = locked[refund.guid]
+                rate = Valuation(
+                    refund.rate,
+                    f"refund:{refund.rate_source.value}",
+                    refund.created_at,
+                    invoice.vs_currency if invoice is not None else self.settings.vs_currency,
+                )
+                paying[record.key] = attrs.evolve(record, valuation=rate)
                 changed.add(refund.guid)
         invoices = [locked[g] for g in guids if g in changed]
         return [paying.get(w.key, w) for w in withdrawals], [i for i in invoices if i]

@@ -13,7 +13,8 @@ the one ``sync_to_thread=True`` uses).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+import typing
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -316,18 +317,35 @@ def to_litestar(response: PaycoreResponse) -> LitestarResponse[Any]:
 
     The content type goes in as a header too: Litestar would otherwise append its own
     ``; charset=`` to a ``text/*`` type that already has one. A streamed body becomes a
-    ``Stream``, whose pieces Litestar makes in a worker thread, as the rest of the call.
+    ``Stream`` fed by :func:`in_threads`, whose pieces are made in a worker thread, as the
+    rest of the call.
     """
+    headers = {**response.headers, "content-type": response.content_type}
     if response.chunks is not None:
         return Stream(
-            response.chunks,
+            in_threads(response.chunks),
             status_code=response.status,
             media_type=response.content_type,
-            headers={**response.headers, "content-type": response.content_type},
+            headers=headers,
         )
     return LitestarResponse(
         content=response.body,
         status_code=response.status,
         media_type=response.content_type,
-        headers={**response.headers, "content-type": response.content_type},
+        headers=headers,
     )
+
+
+async def in_threads(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
+    """Each chunk produced in a worker thread (producing one reads storage, which blocks).
+
+    Not Litestar's own wrapper for sync iterators: it ends the stream quietly on a
+    ``ValueError`` raised by the iterator, and a stream cut short by an error must end
+    broken (no last chunk), never look complete."""
+    iterator = iter(chunks)
+    done = object()
+    while True:
+        chunk = await to_thread.run_sync(next, iterator, done)
+        if chunk is done:
+            return
+        yield typing.cast(bytes, chunk)

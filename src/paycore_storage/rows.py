@@ -27,8 +27,10 @@ from paycore.domain.records import (
     Status,
     Transaction,
     TxType,
+    Valuation,
     WebhookConfig,
 )
+from paycore.links.records import PaymentLink
 from paycore.management.records import AppKey, EmailSetting
 from paycore.prices.records import ParkedDeposit
 from paycore.webhooks.records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus
@@ -123,7 +125,26 @@ def transaction_row(tx: Transaction) -> dict[str, Any]:
         "block_number": tx.block_number,
         "block_hash": tx.block_hash,
         "reorged": tx.reorged,
+        **valuation_row(tx.valuation),
     }
+
+
+def valuation_row(valuation: Valuation | None) -> dict[str, Any]:
+    """The rate columns of a transaction row (revision 0011); all NULL without one."""
+    if valuation is None:
+        return {"rate": None, "rate_source": None, "rate_at": None, "rate_currency": None}
+    return {
+        "rate": valuation.rate,
+        "rate_source": valuation.source,
+        "rate_at": valuation.as_of,
+        "rate_currency": valuation.vs_currency,
+    }
+
+
+def valuation_from_row(row: Row) -> Valuation | None:
+    if row["rate"] is None:
+        return None
+    return Valuation(row["rate"], row["rate_source"], row["rate_at"], row["rate_currency"])
 
 
 def transaction_from_row(row: Row) -> Transaction:
@@ -144,6 +165,7 @@ def transaction_from_row(row: Row) -> Transaction:
         block_number=row["block_number"],
         block_hash=row["block_hash"],
         reorged=bool(row["reorged"]),
+        valuation=valuation_from_row(row),
     )
 
 
@@ -243,6 +265,53 @@ def parked_from_row(row: Row) -> ParkedDeposit:
         block_hash=row["block_hash"],
     )
     return ParkedDeposit(deposit, row["reason"], row["parked_at"])
+
+
+def link_row(link: PaymentLink) -> dict[str, Any]:
+    """A new link's row: its rate window starts empty."""
+    return {
+        "id": link.id,
+        "owner": link.owner,
+        "created_at": link.created_at,
+        "chain_id": link.chain_id,
+        "description": link.description,
+        "accepted_tokens": list(link.accepted_tokens),
+        "token": link.token,
+        "vs_currency": link.vs_currency,
+        "amount": link.amount,
+        "min_amount": link.min_amount,
+        "max_amount": link.max_amount,
+        "deadline_secs": link.deadline_secs,
+        "data": link.data,
+        "expires_at": link.expires_at,
+        "max_uses": link.max_uses,
+        "uses": link.uses,
+        "disabled_at": link.disabled_at,
+        "window_start": 0,
+        "window_opens": 0,
+    }
+
+
+def link_from_row(row: Row) -> PaymentLink:
+    return PaymentLink(
+        id=row["id"],
+        owner=row["owner"],
+        created_at=row["created_at"],
+        chain_id=row["chain_id"],
+        description=row["description"],
+        accepted_tokens=tuple(row["accepted_tokens"]),
+        token=row["token"],
+        vs_currency=row["vs_currency"],
+        amount=row["amount"],
+        min_amount=row["min_amount"],
+        max_amount=row["max_amount"],
+        deadline_secs=row["deadline_secs"],
+        data=row["data"],
+        expires_at=row["expires_at"],
+        max_uses=row["max_uses"],
+        uses=row["uses"],
+        disabled_at=row["disabled_at"],
+    )
 
 
 def refund_row(refund: Refund) -> dict[str, Any]:

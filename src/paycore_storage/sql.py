@@ -108,9 +108,11 @@ from paycore.domain.records import (
     TxType,
     WebhookConfig,
 )
+from paycore.links.records import LinkUse, PaymentLink
 from paycore.management.records import AppKey, AppKeyAdd, EmailSetting
 from paycore.prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from paycore.storage import PruneBatch, StorageTx
+from paycore.storage.contract import TransferPlace
 from paycore.webhooks.records import (
     ClaimedDelivery,
     Delivery,
@@ -132,6 +134,8 @@ from .rows import (
     event_from_row,
     invoice_from_row,
     invoice_row,
+    link_from_row,
+    link_row,
     parked_from_row,
     parked_row,
     plain_row,
@@ -150,6 +154,7 @@ from .tables import (
     outbox,
     owner_counts,
     parked_deposits,
+    payment_links,
     poll_tokens,
     pow_challenges,
     prices,
@@ -351,6 +356,12 @@ _INVOICE_BY_GUID = select(*_INVOICE_COLUMNS).where(invoices.c.guid == bindparam(
 _INVOICE = Prepared(lambda _: _INVOICE_BY_GUID, _INVOICE_COLUMNS)
 _INVOICE_FOR_UPDATE = Prepared(lambda _: _INVOICE_BY_GUID.with_for_update(), _INVOICE_COLUMNS)
 _INSERT_INVOICE = Prepared(_insert_invoice, [invoices.c.guid])
+
+
+def _after(columns: Sequence[Any], values: Sequence[Any]) -> ColumnElement[bool]:
+    """``(columns) > (values)``, row-value order: a keyset batch starts after ``values``."""
+    bound = [literal(value, column.type) for column, value in zip(columns, values, strict=True)]
+    return tuple_(*columns) > tuple_(*bound)
 
 
 class SqlStorage:
@@ -1252,6 +1263,7 @@ class SqlTx(RefundStatements):
         owner: str,
         *,
         status: DeliveryStatus | None = None,
+        guid: str | None = None,
         offset: int = 0,
         limit: int = 50,
     ) -> tuple[list[Delivery], int]:
@@ -1259,6 +1271,8 @@ class SqlTx(RefundStatements):
         where = [d.c.owner == owner]
         if status is not None:
             where.append(d.c.status == status.value)
+        if guid is not None:
+            where.append(d.c.guid == guid)
         page = [
             delivery_from_row(r)
             for r in self._all(
@@ -1283,6 +1297,63 @@ class SqlTx(RefundStatements):
             .returning(*d.c)
         ).first()
         return None if row is None else delivery_from_row(row._mapping)
+
+    def redeliver_failed(self, owner: str, since: int, now: int) -> int:
+        d = webhook_deliveries
+        result = self._c.execute(
+            update(d)
+            .where(
+                d.c.owner == owner,
+                d.c.status == DeliveryStatus.FAILED.value,
+                d.c.created_at >= since,
+            )
+            .values(status=_PENDING, attempts=0, next_attempt_at=now, retry_from=now)
+        )
+        return int(result.rowcount)
+
+    # -- accounting export ----------------------------------------------------------------
+    def export_invoices(
+        self,
+        owner: str,
+        *,
+        start: int,
+        end: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[Invoice]:
+        i = invoices.c
+        where = [i.owner == owner, i.created_at >= start]
+        if end is not None:
+            where.append(i.created_at < end)
+        if after is not None:
+            where.append(_after((i.created_at, i.guid), after))
+        query = select(invoices).where(*where).order_by(i.created_at, i.guid).limit(limit)
+        return [invoice_from_row(r) for r in self._all(query)]
+
+    def export_transactions(
+        self,
+        owner: str,
+        kind: TxType,
+        *,
+        start: int,
+        end: int | None,
+        after: TransferPlace | None,
+        limit: int,
+    ) -> list[Transaction]:
+        t = transactions.c
+        place = (t.timestamp, t.chain_id, t.tx_hash, t.log_index, t.token)
+        where = [
+            t.owner == owner,
+            t.type == kind.value,
+            t.reorged.is_(False),
+            t.timestamp >= start,
+        ]
+        if end is not None:
+            where.append(t.timestamp < end)
+        if after is not None:
+            where.append(_after(place, after))
+        query = select(transactions).where(*where).order_by(*place).limit(limit)
+        return [transaction_from_row(r) for r in self._all(query)]
 
     # -- retention ------------------------------------------------------------------------
     def prune_events(
@@ -1561,6 +1632,77 @@ class SqlTx(RefundStatements):
 
     def claim_notice(self, key: str, now: int) -> bool:
         return self._insert_new(notices, {"key": key, "claimed_at": now}, ["key"])
+
+    # -- payment links ----------------------------------------------------------------------
+    def insert_payment_link(self, link: PaymentLink) -> None:
+        if not self._insert_new(payment_links, link_row(link), ["id"]):
+            raise ValueError(f"payment link {link.id} already exists")
+
+    def get_payment_link(self, link_id: str) -> PaymentLink | None:
+        row = self._one(select(payment_links).where(payment_links.c.id == link_id))
+        return None if row is None else link_from_row(row)
+
+    def list_payment_links(
+        self, owner: str, *, offset: int = 0, limit: int = 50
+    ) -> tuple[list[PaymentLink], int]:
+        p = payment_links.c
+        query = (
+            select(payment_links)
+            .where(p.owner == owner)
+            .order_by(p.created_at.desc(), p.id.desc())
+            .offset(offset)
+            .limit(limit)
+        )
+        items = [link_from_row(r) for r in self._all(query)]
+        return items, self._count(payment_links, p.owner == owner)
+
+    def disable_payment_link(self, link_id: str, owner: str, now: int) -> PaymentLink | None:
+        p = payment_links.c
+        row = self._c.execute(
+            update(payment_links)
+            .where(p.id == link_id, p.owner == owner)
+            .values(disabled_at=func.coalesce(p.disabled_at, now))
+            .returning(*payment_links.c)
+        ).first()
+        return None if row is None else link_from_row(row._mapping)
+
+    def use_payment_link(
+        self, link_id: str, now: int, *, rate_limit: int, rate_window: int
+    ) -> tuple[LinkUse, PaymentLink | None]:
+        """One ``UPDATE .. WHERE <every condition> RETURNING``: the check and the count are
+        one statement, and on PostgreSQL the row lock queues concurrent uses behind it, each
+        re-checking the conditions on the row as the previous one left it."""
+        p = payment_links.c
+        new_window = p.window_start + rate_window <= now
+        used = self._c.execute(
+            update(payment_links)
+            .where(
+                p.id == link_id,
+                p.disabled_at.is_(None),
+                or_(p.expires_at.is_(None), p.expires_at > now),
+                or_(p.max_uses.is_(None), p.uses < p.max_uses),
+                or_(new_window, p.window_opens < rate_limit),
+            )
+            .values(
+                uses=p.uses + 1,
+                window_start=case((new_window, now), else_=p.window_start),
+                window_opens=case((new_window, 1), else_=p.window_opens + 1),
+            )
+            .returning(*payment_links.c)
+        ).first()
+        if used is not None:
+            return LinkUse.OPENED, link_from_row(used._mapping)
+        row = self._one(select(payment_links).where(p.id == link_id))
+        if row is None:
+            return LinkUse.UNKNOWN, None
+        link = link_from_row(row)
+        if link.disabled_at is not None:
+            return LinkUse.DISABLED, link
+        if link.expires_at is not None and now >= link.expires_at:
+            return LinkUse.EXPIRED, link
+        if link.max_uses is not None and link.uses >= link.max_uses:
+            return LinkUse.USED_UP, link
+        return LinkUse.BUSY, link
 
     # -- prices -----------------------------------------------------------------------------
     def put_prices(self, rows: Sequence[StoredPrice]) -> None:

@@ -127,6 +127,11 @@ transactions = Table(
     Column("block_number", BigInteger, nullable=True),
     Column("block_hash", Key(66), nullable=True),
     Column("reorged", Boolean, nullable=False, server_default=false()),
+    # The rate vs_value was computed at: price, its source, its time, its currency (0011).
+    Column("rate", Money, nullable=True),
+    Column("rate_source", String(64), nullable=True),
+    Column("rate_at", BigInteger, nullable=True),
+    Column("rate_currency", String(16), nullable=True),
     # One transfer, however often a watcher sees it (paycore.storage: insert_transaction).
     UniqueConstraint(
         "chain_id", "tx_hash", "log_index", "token", name="uq_paycore_transactions_transfer"
@@ -396,6 +401,35 @@ parked_deposits = Table(
         "chain_id", "tx_hash", "log_index", "token", name="uq_paycore_parked_deposits_transfer"
     ),
     Index(None, "chain_id", "id"),
+)
+
+#: Payment links (revision 0010): what each invoice a link makes gets, its amount or the
+#: bounds a buyer chooses within, its expiry and use limit, and the per-link rate window
+#: (``window_start``, ``window_opens``) that ``use_payment_link`` checks and moves in the
+#: same statement that counts a use.
+payment_links = Table(
+    "paycore_payment_links",
+    metadata,
+    Column("id", Key(64), primary_key=True),
+    Column("owner", Key(), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("chain_id", BigInteger, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("accepted_tokens", JSON, nullable=False),
+    Column("token", Key(), nullable=False),
+    Column("vs_currency", String(16), nullable=False),
+    Column("amount", Money, nullable=True),
+    Column("min_amount", Money, nullable=True),
+    Column("max_amount", Money, nullable=True),
+    Column("deadline_secs", BigInteger, nullable=True),
+    Column("data", JSON, nullable=False),
+    Column("expires_at", BigInteger, nullable=True),
+    Column("max_uses", BigInteger, nullable=True),
+    Column("uses", BigInteger, nullable=False),
+    Column("disabled_at", BigInteger, nullable=True),
+    Column("window_start", BigInteger, nullable=False),
+    Column("window_opens", BigInteger, nullable=False),
+    Index(None, "owner", "created_at"),
 )
 
 #: Refunds (revision 0009): money sent back to a payer from the owner's wallet, one row per

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -11,7 +13,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from adapter_helpers import ETH_1, free_port
+from adapter_helpers import ETH_1, account, free_port, registration, session_headers
 
 pytestmark = pytest.mark.slow  # `paycore serve` in a subprocess
 
@@ -68,3 +70,37 @@ def test_serve_answers_over_real_http(server: str) -> None:
     with httpx.Client(base_url=server, timeout=10) as client:
         big = client.post("/pay/invoice", content=b"x" * (70 * 1024))
         assert (big.status_code, big.text) == (413, "payload too large: the limit is 65536 bytes")
+
+
+def test_the_export_streams_over_real_http(server: str) -> None:
+    """GET /export through gunicorn (Flask's threaded workers, Litestar's uvicorn ones):
+    sent chunked, without a length, and loads with the csv module."""
+    owner, key = account("serve:export:owner"), account("serve:export:key")
+    nonce = 1000
+    made = []
+    with httpx.Client(base_url=server, timeout=10) as client:
+        client.post("/pay/auth/register-pubkey", json=registration(owner, key)).raise_for_status()
+        for n in range(3):
+            address = account(f"serve:export:deposit:{n}").address
+            body = json.dumps(
+                {"value": "5", "chainId": 1, "description": f"order {n}",
+                 "acceptedTokens": [ETH_1], "address": address}
+            ).encode()  # fmt: skip
+            nonce += 1
+            reply = client.post(
+                "/pay/invoice", content=body, headers=session_headers(key, nonce, body)
+            )
+            made.append(reply.json()["guid"])
+        uri = f"/pay/export?owner={owner.address}&records=invoices"
+        nonce += 1
+        with client.stream("GET", uri, headers=session_headers(key, nonce, uri.encode())) as reply:
+            assert reply.status_code == 200, reply.read()
+            assert reply.headers["content-type"].startswith("text/csv")
+            assert reply.headers.get("transfer-encoding") == "chunked"
+            assert "content-length" not in reply.headers
+            text = b"".join(reply.iter_bytes()).decode()
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert [(r["record"], r["guid"], r["value"]) for r in rows] == [
+        ("invoice", guid, "5")
+        for guid in sorted(made)  # one second: then by guid
+    ]

@@ -100,6 +100,37 @@ def test_erc20_transfer_link_needs_the_decimals_hint() -> None:
     assert (unknown["exact"], unknown["reason"]) == (False, "decimals")
 
 
+def test_server_token_info_makes_an_exact_erc20_link_without_hints() -> None:
+    """A USDT invoice says "25 USDT" and its QR code is the EIP-681 transfer of 25 * 10**6
+    base units, from the invoice's tokenInfo alone; a merchant's wrong hint cannot beat it."""
+    info = {USDT: {"symbol": "USDT", "decimals": 6}}
+    offer = quote(invoice(token=USDT, tokenInfo=info), USDT, {USDT: 1})
+    assert (offer["amountText"], offer["facts"]["symbol"]) == ("25", "USDT")
+    assert offer["uri"] == (
+        f"ethereum:{USDT_ADDRESS}@{CHAIN}/transfer?address={DEPOSIT}&uint256=25000000"
+    )
+    assert (offer["exact"], offer["reason"]) == (True, None)
+    wrong_hint = invoice(token=USDT, tokenInfo=info, data={"decimals": 18, "symbol": "X"})
+    assert quote(wrong_hint, USDT, {USDT: 1})["uri"] == offer["uri"]
+    # The native coin's entry reads the same way: an EIP-681 value in wei.
+    eth = quote(invoice(tokenInfo={ETH: {"symbol": "ETH", "decimals": 18}}), ETH, {ETH: 2500})
+    assert eth["uri"] == f"ethereum:{DEPOSIT}@{CHAIN}?value=10000000000000000"
+    # A malformed entry is ignored, never trusted: back to the hint, then to "unknown".
+    bad = {USDT: {"symbol": "USDT", "decimals": 6.5}}
+    assert quote(invoice(token=USDT, tokenInfo=bad), USDT, {USDT: 1})["reason"] == "decimals"
+
+
+def test_a_tron_token_is_named_but_its_link_holds_the_address() -> None:
+    base = {"chainId": TRON, "address": TRON_DEPOSIT, "token": USDT_TRON}
+    info = {USDT_TRON: {"symbol": "USDT", "decimals": 6}}
+    offer = quote(invoice(**base, acceptedTokens=[USDT_TRON], tokenInfo=info), USDT_TRON, {})
+    assert offer["facts"]["symbol"] == "USDT"
+    priced = quote(
+        invoice(**base, acceptedTokens=[USDT_TRON], tokenInfo=info), USDT_TRON, {USDT_TRON: 1}
+    )
+    assert (priced["amountText"], priced["uri"]) == ("25", f"tron:{TRON_DEPOSIT}")
+
+
 def test_a_number_hint_applies_to_the_display_token_only() -> None:
     offer = quote(invoice(token=ETH, data={"decimals": 6}), USDT, {USDT: 1})
     assert offer["reason"] == "decimals"
@@ -218,3 +249,40 @@ def test_countdown_and_api_urls() -> None:
         "https://shop.example/p/prices",
         "https://shop.example/p/prices?vsCurrency=eur",  # an invoice in EUR reads EUR prices
     ]
+
+
+def test_a_registry_token_invoice_from_the_gateway_needs_no_hints() -> None:
+    """The whole path: POST /invoice with ``1:USDT`` (an alias), the record the page reads,
+    the page's quote: "Send 25 USDT", and the EIP-681 transfer in base units."""
+    from paycore import Gateway, Settings
+
+    usdt = "1:0xdAC17F958D2ee523a2206206994597C13D831ec7"
+    gateway = Gateway(Settings(database_url="memory://", prices={usdt: "1"}), entry_points=False)
+    created = gateway.create_invoice(
+        DEPOSIT,
+        {
+            "value": "25",
+            "chainId": 1,
+            "description": "tee",
+            "acceptedTokens": ["1:USDT", "1:ETH"],
+            "address": DEPOSIT,
+        },
+    )
+    wire = gateway.invoice_wire(created)
+    assert wire["data"] == {} and wire["token"] == usdt
+    answer = node(
+        [
+            {
+                "fn": "quote",
+                "invoice": wire,
+                "tokenId": usdt,
+                "chains": CHAINS,
+                "prices": {"prices": {usdt: 1}},
+            }
+        ]
+    )[0]
+    assert (answer["amountText"], answer["facts"]["symbol"]) == ("25", "USDT")
+    assert answer["uri"] == (
+        f"ethereum:0xdAC17F958D2ee523a2206206994597C13D831ec7@1/transfer"
+        f"?address={DEPOSIT}&uint256=25000000"
+    )

@@ -40,6 +40,7 @@ INVOICE_FIELDS = {
     "refunds",
     "acceptedTokens",
     "paymentUrl",
+    "tokenInfo",
 }
 
 

@@ -45,6 +45,7 @@ def test_created_invoice_has_exactly_the_spec_fields(env: Env) -> None:
     assert created["owner"] == owner.address
     assert created["address"] == address  # lowercase in, EIP-55 out
     assert created["acceptedTokens"] == [ETH_1]
+    assert created["tokenInfo"] == {ETH_1: {"symbol": "ETH", "decimals": 18}}
     assert created["createdAt"] == NOW
 
 
@@ -53,6 +54,11 @@ def test_defaults_token_data_and_ninety_hour_deadline(env: Env) -> None:
     created = env.create(key, acceptedTokens=[USDC_1, ETH_1])
     assert created["token"] == USDC_1
     assert created["data"] == {}
+    # Symbol and decimals from the registry (USDC) and the chain's native coin: no data hints.
+    assert created["tokenInfo"] == {
+        USDC_1: {"symbol": "USDC", "decimals": 6},
+        ETH_1: {"symbol": "ETH", "decimals": 18},
+    }
     assert created["deadline"] == created["createdAt"] + 90 * 3600
 
 

@@ -37,6 +37,16 @@ WALKED_ELSEWHERE = {
     "/mevStake",
     "/mevUnstake",
     "/mevClaim",
+    # The delivery log, the export and payment links, in test_conf_merchant_tools.py (links
+    # need a chain backend that derives addresses; the export is CSV, the link page HTML).
+    "/webhook/deliveries",
+    "/webhook/redeliver",
+    "/webhook/redeliver-failed",
+    "/export",
+    "/link",
+    "/links",
+    "/link/disable",
+    "/link/{id}",
 }
 #: Not JSON at all: the WebSocket stream (tests/realtime) and the checkout page and its
 #: files (tests/checkout) are checked where their protocol is.

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import attrs
 import pytest
 from conf_api import Answer
-from conf_env import Env, invoice_body
+from conf_env import ETH_1, Env, invoice_body
 from conf_keys import SessionKey, account, session, sign_text
 from conf_transport import encode_body, request_uri
 from eth_account.signers.local import LocalAccount
@@ -85,6 +85,15 @@ POST_BODIES: dict[str, Body] = {
     "/initWithdraw": _owner_chain,
     "/history": _owner_chain,
     "/getFaucet": lambda owner, key: {"chainId": 31337, "to": owner.address},
+    "/webhook/redeliver": lambda owner, key: {"id": 1},
+    "/webhook/redeliver-failed": lambda owner, key: {"since": 0},
+    "/link": lambda owner, key: {
+        "chainId": 1,
+        "description": "d",
+        "acceptedTokens": [ETH_1],
+        "amount": "1",
+    },
+    "/link/disable": lambda owner, key: {"id": "no-such-link"},
 }
 
 Query = Callable[[Env, LocalAccount], str]
@@ -115,6 +124,9 @@ GET_QUERIES: dict[str, Query] = {
     "/initWithdraw": _owner_chain_query,
     "/history": _owner_chain_query,
     "/getFaucet": lambda env, owner: f"chainId=31337&to={owner.address}",
+    "/webhook/deliveries": _owner_query,
+    "/export": _owner_query,
+    "/links": _owner_query,
 }
 
 

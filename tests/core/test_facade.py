@@ -36,6 +36,8 @@ STORAGE_HOLDERS = {
     "paycore/prices/parking.py",
     "paycore/prices/service.py",
     "paycore/ops/retention.py",
+    "paycore/accounting/service.py",
+    "paycore/links/service.py",
 }
 
 

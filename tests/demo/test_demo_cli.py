@@ -116,6 +116,18 @@ class Demo:
                 os.killpg(int(pid), signal.SIGKILL)
 
 
+def _demo_factory_address() -> str:
+    from paycore.chains.deploy import FactoryArgs
+    from paycore.chains.evm.deploy import factory_address
+
+    admin, recipient = demo_chain.dev_account(0), demo_chain.dev_account(1)
+    return factory_address(
+        FactoryArgs(
+            admin.address, recipient.address, demo_chain.WITHDRAW_FEE, demo_chain.MAX_FEE, 0xFF
+        )
+    )
+
+
 @pytest.fixture
 def demo() -> Iterator[Demo]:
     _require_anvil()
@@ -182,6 +194,11 @@ def test_the_demo_tells_the_whole_story_and_cleans_up(demo: Demo) -> None:
         seen = re.findall(rf"{channel} invoice {short} (\w+): paid (\S+) of 10 USD", demo.text)
         assert seen == [("partialPaid", "4"), ("paid", "10")], demo.text
     assert demo.text.count("signature verified") == 2
+    # The factory as `paycore contracts deploy` puts it: at its CREATE2 address.
+    factory = demo.found(r"PaycoreFactory (0x[0-9a-fA-F]{40}) through the deterministic").group(1)
+    assert factory == _demo_factory_address()
+    # The invoice asked for "31337:USDT" and the page names the token from the chain's entry.
+    demo.found(r"checkout asks: Send 10 USDT \(6 decimals, from the chain's token entry\)")
     demo.found(r"status paid: 10 of 10 USD in 2 payments")
     demo.found(r"wallet 0x[0-9a-fA-F]{40} deployed")
     demo.found(r"unsigned withdraw of 10 USDT from deposit index\(es\) \[0\], fee 0\.001 ETH")

@@ -218,3 +218,107 @@ def test_concurrent_claims_never_share_a_delivery(store: Storage) -> None:
         claims = [d for got in pool.map(claim, range(16)) for d in got]
     counts = Counter(claims)
     assert len(counts) == 60 and max(counts.values()) == 1
+
+
+FAILED = Settlement(DeliveryStatus.FAILED)
+
+
+def _fail(store: Storage, delivery_id: int, now: int) -> None:
+    token = f"fail{delivery_id}"
+    with store.transaction() as tx:
+        claimed = [c.id for c in tx.claim_deliveries(now, LEASE, token, 100)]
+    assert delivery_id in claimed
+    _finish(store, delivery_id, token, FAILED)
+
+
+def test_the_log_filters_by_invoice_and_by_state_together(store: Storage) -> None:
+    _with_webhook(store)
+    _with_webhook(store, OTHER)
+    first = _enqueue(store, "g1", 1)
+    second = _enqueue(store, "g2", 2)
+    third = _enqueue(store, "g1", 3)
+    _enqueue(store, "g1", 4, owner=OTHER)  # the same guid text, another owner's
+    assert first is not None and second is not None and third is not None
+    _fail(store, first, 0)
+    with store.transaction() as tx:
+        mine, total = tx.list_deliveries(OWNER, guid="g1")
+        failed, failed_total = tx.list_deliveries(OWNER, guid="g1", status=DeliveryStatus.FAILED)
+        pending, _ = tx.list_deliveries(OWNER, guid="g1", status=DeliveryStatus.PENDING)
+        page, _ = tx.list_deliveries(OWNER, guid="g1", offset=1, limit=1)
+        none = tx.list_deliveries(OWNER, guid="g9")
+    assert total == 2 and [d.id for d in mine] == [third, first]  # newest first
+    assert failed_total == 1 and failed[0].id == first and len(failed[0].log) == 1
+    assert [d.id for d in pending] == [third]
+    assert [d.id for d in page] == [first]
+    assert none == ([], 0)
+
+
+def test_redeliver_failed_takes_every_failed_one_since_a_time_and_nothing_else(
+    store: Storage,
+) -> None:
+    """Failed deliveries created at or after ``since`` become pending, due now, attempts
+    reset, webhook ids kept; older failed ones, pending and delivered ones, and another
+    owner's, are left as they are."""
+    _with_webhook(store)
+    _with_webhook(store, OTHER)
+    old = _enqueue(store, "g1", 1, now=100)
+    edge = _enqueue(store, "g2", 2, now=200)
+    late = _enqueue(store, "g3", 3, now=300)
+    done = _enqueue(store, "g4", 4, now=300)
+    waiting = _enqueue(store, "g5", 5, now=300)
+    theirs = _enqueue(store, "g6", 6, owner=OTHER, now=300)
+    assert None not in (old, edge, late, done, waiting, theirs)
+    with store.transaction() as tx:
+        claimed = {c.id for c in tx.claim_deliveries(1000, LEASE, "t", 100)}
+    assert claimed == {old, edge, late, done, waiting, theirs}
+    for delivery in (old, edge, late, theirs):
+        assert delivery is not None
+        _finish(store, delivery, "t", FAILED)
+    assert done is not None and waiting is not None
+    _finish(store, done, "t", DELIVERED)
+    _finish(store, waiting, "t", Settlement(DeliveryStatus.PENDING, 9000))
+    with store.transaction() as tx:
+        before = {d.id: d for d in tx.list_deliveries(OWNER, limit=50)[0]}
+        assert tx.redeliver_failed(OWNER, 200, 5000) == 2
+    with store.transaction() as tx:
+        after = {d.id: d for d in tx.list_deliveries(OWNER, limit=50)[0]}
+        [their] = tx.list_deliveries(OTHER)[0]
+    for delivery_id in (edge, late):
+        assert delivery_id is not None
+        item = after[delivery_id]
+        assert (item.status, item.attempts, item.next_attempt_at, item.retry_from) == (
+            DeliveryStatus.PENDING,
+            0,
+            5000,
+            5000,
+        )
+        assert item.webhook_id == before[delivery_id].webhook_id
+        assert item.log == before[delivery_id].log  # the attempts stay in the log
+    assert old is not None and after[old].status is DeliveryStatus.FAILED
+    assert after[done].status is DeliveryStatus.DELIVERED
+    assert after[waiting].status is DeliveryStatus.PENDING
+    assert after[waiting].next_attempt_at == 9000
+    assert their.status is DeliveryStatus.FAILED
+    with store.transaction() as tx:
+        assert tx.redeliver_failed(OWNER, 0, 6000) == 1  # only ``old`` is still failed
+        assert tx.redeliver_failed(OWNER, 0, 7000) == 0
+
+
+def test_redeliver_failed_rolls_back_with_its_transaction(store: Storage) -> None:
+    _with_webhook(store)
+    delivery = _enqueue(store, "g1", 1)
+    assert delivery is not None
+    _fail(store, delivery, 0)
+
+    class Boom(Exception):
+        pass
+
+    try:
+        with store.transaction() as tx:
+            assert tx.redeliver_failed(OWNER, 0, 10) == 1
+            raise Boom
+    except Boom:
+        pass
+    with store.transaction() as tx:
+        [item], _ = tx.list_deliveries(OWNER)
+    assert item.status is DeliveryStatus.FAILED

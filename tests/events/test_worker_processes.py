@@ -30,8 +30,10 @@ def start_worker(tmp_path: Path) -> Iterator[Start]:
     """Starts workers on a URL with the fast retry settings; kills any left at the end."""
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(url: URL, name: str, *extra: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, **FAST_ENV}
+    def start(
+        url: URL, name: str, *extra: str, env_extra: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        env = {**os.environ, **FAST_ENV, **(env_extra or {})}
         env.pop("PAYCORE_DATABASE_URL", None)
         log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
         command = [sys.executable, "-m", "paycore.runtime.worker", "--database-url"]
@@ -110,7 +112,14 @@ def test_two_workers_share_the_work_without_double_delivery(
     receiver.secret = merchant.webhook(receiver.url)
     receiver.slow_seconds = 0.01
     receiver.mode = "slow"
-    workers = [start_worker(sql_url, name, "--log-level", "DEBUG") for name in ("a", "b")]
+    # A lease that lapses while its POST is still being finished is a redelivery by design
+    # (at-least-once); on a loaded machine 3 s can lapse, so this test's lease is long: it
+    # checks that two claimants never share a live lease.
+    long_lease = {"PAYCORE_WEBHOOK_LEASE": "60"}
+    workers = [
+        start_worker(sql_url, name, "--log-level", "DEBUG", env_extra=long_lease)
+        for name in ("a", "b")
+    ]
     for name in ("a", "b"):
         wait_started(tmp_path, name)
 

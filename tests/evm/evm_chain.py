@@ -350,7 +350,9 @@ def deploy_paycore(
 ) -> Deployment:
     """Deploys the factory (fee settings set) and two 6-decimal test tokens."""
     admin, fee_recipient = chain.accounts[0], chain.accounts[1]
-    factory = chain.deploy(admin, "PaycoreFactory", fee_recipient.address, fee, max_fee, b"\xff")
+    factory = chain.deploy(
+        admin, "PaycoreFactory", admin.address, fee_recipient.address, fee, max_fee, b"\xff"
+    )
     token = chain.deploy(admin, "TestToken", "Test USD Coin", "TUSDC", 6, True)
     token_no_return = chain.deploy(admin, "TestToken", "Test Tether", "TUSDT", 6, False)
     return Deployment(

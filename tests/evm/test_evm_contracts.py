@@ -384,7 +384,7 @@ def test_an_owner_without_native_funds_cannot_withdraw(evm: Deployment) -> None:
 def test_a_factory_cannot_start_above_its_fee_cap(evm: Deployment) -> None:
     artifact = load_artifact("PaycoreFactory")
     factory = evm.chain.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
-    deploy = factory.constructor(evm.fee_recipient.address, 2, 1, b"\xff")
+    deploy = factory.constructor(evm.admin.address, evm.fee_recipient.address, 2, 1, b"\xff")
     data = deploy.build_transaction({"from": evm.admin.address, "gas": 5_000_000})["data"]
     with pytest.raises(ContractLogicError) as raised:
         evm.chain.w3.eth.call({"from": evm.admin.address, "data": data})
@@ -396,7 +396,7 @@ def test_a_factory_cannot_start_above_its_fee_cap(evm: Deployment) -> None:
 def test_a_factory_refuses_a_create2_prefix_of_no_known_vm(evm: Deployment) -> None:
     artifact = load_artifact("PaycoreFactory")
     factory = evm.chain.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
-    deploy = factory.constructor(evm.fee_recipient.address, 0, 1, b"\x42")
+    deploy = factory.constructor(evm.admin.address, evm.fee_recipient.address, 0, 1, b"\x42")
     data = deploy.build_transaction({"from": evm.admin.address, "gas": 5_000_000})["data"]
     with pytest.raises(ContractLogicError) as raised:
         evm.chain.w3.eth.call({"from": evm.admin.address, "data": data})

@@ -110,6 +110,14 @@ SEMANTIC = {
     "/withdraw": "deprecated: 410 Gone to every request",
     "/refund": "owner in soft mode; one of amount and vsAmount; rateSource payment or now",
     "/refund/cancel": "owner in soft mode without session headers",
+    "/webhook/deliveries": "limit at least 1",
+    "/webhook/redeliver": "id a JSON integer (2.0 is not one: docs/decisions.md, Typed requests)",
+    "/webhook/redeliver-failed": "since a JSON integer, as id above",
+    "/export": "to after from; records known kinds, as text without control characters",
+    "/links": "limit at least 1",
+    "/link": "a chain with an address-deriving backend; amount, or minAmount and maxAmount",
+    "/link/{id}": "an existing link that may make an invoice; amount within its bounds",
+    "/link/disable": "id as text without control characters",
 }
 
 

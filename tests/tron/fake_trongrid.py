@@ -42,7 +42,12 @@ java-tron writes them:
 - ``wallet/broadcasthex`` {``transaction``: hex of the signed protobuf Transaction} ->
   ``{"result", "code", "message", "transaction" (JSON text), "txid"}``: ``SUCCESS`` with
   an empty message, or ``SIGERROR`` with java-tron's text for a signature that does not
-  verify.
+  verify. A ``CreateSmartContract`` creates a contract at ``0x41 ++ keccak256(txID ++
+  owner)[12:]`` once mined, holding the transaction's bytecode.
+- ``wallet/getblockbynum`` {``num``: 0} -> the genesis block, whose ``blockID`` ends in the
+  chain id (as Tron's do) when the test set ``chain_id``.
+- ``wallet/gettransactioninfobyid`` {``value``: txID} -> the TransactionInfo of a mined
+  transaction (``contract_address`` of a creation), ``{}`` otherwise.
 
 With ``rate_limit``, ``max_response_bytes``, ``seconds_per_block`` and ``fill`` it plays a
 provider on mainnet: 429 with TronGrid's text and a penalty, 413 over a size cap, slow big
@@ -203,6 +208,18 @@ def encode_contract(contract: dict[str, Any]) -> bytes:
             + pb_int(6, int(value.get("token_id") or 0))
         )
         kind = 31
+    elif contract["type"] == "CreateSmartContract":
+        new = value["new_contract"]
+        smart = (
+            pb_bytes(1, _addr_bytes(new["origin_address"]))
+            + pb_bytes(4, bytes.fromhex(new["bytecode"]))
+            + pb_int(5, int(new.get("call_value") or 0))
+            + pb_int(6, int(new.get("consume_user_resource_percent") or 0))
+            + (pb_bytes(7, new["name"].encode()) if new.get("name") else b"")
+            + pb_int(8, int(new.get("origin_energy_limit") or 0))
+        )
+        inner = pb_bytes(1, _addr_bytes(value["owner_address"])) + pb_bytes(2, smart)
+        kind = 30
     else:
         inner = (
             pb_bytes(1, _addr_bytes(value["owner_address"]))
@@ -282,6 +299,8 @@ class Tx:
     #: Wallets it deploys: (wallet hex20, owner hex20).
     deploys: list[tuple[str, str]] = attrs.field(factory=list)
     success: bool = True
+    #: The contract a ``CreateSmartContract`` creates: (hex20, bytecode).
+    creates: tuple[str, bytes] | None = None
 
     @property
     def tx_id(self) -> str:
@@ -345,6 +364,10 @@ class FakeTron:
         #: An HTTP status every request is answered with (a node in trouble, a provider's
         #: refusal), with ``http_body`` as the body; None: serve.
         self.http_status: int | None = None
+        #: The chain id the genesis block's id ends in; None: no genesis block is served.
+        self.chain_id: int | None = None
+        #: Contracts created by a broadcast ``CreateSmartContract``: hex20 -> bytecode.
+        self.created: dict[str, bytes] = {}
         self.http_body = b""
         #: Functions whose dry run fails in the TVM with an exception other than REVERT:
         #: selector text -> (exception class in ``Program``, its message).
@@ -658,7 +681,9 @@ class FakeTron:
             elif function == "balanceOf(address)":
                 output = word(self.balance(contract, param[-40:]))
         elif self.factory is not None and contract == h20(self.factory):
-            if function == "feeSettings()":
+            if function == "create2Prefix()":
+                output = "41".ljust(64, "0")
+            elif function == "feeSettings()":
                 output = word(self.fee[0]) + word(self.fee[1])
             elif function == "deployWallet(address)":
                 revert = param[-40:] in wallets.values()
@@ -742,6 +767,7 @@ class FakeTron:
         except (ValueError, IndexError, StopIteration, AssertionError, KeyError) as exc:
             return {"Error": f"class com.google.protobuf.InvalidProtocolBufferException : {exc}"}
         tx_id = hashlib.sha256(raw).hexdigest()
+        kind = dict(contract).get(1)
         owner, target, data = inner[1], inner[2], inner.get(4, b"")
         assert isinstance(owner, bytes) and isinstance(target, bytes) and isinstance(data, bytes)
         shown = json.dumps({"txID": tx_id, "raw_data_hex": raw.hex(), "visible": True})
@@ -758,6 +784,9 @@ class FakeTron:
         problem = signature_problem(signatures, bytes.fromhex(tx_id), owner)  # type: ignore[arg-type]
         if problem is not None:
             return answer("SIGERROR", f"Validate signature error: {problem}")
+        if kind == 30:  # CreateSmartContract: field 2 is the new contract, not a target
+            self._create(tx_id, raw, owner, target)
+            return answer("SUCCESS", "")
         with self.lock:
             tx = self._call_tx(b58(owner.hex()), b58(target.hex()), data.hex())
             tx.json["txID"] = tx_id
@@ -766,6 +795,43 @@ class FakeTron:
                 tx.deploys.append((self.wallet_for(data[-20:].hex()), data[-20:].hex()))
             self.pending.append(tx)
         return answer("SUCCESS", "")
+
+    def _create(self, tx_id: str, raw: bytes, owner: bytes, new_contract: bytes) -> None:
+        """A signed ``CreateSmartContract``: its contract appears when its block is mined."""
+        fields = dict(read_pb(new_contract))
+        code = fields.get(4, b"")
+        assert isinstance(code, bytes) and fields.get(1) == owner
+        created = keccak256(bytes.fromhex(tx_id) + owner)[12:].hex()
+        tx_json = {
+            "ret": [{"contractRet": "SUCCESS"}],
+            "signature": ["ee" * 65],
+            "txID": tx_id,
+            "raw_data": {
+                "contract": [
+                    {
+                        "parameter": {
+                            "value": {"owner_address": owner.hex()},
+                            "type_url": "type.googleapis.com/protocol.CreateSmartContract",
+                        },
+                        "type": "CreateSmartContract",
+                    }
+                ]
+            },
+            "raw_data_hex": raw.hex(),
+        }
+        with self.lock:
+            tx = Tx(tx_json)
+            tx.creates = (created, code)
+            self.pending.append(tx)
+
+    def contract_code(self, hex20: str) -> bytes | None:
+        """The bytecode of a contract a mined ``CreateSmartContract`` created."""
+        with self.lock:
+            for block in self.blocks:
+                for tx in block.txs:
+                    if tx.creates is not None and tx.creates[0] == hex20:
+                        return tx.creates[1]
+        return None
 
     def wallet_for(self, owner: str) -> str:
         """The owner's wallet address (hex20), by the test's own TVM CREATE2 (prefix 0x41)."""
@@ -800,6 +866,16 @@ class FakeTron:
         def shown(hex20: str) -> str:
             return b58(hex20) if visible else "41" + hex20
 
+        code = self.contract_code(target)
+        if code is not None:  # created by a CreateSmartContract: stored with its bytecode
+            return {
+                "origin_address": shown(target),
+                "contract_address": shown(target),
+                "bytecode": code.hex(),
+                "consume_user_resource_percent": 100,
+                "name": "PaycoreFactory",
+                "origin_energy_limit": 10_000_000,
+            }
         wallets = self.wallets()
         if target in wallets:
             assert self.factory is not None
@@ -829,8 +905,20 @@ class FakeTron:
             if path == "/wallet/getnowblock":
                 return self.head.to_json()
             if path == "/wallet/getblockbynum":
+                if int(body.get("num", -1)) == 0 and self.chain_id is not None:
+                    genesis_id = "00" * 8 + "ab" * 20 + format(self.chain_id, "08x")
+                    return Block(0, genesis_id, "00" * 32, GENESIS_MS, []).to_json()
                 found = [b for b in self.blocks if b.number == int(body.get("num", -1))]
                 return found[0].to_json() if found else {}
+            if path == "/wallet/gettransactioninfobyid":
+                for block in self.blocks:
+                    for tx in block.txs:
+                        if tx.tx_id == body.get("value"):
+                            info = self.info(block, tx)
+                            if tx.creates is not None:
+                                info["contract_address"] = "41" + tx.creates[0]
+                            return info
+                return {}
             if path == "/wallet/getblockbylimitnext":
                 start, end = int(body.get("startNum", 0)), int(body.get("endNum", 0))
                 if not (end > 0 and start < end and end - start <= 100):

@@ -98,9 +98,10 @@ def test_requests_per_block_are_bounded_on_mainnet_sized_blocks(env: Env) -> Non
     # One infos request a block, a block request per ~10 blocks (375 KB each against a
     # 4 MB target), a head per pass and the token's decimals and symbol once.
     assert len(answers) <= len(numbers) * 1.15 + 4 * len(reports)
-    assert max(size for *_rest, size in answers) < 2 * env.gateway.settings.chains[
-        CHAIN_ID
-    ].response_bytes
+    assert (
+        max(size for *_rest, size in answers)
+        < 2 * env.gateway.settings.chains[CHAIN_ID].response_bytes
+    )
     assert max(len(r) for r in block_ranges(answers)) <= 11
     assert w.status.state == OK
 

@@ -43,6 +43,7 @@ from paycore.errors import InvalidInput
 
 pytestmark = [pytest.mark.node, pytest.mark.slow]
 
+
 def tronweb(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return run_oracle("tronweb_oracle.mjs", "tronweb", tasks)
 

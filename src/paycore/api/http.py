@@ -146,6 +146,11 @@ def _shown(name: str) -> str:
 
 @attrs.frozen
 class Response:
+    """One answer. ``chunks``, when set, is the body instead of ``body``: an iterator of
+    bytes the adapter sends as it is produced (chunked), so an answer of any size -- the
+    unpaged GET /invoices, the accounting export -- costs the server one chunk of memory,
+    not the whole."""
+
     status: int
     body: bytes
     content_type: str = "application/json"

@@ -15,8 +15,9 @@ _ERROR_TEXT = {
     403: "forbidden: <reason>",
     404: "invoice {guid} not found",
     409: "Conflict",
-    410: "deprecated: <what to use instead>",
+    410: "deprecated: <what to use instead> (or payment link <id> is disabled, ...)",
     413: "payload too large",
+    429: "too many requests: <what>, retry later (with Retry-After)",
     502: "chain node: <method>: <reason>",
 }
 
@@ -24,6 +25,7 @@ _ERROR_TEXT = {
 _BODY: dict[str, dict[str, Any]] = {
     "application/json": {},
     "text/html": {"type": "string"},
+    "text/csv": {"type": "string"},
     "image/svg+xml": {"type": "string"},
     "*/*": {"type": "string", "format": "binary"},
 }

@@ -21,6 +21,7 @@ from ..domain.fields import Address, Amount, BigUint, ChainId, RawTx, Uint
 from ..domain.invoices import NewInvoice
 from ..domain.paging import MAX_CURSOR
 from ..domain.refunds import NewRefund
+from ..links.requests import NewLink
 from ..management.requests import (
     AppKeyChange,
     AppKeysQuery,
@@ -158,6 +159,98 @@ class SetWebhook:
     signature: str = attrs.field(metadata={"doc": _WALLET_SIG})
 
 
+# -- the webhook delivery log (session-signed) --------------------------------------------
+
+
+@register
+@attrs.frozen
+class DeliveryQuery:
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+    guid: str | None = attrs.field(default=None, metadata={"doc": "one invoice's deliveries"})
+    status: str | None = attrs.field(
+        default=None, metadata={"schema": {"enum": ["pending", "delivered", "failed"]}}
+    )
+    offset: Uint | None = attrs.field(
+        default=None, metadata={"doc": "zero-based position of the first item"}
+    )
+    limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size, at most 50"})
+
+
+@register
+@attrs.frozen
+class Redeliver:
+    id: Uint = attrs.field(metadata={"doc": "the delivery's id, from GET /webhook/deliveries"})
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class RedeliverFailed:
+    since: Uint = attrs.field(
+        metadata={"doc": "unix seconds: every failed delivery created since then"}
+    )
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+# -- the accounting export -----------------------------------------------------------------
+
+
+@register
+@attrs.frozen
+class ExportQuery:
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+    start: Uint | None = attrs.field(
+        default=None, metadata={"wire": "from", "doc": "unix seconds, inclusive; 0 by default"}
+    )
+    end: Uint | None = attrs.field(
+        default=None, metadata={"wire": "to", "doc": "unix seconds, exclusive; open by default"}
+    )
+    format: str | None = attrs.field(
+        default=None,
+        metadata={"doc": "csv (default) or jsonl", "schema": {"enum": ["csv", "jsonl"]}},
+    )
+    records: tuple[str, ...] | None = attrs.field(
+        default=None,
+        metadata={"doc": "some of invoices, payments, refunds, withdrawals; all by default"},
+    )
+
+
+# -- payment links ---------------------------------------------------------------------------
+
+
+@register
+@attrs.frozen
+class CreateLink(NewLink):
+    """POST /link: the link's fields, plus who claims to create it."""
+
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class LinksQuery:
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+    offset: Uint | None = attrs.field(
+        default=None, metadata={"doc": "zero-based position of the first item"}
+    )
+    limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size, at most 50"})
+
+
+@register
+@attrs.frozen
+class DisableLink:
+    id: str = attrs.field(metadata={"doc": "the link's id", "schema": {"maxLength": 64}})
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class OpenLink:
+    amount: Amount | None = attrs.field(
+        default=None, metadata={"doc": "the buyer's amount, when the link lets them choose"}
+    )
+
+
 # -- salt-signed management calls (declared beside their service) ---------------------------
 
 for _cls in (
@@ -261,6 +354,10 @@ __all__ = [
     "ChangeCallbackUrl",
     "Claim",
     "CreateInvoice",
+    "CreateLink",
+    "DeliveryQuery",
+    "DisableLink",
+    "ExportQuery",
     "CreateRefund",
     "DeployWallet",
     "Deregistration",
@@ -269,12 +366,16 @@ __all__ = [
     "History",
     "InitWithdraw",
     "InvoiceQuery",
+    "LinksQuery",
+    "OpenLink",
     "OwnerChain",
     "OwnerSigned",
     "PollEvents",
     "PricesQuery",
     "PubkeysQuery",
     "QrQuery",
+    "Redeliver",
+    "RedeliverFailed",
     "RegisterCallback",
     "Registration",
     "SetEmailNotifications",

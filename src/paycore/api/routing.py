@@ -209,6 +209,9 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
         return _storage_unavailable(gateway, exc)
     except PaycoreError as exc:
         response = text_response(exc.text, exc.status)
+        extra = getattr(exc, "headers", None)  # an error that tells when to retry (429)
+        if extra:
+            response = attrs.evolve(response, headers=dict(extra))
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return text_response("internal error", 500)

@@ -110,6 +110,11 @@ INVOICE = obj(
     refunds={"type": "array", "items": REFUND},
     acceptedTokens={"type": "array", "items": TOKEN_ID},
     paymentUrl=STRING,
+    tokenInfo={
+        "type": "object",
+        "description": "symbol and decimals of the accepted tokens paycore knows, by token id",
+        "additionalProperties": obj(["symbol", "decimals"], symbol=STRING, decimals=INTEGER),
+    },
 )
 INVOICE_PAGE = obj(
     ["items", "total", "offset", "limit"],
@@ -386,4 +391,90 @@ STAKING_TX = obj(
         isApprove={"type": "boolean", "description": "an ERC20 approve to send before staking"},
         **{"from": ADDRESS},
     ),
+)
+
+# -- the webhook delivery log (GET /webhook/deliveries, POST /webhook/redeliver*) -----------------
+NULLABLE_DECIMAL: S = {"oneOf": [DECIMAL, {"type": "null"}]}
+DELIVERY_ATTEMPT = obj(
+    ["attemptedAt", "url", "statusCode", "error", "latencyMs"],
+    attemptedAt={**INTEGER, "description": "unix milliseconds"},
+    url=STRING,
+    statusCode={**NULLABLE_INTEGER, "description": "the receiver's HTTP status, if it answered"},
+    error={**NULLABLE_STRING, "description": "why the attempt failed; null on success"},
+    latencyMs=INTEGER,
+)
+DELIVERY = obj(
+    ["id", "webhookId", "guid", "status", "attemptCount", "createdAt", "nextAttemptAt", "attempts"],
+    id=INTEGER,
+    webhookId={**STRING, "description": "the webhook-id header: the same on every attempt"},
+    guid=STRING,
+    status={"type": "string", "enum": ["pending", "delivered", "failed"]},
+    attemptCount={**INTEGER, "description": "attempts of the current retry schedule"},
+    createdAt={**INTEGER, "description": "unix milliseconds"},
+    nextAttemptAt={**NULLABLE_INTEGER, "description": "unix milliseconds; null once settled"},
+    attempts={"type": "array", "items": DELIVERY_ATTEMPT},
+)
+DELIVERY_PAGE = obj(
+    ["items", "total", "offset", "limit"],
+    items={"type": "array", "items": DELIVERY},
+    total=INTEGER,
+    offset=INTEGER,
+    limit=INTEGER,
+)
+REDELIVERED = obj(
+    ["ownerAddress", "since", "redelivered"],
+    ownerAddress=ADDRESS,
+    since=INTEGER,
+    redelivered=INTEGER,
+)
+
+# -- payment links (POST /link, GET /links, POST /link/disable) ----------------------------------
+PAYMENT_LINK = obj(
+    [
+        "id",
+        "url",
+        "owner",
+        "createdAt",
+        "chainId",
+        "description",
+        "acceptedTokens",
+        "token",
+        "vsCurrency",
+        "amount",
+        "minAmount",
+        "maxAmount",
+        "deadlineSecs",
+        "data",
+        "expiresAt",
+        "maxUses",
+        "uses",
+        "disabledAt",
+        "state",
+    ],
+    id=STRING,
+    url={**STRING, "description": "where a buyer opens it: GET /link/{id}"},
+    owner=ADDRESS,
+    createdAt=INTEGER,
+    chainId=INTEGER,
+    description=STRING,
+    acceptedTokens={"type": "array", "items": TOKEN_ID},
+    token=TOKEN_ID,
+    vsCurrency=STRING,
+    amount={**NULLABLE_DECIMAL, "description": "fixed amount; null when the buyer chooses"},
+    minAmount=NULLABLE_DECIMAL,
+    maxAmount=NULLABLE_DECIMAL,
+    deadlineSecs=NULLABLE_INTEGER,
+    data={"type": "object"},
+    expiresAt=NULLABLE_INTEGER,
+    maxUses=NULLABLE_INTEGER,
+    uses={**INTEGER, "description": "invoices it has made"},
+    disabledAt=NULLABLE_INTEGER,
+    state={"type": "string", "enum": ["active", "disabled", "expired", "usedUp"]},
+)
+PAYMENT_LINK_PAGE = obj(
+    ["items", "total", "offset", "limit"],
+    items={"type": "array", "items": PAYMENT_LINK},
+    total=INTEGER,
+    offset=INTEGER,
+    limit=INTEGER,
 )

@@ -15,9 +15,10 @@ was signed by its sender.
 from __future__ import annotations
 
 from ..chains import WalletBackend, WithdrawRequest
-from ..config import FAUCET_CHAIN_IDS
+from ..config import FAUCET_CHAIN_IDS, Settings
+from ..domain.aliases import resolve_token
 from ..domain.records import Json
-from ..domain.tokens import TokenId, normalize_address, normalize_owner, normalize_token_address
+from ..domain.tokens import normalize_address, normalize_owner, normalize_token_address
 from ..errors import Gone, InvalidInput
 from .requests import DeployWallet, Faucet, GetAddress, History, InitWithdraw, OwnerChain
 from .routing import Call
@@ -76,10 +77,12 @@ def init_withdraw(call: Call) -> Json:
     chain_id = request.chain_id
     backend = _backend(call, chain_id)
     owner = call.owner_scope(request.owner_address, "ownerAddress")
-    return backend.init_withdraw(call.gateway, owner, chain_id, _withdraw(request, chain_id))
+    return backend.init_withdraw(
+        call.gateway, owner, chain_id, _withdraw(call.gateway.settings, request, chain_id)
+    )
 
 
-def _withdraw(request: InitWithdraw, chain_id: int) -> WithdrawRequest:
+def _withdraw(settings: Settings, request: InitWithdraw, chain_id: int) -> WithdrawRequest:
     if request.token_address is not None and request.token is not None:
         raise InvalidInput("token", "give tokenAddress or token, not both")
     field = "tokenAddress" if request.token_address is not None else "token"
@@ -87,7 +90,7 @@ def _withdraw(request: InitWithdraw, chain_id: int) -> WithdrawRequest:
     if raw_token is None:
         raise InvalidInput("tokenAddress", "is required (the zero address for the native coin)")
     if ":" in raw_token:
-        parsed = TokenId.parse(raw_token, field)
+        parsed = resolve_token(settings, raw_token, field, chain_id=chain_id)
         if parsed.chain_id != chain_id:
             raise InvalidInput(field, f"is on chain {parsed.chain_id}, not {chain_id}")
         token = parsed.address

@@ -1,4 +1,5 @@
-"""Handlers for the wallet-signed webhook configuration (docs/interface.md §Webhooks)."""
+"""Handlers for the wallet-signed webhook configuration and the session-signed delivery log
+and redelivery (docs/interface.md §Webhooks)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ..auth import (
 )
 from ..domain.records import Json
 from ..domain.tokens import normalize_owner
-from .requests import OwnerSigned, SetWebhook
+from .requests import DeliveryQuery, OwnerSigned, Redeliver, RedeliverFailed, SetWebhook
 from .routing import Call
 
 
@@ -35,3 +36,31 @@ def clear(call: Call) -> Json:
     verify_wallet_signature(clear_webhook_message(owner), request.signature, owner)
     call.gateway.webhooks.clear(owner)
     return {"removed": True}
+
+
+# -- the delivery log and redelivery (session-signed, owner-scoped) ----------------------------
+
+
+def deliveries(call: Call) -> Json:
+    """GET /webhook/deliveries: a page of the owner's deliveries with their attempts."""
+    query = call.read(DeliveryQuery)
+    owner = call.owner_scope(query.owner)
+    items, total, off, lim = call.gateway.webhooks.deliveries(
+        owner, status=query.status, guid=query.guid, offset=query.offset, limit=query.limit
+    )
+    return {"items": [d.to_wire() for d in items], "total": total, "offset": off, "limit": lim}
+
+
+def redeliver(call: Call) -> Json:
+    """POST /webhook/redeliver: one delivery again, due now, with its webhook-id."""
+    request = call.read(Redeliver)
+    owner = call.owner_scope(request.owner_address, "ownerAddress")
+    return call.gateway.webhooks.redeliver(owner, request.id).to_wire()
+
+
+def redeliver_failed(call: Call) -> Json:
+    """POST /webhook/redeliver-failed: every failed delivery created since ``since``."""
+    request = call.read(RedeliverFailed)
+    owner = call.owner_scope(request.owner_address, "ownerAddress")
+    count = call.gateway.webhooks.redeliver_failed(owner, request.since)
+    return {"ownerAddress": owner, "since": request.since, "redelivered": count}

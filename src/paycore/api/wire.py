@@ -261,6 +261,8 @@ def _check_depth(value: object, depth: int) -> None:
 _UINT_TEXT = r"^(0|[1-9][0-9]{0,17})$"
 _BIG_UINT_TEXT = r"^(0|[1-9][0-9]{0,77})$"
 _EVM = r"0x([0-9a-f]{40}|[0-9A-F]{40})"
+_TRON = r"T[1-9A-HJ-NP-Za-km-z]{33}"
+_SYMBOL = r"[A-Za-z][A-Za-z0-9._-]{0,15}"
 _ADDRESS_DOC = (
     "an EVM address (0x, 40 hex digits, all one case or EIP-55 mixed case) or a Tron address "
     "(base58 T..., or hex 41...); no surrounding whitespace"
@@ -302,8 +304,10 @@ def _schemas(chain_ids: tuple[int, ...]) -> dict[Any, dict[str, Any]]:
         },
         f.Token: {
             "type": "string",
-            "pattern": f"^({ids}):{_EVM}$",
-            "description": "{chainId}:{tokenAddress}; the zero address is the native coin",
+            "pattern": f"^(({ids}):({_EVM}|{_TRON}|{_SYMBOL})|tron:({_TRON}|{_SYMBOL}))$",
+            "description": "{chainId}:{tokenAddress}; the zero address is the native coin. "
+            "Also taken: tron:{address} for the Tron chain, and a symbol in place of the "
+            "address (1:ETH, 8453:USDC, tron:TRX), stored as the canonical id",
         },
         dict[str, Any]: {"type": "object"},
         f.RawTx: {

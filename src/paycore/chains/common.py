@@ -18,6 +18,7 @@ import attrs
 from paycore.config import ChainConfig, Settings
 from paycore.domain.money import from_base_units, to_base_units, to_text
 from paycore.domain.records import Json
+from paycore.domain.registry import TokenMeta as TokenMeta
 from paycore.domain.tokens import NATIVE, ChainKind, TokenId
 from paycore.errors import InvalidInput, PriceUnavailable
 
@@ -32,13 +33,6 @@ def configured(settings: Settings, kind: ChainKind) -> list[ChainConfig]:
     """The chains of ``kind`` a backend can serve: those with both an RPC URL and a factory
     (without either there is nothing to derive addresses from or to ask)."""
     return [c for c in settings.chains.values() if c.kind is kind and c.rpc_url and c.factory]
-
-
-@attrs.frozen
-class TokenMeta:
-    address: str  # the token contract (0x or base58), or NATIVE for the coin
-    symbol: str
-    decimals: int
 
 
 @attrs.frozen
@@ -78,8 +72,11 @@ class ChainBase:
         self.chain_id = config.chain_id
         self.factory: str = config.factory
         self.rpc_url: str = config.rpc_url
+        # Known without asking the node: the coin, and the configured tokens whose entry
+        # carried symbol and decimals (or that the registry lists); the rest are read once.
         self._tokens: dict[str, TokenMeta] = {
-            NATIVE: TokenMeta(NATIVE, config.native_symbol, config.native_decimals)
+            NATIVE: TokenMeta(NATIVE, config.native_symbol, config.native_decimals),
+            **config.token_info,
         }
         self._tokens_lock = threading.Lock()
 

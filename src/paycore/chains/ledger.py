@@ -36,6 +36,12 @@ class ChainLedger:
         with self._storage.transaction() as tx:
             return tx.advance_chain(chain_id, holder, number, block_hash, now_ms, lease_ms)
 
+    def cursor(self, chain_id: int) -> ChainCursor | None:
+        """The chain's cursor and lease as they stand, claiming nothing (``paycore chains
+        check``); None before any watcher scanned it."""
+        with self._storage.transaction() as tx:
+            return tx.get_chain_cursor(chain_id)
+
     def release(self, chain_id: int, holder: str) -> None:
         """Give the lease up so another watcher may take the chain at once."""
         with self._storage.transaction() as tx:

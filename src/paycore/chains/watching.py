@@ -55,10 +55,11 @@ import attrs
 from paycore.chains.records import CursorMove, DepositBatch, Ingested, LeaseLost
 from paycore.domain.invoices import AttributionRace
 from paycore.domain.money import from_base_units
-from paycore.domain.records import Deposit, Transaction, TxType
+from paycore.domain.records import Deposit, Transaction, TxType, Valuation
 from paycore.domain.tokens import NATIVE
 from paycore.errors import PriceUnavailable, StorageUnavailable
 from paycore.ops.outages import LoopGuard
+from paycore.prices.pricing import value_at
 
 from .common import ChainBase, Transfer
 from .timeline import last_block_before
@@ -565,9 +566,12 @@ class ChainWatcher(Generic[ChainT]):
         if meta is None:
             return None
         amount = from_base_units(units, meta.decimals)
+        valuation: Valuation | None
         try:
-            vs_value = prices.value(f"{self.chain.chain_id}:{token}", amount)
+            valuation = prices.rate(f"{self.chain.chain_id}:{token}")
+            vs_value = value_at(valuation.rate, amount)
         except PriceUnavailable:
+            valuation = None
             vs_value = Decimal(0)  # recorded all the same, valued at nothing
         return Transaction(
             type=TxType.WITHDRAW,
@@ -581,6 +585,7 @@ class ChainWatcher(Generic[ChainT]):
             timestamp=timestamp,
             owner=owner,
             to=to,
+            valuation=valuation,
         )
 
     # -- loop -----------------------------------------------------------------------------

@@ -39,20 +39,30 @@ contract PaycoreFactory {
     /// @notice Neither 0xff (EVM) nor 0x41 (TVM).
     error UnknownCreate2Prefix(bytes1 prefix);
 
+    /// @param initialAdmin Who may change the fee settings. Named, not taken from
+    ///        msg.sender: deployed through a CREATE2 deployer, msg.sender is that contract,
+    ///        and the argument is part of the address, so nobody can deploy the same
+    ///        address with another admin.
+    /// @param initialFeeRecipient Receives the withdrawal fee; the zero address turns it off.
+    /// @param initialWithdrawFee The fee per withdrawal in the native coin's base units.
+    /// @param maxFee The cap on every later fee, fixed for good.
+    /// @param prefix The VM's CREATE2 prefix: 0xff on EVM chains, 0x41 on Tron.
     constructor(
+        address initialAdmin,
         address initialFeeRecipient,
         uint256 initialWithdrawFee,
         uint256 maxFee,
         bytes1 prefix
     ) {
+        if (initialAdmin == address(0)) revert ZeroAddress();
         if (initialWithdrawFee > maxFee) revert FeeTooHigh(initialWithdrawFee, maxFee);
         if (prefix != 0xff && prefix != 0x41) revert UnknownCreate2Prefix(prefix);
         create2Prefix = prefix;
         maxWithdrawFee = maxFee;
-        admin = msg.sender;
+        admin = initialAdmin;
         feeRecipient = initialFeeRecipient;
         withdrawFee = initialWithdrawFee;
-        emit AdminChanged(address(0), msg.sender);
+        emit AdminChanged(address(0), initialAdmin);
         emit FeeChanged(initialFeeRecipient, initialWithdrawFee);
     }
 

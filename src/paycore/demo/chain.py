@@ -25,6 +25,8 @@ from web3 import Web3
 from web3.contract import Contract
 from web3.types import TxParams, TxReceipt
 
+from paycore.chains.deploy import FactoryArgs, deploy_factory
+from paycore.config import ChainConfig
 from paycore.contracts import load_artifact
 
 from .errors import DemoError
@@ -225,12 +227,22 @@ class Deployment:
 
 
 def deploy(chain: DevChain) -> Deployment:
-    """PaycoreFactory (EVM CREATE2 prefix 0xff) and a 6-decimal token whose ``transfer``
-    returns nothing, as USDT's does on Ethereum -- the awkward case a gateway must handle."""
+    """PaycoreFactory, deployed as ``paycore contracts deploy`` deploys it (through anvil's
+    deterministic CREATE2 deployer, EVM prefix 0xff), and a 6-decimal token whose
+    ``transfer`` returns nothing, as USDT's does on Ethereum -- the awkward case a gateway
+    must handle."""
     admin, fee_recipient = dev_account(0), dev_account(1)
-    factory = chain.deploy(
-        admin, "PaycoreFactory", fee_recipient.address, WITHDRAW_FEE, MAX_FEE, b"\xff"
+    args = FactoryArgs(
+        admin=admin.address,
+        fee_recipient=fee_recipient.address,
+        fee=WITHDRAW_FEE,
+        max_fee=MAX_FEE,
+        prefix=0xFF,
     )
+    config = ChainConfig(CHAIN_ID, "anvil", 0, chain.url)
+    key = "0x" + bytes(admin.key).hex()
+    deployed = deploy_factory(config, args, key=key, timeout=RECEIPT_TIMEOUT)
+    factory = chain.contract("PaycoreFactory", deployed.address)
     token = chain.deploy(
         admin, "TestToken", "Tether USD (demo)", TOKEN_SYMBOL, TOKEN_DECIMALS, False
     )

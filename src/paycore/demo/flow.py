@@ -35,6 +35,7 @@ from .teardown import Teardown
 
 CHAIN_ID = devchain.CHAIN_ID
 INVOICE_USD = "10"
+TOKEN_PRICE = "1"  # USD per USDT
 PAYMENTS = (4, 6)  # whole USDT per transfer: the first leaves the invoice partly paid
 EVENT_TIMEOUT = 20.0
 POLL_EVERY = 0.2
@@ -100,7 +101,10 @@ def deploy_contracts(s: Story) -> None:
     s.progress.step("contracts", "deploying PaycoreFactory and a USDT-like token")
     assert s.chain is not None
     s.deployment = d = devchain.deploy(s.chain)
-    s.say(f"PaycoreFactory {d.factory.address} (fee 0.001 ETH per withdrawal)")
+    s.say(
+        f"PaycoreFactory {d.factory.address} through the deterministic CREATE2 deployer "
+        "(fee 0.001 ETH per withdrawal)"
+    )
     s.say(f"{devchain.TOKEN_SYMBOL} {d.token.address} (6 decimals, transfer returns nothing)")
     s.chain.transact(d.admin, d.token.functions.mint(s.buyer.address, s.units(sum(PAYMENTS))))
     s.say(f"buyer {s.buyer.address} holds {sum(PAYMENTS)} {devchain.TOKEN_SYMBOL}")
@@ -121,7 +125,15 @@ def start_shop(s: Story) -> None:
         confirmations=0,  # anvil mines each transaction at once and never reorganises
         rpc_url=s.chain.url,
         factory=d.factory.address,
-        tokens=(d.token.address,),
+        # Symbol and decimals in the entry: the page and the e-mails name the token with
+        # no round trip to the chain and no per-invoice hints.
+        tokens=(
+            {
+                "address": d.token.address,
+                "symbol": devchain.TOKEN_SYMBOL,
+                "decimals": devchain.TOKEN_DECIMALS,
+            },
+        ),
         faucet_key="0x" + bytes(devchain.dev_account(9).key).hex(),
         start_block=s.chain.block_number() + 1,
         poll_interval=POLL_EVERY,
@@ -130,7 +142,7 @@ def start_shop(s: Story) -> None:
         database_url=f"sqlite:///{database}",
         checkout_url=f"{server.url}/paycore/checkout",
         chains={CHAIN_ID: anvil_chain},
-        prices={s.token_id: "1"},  # a static price: 1 USDT = 1 USD
+        prices={s.token_id: TOKEN_PRICE},  # a static price: 1 USDT = 1 USD
         webhook_allow_private=True,  # the receiver listens on loopback
         webhook_timeout=5.0,
         worker_poll_interval=POLL_EVERY,
@@ -204,11 +216,17 @@ def create_invoice(s: Story) -> None:
         "value": INVOICE_USD,
         "chainId": CHAIN_ID,
         "description": "T-shirt, size M",
-        "acceptedTokens": [s.token_id],
+        "acceptedTokens": [f"{CHAIN_ID}:{devchain.TOKEN_SYMBOL}"],  # an alias of the id
         "data": {"product": "tee"},
     }
     s.invoice = s.http.post("/invoice", body, session=s.session, expect=201)
     s.say(f"invoice {s.invoice['guid']} ({s.invoice['status']})")
+    token = s.invoice["tokenInfo"][s.token_id]
+    amount = Decimal(INVOICE_USD) / Decimal(TOKEN_PRICE)
+    s.say(
+        f"checkout asks: Send {amount} {token['symbol']} "
+        f"({token['decimals']} decimals, from the chain's token entry)"
+    )
     s.say(f"deposit address {s.invoice['address']} (index 0 of the owner's wallet, CREATE2)")
     s.say(f"paymentUrl {s.invoice['paymentUrl']}")
     status, _page = fetch(s.invoice["paymentUrl"])

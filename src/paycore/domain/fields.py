@@ -18,8 +18,9 @@ from decimal import Decimal
 from typing import NewType
 
 from ..errors import InvalidInput
+from .aliases import token_text
 from .money import parse_amount
-from .tokens import TokenId, address_text
+from .tokens import address_text
 
 __all__ = [
     "Address",
@@ -47,7 +48,8 @@ Amount = NewType("Amount", Decimal)
 #: An address as sent: a string without surrounding whitespace. Which chain's rules apply is
 #: only known next to its chain id, so normalising it is the consumer's step.
 Address = NewType("Address", str)
-#: ``{chainId}:{tokenAddress}``, parsed by :meth:`TokenId.parse` into its canonical text.
+#: ``{chainId}:{tokenAddress}``, parsed into its canonical text, or an alias (``tron:TRX``,
+#: ``8453:USDC``) that ``paycore.domain.aliases.resolve_token`` resolves with the settings.
 Token = NewType("Token", str)
 
 #: A salt-signed body's ``salt``: unix seconds as a JSON number or ASCII digits; a JavaScript
@@ -104,5 +106,7 @@ def parse_address_text(raw: object, field: str) -> str:
 
 
 def parse_token(raw: object, field: str) -> str:
-    """A token id's canonical text (``{chainId}:{address}``, the address normalised)."""
-    return str(TokenId.parse(raw, field))
+    """A token id's canonical text (``{chainId}:{address}``, the address normalised), or an
+    alias with its spelling checked (``tron:...``, ``{chainId}:USDC``), which the consumer
+    resolves with the settings (``paycore.domain.aliases``)."""
+    return token_text(raw, field)

@@ -18,14 +18,15 @@ import attrs
 
 from ..config import Settings
 from ..errors import InvalidInput, PriceUnavailable
-from ..prices.pricing import DepositValuer
+from ..prices.pricing import DepositValuer, value_at
 from ..storage import StorageTx
 from ..storage.contract import TransferKey
 from . import machine
+from .aliases import resolve_token
 from .fields import Address, Amount, ChainId, Token, Uint
 from .money import parse_amount
-from .records import Deposit, Invoice, Payment, Status, Transaction
-from .tokens import TokenId, normalize_address
+from .records import Deposit, Invoice, Payment, Status, Transaction, Valuation
+from .tokens import normalize_address
 
 MAX_ACCEPTED_TOKENS = 20
 MAX_DESCRIPTION = 2000
@@ -88,7 +89,7 @@ def parse_new_invoice(
         raise InvalidInput("acceptedTokens", f"at most {MAX_ACCEPTED_TOKENS} entries")
     accepted: list[str] = []
     for i, raw in enumerate(raw_tokens):
-        token = TokenId.parse(raw, f"acceptedTokens[{i}]")
+        token = resolve_token(settings, raw, f"acceptedTokens[{i}]", chain_id=chain_id)
         if token.chain_id != chain_id:
             raise InvalidInput(
                 f"acceptedTokens[{i}]", f"is on chain {token.chain_id}, the invoice on {chain_id}"
@@ -99,7 +100,7 @@ def parse_new_invoice(
     if request.token is None:
         display_token = accepted[0]
     else:
-        display_token = str(TokenId.parse(request.token, "token"))
+        display_token = str(resolve_token(settings, request.token, "token", chain_id=chain_id))
         if display_token not in accepted:
             raise InvalidInput("token", "must be one of acceptedTokens")
 
@@ -295,11 +296,14 @@ def _valued(
         return None
     token_id = f"{deposit.chain_id}:{deposit.token}"
     counted = token_id in target.accepted_tokens
+    valuation: Valuation | None
     try:
-        vs_value = prices.value_deposit(tx, target, token_id, deposit.amount, deposit.timestamp)
+        valuation = prices.valuation(tx, target, token_id, deposit.timestamp)
+        vs_value = value_at(valuation.rate, deposit.amount)
     except PriceUnavailable:
         if counted:
             raise
+        valuation = None
         vs_value = Decimal(0)  # an unpriced foreign token is still recorded, at no value
     payment = Payment(
         tx_hash=deposit.tx_hash,
@@ -318,6 +322,7 @@ def _valued(
         counted=counted,
         block_number=deposit.block_number if deposit.block_hash else None,
         block_hash=deposit.block_hash or None,
+        valuation=valuation,
     )
     return target, record, payment
 

@@ -283,6 +283,20 @@ class Deposit:
     block_hash: str = ""
 
 
+@attrs.frozen
+class Valuation:
+    """How a transfer was valued when it was recorded, kept beside its vsValue so that an
+    accountant can see the rate behind each figure (the accounting export's ``rate``,
+    ``rate_source`` and ``rate_time`` columns): the price of one whole token in
+    ``vs_currency``, the name of the source that gave it (``locked:<source>`` for a rate the
+    invoice locked at creation), and the unix time that price describes."""
+
+    rate: Decimal
+    source: str
+    as_of: int
+    vs_currency: str
+
+
 class TxType(StrEnum):
     DEPOSIT = "deposit"
     WITHDRAW = "withdraw"
@@ -313,6 +327,9 @@ class Transaction:
     #: The block was replaced and the deposit taken back out of its invoice; such a row is
     #: kept for the record but listed nowhere, and the same transfer mined again replaces it.
     reorged: bool = False
+    #: The rate ``vs_value`` was computed at; None for an unpriced (uncounted) deposit, and
+    #: for rows recorded before rates were kept.
+    valuation: Valuation | None = None
 
     @classmethod
     def of_deposit(
@@ -324,6 +341,7 @@ class Transaction:
         counted: bool,
         block_number: int | None = None,
         block_hash: str | None = None,
+        valuation: Valuation | None = None,
     ) -> Transaction:
         """The GET /transactions row of a deposit attributed to invoice ``guid``."""
         return cls(
@@ -341,6 +359,7 @@ class Transaction:
             counted=counted,
             block_number=block_number,
             block_hash=block_hash,
+            valuation=valuation,
         )
 
     @property

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..domain.records import Json
+from ..domain.registry import describe
 from ..domain.tokens import NATIVE
 from ..plugins.hookspecs import hookimpl
 from .contract import BaseNotifier
@@ -77,10 +78,12 @@ def smtp_sender(settings: Settings) -> Sender:
 
 
 def _symbol(settings: Settings, chain_id: int, token: str) -> str:
-    if token == NATIVE:
-        config = settings.chains.get(chain_id)
-        return config.native_symbol if config else "native coin"
-    return f"token {token}"
+    """The token's symbol (the native coin's, a configured token's, a registry token's),
+    so a notice reads "25 USDT"; an unknown token is named by its address."""
+    meta = describe(settings, chain_id, token)
+    if meta is not None:
+        return meta.symbol
+    return "native coin" if token == NATIVE else f"token {token}"
 
 
 def _message(settings: Settings, to: str, subject: str, lines: list[tuple[str, Any]]) -> Json:

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import attrs
 
 from ..domain.money import MAX_AMOUNT, MONEY_CONTEXT, normalize
-from ..domain.records import PriceSnapshot
+from ..domain.records import PriceSnapshot, Valuation
 from ..domain.tokens import TokenId
 from ..errors import PriceUnavailable
+from .records import StoredPrice
 
 if TYPE_CHECKING:
     from ..domain.records import Invoice
@@ -89,12 +90,15 @@ def quotes_of(source: PriceSource, vs_currency: str, tokens: Sequence[str]) -> d
 
 
 class DepositValuer(Protocol):
-    """What attribution asks for a deposit's vsValue: the table in force in the invoice's
-    vsCurrency, or the rate the invoice locked (``paycore.prices.service``)."""
+    """What attribution asks for a deposit's vsValue: the rate of the table in force in the
+    invoice's vsCurrency, or the rate the invoice locked (``paycore.prices.service``). The
+    rate, its source and its time are recorded with the deposit (``Valuation``); its
+    vsValue is ``value_at(rate, amount)``."""
 
-    def value_deposit(
-        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
-    ) -> Decimal: ...
+    def valuation(self, tx: StorageTx, invoice: Invoice, token: str, at: int) -> Valuation:
+        """The rate that values ``token`` paid to ``invoice`` at block time ``at``; raises
+        ``PriceUnavailable`` (or ``StalePrice``) when there is none fit to use."""
+        ...
 
     def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> DepositValuer:
         """A valuer for many deposits to ``invoices`` within ``tx``: what they all need may
@@ -107,6 +111,9 @@ class PriceTable:
     vs_currency: str
     fetched_at: int
     prices: Mapping[str, Decimal] = attrs.field(factory=dict)
+    #: The stored rows behind ``prices``, when the table was read from storage: where each
+    #: price came from and when, for the ``Valuation`` of what it values.
+    rows: Mapping[str, StoredPrice] = attrs.field(factory=dict)
 
     def price(self, token: str) -> Decimal:
         key = str(TokenId.parse(token))
@@ -122,10 +129,24 @@ class PriceTable:
     def snapshot(self) -> PriceSnapshot:
         return PriceSnapshot(self.vs_currency, self.fetched_at, dict(self.prices))
 
+    def rate(self, token: str) -> Valuation:
+        """The price of ``token`` as a ``Valuation``: its stored row's source and time when
+        the table has them, else this table's (source ``table``)."""
+        key = str(TokenId.parse(token))
+        price = self.price(key)
+        row = self.rows.get(key)
+        if row is None:
+            return Valuation(price, "table", self.fetched_at, self.vs_currency)
+        return Valuation(price, row.source, row.fetched_at, self.vs_currency)
+
+    def valuation(self, tx: StorageTx, invoice: Invoice, token: str, at: int) -> Valuation:
+        """A fixed table as a ``DepositValuer``: every invoice valued from it alike."""
+        return self.rate(token)
+
     def value_deposit(
         self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
     ) -> Decimal:
-        """A fixed table as a ``DepositValuer``: every invoice valued from it alike."""
+        """vsValue of ``amount`` of ``token`` at this table's rate."""
         return self.value(token, amount)
 
     def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> PriceTable:

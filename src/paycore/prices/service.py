@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
-from ..domain.records import Invoice, PriceSnapshot
+from ..domain.records import Invoice, PriceSnapshot, Valuation
 from ..domain.tokens import TokenId
 from ..errors import InvalidInput, PriceUnavailable
 from ..storage import Storage, StorageTx
@@ -166,7 +166,7 @@ class PriceService:
         code = self.currency(vs)
         rows = self.fresh_prices(code)
         fetched_at = min((r.fetched_at for r in rows.values()), default=self.now())
-        return PriceTable(code, fetched_at, {t: r.price for t, r in rows.items()})
+        return PriceTable(code, fetched_at, {t: r.price for t, r in rows.items()}, rows)
 
     def snapshot(self, vs: str | None = None) -> PriceSnapshot:
         return self.table(vs).snapshot()
@@ -191,16 +191,21 @@ class PriceService:
             )
         raise PriceUnavailable(f"no {vs} price for {key}")
 
-    def value_deposit(
-        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
-    ) -> Decimal:
-        """vsValue of ``amount`` of ``token`` paid to ``invoice`` at block time ``at``: the
-        invoice's locked quote up to its deadline, the table in force otherwise."""
+    def valuation(self, tx: StorageTx, invoice: Invoice, token: str, at: int) -> Valuation:
+        """The rate for ``token`` paid to ``invoice`` at block time ``at``: the invoice's
+        locked quote up to its deadline, the table in force otherwise."""
         if at <= invoice.deadline:
             for quote in tx.get_quotes(invoice.guid):
                 if quote.token == token:
-                    return value_at(quote.price, amount)
-        return value_at(self.price(tx, invoice.vs_currency, token, self.now()).price, amount)
+                    return locked_valuation(quote)
+        return stored_valuation(self.price(tx, invoice.vs_currency, token, self.now()))
+
+    def value_deposit(
+        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
+    ) -> Decimal:
+        """vsValue of ``amount`` of ``token`` paid to ``invoice`` at block time ``at``, at
+        :meth:`valuation`'s rate."""
+        return value_at(self.valuation(tx, invoice, token, at).rate, amount)
 
     def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> BatchValuer:
         """``value_deposit`` for a batch of deposits to ``invoices``: their locked quotes in
@@ -228,6 +233,17 @@ class PriceService:
         return quotes
 
 
+def stored_valuation(row: StoredPrice) -> Valuation:
+    """A stored (or configuration) price as the rate a deposit is recorded with."""
+    return Valuation(row.price, row.source, row.fetched_at, row.vs_currency)
+
+
+def locked_valuation(quote: LockedQuote) -> Valuation:
+    """A rate the invoice locked at creation: its source is marked ``locked:``, because the
+    price was the table's at creation, not at payment."""
+    return Valuation(quote.price, f"locked:{quote.source}", quote.fetched_at, quote.vs_currency)
+
+
 class BatchValuer:
     """``PriceService.value_deposit`` over one batch of deposits in one transaction.
 
@@ -242,14 +258,12 @@ class BatchValuer:
         self._quotes = {(q.guid, q.token): q for q in quotes}
         self._prices: dict[tuple[str, str], StoredPrice | PriceUnavailable] = {}
 
-    def value_deposit(
-        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
-    ) -> Decimal:
-        """vsValue of ``amount`` of ``token`` paid to ``invoice`` at block time ``at``."""
+    def valuation(self, tx: StorageTx, invoice: Invoice, token: str, at: int) -> Valuation:
+        """The rate for ``token`` paid to ``invoice`` at block time ``at``."""
         if at <= invoice.deadline:
             quote = self._quotes.get((invoice.guid, token))
             if quote is not None:
-                return value_at(quote.price, amount)
+                return locked_valuation(quote)
         key = (invoice.vs_currency, token)
         found = self._prices.get(key)
         if found is None:
@@ -260,7 +274,13 @@ class BatchValuer:
             self._prices[key] = found
         if isinstance(found, PriceUnavailable):
             raise type(found)(*found.args)
-        return value_at(found.price, amount)
+        return stored_valuation(found)
+
+    def value_deposit(
+        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
+    ) -> Decimal:
+        """vsValue of ``amount`` of ``token`` paid to ``invoice`` at block time ``at``."""
+        return value_at(self.valuation(tx, invoice, token, at).rate, amount)
 
     def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> BatchValuer:
         """Already one batch's valuer."""

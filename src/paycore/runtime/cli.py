@@ -1,5 +1,6 @@
-"""The ``paycore`` command: demo, quickstart, migrate, serve, worker, prune and email. Every option
-also reads its ``PAYCORE_*`` environment variable; a flag given on the command line wins."""
+"""The ``paycore`` command: demo, quickstart, migrate, serve, worker, prune, email, contracts
+deploy and chains check. Every option also reads its ``PAYCORE_*`` environment variable; a
+flag given on the command line wins."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..domain.tokens import NATIVE
 from ..errors import PaycoreError
 from ..gateway import Gateway
 from ..ops.redaction import install_excepthooks, redact
+from .chain_commands import add_chain_commands
 
 DEV_CHAIN = 31337
 MERCHANT = "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359"
@@ -249,6 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument("--database-url", default=None, help="storage URL (env PAYCORE_DATABASE_URL)")
     _add_email(sub)
     _add_demo(sub)
+    add_chain_commands(sub)
     sub.add_parser(
         "worker",
         add_help=False,
@@ -269,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return email(args)
         if args.command == "prune":
             return prune(args)
+        if args.command in ("contracts", "chains"):
+            run: Callable[[argparse.Namespace], int] = args.run
+            return run(args)
         if args.command == "demo":
             from ..demo import run_demo
 
@@ -278,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return quickstart(database_url)
         return migrate(database_url)
     except PaycoreError as exc:
-        print(f"paycore: {exc.text}", file=sys.stderr)
+        print(f"paycore: {redact(exc.text)}", file=sys.stderr)
         return 2
 
 

@@ -46,8 +46,10 @@ from ..domain.records import (
     Refund,
     SessionKey,
     Transaction,
+    TxType,
     WebhookConfig,
 )
+from ..links.records import LinkUse, PaymentLink
 from ..management.records import AppKey, AppKeyAdd, EmailSetting
 from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from ..webhooks.records import (
@@ -61,6 +63,9 @@ from ..webhooks.records import (
 
 #: (chain_id, tx_hash, log_index, token): one transfer, the transaction rows' unique key.
 TransferKey = tuple[int, str, int, str]
+#: (timestamp, chain_id, tx_hash, log_index, token): a transaction row's place in the
+#: export's order, and where the next batch starts after.
+TransferPlace = tuple[int, int, str, int, str]
 
 
 @attrs.frozen
@@ -372,16 +377,51 @@ class StorageTx(Protocol):
         owner: str,
         *,
         status: DeliveryStatus | None = None,
+        guid: str | None = None,
         offset: int = 0,
         limit: int = 50,
     ) -> tuple[list[Delivery], int]:
-        """A page of ``owner``'s deliveries, newest first, each with its attempt log (oldest
-        attempt first), and the match count."""
+        """A page of ``owner``'s deliveries (of invoice ``guid`` only, when given), newest
+        first, each with its attempt log (oldest attempt first), and the match count."""
 
     def redeliver(self, delivery_id: int, owner: str, now: int) -> Delivery | None:
         """Make ``owner``'s delivery pending again, due at ``now``, with its attempt count
         reset (a new retry schedule) and its webhook id unchanged; a live lease is left to
         finish. ``None`` if there is no such delivery of that owner."""
+
+    def redeliver_failed(self, owner: str, since: int, now: int) -> int:
+        """``redeliver`` every failed delivery of ``owner`` created at or after ``since``
+        (ms), in one statement: all of them or none; returns how many. Pending and
+        delivered ones are left as they are."""
+
+    # -- accounting export (paycore.accounting) -------------------------------------------
+    # Keyset batches in a fixed order, each read in a short transaction of its own, so an
+    # export of any size holds one batch in memory and no lock between batches.
+
+    def export_invoices(
+        self,
+        owner: str,
+        *,
+        start: int,
+        end: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[Invoice]:
+        """Up to ``limit`` of ``owner``'s invoices created in ``[start, end)`` (no upper
+        bound when ``end`` is None), ordered by (created_at, guid), after ``after``."""
+
+    def export_transactions(
+        self,
+        owner: str,
+        kind: TxType,
+        *,
+        start: int,
+        end: int | None,
+        after: TransferPlace | None,
+        limit: int,
+    ) -> list[Transaction]:
+        """Up to ``limit`` of ``owner``'s ``kind`` rows (reorged ones left out) whose block
+        time is in ``[start, end)``, ordered by :data:`TransferPlace`, after ``after``."""
 
     # -- legacy poll tokens ---------------------------------------------------------------
     def put_poll_token(self, token: PollToken) -> None:
@@ -518,6 +558,34 @@ class StorageTx(Protocol):
     def claim_notice(self, key: str, now: int) -> bool:
         """``True`` the first time ``key`` (one notice, e.g. one deposit's e-mail) is
         claimed, ``False`` ever after, across processes: a notice goes out once."""
+
+    # -- payment links (paycore.links) -------------------------------------------------------
+    def insert_payment_link(self, link: PaymentLink) -> None:
+        """Store a new link; a duplicate id raises ``ValueError``."""
+
+    def get_payment_link(self, link_id: str) -> PaymentLink | None:
+        """The link ``link_id``, or ``None``."""
+
+    def list_payment_links(
+        self, owner: str, *, offset: int = 0, limit: int = 50
+    ) -> tuple[list[PaymentLink], int]:
+        """A page of ``owner``'s links, newest first (created_at, then id), and the count."""
+
+    def disable_payment_link(self, link_id: str, owner: str, now: int) -> PaymentLink | None:
+        """Disable ``owner``'s link (``disabled_at = now``, kept if already set) and return
+        it; ``None`` when ``owner`` has no such link."""
+
+    def use_payment_link(
+        self, link_id: str, now: int, *, rate_limit: int, rate_window: int
+    ) -> tuple[LinkUse, PaymentLink | None]:
+        """Count one use of the link, atomically: only while it is not disabled, not expired
+        (``now < expires_at``), below ``max_uses``, and its rate window allows it -- at most
+        ``rate_limit`` uses in a window of ``rate_window`` seconds that starts at the first
+        use after the previous window ended. Returns ``OPENED`` and the link as counted, or
+        why not (and the link, ``None`` when unknown), changing nothing then. Of concurrent
+        uses past the limit, exactly ``max_uses - uses`` succeed: the check and the count
+        are one step (PostgreSQL: the row lock of one ``UPDATE``). The caller makes the
+        invoice in the same transaction, so a failure there takes the use back."""
 
     # -- prices (paycore.prices) --------------------------------------------------------------
     # The refresher writes the last good price of each (token, vsCurrency); every process

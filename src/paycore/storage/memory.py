@@ -42,6 +42,7 @@ from ..domain.records import (
     TxType,
     WebhookConfig,
 )
+from ..links.records import LinkUse, PaymentLink
 from ..management.records import AppKey, AppKeyAdd, EmailSetting
 from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from ..webhooks.records import (
@@ -52,7 +53,7 @@ from ..webhooks.records import (
     NewDelivery,
     Settlement,
 )
-from .contract import PruneBatch, StorageTx
+from .contract import PruneBatch, StorageTx, TransferPlace
 
 log = logging.getLogger("paycore.events")
 
@@ -72,6 +73,15 @@ class _DeliveryRow:
     delivery: Delivery
     lease_token: str | None = None
     lease_until: int | None = None
+
+
+@attrs.frozen
+class _LinkRow:
+    """A payment link as stored: the record plus its rate window."""
+
+    link: PaymentLink
+    window_start: int = 0
+    window_opens: int = 0
 
 
 @attrs.define
@@ -113,6 +123,7 @@ class _Tables:
     prices: dict[tuple[str, str], StoredPrice] = attrs.field(factory=dict)  # (vs, token)
     quotes: dict[tuple[str, str], LockedQuote] = attrs.field(factory=dict)  # (guid, token)
     parked: dict[TxKey, ParkedDeposit] = attrs.field(factory=dict)  # in parking order
+    payment_links: dict[str, _LinkRow] = attrs.field(factory=dict)
     refunds: dict[str, Refund] = attrs.field(factory=dict)  # by id, in insertion order
     last_event_id: int = 0
     last_invoice_seq: int = 0
@@ -142,6 +153,14 @@ def _detached_event(event: OutboxEvent) -> OutboxEvent:
 
 def _newest_order(tx: Transaction) -> TxPosition:
     return tx_position(tx)
+
+
+def _place(tx: Transaction) -> TransferPlace:
+    return (tx.timestamp, tx.chain_id, tx.tx_hash, tx.log_index, tx.token)
+
+
+def _detached_link(link: PaymentLink) -> PaymentLink:
+    return attrs.evolve(link, data=copy.deepcopy(link.data))
 
 
 def _page(items: list[Any], offset: int, limit: int | None) -> list[Any]:
@@ -659,13 +678,16 @@ class _MemoryTx:
         owner: str,
         *,
         status: DeliveryStatus | None = None,
+        guid: str | None = None,
         offset: int = 0,
         limit: int = 50,
     ) -> tuple[list[Delivery], int]:
         matches = [
             row.delivery
             for row in reversed(self._t.deliveries.values())
-            if row.delivery.owner == owner and (status is None or row.delivery.status is status)
+            if row.delivery.owner == owner
+            and (status is None or row.delivery.status is status)
+            and (guid is None or row.delivery.guid == guid)
         ]
         page = _page(matches, offset, limit)
         wanted = {d.id for d in page}
@@ -688,6 +710,62 @@ class _MemoryTx:
         )
         self._t.deliveries[delivery_id] = attrs.evolve(row, delivery=delivery)
         return delivery
+
+    def redeliver_failed(self, owner: str, since: int, now: int) -> int:
+        failed = [
+            row.delivery.id
+            for row in self._t.deliveries.values()
+            if row.delivery.owner == owner
+            and row.delivery.status is DeliveryStatus.FAILED
+            and row.delivery.created_at >= since
+        ]
+        for delivery_id in failed:
+            self.redeliver(delivery_id, owner, now)
+        return len(failed)
+
+    # -- accounting export ----------------------------------------------------------------
+    def export_invoices(
+        self,
+        owner: str,
+        *,
+        start: int,
+        end: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[Invoice]:
+        found = [
+            inv
+            for inv in self._t.invoices.values()
+            if inv.owner == owner
+            and inv.created_at >= start
+            and (end is None or inv.created_at < end)
+            and (after is None or (inv.created_at, inv.guid) > after)
+        ]
+        found.sort(key=lambda inv: (inv.created_at, inv.guid))
+        return [_detached(inv) for inv in found[:limit]]
+
+    def export_transactions(
+        self,
+        owner: str,
+        kind: TxType,
+        *,
+        start: int,
+        end: int | None,
+        after: TransferPlace | None,
+        limit: int,
+    ) -> list[Transaction]:
+        found = [
+            tx
+            for tx in self._t.transactions.values()
+            if tx.owner == owner
+            and tx.type is kind
+            and not tx.reorged
+            and tx.timestamp >= start
+            and (end is None or tx.timestamp < end)
+            and (after is None or _place(tx) > after)
+        ]
+        found.sort(key=_place)
+        return found[:limit]
 
     # -- retention ------------------------------------------------------------------------
     def prune_events(
@@ -906,6 +984,58 @@ class _MemoryTx:
             return False
         self._t.notices.add(key)
         return True
+
+    # -- payment links ------------------------------------------------------------------------
+    def insert_payment_link(self, link: PaymentLink) -> None:
+        if link.id in self._t.payment_links:
+            raise ValueError(f"payment link {link.id} already exists")
+        self._t.payment_links[link.id] = _LinkRow(_detached_link(link))
+
+    def get_payment_link(self, link_id: str) -> PaymentLink | None:
+        row = self._t.payment_links.get(link_id)
+        return None if row is None else _detached_link(row.link)
+
+    def list_payment_links(
+        self, owner: str, *, offset: int = 0, limit: int = 50
+    ) -> tuple[list[PaymentLink], int]:
+        found = [row.link for row in self._t.payment_links.values() if row.link.owner == owner]
+        found.sort(key=lambda link: (link.created_at, link.id), reverse=True)
+        return [_detached_link(link) for link in _page(found, offset, limit)], len(found)
+
+    def disable_payment_link(self, link_id: str, owner: str, now: int) -> PaymentLink | None:
+        row = self._t.payment_links.get(link_id)
+        if row is None or row.link.owner != owner:
+            return None
+        if row.link.disabled_at is None:
+            row = attrs.evolve(row, link=attrs.evolve(row.link, disabled_at=now))
+            self._t.payment_links[link_id] = row
+        return _detached_link(row.link)
+
+    def use_payment_link(
+        self, link_id: str, now: int, *, rate_limit: int, rate_window: int
+    ) -> tuple[LinkUse, PaymentLink | None]:
+        row = self._t.payment_links.get(link_id)
+        if row is None:
+            return LinkUse.UNKNOWN, None
+        link = row.link
+        new_window = row.window_start + rate_window <= now
+        if link.disabled_at is not None:
+            outcome = LinkUse.DISABLED
+        elif link.expires_at is not None and now >= link.expires_at:
+            outcome = LinkUse.EXPIRED
+        elif link.max_uses is not None and link.uses >= link.max_uses:
+            outcome = LinkUse.USED_UP
+        elif not new_window and row.window_opens >= rate_limit:
+            outcome = LinkUse.BUSY
+        else:
+            used = attrs.evolve(link, uses=link.uses + 1)
+            self._t.payment_links[link_id] = _LinkRow(
+                used,
+                now if new_window else row.window_start,
+                1 if new_window else row.window_opens + 1,
+            )
+            return LinkUse.OPENED, _detached_link(used)
+        return outcome, _detached_link(link)
 
     # -- prices -----------------------------------------------------------------------------
     def put_prices(self, rows: Sequence[StoredPrice]) -> None:

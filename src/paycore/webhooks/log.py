@@ -1,8 +1,11 @@
 """The webhook delivery log and redelivery, for a merchant dashboard or an operator script.
 
 ``list_deliveries(gateway, owner)`` pages through an owner's deliveries, newest first, each
-with every attempt (time, URL, HTTP status or error text, latency in ms);
-``redeliver(gateway, owner, delivery_id)`` queues one again. A redelivery keeps its
+with every attempt (time, URL, HTTP status or error text, latency in ms), optionally of one
+state or one invoice; ``redeliver(gateway, owner, delivery_id)`` queues one again, and
+``redeliver_failed(gateway, owner, since)`` every failed one created since a time. Over HTTP
+they are GET /webhook/deliveries, POST /webhook/redeliver and POST
+/webhook/redeliver-failed (docs/interface.md). A redelivery keeps its
 ``webhook-id``, as Standard Webhooks asks of a resend, so a receiver that already processed
 it can recognise it; it starts a fresh retry schedule and is due at once. Like any pending
 delivery it goes before later events of the same invoice.
@@ -35,16 +38,23 @@ def list_deliveries(
     owner: str,
     *,
     status: DeliveryStatus | str | None = None,
+    guid: str | None = None,
     offset: int | None = None,
     limit: int | None = None,
 ) -> tuple[list[Delivery], int, int, int]:
     """(items newest first, total, offset, limit); ``limit`` is clamped to 50."""
-    return gateway.webhooks.deliveries(owner, status=status, offset=offset, limit=limit)
+    return gateway.webhooks.deliveries(owner, status=status, guid=guid, offset=offset, limit=limit)
 
 
 def redeliver(gateway: Gateway, owner: str, delivery_id: int) -> Delivery:
     """Queue ``owner``'s delivery again, due now; another owner's id is "not found"."""
     return gateway.webhooks.redeliver(owner, delivery_id)
+
+
+def redeliver_failed(gateway: Gateway, owner: str, since: int) -> int:
+    """Queue every failed delivery of ``owner`` created at or after ``since`` (unix
+    seconds) again; returns how many."""
+    return gateway.webhooks.redeliver_failed(owner, since)
 
 
 def parse_status(status: DeliveryStatus | str | None) -> DeliveryStatus | None:

@@ -20,6 +20,9 @@ from .records import Delivery, DeliveryStatus
 
 
 class Webhooks:
+    """``Gateway.webhooks``: an owner's webhook URL and secret, the delivery log, one or
+    every failed delivery sent again with its webhook-id, and the worker's dispatcher."""
+
     def __init__(self, storage: Storage, settings: Settings, clock: Callable[[], float]) -> None:
         self._storage = storage
         self._settings = settings
@@ -44,10 +47,13 @@ class Webhooks:
         owner: str,
         *,
         status: DeliveryStatus | str | None = None,
+        guid: str | None = None,
         offset: int | None = None,
         limit: int | None = None,
     ) -> tuple[list[Delivery], int, int, int]:
-        """(items newest first, total, offset, limit); ``limit`` is clamped to 50."""
+        """(items newest first, total, offset, limit) of ``owner``'s deliveries, each with
+        its attempts; ``status`` and ``guid`` (one invoice) filter; ``limit`` is clamped
+        to 50."""
         off = 0 if offset is None else offset
         lim = DELIVERY_PAGE_MAX if limit is None else limit
         if off < 0:
@@ -57,7 +63,9 @@ class Webhooks:
         lim = min(lim, DELIVERY_PAGE_MAX)
         wanted = parse_status(status)
         with self._storage.transaction() as tx:
-            items, total = tx.list_deliveries(owner, status=wanted, offset=off, limit=lim)
+            items, total = tx.list_deliveries(
+                owner, status=wanted, guid=guid, offset=off, limit=lim
+            )
         return items, total, off, lim
 
     def redeliver(self, owner: str, delivery_id: int) -> Delivery:
@@ -67,6 +75,17 @@ class Webhooks:
         if delivery is None:
             raise DeliveryNotFound(delivery_id)
         return delivery
+
+    def redeliver_failed(self, owner: str, since: int) -> int:
+        """Queue again, due now, every failed delivery of ``owner`` created at or after
+        ``since`` (unix seconds), each with its webhook id; returns how many. One statement:
+        all of them or none."""
+        if since < 0:
+            raise InvalidInput("since", "must not be negative")
+        now_ms = round(self._clock() * 1000)
+        since_ms = min(since * 1000, 2**63 - 1)  # a far-future since must not overflow BIGINT
+        with self._storage.transaction() as tx:
+            return tx.redeliver_failed(owner, since_ms, now_ms)
 
     def dispatcher(self) -> Dispatcher:
         """A dispatcher over the gateway's storage, settings and clock (the worker's loop)."""

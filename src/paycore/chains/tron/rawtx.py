@@ -241,6 +241,16 @@ def _encode_varint(value: int) -> bytes:
             return bytes(out)
 
 
+def pb_bytes(number: int, data: bytes) -> bytes:
+    """One length-delimited protobuf field (bytes, string or message)."""
+    return _encode_varint(number << 3 | 2) + _encode_varint(len(data)) + data
+
+
+def pb_uint(number: int, value: int) -> bytes:
+    """One varint protobuf field; protobuf leaves a zero out, and so does this."""
+    return _encode_varint(number << 3) + _encode_varint(value) if value else b""
+
+
 def signed_transaction(raw: bytes, signatures: list[object]) -> bytes:
     """The protobuf ``Transaction`` (``raw_data`` = 1, ``signature`` = 2, repeated) for
     ``broadcasthex``: the very bytes that were checked, with their signatures, so the node

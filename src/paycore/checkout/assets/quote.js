@@ -41,24 +41,55 @@ export function shortAddress(address) {
 }
 
 /**
- * Symbol and decimals of a token. The coin's come from the server's chain table; an
- * ERC20's decimals only from a merchant hint, because a wrong guess would request a
- * thousand-fold wrong amount. Unknown decimals are null.
+ * What the server says of a token: the invoice's `tokenInfo` entry (symbol and decimals
+ * from paycore's registry, the chain's configuration or its native coin), or null.
+ */
+export function described(invoice, tokenId) {
+  const table = invoice && typeof invoice.tokenInfo === "object" ? invoice.tokenInfo : null;
+  if (!table) return null;
+  let entry = table[tokenId];
+  if (entry === undefined) {
+    const lower = String(tokenId).toLowerCase();
+    const key = Object.keys(table).find((k) => k.toLowerCase() === lower);
+    entry = key === undefined ? undefined : table[key];
+  }
+  if (!entry || typeof entry !== "object") return null;
+  const decimals = Number.isInteger(entry.decimals) && entry.decimals >= 0 && entry.decimals <= 77
+    ? entry.decimals
+    : null;
+  const symbol = typeof entry.symbol === "string" && entry.symbol.trim()
+    ? entry.symbol.trim().slice(0, 16)
+    : null;
+  return { symbol, decimals };
+}
+
+/**
+ * Symbol and decimals of a token. The server's `tokenInfo` comes first; then, for the coin,
+ * the server's chain table, and for another token a merchant's `data` hint. A token's
+ * decimals are never guessed, because a wrong guess would request a thousand-fold wrong
+ * amount: unknown decimals are null.
  */
 export function tokenFacts(tokenId, invoice, chains) {
   const parts = splitTokenId(tokenId) || { chainId: invoice.chainId, address: tokenId };
   const chain = chains[String(parts.chainId)] || {};
   const native = parts.address.toLowerCase() === NATIVE;
-  let decimals = null;
-  let symbol;
+  const known = described(invoice, tokenId) || { symbol: null, decimals: null };
+  let decimals = known.decimals;
+  let symbol = known.symbol;
   if (native) {
-    decimals = Number.isInteger(chain.decimals) ? chain.decimals : isTron(parts.chainId) ? 6 : 18;
-    symbol = chain.symbol || (isTron(parts.chainId) ? "TRX" : "ETH");
+    if (decimals === null) {
+      decimals = Number.isInteger(chain.decimals) ? chain.decimals : isTron(parts.chainId) ? 6 : 18;
+    }
+    symbol = symbol || chain.symbol || (isTron(parts.chainId) ? "TRX" : "ETH");
   } else {
-    const given = Number(hint(invoice.data, "decimals", tokenId, invoice.token));
-    decimals = Number.isInteger(given) && given >= 0 && given <= 77 ? given : null;
-    const named = hint(invoice.data, "symbol", tokenId, invoice.token);
-    symbol = typeof named === "string" && named.trim() ? named.trim().slice(0, 16) : null;
+    if (decimals === null) {
+      const given = Number(hint(invoice.data, "decimals", tokenId, invoice.token));
+      decimals = Number.isInteger(given) && given >= 0 && given <= 77 ? given : null;
+    }
+    if (symbol === null) {
+      const named = hint(invoice.data, "symbol", tokenId, invoice.token);
+      symbol = typeof named === "string" && named.trim() ? named.trim().slice(0, 16) : null;
+    }
     symbol = symbol || shortAddress(parts.address);
   }
   return { id: tokenId, chainId: parts.chainId, address: parts.address, native, symbol, decimals };
