@@ -1,5 +1,7 @@
 """Flask extension for paycore: ``PayCore(app)`` mounts the whole HTTP interface (docs/interface.md)
-under one prefix with one catch-all view that hands each request to ``paycore.api.handle``.
+under one prefix: one URL rule per endpoint (``paycore.create_invoice``, ...), each handing the
+request to ``paycore.api.handle_streamed``, and a catch-all rule for paycore's 404/405 answers.
+``current_gateway()`` is the current app's gateway, for host views.
 
     from flask import Flask
     from paycore import Settings
@@ -13,5 +15,13 @@ from __future__ import annotations
 
 from .app import create_app
 from .extension import PayCore, PayCoreState, settings_from_config, state
+from .view import current_gateway
 
-__all__ = ["PayCore", "PayCoreState", "create_app", "settings_from_config", "state"]
+__all__ = [
+    "PayCore",
+    "PayCoreState",
+    "create_app",
+    "current_gateway",
+    "settings_from_config",
+    "state",
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,9 +18,10 @@ from flask import Blueprint, Flask, current_app, has_app_context
 from werkzeug.routing import PathConverter
 
 from paycore import Gateway, Settings
+from paycore.api import Route, routes
 from paycore.realtime import hub_for
 
-from .view import EXTENSION_KEY, METHODS, paycore_view
+from .view import EXTENSION_KEY, METHODS, paycore_view, route_view
 from .ws import add_websocket_route
 
 CONVERTER = "paycore_path"
@@ -47,7 +49,10 @@ class PayCore:
     Give a ready ``gateway`` (shared by every app this extension is bound to), or
     ``settings`` (a gateway is built per app), or neither: settings then come from
     ``PAYCORE_*`` keys of ``app.config`` over ``PAYCORE_*`` environment variables.
-    Only one blueprint is added, with one catch-all view and the ``{prefix}/ws`` WebSocket
+    Only one blueprint is added, named ``paycore``: one URL rule per row of the route table
+    (endpoint ``paycore.<route name>``, e.g. ``paycore.create_invoice``, which host
+    ``before_request`` guards and rate limiters can single out), a catch-all rule for every
+    other path and method (paycore's own 404/405 answers), and the ``{prefix}/ws`` WebSocket
     route; the host's other routes, error handlers and JSON provider are left alone.
     """
 
@@ -75,7 +80,9 @@ class PayCore:
             )
         gateway = self._gateway or Gateway(self._settings or settings_from_config(app.config))
         blueprint = Blueprint(EXTENSION_KEY, __name__, url_prefix=self.prefix or None)
-        # One endpoint, two rules: the prefix itself and everything below it.
+        for route in routes():
+            add_route_rule(blueprint, route, self.prefix)
+        # The fallback: one endpoint, two rules, the prefix itself and everything below it.
         blueprint.add_url_rule(
             "/",
             "api",
@@ -102,6 +109,26 @@ class PayCore:
         if self._gateway is not None:
             return self._gateway
         raise RuntimeError("PayCore.gateway needs an app context, or pass gateway=")
+
+
+def add_route_rule(blueprint: Blueprint, route: Route, prefix: str) -> None:
+    """One table row as one URL rule, ``{guid}`` becoming ``<guid>``.
+
+    The rule takes only the row's methods (and HEAD with GET, which paycore answers too):
+    any other method falls through to the catch-all, whose answer is paycore's 405. No
+    automatic OPTIONS (paycore answers OPTIONS itself), no slash merging or redirects: a
+    path that is not exactly the row's reaches the catch-all and paycore's 404.
+    """
+    rule = re.sub(r"\{(\w+)\}", r"<\1>", route.path)
+    blueprint.add_url_rule(
+        rule,
+        route.name,
+        route_view(route, prefix),
+        methods=list(route.methods),
+        provide_automatic_options=False,
+        strict_slashes=True,
+        merge_slashes=False,
+    )
 
 
 def state(app: Flask) -> PayCoreState:

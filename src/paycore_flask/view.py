@@ -1,12 +1,15 @@
-"""The one catch-all view: copy Flask's request into a paycore Request, and back.
+"""Paycore's views: copy Flask's request into a paycore Request, and back.
 
-Everything a paycore endpoint decides (routing, auth, errors, JSON) happens in
-``paycore.api.handle``; this module only knows how WSGI carries a request, so that the
-Flask and Litestar adapters cannot drift apart.
+Each row of the route table gets a view of its own (``paycore.<route name>``), made by
+:func:`route_view`; a catch-all view takes every other path and method, so paycore's own
+404/405 texts answer them. Everything a paycore endpoint decides (routing, auth, errors,
+JSON) happens in ``paycore.api.handle_streamed``; this module only knows how WSGI carries a
+request, so that the Flask and Litestar adapters cannot drift apart.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import IO
 
 from flask import Response as FlaskResponse
@@ -14,7 +17,8 @@ from flask import current_app, request
 from werkzeug.datastructures import EnvironHeaders
 from werkzeug.wsgi import get_content_length, get_input_stream
 
-from paycore.api import MAX_BODY, Request, Response, handle_streamed
+from paycore import Gateway
+from paycore.api import MAX_BODY, Request, Response, Route, handle_streamed
 from paycore.api.http import text_response
 from paycore.errors import PayloadTooLarge
 
@@ -28,11 +32,39 @@ _READ_CHUNK = 16 * 1024
 
 def paycore_view(subpath: str = "") -> FlaskResponse:
     """Answer any request under the prefix. ``subpath`` is the path below it, decoded."""
-    gateway = current_app.extensions[EXTENSION_KEY].gateway
+    return answer("/" + subpath)
+
+
+def route_view(route: Route, prefix: str) -> Callable[..., FlaskResponse]:
+    """The view of one table row: a function of its own, named for the route, so that
+    decorators keyed by view (rate limiters, caches) can tell rows apart."""
+
+    def view(**_params: str) -> FlaskResponse:
+        return answer(request.path[len(prefix) :] or "/")
+
+    view.__name__ = view.__qualname__ = route.name
+    view.__doc__ = route.summary
+    return view
+
+
+def answer(path: str) -> FlaskResponse:
+    """The core's answer to the current request, ``path`` being the part below the prefix."""
     body = read_capped_body(request.environ)
     if body is None:
         return to_flask(payload_too_large())
-    return to_flask(handle_streamed(gateway, to_paycore(request.environ, "/" + subpath, body)))
+    return to_flask(handle_streamed(current_gateway(), to_paycore(request.environ, path, body)))
+
+
+def current_gateway() -> Gateway:
+    """The gateway of the Flask app handling the current request (or in the current app
+    context): what host views use to call paycore's Python API next to its routes."""
+    try:
+        gateway: Gateway = current_app.extensions[EXTENSION_KEY].gateway
+    except KeyError:
+        raise RuntimeError(
+            "paycore is not registered on this Flask app; call PayCore(app) or init_app(app)"
+        ) from None
+    return gateway
 
 
 def read_capped_body(environ: dict[str, object]) -> bytes | None:

@@ -1,6 +1,8 @@
 """Litestar plugin for paycore: ``PayCorePlugin`` mounts the HTTP interface (docs/interface.md)
-as a Router under one prefix whose catch-all handler hands each request to
-``paycore.api.handle``.
+as a Router under one prefix: one named handler per endpoint (``paycore.create_invoice``, ...)
+described in Litestar's OpenAPI schema, each handing the request to
+``paycore.api.handle_streamed``, and fallbacks for paycore's 404/405 answers. Host handlers
+get the gateway as the ``paycore_gateway`` dependency.
 
     from litestar import Litestar
     from paycore import Settings
@@ -13,7 +15,15 @@ as a Router under one prefix whose catch-all handler hands each request to
 from __future__ import annotations
 
 from .app import create_app
-from .handler import build_router
-from .plugin import STATE_KEY, PayCoreConfig, PayCorePlugin
+from .handler import ROUTE_OPT, build_router
+from .plugin import DEPENDENCY_KEY, STATE_KEY, PayCoreConfig, PayCorePlugin
 
-__all__ = ["STATE_KEY", "PayCoreConfig", "PayCorePlugin", "build_router", "create_app"]
+__all__ = [
+    "DEPENDENCY_KEY",
+    "ROUTE_OPT",
+    "STATE_KEY",
+    "PayCoreConfig",
+    "PayCorePlugin",
+    "build_router",
+    "create_app",
+]

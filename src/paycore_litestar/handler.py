@@ -1,33 +1,43 @@
-"""The catch-all route handler: copy Litestar's request into a paycore Request, and back.
+"""Paycore's route handlers: copy Litestar's request into a paycore Request, and back.
 
-Everything a paycore endpoint decides happens in ``paycore.api.handle``; this module only
-knows how ASGI carries a request. The handler is async for one reason: the body is read
-with a cap as it streams in, which needs ``await``. The core call itself is blocking and
-runs in a worker thread (anyio's pool, the one ``sync_to_thread=True`` uses).
+Each row of the route table gets a handler of its own, named ``paycore.<route name>``
+(``paycore.create_invoice``), with the row's methods and its OpenAPI operation; hosts see,
+guard and rate-limit each one. The other methods of those paths and every other path reach
+fallback handlers, so paycore's own 404/405 texts answer them. Every handler calls
+``paycore.api.handle_streamed`` and nothing else: what an endpoint decides happens there.
+The handlers are async for one reason: the body is read with a cap as it streams in, which
+needs ``await``. The core call itself is blocking and runs in a worker thread (anyio's pool,
+the one ``sync_to_thread=True`` uses).
 """
 
 from __future__ import annotations
 
+import re
 import typing
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 from urllib.parse import quote
 
-import attrs
 from anyio import to_thread
 from litestar import Request, Router, route
 from litestar import Response as LitestarResponse
 from litestar.enums import HttpMethod
+from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
+from litestar.openapi.spec import Operation
 from litestar.response import Stream
+from litestar.types import Guard, Method, OperationIDCreator
+from litestar.types.internal_types import PathParameterDefinition
 
 from paycore import Gateway
-from paycore.api import MAX_BODY, handle_streamed
+from paycore.api import MAX_BODY, Route, handle_streamed, routes
 from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api.http import text_response
+from paycore.api.openapi import operation, operation_id
 from paycore.errors import PayloadTooLarge
 
-from .ws import WS_PATH, websocket_handler
+from .ws import websocket_handler
 
 #: Every method reaches paycore, which answers 404/405 itself with its own one-line texts.
 METHODS = [
@@ -41,47 +51,189 @@ METHODS = [
     HttpMethod.TRACE,
 ]
 AnyRequest = Request[Any, Any, Any]
+#: The key of each paycore handler's ``opt`` holding its route's name (``create_invoice``):
+#: what an app-wide guard or middleware reads to single out a paycore endpoint.
+ROUTE_OPT = "paycore_route"
+NAME_PREFIX = "paycore."
 
 
-def build_router(prefix: str, gateway: Gateway) -> Router:
-    """A Router under ``prefix`` with one handler for ``/`` and ``/{subpath:path}``.
+def build_router(
+    prefix: str, gateway: Gateway, guards: Mapping[str, Sequence[Guard]] | None = None
+) -> Router:
+    """A Router under ``prefix``: one handler per row of the route table, fallbacks, and the
+    WebSocket handler. ``guards`` maps handler names (``"paycore.create_invoice"``) to
+    guards of that handler only (and of its HEAD twin).
 
     ``request_max_body_size=None`` switches Litestar's own limit off for these routes only:
     our cap (and our 413 text) must win, and Litestar's would raise through the host's
-    exception handlers. ``include_in_schema=False``: paycore serves its own OpenAPI document.
+    exception handlers.
     """
-
-    @route(
-        ["/", "/{subpath:path}"],
-        http_method=METHODS,
-        name="paycore",
-        include_in_schema=False,
-        request_max_body_size=None,
+    rows = routes()
+    guards = dict(guards or {})
+    # A name with no handler (a typo, or /checkout, which /checkout/'s handler takes) would
+    # guard nothing: refused rather than left open.
+    unknown = set(guards) - {NAME_PREFIX + row.name for row in own_handlers(rows)}
+    if unknown:
+        raise ValueError(f"no paycore handler is named {', '.join(sorted(unknown))}")
+    schema = operation_class(rows, tuple(gateway.settings.chains))
+    handlers: list[BaseRouteHandler] = []
+    taken: dict[str, set[str]] = {}
+    for row in rows:
+        path = litestar_path(row.path).rstrip("/") or "/"  # Litestar ignores a trailing /
+        methods = [m for m in row.methods if m not in taken.setdefault(path, set())]
+        if not methods:
+            # /checkout/ and /checkout are one path to Litestar: the first row's handler
+            # takes both, and the core tells them apart by the path the client sent.
+            continue
+        taken[path].update(methods)
+        row_guards = list(guards.get(NAME_PREFIX + row.name, ()))
+        handlers.append(
+            route(
+                path,
+                http_method=[HttpMethod(m) for m in methods],
+                name=NAME_PREFIX + row.name,
+                summary=row.summary,
+                operation_class=schema,
+                operation_id=operation_ids(row),
+                guards=row_guards,
+                opt={ROUTE_OPT: row.name},
+                status_code=row.status,
+                request_max_body_size=None,
+            )(core_call(gateway, prefix))
+        )
+        if "GET" in methods and "HEAD" not in taken[path]:
+            taken[path].add("HEAD")  # paycore answers HEAD as GET: guarded alike, not listed
+            head = f"{NAME_PREFIX}{row.name}.head"
+            handlers.append(_plain(path, ["HEAD"], head, gateway, prefix, row_guards, row.name))
+    # Each path's fallback goes first: registered after a row, its OPTIONS would clash with
+    # the one Litestar adds to a path that has none.
+    fallbacks: list[BaseRouteHandler] = [
+        _plain(
+            path,
+            [m for m in METHODS if m not in methods],
+            f"{NAME_PREFIX}other:{path}",
+            gateway,
+            prefix,
+        )
+        for path, methods in taken.items()
+    ]
+    # Litestar does not backtrack out of a path it has entered (/invoice/a/b is not tried
+    # against /{subpath:path} once /invoice/{guid} took "a"): below each path, a catch-all.
+    # Every path and every ancestor of one gets a catch-all below it, ancestors that are no
+    # row's path one of their own too.
+    ancestors = {
+        "/" + "/".join(parts[:n])
+        for path in taken
+        for parts in [path.strip("/").split("/")]
+        for n in range(1, len(parts))
+    } - set(taken)
+    # Not below a path with a parameter child: Litestar would prefer the catch-all to it.
+    templated = {path.rsplit("/", 1)[0] for path in taken if path.endswith(":str}")}
+    below = sorted(
+        p.rstrip("/") + "/{rest:path}" for p in {*taken, *ancestors} if p not in templated
     )
+    fallbacks.append(
+        _plain(
+            ["/", "/{subpath:path}", *sorted(ancestors), *below],
+            METHODS,
+            "paycore",
+            gateway,
+            prefix,
+        )
+    )
+    return Router(prefix or "/", route_handlers=[*fallbacks, *handlers, websocket_handler(gateway)])
+
+
+def own_handlers(rows: Iterable[Route]) -> list[Route]:
+    """The rows that get a handler of their own: not one whose path and methods Litestar
+    already gives an earlier row (it ignores a trailing slash: /checkout is /checkout/)."""
+    seen: set[tuple[str, str]] = set()
+    found: list[Route] = []
+    for row in rows:
+        keys = {(litestar_path(row.path).rstrip("/") or "/", m) for m in row.methods}
+        if not keys <= seen:
+            found.append(row)
+        seen |= keys
+    return found
+
+
+def _plain(
+    path: str | list[str],
+    methods: Iterable[str],
+    name: str,
+    gateway: Gateway,
+    prefix: str,
+    guards: Sequence[Guard] = (),
+    route_name: str | None = None,
+) -> HTTPRouteHandler:
+    """A handler left out of the schema: HEAD of a GET row, and the fallbacks that give the
+    core every other method and path (Litestar would answer those 404/405 itself)."""
+    return route(
+        path,
+        http_method=[HttpMethod(m) for m in methods],
+        name=name,
+        include_in_schema=False,
+        guards=list(guards),
+        opt={ROUTE_OPT: route_name} if route_name else None,
+        status_code=200,  # Litestar's default for a lone DELETE (204) forbids a body
+        request_max_body_size=None,
+    )(core_call(gateway, prefix))
+
+
+def core_call(
+    gateway: Gateway, prefix: str
+) -> Callable[[AnyRequest], Coroutine[Any, Any, LitestarResponse[Any]]]:
+    """A fresh handler function (Litestar keeps per-function state) making the one core call."""
+
     async def paycore_handler(request: AnyRequest) -> LitestarResponse[Any]:
         body = await read_capped_body(request)
         if body is None:
             return to_litestar(payload_too_large())
-        answer = await to_thread.run_sync(handle_streamed, gateway, to_paycore(request, body))
-        return to_litestar(answer)
-
-    @route(
-        WS_PATH,
-        http_method=METHODS,
-        name="paycore-ws-http",
-        include_in_schema=False,
-        request_max_body_size=None,
-    )
-    async def ws_path_over_http(request: AnyRequest) -> LitestarResponse[Any]:
-        """``{prefix}/ws`` without an upgrade: the core's answer, as under Flask. Without this
-        Litestar would answer 405 itself, the path belonging to the websocket handler."""
-        plain = attrs.evolve(to_paycore(request, b""), path=WS_PATH)
+        plain = to_paycore(request, body, prefix)
         return to_litestar(await to_thread.run_sync(handle_streamed, gateway, plain))
 
-    return Router(
-        prefix or "/",
-        route_handlers=[paycore_handler, ws_path_over_http, websocket_handler(gateway)],
-    )
+    return paycore_handler
+
+
+def operation_ids(row: Route) -> OperationIDCreator:
+    """Litestar asks a handler for each method's operation id: paycore's, which is also
+    how :class:`PaycoreOperation` finds the fragment to show."""
+
+    def creator(
+        _handler: HTTPRouteHandler, method: Method, _path: list[str | PathParameterDefinition]
+    ) -> str:
+        return operation_id(row, HttpMethod(method).value)
+
+    return creator
+
+
+def litestar_path(path: str) -> str:
+    """``/invoice/{guid}`` -> ``/invoice/{guid:str}``: Litestar types its path parameters."""
+    return re.sub(r"\{(\w+)\}", r"{\1:str}", path)
+
+
+@dataclass
+class PaycoreOperation(Operation):
+    """An operation whose schema is paycore's own fragment (``paycore.api.openapi``), the
+    one ``{prefix}/openapi.json`` serves: Litestar's document then describes each paycore
+    endpoint's parameters, body and answers, not the adapter's ``request`` argument."""
+
+    fragments: ClassVar[Mapping[str, dict[str, Any]]] = {}
+
+    def to_schema(self) -> dict[str, Any]:
+        found = self.fragments.get(self.operation_id or "")
+        return dict(found) if found is not None else super().to_schema()
+
+
+def operation_class(rows: Iterable[Route], chains: Sequence[int]) -> type[Operation]:
+    """A :class:`PaycoreOperation` holding the fragments of ``rows`` by operation id (chain
+    ids are the gateway's, as in ``{prefix}/openapi.json``)."""
+    fragments = {
+        operation_id(row, method): operation(row, method, chains)
+        for row in rows
+        for method in row.methods
+    }
+    return type("PaycoreOperation", (PaycoreOperation,), {"fragments": fragments})
 
 
 async def read_capped_body(request: AnyRequest) -> bytes | None:
@@ -103,8 +255,11 @@ async def read_capped_body(request: AnyRequest) -> bytes | None:
     return b"".join(chunks)
 
 
-def to_paycore(request: AnyRequest, body: bytes) -> PaycoreRequest:
-    subpath = request.path_params.get("subpath") or "/"
+def to_paycore(request: AnyRequest, body: bytes, prefix: str = "") -> PaycoreRequest:
+    """``prefix`` is the Router's: the paycore path is what follows it."""
+    full: str = request.scope["path"]
+    below = full[len(prefix) :] if prefix and full.startswith(prefix) else full
+    subpath = request.path_params.get("subpath") or below or "/"
     path = subpath if subpath.startswith("/") else "/" + subpath
     sent = raw_uri(request).split("?", 1)[0]
     if sent.endswith("/") and not path.endswith("/"):

@@ -1,33 +1,41 @@
 """``PayCorePlugin``: the Litestar plugin, in the usual ``plugins=[PayCorePlugin(config)]`` shape.
 
-``on_app_init`` only adds: one Router under the prefix, the gateway in ``app.state``, and
-(when the plugin built the gateway) a shutdown hook that closes it. It never touches the
-host's exception handlers, middleware, serialisation or other routes.
+``on_app_init`` only adds: one Router under the prefix, the gateway in ``app.state`` and as
+the ``paycore_gateway`` dependency, and (when the plugin built the gateway) a shutdown hook
+that closes it. It never touches the host's exception handlers, middleware, serialisation or
+other routes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from litestar.config.app import AppConfig
+from litestar.di import Provide
 from litestar.exceptions import ImproperlyConfiguredException
 from litestar.plugins import InitPluginProtocol
+from litestar.types import Guard
 
 from paycore import Gateway, Settings
 
 from .handler import build_router
 
 STATE_KEY = "paycore"
+#: The dependency name host handlers ask for: ``async def shop(paycore_gateway: Gateway)``.
+DEPENDENCY_KEY = "paycore_gateway"
 
 
 @dataclass
 class PayCoreConfig:
     """A ready ``gateway``, or ``settings`` to build one from (default: ``PAYCORE_*``
-    environment variables), and the path prefix the interface is mounted under."""
+    environment variables), the path prefix the interface is mounted under, and ``guards``
+    for single paycore endpoints by handler name (``{"paycore.create_invoice": [guard]}``)."""
 
     gateway: Gateway | None = None
     settings: Settings | None = None
     prefix: str = "/paycore"
+    guards: Mapping[str, Sequence[Guard]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.gateway is not None and self.settings is not None:
@@ -37,7 +45,8 @@ class PayCoreConfig:
 
 
 class PayCorePlugin(InitPluginProtocol):
-    """Mount paycore's HTTP interface; the gateway is ``app.state.paycore`` for host code."""
+    """Mount paycore's HTTP interface; the gateway is the ``paycore_gateway`` dependency
+    (and ``app.state.paycore``) for host code."""
 
     def __init__(self, config: PayCoreConfig | None = None) -> None:
         self.config = config or PayCoreConfig()
@@ -60,7 +69,12 @@ class PayCorePlugin(InitPluginProtocol):
             )
         gateway = self.gateway
         app_config.state[STATE_KEY] = gateway
-        app_config.route_handlers.append(build_router(self.config.prefix, gateway))
+        app_config.dependencies.setdefault(
+            DEPENDENCY_KEY, Provide(lambda: gateway, use_cache=True, sync_to_thread=False)
+        )
+        app_config.route_handlers.append(
+            build_router(self.config.prefix, gateway, self.config.guards)
+        )
         if self._owns_gateway:
             app_config.on_shutdown.append(self._close)
         return app_config

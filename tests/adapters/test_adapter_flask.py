@@ -6,6 +6,8 @@ tests only check what the adapter itself is responsible for.
 
 from __future__ import annotations
 
+import re
+
 import flask
 import pytest
 from adapter_helpers import PREFIX, CountingStream, make_gateway
@@ -13,7 +15,7 @@ from flask import Flask
 
 import paycore_flask.view
 from paycore import Gateway, Settings
-from paycore.api import MAX_BODY, Request, Response
+from paycore.api import MAX_BODY, Request, Response, routes
 from paycore_flask import PayCore, state
 from paycore_flask.view import raw_uri
 
@@ -49,11 +51,18 @@ def test_mounting_leaves_host_routes_handlers_and_json_alone(gateway: Gateway) -
     PayCore(app, gateway=gateway, prefix=PREFIX)
 
     added = {(r.rule, r.endpoint) for r in app.url_map.iter_rules()} - rules_before
-    assert added == {
+    # One rule per row of the route table, named for it, then the catch-all fallback and the
+    # WebSocket route, all on the one blueprint.
+    native = {
+        (PREFIX + re.sub(r"\{(\w+)\}", r"<\1>", route.path), "paycore." + route.name)
+        for route in routes()
+    }
+    assert added == native | {
         (PREFIX + "/", "paycore.api"),
         (PREFIX + "/<paycore_path:subpath>", "paycore.api"),
-        (PREFIX + "/ws", "paycore.ws"),  # the WebSocket route, on the same blueprint
+        (PREFIX + "/ws", "paycore.ws"),
     }
+    assert (PREFIX + "/invoice", "paycore.create_invoice") in added
     assert {code: dict(h) for code, h in app.error_handler_spec[None].items()} == handlers_before
     assert app.json is json_before and app.json.sort_keys is False  # type: ignore[attr-defined]
     assert app.before_request_funcs == {} and app.after_request_funcs == {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .http import MAX_BODY, Request, Response
-from .routing import Router, dispatch
+from .routing import Route, Router, dispatch
 from .table import ROUTES, build_router
 
 if TYPE_CHECKING:
@@ -19,13 +19,26 @@ def handle(gateway: Gateway, request: Request) -> Response:
     return handle_streamed(gateway, request).joined()
 
 
+def routes() -> list[Route]:
+    """Every row the dispatcher routes (the table and ``/openapi.json``): what adapters give
+    a framework route each, so hosts see, guard and rate-limit each endpoint."""
+    return list(_shared_router().routes)
+
+
 def handle_streamed(gateway: Gateway, request: Request) -> Response:
     """Answer one request: what every adapter route calls, and all it calls. A large body
-    may come as ``Response.chunks`` (made while it is sent), for adapters to stream."""
+    may come as ``Response.chunks`` (made while it is sent), for adapters to stream.
+
+    The route is matched here again even when the framework already picked a row: the
+    dispatcher stays the one judge of paths, methods and 404/405 texts under every host."""
+    return dispatch(gateway, _shared_router(), request)
+
+
+def _shared_router() -> Router:
     global _router
     if _router is None:
         _router = build_router()
-    return dispatch(gateway, _router, request)
+    return _router
 
 
 __all__ = [
@@ -33,8 +46,10 @@ __all__ = [
     "ROUTES",
     "Request",
     "Response",
+    "Route",
     "Router",
     "build_router",
     "handle",
     "handle_streamed",
+    "routes",
 ]

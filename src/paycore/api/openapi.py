@@ -76,7 +76,7 @@ def document(
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
         for method in route.methods:
-            paths.setdefault(route.path, {})[method.lower()] = _operation(route, method, chains)
+            paths.setdefault(route.path, {})[method.lower()] = operation(route, method, chains)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -89,7 +89,10 @@ def document(
     }
 
 
-def _operation(route: Route, method: str, chains: tuple[int, ...]) -> dict[str, Any]:
+def operation(route: Route, method: str, chains: Sequence[int] = ()) -> dict[str, Any]:
+    """The OpenAPI operation of one route and method: the fragment the document puts under
+    its path, and what the Litestar adapter hands to Litestar's own schema."""
+    chains = tuple(sorted(chains))
     # A GET reads its request from the query, anything else from its JSON body.
     as_query = method in ("GET", "HEAD")
     params: list[dict[str, Any]] = [
@@ -109,7 +112,7 @@ def _operation(route: Route, method: str, chains: tuple[int, ...]) -> dict[str, 
         errors.add(401)  # session headers, when sent, are verified on every such route
     op: dict[str, Any] = {
         "summary": route.summary,
-        "operationId": _operation_id(route, method),
+        "operationId": operation_id(route, method),
         "parameters": params,
         "responses": {
             str(route.status): {
@@ -135,7 +138,7 @@ def _operation(route: Route, method: str, chains: tuple[int, ...]) -> dict[str, 
     return op
 
 
-def _operation_id(route: Route, method: str) -> str:
+def operation_id(route: Route, method: str) -> str:
     """Module and handler name; a route with several methods adds the method to keep ids
     unique."""
     base = route.handler.__module__.rsplit(".", 1)[-1] + "_" + route.handler.__name__

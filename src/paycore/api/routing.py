@@ -109,6 +109,18 @@ class Route:
     one_transaction: bool = False
 
     @property
+    def name(self) -> str:
+        """The route's stable name, for adapters that give each row a framework route of its
+        own (``paycore.create_invoice`` in Flask's ``url_map``, a Litestar handler's name):
+        what a host guards or rate-limits one endpoint by. The handler's name, prefixed with
+        its module's when it is a bare verb (``webhooks_get``), so names stay unique and
+        say what they serve without a hand-kept list."""
+        handler = self.handler.__name__.strip("_")
+        if "_" in handler:
+            return handler
+        return self.handler.__module__.rsplit(".", 1)[-1] + "_" + handler
+
+    @property
     def pattern(self) -> re.Pattern[str]:
         regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path)
         return re.compile(regex)

@@ -517,6 +517,7 @@ ROUTES: list[Route] = [
 
 
 def build_router() -> Router:
+    from .docs import docs_routes
     from .openapi import openapi_route
 
-    return Router([*ROUTES, openapi_route()])
+    return Router([*ROUTES, openapi_route(), *docs_routes()])
