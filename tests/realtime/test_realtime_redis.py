@@ -218,7 +218,8 @@ def test_a_client_on_worker_a_receives_the_change_worker_b_made(
     read = httpx.get(f"{base_b}{PREFIX}/invoice/{invoice['guid']}", timeout=10).json()
     assert read["status"] == "expired"  # B applied the expiry on this read and published it
     pushed = client.recv(timeout=10)
-    assert pushed == {"ownerAddress": owner.address, "events": [read]}
+    # A SQLite file: the push comes from A's outbox feed, with its event id.
+    assert pushed == {"ownerAddress": owner.address, "events": [read], "eventIds": [1]}
     assert client.nothing_within(0.3)  # once, although two processes listen
     client.close()
 
