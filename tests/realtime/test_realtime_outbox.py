@@ -335,3 +335,14 @@ def test_the_paycore_worker_process_expiry_reaches_a_socket_without_redis(
             worker.terminate()
             worker.wait(timeout=15)
         web_gw.close()
+
+
+def test_on_memory_storage_a_resume_is_answered_with_resync(
+    server: str, registered: LocalAccount, nonces: Nonces
+) -> None:
+    """``memory://`` pushes changes as they are made, without ids: it cannot replay."""
+    client = Client(server)
+    assert register_after(client, registered, nonces.next(), 0)["type"] == "registered"
+    resync = client.recv()
+    assert resync["type"] == "resync" and "polling" in resync["message"]
+    client.close()
