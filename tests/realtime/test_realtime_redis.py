@@ -1,6 +1,8 @@
 """Fan-out through the real Redis: between Hubs, across reconnections and outages, and
 across real web worker processes sharing one SQLite database, where a client connected to
-one worker receives the change another worker (or ``paycore worker``) made."""
+one worker receives the change another worker (or ``paycore worker``) made. On that SQLite
+file the web process pushes from its outbox feed (``test_realtime_outbox``), so these last
+tests hold with Redis configured as before; Redis itself is no longer what carries them."""
 
 from __future__ import annotations
 
