@@ -12,8 +12,9 @@ Cases:
 - ``in-process``: the adapter's real server (werkzeug threaded / uvicorn) in a thread of
   this process, around the gateway that commits; the push goes Hub -> socket directly.
 - ``redis``: the web worker is its own process (``paycore serve``) on a shared SQLite file;
-  this process commits and its Hub publishes to Redis, the worker's listener hands the
-  event to the worker's Hub and socket: the path of a change made by another worker.
+  this process commits (and its Hub publishes to Redis). Since the outbox feed, the web
+  worker pushes from its outbox read, woken by SQLite's ``data_version``, not from Redis:
+  this case now measures that path (``bench/ws_outbox_bench.py`` measures it directly).
 - ``ceiling``: a bare ``websockets`` server thread pushing a frame of the same size from a
   queue, no paycore: what the socket and the client cost by themselves.
 

@@ -63,7 +63,7 @@ from .prices.pricing import PriceSource, PriceTable
 from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
-from .storage import Storage, StorageTx
+from .storage import Storage, StorageTx, signal_source
 from .storage.request_unit import RequestUnits
 from .webhooks.dispatcher import enqueue_webhook, enqueue_webhooks
 from .webhooks.service import Webhooks
@@ -121,7 +121,7 @@ class Gateway:
         # The sub-services: every operation a caller needs, over the storage held here.
         self.sessions = Sessions(units, self.settings, self.now)
         self.pow = ProofOfWork(units, self.settings, self.now)
-        self.events = EventQueues(units, self.settings)
+        self.events = EventQueues(units, self.settings, signal_source(found))
         #: Host handlers of invoice events (``paycore.events.signals``): ``gateway.on``.
         self.signals = Signals()
         self.webhooks = Webhooks(units, self.settings, self.clock)

@@ -113,7 +113,7 @@ from paycore.domain.records import (
 from paycore.links.records import LinkUse, PaymentLink
 from paycore.management.records import AppKey, AppKeyAdd, EmailSetting
 from paycore.prices.records import LockedQuote, ParkedDeposit, StoredPrice
-from paycore.storage import PruneBatch, StorageTx
+from paycore.storage import OutboxSignal, PruneBatch, StorageTx
 from paycore.storage.contract import TransferPlace
 from paycore.webhooks.records import (
     ClaimedDelivery,
@@ -124,8 +124,10 @@ from paycore.webhooks.records import (
     Settlement,
 )
 
-from .engine import advisory_key, database_url, make_engine, unavailable
+from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .migrations import migrate
+from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
+from .outbox_signal import PostgresListen, SqliteDataVersion
 from .prepared import Prepared, on_dbapi, on_driver
 from .refunds import RefundStatements
 from .rows import (
@@ -192,7 +194,8 @@ _PUBLISH = text(
         CAST({_NAMESPACE} + ({_NEXT_ID}) / 4294967296 AS INTEGER),
         CAST(CASE WHEN ({_NEXT_ID}) % 4294967296 < 2147483648
                   THEN ({_NEXT_ID}) % 4294967296
-                  ELSE ({_NEXT_ID}) % 4294967296 - 4294967296 END AS INTEGER))
+                  ELSE ({_NEXT_ID}) % 4294967296 - 4294967296 END AS INTEGER)),
+           pg_notify('{OUTBOX_CHANNEL}', '')
     FROM paycore_outbox_id_seq
     """
 )
@@ -396,6 +399,8 @@ class SqlStorage:
         sqlite = self.url.get_backend_name() == "sqlite"
         self._postgres = self.url.get_backend_name() == "postgresql"
         self._shared_connection = threading.Lock() if sqlite else None
+        #: Whether ``outbox_signal`` has anything to offer: not for an in-memory database.
+        self.has_outbox_signal = not is_memory_sqlite(self.url)
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision now."""
@@ -474,6 +479,24 @@ class SqlStorage:
             if outage is None:
                 raise
             raise outage from error
+
+    def outbox_signal(self, name: str = "paycore-outbox") -> OutboxSignal | None:
+        """A new wake-up for outbox readers (``outbox_signal.py``): LISTEN on PostgreSQL
+        (``name`` is its ``application_name``), ``data_version`` on a SQLite file; None for
+        an in-memory SQLite database, which no other process can write. Connecting may
+        raise ``StorageUnavailable``."""
+        self._ensure_schema()
+        if self._postgres:
+            try:
+                return PostgresListen(self.url, name=name)
+            except Exception as error:
+                outage = unavailable(error)
+                if outage is None:
+                    raise
+                raise outage from error
+        if not self.has_outbox_signal:
+            return None
+        return SqliteDataVersion(str(self.url.database))
 
     def close(self) -> None:
         self.engine.dispose()
@@ -1161,6 +1184,35 @@ class SqlTx(RefundStatements):
         else:
             upto = horizon
         return OutboxRead(start, events, upto)
+
+    def outbox_since(self, after: int | None, cap: int, owner: str | None = None) -> OutboxRead:
+        """As ``read_outbox`` from a position the caller holds (a web process's WebSocket
+        feed, a resuming socket); ``owner`` narrows it to one owner's rows (their index)."""
+        if cap < 1:
+            raise ValueError("cap must be at least 1")
+        horizon: int | None = None
+        if self._postgres:
+            horizon = self._horizon(self._c.execute(select(_LAST_ID)).scalar_one())
+        if after is None:
+            if horizon is None:
+                horizon = self._c.execute(
+                    select(func.coalesce(func.max(outbox.c.id), 0))
+                ).scalar_one()
+            return OutboxRead(horizon, [], horizon)
+        pending = [outbox.c.id > after]
+        if owner is not None:
+            pending.append(outbox.c.owner == owner)
+        if horizon is not None:
+            if horizon <= after:
+                return OutboxRead(after, [], after)
+            pending.append(outbox.c.id <= horizon)
+        rows = self._all(select(outbox).where(*pending).order_by(outbox.c.id).limit(cap))
+        events = [event_from_row(row) for row in rows]
+        if len(events) == cap or horizon is None:
+            upto = events[-1].id if events else after
+        else:
+            upto = horizon
+        return OutboxRead(after, events, upto)
 
     def move_queue(self, consumer: str, start: int, to: int) -> bool:
         moved = self._c.execute(

@@ -70,9 +70,31 @@ def test_accept_and_push_frames() -> None:
     assert conv.state is State.REGISTERED
 
 
+def test_a_resuming_register_signs_its_position_and_pushes_carry_event_ids() -> None:
+    conv = Conversation(challenge="ab" * 32)
+    step = conv.receive('{"type":"register","nonce":1,"signature":"0x00","after":41}')
+    assert isinstance(step, Register) and step.after == 41
+    assert step.payload == ("ab" * 32 + ":after=41").encode()
+    plain = Conversation(challenge="ab" * 32).receive(
+        '{"type":"register","nonce":1,"signature":""}'
+    )
+    assert isinstance(plain, Register) and plain.after is None and plain.payload == b"ab" * 32
+    conv.accept(OWNER)
+    assert json.loads(conv.push(['{"guid":"a"}', '{"guid":"b"}'], [42, 45])) == {
+        "ownerAddress": OWNER,
+        "events": [{"guid": "a"}, {"guid": "b"}],
+        "eventIds": [42, 45],
+    }
+    assert json.loads(conv.resync("too  many")) == {"type": "resync", "message": "too many"}
+    assert conv.state is State.REGISTERED
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
+        ('{"type":"register","nonce":1,"signature":"0x","after":-1}', "after must be an event"),
+        ('{"type":"register","nonce":1,"signature":"0x","after":"5"}', "after must be an event"),
+        ('{"type":"register","nonce":1,"signature":"0x","after":true}', "after must be an event"),
         ("{", "not valid JSON"),
         ("7", "must be a JSON object"),
         (b"{}", "frames are JSON text, not binary"),

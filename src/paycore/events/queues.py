@@ -10,8 +10,8 @@ from __future__ import annotations
 import secrets
 
 from ..config import Settings
-from ..domain.records import OutboxEvent, PollToken
-from ..storage import Storage
+from ..domain.records import OutboxEvent, OutboxRead, PollToken
+from ..storage import OutboxSignal, SignalledStorage, Storage
 
 
 def consumer_of_token(token: str) -> str:
@@ -20,9 +20,28 @@ def consumer_of_token(token: str) -> str:
 
 
 class EventQueues:
-    def __init__(self, storage: Storage, settings: Settings) -> None:
+    def __init__(
+        self, storage: Storage, settings: Settings, signals: SignalledStorage | None = None
+    ) -> None:
         self._storage = storage
         self._settings = settings
+        self._signals = signals
+
+    # -- readers that keep their own position (the WebSocket feed, a resuming socket) -----
+    @property
+    def can_signal(self) -> bool:
+        """Whether the store can say when another process committed events
+        (``storage.OutboxSignal``): PostgreSQL and SQLite files can, ``memory://`` cannot."""
+        return self._signals is not None
+
+    def outbox_signal(self, name: str) -> OutboxSignal | None:
+        """A new wake-up on its own connection (``name`` labels it for operators), or None."""
+        return None if self._signals is None else self._signals.outbox_signal(name)
+
+    def outbox_since(self, after: int | None, cap: int, owner: str | None = None) -> OutboxRead:
+        """``StorageTx.outbox_since`` in a transaction of its own."""
+        with self._storage.transaction() as tx:
+            return tx.outbox_since(after, cap, owner)
 
     def open(self, consumer: str, owner: str) -> None:
         """Give ``consumer`` (a session key's or poll token's queue name) a queue of

@@ -3,8 +3,11 @@
 - :mod:`.frames`: the frame protocol as a pure state machine (``Conversation``).
 - :mod:`.hub`: the per-process ``Hub`` (subscriptions by owner, bounded queues), which is
   also the notifier the gateway calls after each committed change.
+- :mod:`.outbox_feed`: ``OutboxFeed``, the one thread per web process that reads the
+  committed outbox (SQL stores), so every process's changes reach this process's sockets.
 - :mod:`.redis_fanout`: ``RedisFanout``, carrying changes between processes when
-  ``settings.redis_url`` is set; without it a change reaches the sockets of its own process.
+  ``settings.redis_url`` is set and the store has no outbox signal (``memory://``); with a
+  SQL store changes are only published there, for older web processes.
 - :mod:`.connection`: ``serve_sync`` / ``serve_async``, one socket from challenge to close,
   behind the two-method socket shapes the adapters wrap their framework's socket in.
 

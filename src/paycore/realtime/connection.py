@@ -29,7 +29,7 @@ from ..crypto import ecies
 from ..domain.records import SessionKey
 from ..errors import AuthError, StorageUnavailable
 from ..gateway import Gateway
-from .frames import Close, Conversation, Register
+from .frames import Close, Conversation, Register, encode_event
 from .hub import Hub, Subscription, hub_for
 
 log = logging.getLogger("paycore.realtime")
@@ -81,6 +81,8 @@ class SocketSession:
         self.subscription: Subscription | None = None
         self._encrypt_to: str | None = None
         self._next_check = 0.0
+        #: A resync frame's message, sent before any push (``_resume``).
+        self._resync: str | None = None
 
     @property
     def register_timeout(self) -> float:
@@ -123,7 +125,38 @@ class SocketSession:
         self._encrypt_to = None if frame.plaintext else key.encryption_public_key
         self.subscription = self.hub.subscribe(key.owner, wake)
         self._next_check = time.monotonic() + self.gateway.settings.ws_recheck_interval
-        return self.conversation.accept(key.owner, encrypted=self._encrypt_to is not None)
+        registered = self.conversation.accept(key.owner, encrypted=self._encrypt_to is not None)
+        if frame.after is not None:
+            self._resume(frame.after, wake)
+        return registered
+
+    def _resume(self, after: int, wake: Callable[[], None]) -> None:
+        """Queue the owner's events after ``after`` ahead of the live ones (subscribed
+        already, so none falls between the two; ``Subscription.resume`` drops what both
+        hold), or, past ``ws_queue_size`` of them, a resync frame: a replay that long is
+        better served by reading current state."""
+        assert self.subscription is not None and self.key is not None
+        events, cap = self.hub.events, self.hub.queue_size
+        if self.hub.feed is None or events is None:
+            self._resync = "this server pushes without event ids: read current state by polling"
+            wake()
+            return
+        try:
+            read = events.outbox_since(after, cap + 1, self.key.owner)
+        except StorageUnavailable as exc:
+            self._outage(exc)
+            self._resync = "storage unavailable: read current state by polling later"
+            wake()
+            return
+        if len(read.events) > cap:
+            self._resync = (
+                f"more than {cap} events after {after}: read current state by polling,"
+                " then resume from the newest eventId"
+            )
+            wake()
+            return
+        replayed = [(e.id, encode_event(e.payload)) for e in read.events]
+        self.subscription.resume(replayed, read.upto)
 
     def pending(self) -> list[str] | Close:
         """Frames to send now (one push with every waiting event), or the too-slow close."""
@@ -131,14 +164,23 @@ class SocketSession:
         assert subscription is not None, "pending() before a successful register()"
         if subscription.overflowed:
             return self.conversation.too_slow(subscription.limit)
-        events = subscription.take()
-        if not events:
-            return []
-        frame = self.conversation.push(events)
-        if self._encrypt_to is not None:
-            sealed = ecies.encrypt(self._encrypt_to, frame.encode("utf-8"))
-            frame = json.dumps({name: sealed[name] for name in ecies.FIELDS}, separators=(",", ":"))
-        return [frame]
+        frames: list[str] = []
+        if self._resync is not None:
+            # A control frame, like the error frames: never encrypted, it holds no data.
+            frames.append(self.conversation.resync(self._resync))
+            self._resync = None
+        taken = subscription.take_with_ids()
+        if taken:
+            ids = [i for i, _ in taken]
+            known = None if None in ids else [i for i in ids if i is not None]
+            frames.append(self._sealed(self.conversation.push([e for _, e in taken], known)))
+        return frames
+
+    def _sealed(self, frame: str) -> str:
+        if self._encrypt_to is None:
+            return frame
+        sealed = ecies.encrypt(self._encrypt_to, frame.encode("utf-8"))
+        return json.dumps({name: sealed[name] for name in ecies.FIELDS}, separators=(",", ":"))
 
     def seconds_to_check(self) -> float:
         """How long the driver may sleep before :meth:`check_key` is due (at the recheck

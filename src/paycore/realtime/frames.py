@@ -9,13 +9,22 @@ below is testable without a server.
 
     server  {"type":"challenge","challenge":"<64 hex>"}
     client  {"type":"register","nonce":N,"signature":"0x.."}         (optional "publicKey",
-                                                                    optional "encryption":"none")
+                                              optional "encryption":"none", optional "after":ID)
     server  {"type":"registered","ownerAddress":"0x..","encryption":"none"|"ecies-secp256k1"}
-    server  {"ownerAddress":"0x..","events":[Invoice, ...]}           (repeated, one per batch)
+    server  {"ownerAddress":"0x..","events":[Invoice, ...],"eventIds":[ID, ...]}
+                                                                    (repeated, one per batch)
+    server  {"type":"resync","message":".."}        (instead of a replay that would be too long)
 
 The register signature covers ``sess:{nonce}:{sha256hex(challenge)}``, where the hashed input
 is the challenge text exactly as the server sent it (its ASCII bytes, as an HTTP body's bytes
-would be): the same session message, nonce counter and verifier as the HTTP scheme.
+would be): the same session message, nonce counter and verifier as the HTTP scheme. A
+register frame with ``"after"`` (resume: send the owner's events after that event id first)
+signs ``{challenge}:after={ID}`` instead, so the position is covered by the signature like
+every other parameter of a signed request.
+
+``eventIds`` is there when the server reads its pushes from the outbox (a SQL store, every
+production setup); the in-memory store pushes changes as they are made, without ids, and
+answers a resume with a resync frame.
 
 When the key registered an ``encryptionPublicKey`` (and the register frame did not say
 ``"encryption":"none"``), each push frame is instead the eth-crypto ECIES object of that
@@ -79,6 +88,8 @@ class Register:
     payload: bytes
     #: The client asked for plaintext pushes even if its key has an encryption key.
     plaintext: bool
+    #: Resume: replay the owner's events after this event id first (None: from now on).
+    after: int | None = None
 
 
 @attrs.frozen
@@ -183,12 +194,19 @@ class Conversation:
         encryption = frame.get("encryption")
         if encryption not in (None, ENCRYPTION_NONE):
             return 'encryption may only be "none"', None
+        after = frame.get("after")
+        if after is not None and (
+            isinstance(after, bool) or not isinstance(after, int) or not 0 <= after < 2**63
+        ):
+            return "after must be an event id (a non-negative integer)", None
+        signed = self.challenge if after is None else f"{self.challenge}:after={after}"
         return "", Register(
             nonce=str(nonce),
             signature=signature,
             public_key=public_key,
-            payload=self.challenge.encode("ascii"),
+            payload=signed.encode("ascii"),
             plaintext=encryption == ENCRYPTION_NONE,
+            after=after,
         )
 
     def timed_out(self, seconds: float) -> Close:
@@ -220,15 +238,24 @@ class Conversation:
             "too_slow", CLOSE_TOO_SLOW, f"too slow: more than {limit} events waiting"
         )
 
-    def push(self, events: Sequence[str]) -> str:
-        """One push frame for ``events`` (each an Invoice already encoded as JSON text).
+    def push(self, events: Sequence[str], ids: Sequence[int] | None = None) -> str:
+        """One push frame for ``events`` (each an Invoice already encoded as JSON text),
+        with their outbox ``ids`` when known (a client resumes after the last one).
 
         Events arrive pre-encoded so that a change is serialised once for every socket it
         goes to; several waiting events for a socket go out as one frame, the poll shape.
         """
         self._move("push")
         assert self.owner is not None  # REGISTERED implies accept() set it
-        return f'{{"ownerAddress":{json.dumps(self.owner)},"events":[{",".join(events)}]}}'
+        head = f'{{"ownerAddress":{json.dumps(self.owner)},"events":[{",".join(events)}]'
+        if ids is None:
+            return head + "}"
+        return head + f',"eventIds":[{",".join(str(i) for i in ids)}]}}'
+
+    def resync(self, message: str) -> str:
+        """Instead of a replay past its cap: the client reads current state (GET, poll)."""
+        self._move("push")
+        return _dump({"type": "resync", "message": " ".join(message.split())})
 
     def _refuse(self, event: str, code: int, message: str) -> Close:
         self._move(event)

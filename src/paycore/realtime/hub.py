@@ -1,11 +1,19 @@
 """The per-process Hub: which sockets want which owner's events, and a bounded queue each.
 
-The Hub is also the notifier (``paycore.notify.Notifier``) that the gateway calls after every
-committed change: it hands the change to this process's sockets at once and, when a fan-out
-is configured, publishes it for the other processes, whose fan-out listeners hand it to their
-own Hub through :meth:`Hub.deliver`. The outbox stays the source of truth; a push is the fast
-path, so a change that misses a socket (a Redis outage, a full queue) is still read by
-polling or by the next GET.
+Two ways a change reaches the Hub's sockets:
+
+- From the outbox (``outbox_feed``), when the gateway's store can signal commits (PostgreSQL,
+  a SQLite file): one reader thread per process hands every committed event, whichever
+  process made it, to :meth:`Hub.deliver_event`, with its event id. The Hub, as the
+  gateway's notifier, then pushes nothing itself: every frame has one source, so none is
+  sent twice and every one carries its id (which lets a socket resume).
+- Directly, for stores with no signal (``memory://``, one process): the gateway calls
+  :meth:`Hub.invoice_changed` after each commit and the Hub queues the change at once; when
+  a Redis fan-out is configured it also publishes it, and the other processes' listeners
+  hand it to their Hub through :meth:`Hub.deliver`.
+
+Either way the outbox stays the source of truth: a change that misses a socket (a full
+queue, a Redis outage) is still read by polling or by the next GET.
 
 Thread-safety: ``invoice_changed`` runs on whatever thread committed the change (a request's
 worker thread, the sweeper, the Redis listener), while each socket drains its subscription
@@ -16,14 +24,17 @@ list operations, never while calling out, so a slow socket cannot stall a commit
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from ..domain.records import Json
+from ..domain.records import Json, OutboxEvent
+from ..events.queues import EventQueues
 from ..notify.contract import BaseNotifier
 from .frames import encode_event
+from .outbox_feed import OutboxFeed
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -62,18 +73,41 @@ class Subscription:
         self.limit = limit
         self._wake = wake
         self._lock = threading.Lock()
-        self._events: deque[str] = deque()
+        # (event id, encoded event); the id is None for a change pushed directly (no feed).
+        self._events: deque[tuple[int | None, str]] = deque()
+        #: Events with an id at or below this were replayed already (``resume``): skipped.
+        self.floor = 0
         self.overflowed = False
 
-    def offer(self, event: str) -> None:
+    def offer(self, event: str, event_id: int | None = None) -> None:
+        with self._lock:
+            if self.overflowed or (event_id is not None and event_id <= self.floor):
+                return
+            if len(self._events) >= self.limit:
+                self._overflow()
+            else:
+                self._events.append((event_id, event))
+        self._call_wake()
+
+    def resume(self, replayed: list[tuple[int, str]], upto: int) -> None:
+        """Put ``replayed`` (what a reconnecting socket missed, read from the outbox up to
+        id ``upto``) before anything queued meanwhile, dropping what both hold: the feed
+        may have queued an event the replay read too, and only one copy may go out."""
         with self._lock:
             if self.overflowed:
                 return
-            if len(self._events) >= self.limit:
-                self.overflowed = True
-                self._events.clear()
-            else:
-                self._events.append(event)
+            self.floor = max(self.floor, upto)
+            later = [(i, e) for i, e in self._events if i is None or i > upto]
+            self._events = deque([*replayed, *later])
+            if len(self._events) > self.limit:
+                self._overflow()
+        self._call_wake()
+
+    def _overflow(self) -> None:
+        self.overflowed = True
+        self._events.clear()
+
+    def _call_wake(self) -> None:
         try:
             self._wake()
         except Exception:  # an event loop already gone: its socket is closing anyway
@@ -81,6 +115,10 @@ class Subscription:
 
     def take(self) -> list[str]:
         """Everything waiting, oldest first, leaving the queue empty."""
+        return [event for _, event in self.take_with_ids()]
+
+    def take_with_ids(self) -> list[tuple[int | None, str]]:
+        """``take`` with each event's outbox id (None for a direct push)."""
         with self._lock:
             if not self._events:
                 return []
@@ -103,6 +141,21 @@ class Hub(BaseNotifier):
         self.fanout = fanout
         self._lock = threading.Lock()
         self._by_owner: dict[str, set[Subscription]] = {}
+        #: The outbox reader once bound to a gateway whose store can signal commits
+        #: (``outbox_feed``); None: changes are pushed directly as this process makes them.
+        self.feed: OutboxFeed | None = None
+        #: The bound gateway's outbox readers (replays read them); None while unbound.
+        self.events: EventQueues | None = None
+
+    def bind(self, gateway: Gateway) -> None:
+        """Feed this Hub from the gateway's outbox when its store can say when it grew
+        (PostgreSQL, a SQLite file): then every process's changes reach this process's
+        sockets, with their event ids, and this process's own changes come the same way."""
+        self.events = gateway.events
+        if gateway.events.can_signal and self.feed is None:
+            self.feed = OutboxFeed(
+                gateway.events, self.deliver_event, name=f"paycore-ws-{os.getpid()}"
+            )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Hub:
@@ -118,7 +171,9 @@ class Hub(BaseNotifier):
     def subscribe(self, owner: str, wake: Callable[[], None]) -> Subscription:
         """Follow ``owner``'s changes from now on. May block briefly the first time, while
         the fan-out starts listening, so that "registered" means "receiving"."""
-        if self.fanout is not None:
+        if self.feed is not None:
+            self.feed.listen()
+        elif self.fanout is not None:
             self.fanout.listen(self.deliver)
         subscription = Subscription(owner, self.queue_size, wake)
         with self._lock:
@@ -148,6 +203,13 @@ class Hub(BaseNotifier):
         With no fan-out and no socket for ``owner`` this costs one dict lookup, which is
         what every process that serves no sockets pays per change.
         """
+        if self.feed is not None:
+            # The feed pushes it, from the outbox, in every process (this one included).
+            # Still published when Redis is configured, for web processes of an older
+            # release listening there during a rolling upgrade.
+            if self.fanout is not None:
+                self.fanout.publish(owner, encode_event(payload))
+            return
         if self.fanout is None and not self.subscribers(owner):
             return
         event = encode_event(payload)
@@ -163,8 +225,20 @@ class Hub(BaseNotifier):
             subscription.offer(event)
         return len(targets)
 
+    def deliver_event(self, event: OutboxEvent) -> int:
+        """Queue one outbox event, with its id, on this process's sockets for its owner."""
+        with self._lock:
+            targets = list(self._by_owner.get(event.owner.lower(), ()))
+        if targets:
+            text = encode_event(event.payload)
+            for subscription in targets:
+                subscription.offer(text, event.id)
+        return len(targets)
+
     def close(self) -> None:
         """Stop listening to other processes (the sockets end on their own)."""
+        if self.feed is not None:
+            self.feed.close()
         if self.fanout is not None:
             self.fanout.close()
 

@@ -1,5 +1,10 @@
 """Fan-out of pushes across processes through Redis pub/sub (docs/architecture.md §Events).
 
+Only a Hub without an outbox feed (``memory://`` storage) listens here: with a SQL store
+every web process reads the outbox itself (``outbox_feed``) and Redis is not needed; its
+Hub still publishes, so web processes of an older release keep their pushes during a
+rolling upgrade.
+
 Every process that commits changes publishes each one to ``settings.redis_channel``; every
 process that serves sockets also runs one listener thread subscribed to that channel, which
 hands what the others published to its local Hub. A process's own messages come back to it

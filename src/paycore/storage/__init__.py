@@ -8,6 +8,13 @@ the path plugin authors know, keeps working.
 
 from __future__ import annotations
 
-from .contract import PruneBatch, Storage, StorageTx
+from .contract import OutboxSignal, PruneBatch, SignalledStorage, Storage, StorageTx, signal_source
 
-__all__ = ["PruneBatch", "Storage", "StorageTx"]
+__all__ = [
+    "OutboxSignal",
+    "PruneBatch",
+    "SignalledStorage",
+    "Storage",
+    "StorageTx",
+    "signal_source",
+]

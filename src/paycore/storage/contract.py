@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import attrs
 
@@ -345,6 +345,15 @@ class StorageTx(Protocol):
         ``move_queue``. ``upto`` is where the position may go once these are handled: the
         last one's id when ``cap`` cut the read short, else the horizon of ``drain_queue``
         (nothing can still appear at or below it). None for an unknown consumer."""
+
+    def outbox_since(self, after: int | None, cap: int, owner: str | None = None) -> OutboxRead:
+        """Events after id ``after`` (``owner``'s only, or every owner's when None), oldest
+        first, at most ``cap``, up to the horizon of ``drain_queue``, with no stored
+        position: the WebSocket feed of a web process keeps its position in memory
+        (``paycore.realtime.outbox_feed``) and a resuming socket passes its last event id.
+        ``upto`` is where a reader may go on from (as ``read_outbox``). ``after=None``
+        reads nothing and answers the horizon as ``position`` and ``upto``: where a new
+        reader starts so that it misses nothing committed from then on."""
 
     def move_queue(self, consumer: str, start: int, to: int) -> bool:
         """Set ``consumer``'s position to ``to`` if it is still ``start``; False if another
@@ -670,6 +679,40 @@ class StorageTx(Protocol):
         the refund of the same ``id`` -- only while that one is still ``pending``, as one
         compare-and-set: of concurrent settles (the watcher confirming it, the merchant
         cancelling it) exactly one wins. ``False``, changing nothing, otherwise."""
+
+
+@runtime_checkable
+class OutboxSignal(Protocol):
+    """A cheap "the outbox may have grown" signal from other processes, on a connection of
+    its own: what a store offers through an ``outbox_signal()`` method, which
+    ``paycore_storage`` has (PostgreSQL LISTEN/NOTIFY, SQLite's ``data_version``) and the
+    in-memory store has not (one process: the Hub hears its changes directly). A store may
+    leave the method out; the WebSocket feed (``paycore.realtime.outbox_feed``) looks for it.
+    """
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds; True as soon as a commit may have added events
+        (a false alarm is allowed, a miss is not while connected). Raises (any exception)
+        once the connection is lost: the caller closes it and asks for a new one."""
+
+    def close(self) -> None:
+        """Release the connection; never raises."""
+
+
+class SignalledStorage(Protocol):
+    """A store with an ``outbox_signal`` (``paycore_storage``): see :class:`OutboxSignal`."""
+
+    def outbox_signal(self, name: str = ...) -> OutboxSignal | None: ...
+
+
+def signal_source(storage: object) -> SignalledStorage | None:
+    """``storage`` when it offers an outbox signal (``paycore_storage`` on PostgreSQL or a
+    SQLite file: ``has_outbox_signal``), else None (the in-memory stores: one process)."""
+    if callable(getattr(storage, "outbox_signal", None)) and getattr(
+        storage, "has_outbox_signal", True
+    ):
+        return cast(SignalledStorage, storage)
+    return None
 
 
 @runtime_checkable

@@ -605,6 +605,17 @@ class _MemoryTx:
         upto = after[-1].id if len(after) == cap else self._t.last_event_id
         return OutboxRead(queue.cursor, [_detached_event(e) for e in after], upto)
 
+    def outbox_since(self, after: int | None, cap: int, owner: str | None = None) -> OutboxRead:
+        if cap < 1:
+            raise ValueError("cap must be at least 1")
+        if after is None:
+            return OutboxRead(self._t.last_event_id, [], self._t.last_event_id)
+        found = [e for e in self._t.events if e.id > after and (owner is None or e.owner == owner)][
+            :cap
+        ]
+        upto = found[-1].id if len(found) == cap else max(after, self._t.last_event_id)
+        return OutboxRead(after, [_detached_event(e) for e in found], upto)
+
     def move_queue(self, consumer: str, start: int, to: int) -> bool:
         queue = self._t.queues.get(consumer)
         if queue is None or queue.cursor != start:

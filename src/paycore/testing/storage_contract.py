@@ -746,6 +746,36 @@ def test_read_outbox_reads_every_owner_and_moves_only_when_told(storage: Storage
         assert empty is not None and empty.events == []
 
 
+def test_outbox_since_reads_after_a_held_position_without_storing_one(storage: Storage) -> None:
+    with storage.transaction() as tx:
+        tx.add_event(OWNER, guid(1), payload(1), 10)
+    with storage.transaction() as tx:
+        start = tx.outbox_since(None, 10)  # a new reader starts at the horizon
+        assert start.events == [] and start.position == start.upto
+        ids = [
+            tx.add_event(OWNER, guid(2), payload(2), 20, "invoice.paid"),
+            tx.add_event(OTHER_OWNER, guid(3), payload(3), 21),
+            tx.add_event(OWNER, guid(4), payload(4), 22),
+        ]
+    with storage.transaction() as tx:
+        every = tx.outbox_since(start.upto, 10)
+        assert [(e.id, e.owner, e.type) for e in every.events] == [
+            (ids[0], OWNER, "invoice.paid"),
+            (ids[1], OTHER_OWNER, "invoice.updated"),
+            (ids[2], OWNER, "invoice.updated"),
+        ]
+        assert every.position == start.upto and every.upto >= ids[2]
+        cut = tx.outbox_since(start.upto, 2)
+        assert [e.id for e in cut.events] == ids[:2] and cut.upto == ids[1]
+        mine = tx.outbox_since(start.upto, 10, OWNER)
+        assert [e.id for e in mine.events] == [ids[0], ids[2]]
+        assert [e.payload for e in mine.events] == [payload(2), payload(4)]
+        assert tx.outbox_since(ids[2], 10).events == []
+        assert tx.outbox_since(None, 10).upto >= ids[2]
+        with pytest.raises(ValueError):
+            tx.outbox_since(0, 0)
+
+
 # -- rollback ---------------------------------------------------------------------------------
 
 
