@@ -56,6 +56,14 @@ def answer(path: str) -> FlaskResponse:
     return to_flask(handle_streamed(current_gateway(), plain))
 
 
+def checkout_url() -> str:
+    """The checkout page's address as the current request resolves it (``public_url``, or
+    the address the request came in at, under paycore's prefix): what a host view that
+    creates invoices itself passes on, ``gateway.create_invoice(..., checkout_url=...)``,
+    so its buyers get the same link paycore's own POST /invoice would give them."""
+    return current_gateway().checkout_url_for(request.root_url, mount_prefix())
+
+
 def mount_prefix() -> str:
     """The prefix paycore is mounted under in the current app."""
     prefix: str = current_app.extensions[EXTENSION_KEY].prefix

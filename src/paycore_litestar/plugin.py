@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from litestar import Request
 from litestar.config.app import AppConfig
 from litestar.di import Provide
 from litestar.exceptions import ImproperlyConfiguredException
@@ -105,3 +107,11 @@ class PayCorePlugin(InitPluginProtocol):
         """Release the storage of a gateway this plugin built (a given one is the host's)."""
         if self._gateway is not None:
             self._gateway.close()
+
+
+def checkout_url(request: Request[Any, Any, Any], gateway: Gateway) -> str:
+    """The checkout page's address as ``request`` resolves it (``public_url``, or the
+    address the request came in at, under paycore's prefix): what a host handler that
+    creates invoices itself passes on, ``gateway.create_invoice(..., checkout_url=...)``,
+    so its buyers get the same link paycore's own POST /invoice would give them."""
+    return gateway.checkout_url_for(str(request.base_url))

@@ -12,14 +12,16 @@ import attrs
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from litestar import Litestar
+from litestar import Litestar, Request, post
 from litestar.testing import TestClient
 
 from paycore import Gateway, InvoiceEvent, Settings
 from paycore.testing.chain import FakeChain
 from paycore.testing.client import PaycoreClient
 from paycore_flask import PayCore
+from paycore_flask import checkout_url as flask_checkout_url
 from paycore_litestar import PayCoreConfig, PayCorePlugin
+from paycore_litestar import checkout_url as litestar_checkout_url
 from paycore_storage import SqlStorage
 
 pytestmark = pytest.mark.parametrize("paycore_backend", ["sqlite"])
@@ -165,3 +167,35 @@ def test_a_configured_checkout_url_is_kept_as_given(settings: Settings) -> None:
     assert mine.checkout_url == "https://shop.example/pay-here"
     with pytest.raises(Exception, match="public_url: must be an absolute http"):
         Settings(public_url="shop.example")
+
+
+def test_host_views_creating_invoices_get_the_same_link(web: Gateway) -> None:
+    """``paycore_flask.checkout_url()`` and ``paycore_litestar.checkout_url(request, gw)``
+    resolve the page as paycore's own POST /invoice does."""
+    owner = "0x" + "22" * 20
+    fields = FakeChain(web).invoice_fields("1")
+
+    app = Flask("shop")
+    app.test_client_class = ShopClient
+    PayCore(app, gateway=web, prefix="/pay")
+
+    @app.post("/buy")
+    def buy() -> str:
+        made = web.create_invoice(owner, dict(fields), checkout_url=flask_checkout_url())
+        return str(web.invoice_wire(made)["paymentUrl"])
+
+    bought = app.test_client().post("/buy").text
+    assert bought.startswith("http://shop.example:8443/pay/checkout/?invoice=")
+
+    @post("/buy")
+    async def buy_here(request: Request[Any, Any, Any]) -> str:
+        page = litestar_checkout_url(request, web)
+        return str(
+            web.invoice_wire(web.create_invoice(owner, dict(fields), checkout_url=page))[
+                "paymentUrl"
+            ]
+        )
+
+    plugin = PayCorePlugin(PayCoreConfig(gateway=web, prefix="/pay"))
+    with TestClient(Litestar([buy_here], plugins=[plugin]), base_url="https://shop.example") as c:
+        assert c.post("/buy").text.startswith("https://shop.example/pay/checkout/?invoice=")
