@@ -13,6 +13,7 @@ from litestar import Litestar, get
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException
 from litestar.handlers import BaseRouteHandler
+from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.testing import TestClient
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -160,3 +161,13 @@ def test_litestar_guards_by_name_still_single_out_one_endpoint() -> None:
     with TestClient(app) as client:
         assert client.get("/pay/prices").status_code == 401
         assert client.get("/pay/checkout/").status_code == 200
+
+
+def test_litestar_rate_limit_middleware_limits_paycore_routes_only() -> None:
+    """docs/embedding.md's rate limit: Litestar's own RateLimitConfig, on paycore's Router."""
+    limit = RateLimitConfig(rate_limit=("minute", 3))
+    app, _ = litestar_app(middleware=[limit.middleware])
+    with TestClient(app) as client:
+        answers = [client.get("/pay/prices").status_code for _ in range(4)]
+        assert answers == [200, 200, 200, 429]
+        assert [client.get("/shop").status_code for _ in range(5)] == [200] * 5
