@@ -1,5 +1,6 @@
 """An invoice's return links (redirectUrl, cancelUrl, redirectAutomatically) and its checkout
-page survive storage on every backend, and revision 0012 adds their column to a database that already holds invoices."""
+page survive storage on every backend, and revision 0012 adds their column to a database
+that already holds invoices."""
 
 from __future__ import annotations
 
