@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -250,7 +251,7 @@ class Gateway:
         invoice reached it), or ``http://127.0.0.1:8000`` when neither is known."""
         if self.settings.checkout_url is not None:
             return self.settings.checkout_url
-        base = self.settings.public_url or (root_url or "").rstrip("/") or LOCAL_ADDRESS
+        base = self.settings.public_url or _plain_root(root_url) or LOCAL_ADDRESS
         return f"{base}{self.mount_prefix if prefix is None else prefix}/checkout"
 
     def create_invoice(
@@ -815,6 +816,23 @@ def _page(offset: int | None, limit: int | None, ceiling: int) -> tuple[int, int
     if lim < 1:
         raise InvalidInput("limit", "must be at least 1")
     return off, min(lim, ceiling)
+
+
+def _plain_root(root_url: str | None) -> str | None:
+    """A request's address as a base for links, or None when it is not a plain http(s)
+    address (a Host header with a query, spaces or quotes in it does not make links)."""
+    if not root_url:
+        return None
+    parts = urlsplit(root_url)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.netloc
+        or parts.query
+        or parts.fragment
+        or any(c.isspace() or c in "\"'<>\\" for c in root_url)
+    ):
+        return None
+    return root_url.rstrip("/")
 
 
 __all__ = ["Gateway"]

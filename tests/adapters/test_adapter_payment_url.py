@@ -199,3 +199,11 @@ def test_host_views_creating_invoices_get_the_same_link(web: Gateway) -> None:
     plugin = PayCorePlugin(PayCoreConfig(gateway=web, prefix="/pay"))
     with TestClient(Litestar([buy_here], plugins=[plugin]), base_url="https://shop.example") as c:
         assert c.post("/buy").text.startswith("https://shop.example/pay/checkout/?invoice=")
+
+
+@pytest.mark.parametrize(
+    "root",
+    ['http://evil.example/"><script>', "http://shop.example/?x=1", "javascript:alert(1)", ""],
+)
+def test_an_address_that_is_no_plain_base_makes_no_link(web: Gateway, root: str) -> None:
+    assert web.checkout_url_for(root, "/pay") == "http://127.0.0.1:8000/pay/checkout"
