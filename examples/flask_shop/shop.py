@@ -23,7 +23,7 @@ from werkzeug.wrappers import Response
 
 from paycore import NATIVE, InvoiceEvent, Settings  # paycore
 from paycore.errors import InvoiceNotFound  # paycore
-from paycore_flask import PayCore, state  # paycore
+from paycore_flask import PayCore, checkout_url, state  # paycore
 from paycore_flask.signals import connect_signals, invoice_signal  # paycore
 
 PRODUCTS: dict[str, dict[str, Any]] = {
@@ -44,7 +44,8 @@ DEFAULTS: dict[str, Any] = {
     # backend is installed: paycore then derives a fresh address per invoice.
     "DEPOSIT_ADDRESS": "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
     "DATABASE_URL": "sqlite:///shop.sqlite3",
-    "CHECKOUT_URL": "https://pay.example.com/checkout",
+    # The address buyers reach the shop at; None: the address each request came in at.
+    "PUBLIC_URL": None,
 }
 
 INDEX = """<!doctype html><title>{{ name }}</title><h1>{{ name }}</h1>
@@ -64,7 +65,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         app,
         settings=Settings(
             database_url=app.config["DATABASE_URL"],
-            checkout_url=app.config["CHECKOUT_URL"],
+            public_url=app.config["PUBLIC_URL"],
             prices={ETH: "3000", USDC: "1"},  # a static price table; price plugins can replace it
         ),
     )
@@ -110,6 +111,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
                 "address": app.config["DEPOSIT_ADDRESS"],
                 "data": {"product": slug},
             },
+            # The page under this app's /paycore, at the address the buyer came in at.
+            checkout_url=checkout_url(),
         )
         return redirect(paycore.gateway.invoice_wire(invoice)["paymentUrl"], code=303)
 

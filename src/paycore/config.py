@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -106,6 +107,21 @@ def _optional_rate(raw: float | str | None) -> float | None:
 def _optional_text(raw: str | None) -> str | None:
     """``PAYCORE_REDIS_URL=`` (set but empty) means unset, as leaving it out does."""
     return (raw.strip() or None) if isinstance(raw, str) else raw
+
+
+def _optional_base(raw: str | None) -> str | None:
+    """A base URL that paths are appended to: no trailing slash; empty means unset."""
+    text = _optional_text(raw)
+    return text.rstrip("/") if text else None
+
+
+def _absolute_url(_instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """An absolute http(s) address, so a typo fails at startup and not in a buyer's link."""
+    if value is None:
+        return
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise InvalidInput(attribute.name, "must be an absolute http(s) address")
 
 
 def _flag(raw: bool | str) -> bool:
@@ -458,8 +474,19 @@ class Settings:
     database_url: str = attrs.field(default="sqlite:///paycore.sqlite3", repr=redacted_repr)
     #: The default currency invoices are priced and deposits valued in (lowercase code).
     vs_currency: str = "usd"
-    #: The hosted checkout page's address; an invoice's ``paymentUrl`` is built from it.
-    checkout_url: str = "http://127.0.0.1:8000/paycore/checkout"
+    #: The host app's public address (``https://shop.example``, with a path if a proxy
+    #: mounts the app below one); paycore's pages are at ``{public_url}{prefix}/...``. Unset,
+    #: the address each invoice-creating request came in at is used (the framework's proxy
+    #: handling applied when the host configured it). Either way an invoice's ``paymentUrl``
+    #: is fixed when it is created, so every later reply, event and webhook repeats it.
+    public_url: str | None = attrs.field(
+        default=None, converter=_optional_base, validator=_absolute_url
+    )
+    #: The checkout page's address when it is not paycore's own under the mount prefix (a
+    #: page of the host's): set, it wins over ``public_url`` and the request's address.
+    checkout_url: str | None = attrs.field(
+        default=None, converter=_optional_base, validator=_absolute_url
+    )
     #: ``strict`` (session headers required on owner-scoped endpoints) or ``soft``
     #: (optional, but verified when sent): docs/interface.md §Modes.
     auth_mode: str = "strict"
@@ -648,9 +675,9 @@ class Settings:
     link_open_limit: int = attrs.field(default=30, converter=_link_open_limit)
     #: Seconds of a payment link's rate window.
     link_open_window: int = attrs.field(default=60, converter=_link_open_window)
-    #: Base of each payment link's ``url`` (``{payment_link_url}/{id}``); unset, it is
-    #: ``checkout_url`` with its last path segment replaced by ``link``, which is where
-    #: paycore serves GET /link/{id} when the checkout page is its own.
+    #: Base of each payment link's ``url`` (``{payment_link_url}/{id}``); unset, it is the
+    #: checkout page's address with its last path segment replaced by ``link``, which is
+    #: where paycore serves GET /link/{id} when the checkout page is its own.
     payment_link_url: str | None = attrs.field(default=None, converter=_optional_text)
     # -- outages (docs/operations.md) ---------------------------------------------------------
     #: Seconds a 503 "storage unavailable" answer asks clients to wait (``Retry-After``).

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -71,6 +72,8 @@ from .webhooks.service import Webhooks
 log = logging.getLogger("paycore")
 
 INVOICE_PAGE_MAX = 50
+#: The app's address when neither ``public_url`` nor a request names one (``paycore serve``'s).
+LOCAL_ADDRESS = "http://127.0.0.1:8000"
 TRANSACTION_PAGE_MAX = 200
 #: Invoices one storage transaction reads for the unpaged GET /invoices stream.
 INVOICE_STREAM_BATCH = 500
@@ -102,6 +105,10 @@ class Gateway:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings or Settings.from_env()
+        #: Where the host mounted paycore's routes: the Flask extension and the Litestar
+        #: plugin set it, so an invoice created outside a request (host code, a script)
+        #: still gets a ``paymentUrl`` under the prefix the page is served at.
+        self.mount_prefix = "/paycore"
         # Before anything can fail: an error text or log line quoting a configured secret
         # (an RPC key a library put in its message) shows it masked from here on.
         remember_secrets(self.settings.secret_values())
@@ -133,7 +140,12 @@ class Gateway:
         self.accounting = Accounting(units, self.settings, self.clock)
         #: Payment links (POST /link, GET /links, POST /link/disable, GET /link/{id}).
         self.links = Links(
-            units, self.settings, self.now, self._new_invoice, lambda c: c in self.chains
+            units,
+            self.settings,
+            self.now,
+            self._new_invoice,
+            lambda c: c in self.chains,
+            self.checkout_url_for,
         )
         self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
@@ -232,7 +244,23 @@ class Gateway:
         """GET /prices: the table in force in ``vs_currency`` (default: ``vs_currency``)."""
         return self.pricing.snapshot(vs_currency)
 
-    def create_invoice(self, owner: str, request: NewInvoice | Mapping[str, Any]) -> Invoice:
+    def checkout_url_for(self, root_url: str | None = None, prefix: str | None = None) -> str:
+        """The checkout page's address for an invoice created now: ``checkout_url`` if
+        configured; else ``{public_url}{prefix}/checkout``, ``public_url`` being the
+        configured one, or ``root_url`` (the app's address as the request that creates the
+        invoice reached it), or ``http://127.0.0.1:8000`` when neither is known."""
+        if self.settings.checkout_url is not None:
+            return self.settings.checkout_url
+        base = self.settings.public_url or _plain_root(root_url) or LOCAL_ADDRESS
+        return f"{base}{self.mount_prefix if prefix is None else prefix}/checkout"
+
+    def create_invoice(
+        self,
+        owner: str,
+        request: NewInvoice | Mapping[str, Any],
+        *,
+        checkout_url: str | None = None,
+    ) -> Invoice:
         """Create and store an invoice for ``owner``, the already authenticated merchant.
 
         ``request`` is a :class:`~paycore.domain.invoices.NewInvoice`, or for a host app's
@@ -243,7 +271,8 @@ class Gateway:
         chain is allocated and its address derived by the chain's backend. With
         ``rate_lock`` on, the accepted tokens' prices are locked in the same transaction.
         Raises InvalidInput for any bad field, Forbidden for a claimed owner that is not
-        ``owner``.
+        ``owner``. The invoice keeps ``checkout_url`` (default: :meth:`checkout_url_for`),
+        so its ``paymentUrl`` is the same in this answer and every later event.
         """
         if not isinstance(request, NewInvoice):
             from .api.requests import CreateInvoice
@@ -255,13 +284,21 @@ class Gateway:
             raise Forbidden("owner does not match the session key's owner")
         now = self.now()
         with self._storage.transaction() as tx:
-            return self._new_invoice(tx, owner, request, now)
+            return self._new_invoice(tx, owner, request, now, checkout_url)
 
-    def _new_invoice(self, tx: StorageTx, owner: str, request: NewInvoice, now: int) -> Invoice:
+    def _new_invoice(
+        self,
+        tx: StorageTx,
+        owner: str,
+        request: NewInvoice,
+        now: int,
+        checkout_url: str | None = None,
+    ) -> Invoice:
         """Check, store and (``rate_lock``) price-lock a new invoice inside ``tx``: the one
         creation path, which payment links take too."""
         derive = self._deriver(tx, owner)
         invoice = parse_new_invoice(self.settings, request, owner, now, derive)
+        invoice = attrs.evolve(invoice, checkout_url=checkout_url or self.checkout_url_for())
         tx.insert_invoice(invoice)
         if self.settings.rate_lock:
             self.pricing.lock_quotes(tx, invoice)
@@ -548,7 +585,7 @@ class Gateway:
         """The invoice's JSON record as the interface shows it, ``paymentUrl`` included, and
         ``tokenInfo``: symbol and decimals of the accepted tokens paycore knows without a
         node (``paycore.domain.registry``), so a client shows "25 USDT", not an address."""
-        wire = invoice.to_wire(self.settings.checkout_url)
+        wire = invoice.to_wire(self.checkout_url_for())
         wire["tokenInfo"] = token_info_wire(self.settings, invoice.accepted_tokens)
         return wire
 
@@ -779,6 +816,23 @@ def _page(offset: int | None, limit: int | None, ceiling: int) -> tuple[int, int
     if lim < 1:
         raise InvalidInput("limit", "must be at least 1")
     return off, min(lim, ceiling)
+
+
+def _plain_root(root_url: str | None) -> str | None:
+    """A request's address as a base for links, or None when it is not a plain http(s)
+    address (a Host header with a query, spaces or quotes in it does not make links)."""
+    if not root_url:
+        return None
+    parts = urlsplit(root_url)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.netloc
+        or parts.query
+        or parts.fragment
+        or any(c.isspace() or c in "\"'<>\\" for c in root_url)
+    ):
+        return None
+    return root_url.rstrip("/")
 
 
 __all__ = ["Gateway"]

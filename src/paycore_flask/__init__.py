@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from .app import create_app
 from .extension import PayCore, PayCoreState, settings_from_config, state
-from .view import current_gateway
+from .view import checkout_url, current_gateway
 
 __all__ = [
     "PayCore",
     "PayCoreState",
+    "checkout_url",
     "create_app",
     "current_gateway",
     "settings_from_config",

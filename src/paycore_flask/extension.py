@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 from flask import Blueprint, Flask, current_app, has_app_context
+from flask import Response as FlaskResponse
 from werkzeug.routing import PathConverter
 
 from paycore import Gateway, Settings
@@ -54,6 +55,15 @@ class PayCore:
     ``before_request`` guards and rate limiters can single out), a catch-all rule for every
     other path and method (paycore's own 404/405 answers), and the ``{prefix}/ws`` WebSocket
     route; the host's other routes, error handlers and JSON provider are left alone.
+
+    ``plugins`` are pluggy plugins (objects or modules with ``hookimpl`` functions,
+    ``paycore.plugins``) registered on the gateway the extension builds; a ready
+    ``gateway`` was built with its own. ``guards`` run before each request to paycore's
+    routes only, as the blueprint's ``before_request`` functions: one that returns a
+    response (``("staff only", 403)``) answers in place of paycore, ``None`` lets the
+    request through. ``after_request`` functions take and return each of paycore's
+    responses (headers, logging): the blueprint-level counterpart of WSGI middleware, which
+    wraps the whole app.
     """
 
     def __init__(
@@ -63,12 +73,20 @@ class PayCore:
         gateway: Gateway | None = None,
         settings: Settings | None = None,
         prefix: str = "/paycore",
+        plugins: Iterable[object] = (),
+        guards: Sequence[Callable[[], Any]] = (),
+        after_request: Sequence[Callable[[FlaskResponse], FlaskResponse]] = (),
     ) -> None:
         if gateway is not None and settings is not None:
             raise TypeError("PayCore takes a gateway or settings, not both")
+        self.plugins = tuple(plugins)
+        if gateway is not None and self.plugins:
+            raise TypeError("PayCore takes plugins only when it builds the gateway")
         self._gateway = gateway
         self._settings = settings
         self.prefix = normalize_prefix(prefix)
+        self.guards = tuple(guards)
+        self.after_request = tuple(after_request)
         if app is not None:
             self.init_app(app)
 
@@ -78,8 +96,16 @@ class PayCore:
                 "paycore is already registered on this Flask app; use the existing "
                 "PayCore instance (app.extensions['paycore']) instead of adding another"
             )
-        gateway = self._gateway or Gateway(self._settings or settings_from_config(app.config))
+        gateway = self._gateway or Gateway(
+            self._settings or settings_from_config(app.config), plugins=self.plugins
+        )
+        # Invoices made outside a request (host code, scripts) link to this app's page too.
+        gateway.mount_prefix = self.prefix
         blueprint = Blueprint(EXTENSION_KEY, __name__, url_prefix=self.prefix or None)
+        for guard in self.guards:
+            blueprint.before_request(guard)
+        for hook in self.after_request:
+            blueprint.after_request(hook)
         for route in routes():
             add_route_rule(blueprint, route, self.prefix)
         # The fallback: one endpoint, two rules, the prefix itself and everything below it.

@@ -52,7 +52,22 @@ def answer(path: str) -> FlaskResponse:
     body = read_capped_body(request.environ)
     if body is None:
         return to_flask(payload_too_large())
-    return to_flask(handle_streamed(current_gateway(), to_paycore(request.environ, path, body)))
+    plain = to_paycore(request.environ, path, body, request.root_url, mount_prefix())
+    return to_flask(handle_streamed(current_gateway(), plain))
+
+
+def checkout_url() -> str:
+    """The checkout page's address as the current request resolves it (``public_url``, or
+    the address the request came in at, under paycore's prefix): what a host view that
+    creates invoices itself passes on, ``gateway.create_invoice(..., checkout_url=...)``,
+    so its buyers get the same link paycore's own POST /invoice would give them."""
+    return current_gateway().checkout_url_for(request.root_url, mount_prefix())
+
+
+def mount_prefix() -> str:
+    """The prefix paycore is mounted under in the current app."""
+    prefix: str = current_app.extensions[EXTENSION_KEY].prefix
+    return prefix
 
 
 def current_gateway() -> Gateway:
@@ -92,7 +107,11 @@ def read_capped_body(environ: dict[str, object]) -> bytes | None:
         chunks.append(chunk)
 
 
-def to_paycore(environ: dict[str, object], path: str, body: bytes) -> Request:
+def to_paycore(
+    environ: dict[str, object], path: str, body: bytes, root_url: str = "", prefix: str = ""
+) -> Request:
+    """``root_url`` is werkzeug's (``request.root_url``): the Host header and scheme as the
+    WSGI environ has them, so a ``ProxyFix`` the host installed is honoured, and only then."""
     return Request(
         method=str(environ["REQUEST_METHOD"]).upper(),
         path=path,
@@ -100,6 +119,8 @@ def to_paycore(environ: dict[str, object], path: str, body: bytes) -> Request:
         headers=dict(EnvironHeaders(environ)),
         body=body,
         raw_uri=raw_uri(environ),
+        root_url=root_url.rstrip("/"),
+        prefix=prefix,
     )
 
 

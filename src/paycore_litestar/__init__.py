@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .app import create_app
 from .handler import ROUTE_OPT, build_router
-from .plugin import DEPENDENCY_KEY, STATE_KEY, PayCoreConfig, PayCorePlugin
+from .plugin import DEPENDENCY_KEY, STATE_KEY, PayCoreConfig, PayCorePlugin, checkout_url
 
 __all__ = [
     "DEPENDENCY_KEY",
@@ -25,5 +25,6 @@ __all__ = [
     "PayCoreConfig",
     "PayCorePlugin",
     "build_router",
+    "checkout_url",
     "create_app",
 ]

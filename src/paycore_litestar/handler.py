@@ -26,7 +26,7 @@ from litestar.enums import HttpMethod
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
 from litestar.openapi.spec import Operation
 from litestar.response import Stream
-from litestar.types import Guard, Method, OperationIDCreator
+from litestar.types import Guard, Method, Middleware, OperationIDCreator
 from litestar.types.internal_types import PathParameterDefinition
 
 from paycore import Gateway
@@ -58,11 +58,17 @@ NAME_PREFIX = "paycore."
 
 
 def build_router(
-    prefix: str, gateway: Gateway, guards: Mapping[str, Sequence[Guard]] | None = None
+    prefix: str,
+    gateway: Gateway,
+    guards: Mapping[str, Sequence[Guard]] | None = None,
+    *,
+    router_guards: Sequence[Guard] = (),
+    middleware: Sequence[Middleware] = (),
 ) -> Router:
     """A Router under ``prefix``: one handler per row of the route table, fallbacks, and the
     WebSocket handler. ``guards`` maps handler names (``"paycore.create_invoice"``) to
-    guards of that handler only (and of its HEAD twin).
+    guards of that handler only (and of its HEAD twin); ``router_guards`` and
+    ``middleware`` apply to every handler of the Router, and so to no host route.
 
     ``request_max_body_size=None`` switches Litestar's own limit off for these routes only:
     our cap (and our 413 text) must win, and Litestar's would raise through the host's
@@ -141,7 +147,12 @@ def build_router(
             prefix,
         )
     )
-    return Router(prefix or "/", route_handlers=[*fallbacks, *handlers, websocket_handler(gateway)])
+    return Router(
+        prefix or "/",
+        route_handlers=[*fallbacks, *handlers, websocket_handler(gateway)],
+        guards=list(router_guards),
+        middleware=list(middleware),
+    )
 
 
 def own_handlers(rows: Iterable[Route]) -> list[Route]:
@@ -271,6 +282,10 @@ def to_paycore(request: AnyRequest, body: bytes, prefix: str = "") -> PaycoreReq
         headers=joined_headers(request),
         body=body,
         raw_uri=raw_uri(request),
+        # The scheme and host Litestar reports (the ASGI server's proxy handling applied,
+        # when the host turned it on), with the app's root path.
+        root_url=str(request.base_url).rstrip("/"),
+        prefix=prefix,
     )
 
 

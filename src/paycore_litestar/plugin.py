@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from litestar import Request
 from litestar.config.app import AppConfig
 from litestar.di import Provide
 from litestar.exceptions import ImproperlyConfiguredException
 from litestar.plugins import InitPluginProtocol
-from litestar.types import Guard
+from litestar.types import Guard, Middleware
 
 from paycore import Gateway, Settings
 
@@ -29,17 +31,27 @@ DEPENDENCY_KEY = "paycore_gateway"
 @dataclass
 class PayCoreConfig:
     """A ready ``gateway``, or ``settings`` to build one from (default: ``PAYCORE_*``
-    environment variables), the path prefix the interface is mounted under, and ``guards``
-    for single paycore endpoints by handler name (``{"paycore.create_invoice": [guard]}``)."""
+    environment variables) and pluggy ``plugins`` to register on it (``paycore.plugins``),
+    the path prefix the interface is mounted under, ``guards`` and ``middleware``.
+
+    ``guards`` is a list, applied to paycore's Router (every paycore route, the WebSocket
+    included, and no host route), or a mapping from handler names to guards of single
+    endpoints (``{"paycore.create_invoice": [guard]}``). ``middleware`` goes on the Router
+    too: it wraps paycore's routes only, not the host's.
+    """
 
     gateway: Gateway | None = None
     settings: Settings | None = None
     prefix: str = "/paycore"
-    guards: Mapping[str, Sequence[Guard]] = field(default_factory=dict)
+    guards: Sequence[Guard] | Mapping[str, Sequence[Guard]] = field(default_factory=dict)
+    plugins: Sequence[object] = ()
+    middleware: Sequence[Middleware] = ()
 
     def __post_init__(self) -> None:
         if self.gateway is not None and self.settings is not None:
             raise TypeError("PayCoreConfig takes a gateway or settings, not both")
+        if self.gateway is not None and self.plugins:
+            raise TypeError("PayCoreConfig takes plugins only when it builds the gateway")
         stripped = self.prefix.strip().strip("/")
         self.prefix = "/" + stripped if stripped else ""
 
@@ -57,7 +69,9 @@ class PayCorePlugin(InitPluginProtocol):
     def gateway(self) -> Gateway:
         """The plugin's gateway: the one given, or the one built on the first app init."""
         if self._gateway is None:
-            self._gateway = Gateway(self.config.settings or Settings.from_env())
+            self._gateway = Gateway(
+                self.config.settings or Settings.from_env(), plugins=self.config.plugins
+            )
             self._owns_gateway = True
         return self._gateway
 
@@ -68,12 +82,22 @@ class PayCorePlugin(InitPluginProtocol):
                 "pass a single PayCorePlugin"
             )
         gateway = self.gateway
+        # Invoices made outside a request (host code, scripts) link to this app's page too.
+        gateway.mount_prefix = self.config.prefix
         app_config.state[STATE_KEY] = gateway
         app_config.dependencies.setdefault(
             DEPENDENCY_KEY, Provide(lambda: gateway, use_cache=True, sync_to_thread=False)
         )
+        guards = self.config.guards
+        everywhere = [] if isinstance(guards, Mapping) else list(guards)
         app_config.route_handlers.append(
-            build_router(self.config.prefix, gateway, self.config.guards)
+            build_router(
+                self.config.prefix,
+                gateway,
+                guards if isinstance(guards, Mapping) else None,
+                router_guards=everywhere,
+                middleware=self.config.middleware,
+            )
         )
         if self._owns_gateway:
             app_config.on_shutdown.append(self._close)
@@ -83,3 +107,11 @@ class PayCorePlugin(InitPluginProtocol):
         """Release the storage of a gateway this plugin built (a given one is the host's)."""
         if self._gateway is not None:
             self._gateway.close()
+
+
+def checkout_url(request: Request[Any, Any, Any], gateway: Gateway) -> str:
+    """The checkout page's address as ``request`` resolves it (``public_url``, or the
+    address the request came in at, under paycore's prefix): what a host handler that
+    creates invoices itself passes on, ``gateway.create_invoice(..., checkout_url=...)``,
+    so its buyers get the same link paycore's own POST /invoice would give them."""
+    return gateway.checkout_url_for(str(request.base_url))

@@ -118,6 +118,7 @@ def _checkout_fields(stored: Any) -> dict[str, Any]:
         "redirect_url": stored.get("redirectUrl"),
         "cancel_url": stored.get("cancelUrl"),
         "redirect_automatically": bool(stored.get("redirectAutomatically", False)),
+        "checkout_url": stored.get("checkoutUrl"),
     }
 
 

@@ -98,7 +98,9 @@ invoices = Table(
     Column("paid_amount", Money, nullable=False),
     Column("payments", JSON, nullable=False),
     Column("vs_currency", String(16), nullable=False),
-    # redirectUrl, cancelUrl, redirectAutomatically (revision 0012); NULL when none is set
+    # redirectUrl, cancelUrl, redirectAutomatically (revision 0012) and checkoutUrl, the
+    # page paymentUrl was fixed to at creation (no revision: a key of the same JSON); NULL
+    # when none is set
     Column("checkout", JSON, nullable=True),
     # Pages of an owner's invoices read (owner, seq) alone: an index-only scan skips an offset.
     Index(None, "owner", "seq"),

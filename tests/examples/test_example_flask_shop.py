@@ -38,9 +38,11 @@ def test_buying_redirects_to_the_payment_page_and_payment_completes_the_order() 
     bought = browser.post("/buy/tee")
     assert bought.status_code == 303
     location = urlsplit(bought.headers["location"])
+    # The shop's own /paycore page, at the address the buyer came in at.
     assert f"{location.scheme}://{location.netloc}{location.path}" == (
-        "https://pay.example.com/checkout/"
+        "http://localhost/paycore/checkout/"
     )
+    assert browser.get(f"{location.path}?{location.query}").status_code == 200
     guid = parse_qs(location.query)["invoice"][0]
 
     invoice = browser.get(f"/paycore/invoice/{guid}").json  # the buyer's page reads this

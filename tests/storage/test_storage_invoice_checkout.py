@@ -1,5 +1,6 @@
-"""An invoice's return links (redirectUrl, cancelUrl, redirectAutomatically) survive storage on
-every backend, and revision 0012 adds their column to a database that already holds invoices."""
+"""An invoice's return links (redirectUrl, cancelUrl, redirectAutomatically) and its checkout
+page survive storage on every backend, and revision 0012 adds their column to a database
+that already holds invoices."""
 
 from __future__ import annotations
 
@@ -37,6 +38,18 @@ def test_return_links_round_trip(storage: Storage) -> None:
         assert tx.get_invoice(linked.guid) == linked
         got = tx.get_invoice(plain.guid)
     assert got == plain and got is not None and got.redirect_url is None
+
+
+def test_the_checkout_page_fixed_at_creation_round_trips(storage: Storage) -> None:
+    """The page an invoice's paymentUrl was built on is kept with it (a key of the same
+    checkout column), so a worker reading it back sends the buyer the same link."""
+    kept = attrs.evolve(invoice(), checkout_url="https://shop.example/pay/checkout")
+    with storage.transaction() as tx:
+        tx.insert_invoice(kept)
+    with storage.transaction() as tx:
+        got = tx.get_invoice(kept.guid)
+    assert got == kept and got is not None
+    assert got.checkout_url == "https://shop.example/pay/checkout"
 
 
 def columns(url: URL) -> set[str]:

@@ -42,6 +42,12 @@ class Request:
     body: bytes = b""
     #: The URI as the client sent it (prefix + path + "?" + query): what a GET signature covers.
     raw_uri: str = ""
+    #: The app's address as the framework reports it for this request (``scheme://host``
+    #: and any script root; the host's proxy handling applied if it configured one), and
+    #: the prefix paycore is mounted under: an invoice's checkout page is built from them
+    #: when no ``public_url`` is configured. Empty: unknown (the gateway's default).
+    root_url: str = ""
+    prefix: str | None = None
 
     @property
     def uri(self) -> str:

@@ -18,7 +18,7 @@ def create_invoice(call: Call) -> Any:
     owner = call.owner_scope(request.owner)
     if gw.settings.pow_difficulty > 0:
         gw.pow.verify(challenge=request.challenge, nonce=request.nonce, address=owner)
-    invoice = gw.create_invoice(owner, request)
+    invoice = gw.create_invoice(owner, request, checkout_url=call.checkout_url())
     return json_response(gw.invoice_wire(invoice), 201)
 
 

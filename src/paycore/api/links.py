@@ -15,7 +15,7 @@ def create(call: Call) -> Response:
     request = call.read(CreateLink)
     owner = call.owner_scope(request.owner_address, "ownerAddress")
     link = gw.links.create(owner, request)
-    return json_response(link.to_wire(gw.links.url(link.id), gw.now()), 201)
+    return json_response(link.to_wire(gw.links.url(link.id, call.checkout_url()), gw.now()), 201)
 
 
 def list_(call: Call) -> Json:
@@ -25,7 +25,7 @@ def list_(call: Call) -> Json:
     items, total, off, lim = gw.links.list(owner, offset=query.offset, limit=query.limit)
     now = gw.now()
     return {
-        "items": [link.to_wire(gw.links.url(link.id), now) for link in items],
+        "items": [link.to_wire(gw.links.url(link.id, call.checkout_url()), now) for link in items],
         "total": total,
         "offset": off,
         "limit": lim,
@@ -37,7 +37,7 @@ def disable(call: Call) -> Json:
     request = call.read(DisableLink)
     owner = call.owner_scope(request.owner_address, "ownerAddress")
     link = gw.links.disable(owner, request.id)
-    return link.to_wire(gw.links.url(link.id), gw.now())
+    return link.to_wire(gw.links.url(link.id, call.checkout_url()), gw.now())
 
 
 def open_(call: Call) -> Response:
@@ -47,11 +47,12 @@ def open_(call: Call) -> Response:
     gw = call.gateway
     amount = call.read(OpenLink).amount
     link = gw.links.available(call.params["id"])
-    headers = page_headers(gw.settings.checkout_url)
+    page = call.checkout_url()
+    headers = page_headers(page)
     if call.request.method == "HEAD":
         return Response(200, b"", "text/html; charset=utf-8", headers)
     if link.amount is None and amount is None:
         return Response(200, amount_form(link), "text/html; charset=utf-8", headers)
-    invoice = gw.links.open(link.id, amount)
+    invoice = gw.links.open(link.id, amount, page)
     headers["location"] = gw.invoice_wire(invoice)["paymentUrl"]
     return Response(303, b"", "text/html; charset=utf-8", headers)

@@ -71,6 +71,11 @@ class Call:
     def body(self) -> dict[str, Any]:
         return self.request.json()
 
+    def checkout_url(self) -> str:
+        """The checkout page's address as this request resolves it (``public_url`` or the
+        address it came in at, under the mount prefix): what an invoice made now keeps."""
+        return self.gateway.checkout_url_for(self.request.root_url, self.request.prefix)
+
     def read(self, cls: type[T]) -> T:
         """The request's parameters as ``cls`` (``paycore.api.requests``): the query of a
         GET, the JSON body of a POST, each field parsed once; a 400 names the first bad one."""

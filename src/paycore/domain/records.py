@@ -209,16 +209,24 @@ class Invoice:
     redirect_url: str | None = None
     cancel_url: str | None = None
     redirect_automatically: bool = False
+    #: The checkout page's address, fixed when the invoice was created (the configured
+    #: ``public_url`` or the creating request's address, and the mount prefix): every later
+    #: reply, event and webhook builds ``paymentUrl`` from it, whichever process sends it.
+    #: None on invoices stored before it was kept; the gateway's default applies to them.
+    checkout_url: str | None = None
 
     def checkout_json(self) -> Json | None:
         """The checkout fields as stored in one JSON column; None when none is set."""
-        if self.redirect_url is None and self.cancel_url is None:
+        if self.redirect_url is None and self.cancel_url is None and self.checkout_url is None:
             return None
-        return {
+        stored: Json = {
             "redirectUrl": self.redirect_url,
             "cancelUrl": self.cancel_url,
             "redirectAutomatically": self.redirect_automatically,
         }
+        if self.checkout_url is not None:
+            stored["checkoutUrl"] = self.checkout_url
+        return stored
 
     @property
     def refunded_amount(self) -> Decimal:
@@ -237,7 +245,8 @@ class Invoice:
 
     def to_wire(self, checkout_url: str | None = None) -> Json:
         """The JSON record of the interface; ``paymentUrl`` is added when ``checkout_url``
-        is given. Decimals become strings, except ``vsValue``, a number."""
+        is given (the invoice's own ``checkout_url`` wins over it: the link a buyer got
+        once stays the link). Decimals become strings, except ``vsValue``, a number."""
         wire: Json = {
             "guid": self.guid,
             "createdAt": self.created_at,
@@ -256,8 +265,9 @@ class Invoice:
             "refunds": [r.to_wire() for r in self.refunds],
             "acceptedTokens": list(self.accepted_tokens),
         }
-        if checkout_url is not None:
-            wire["paymentUrl"] = payment_url(checkout_url, self.guid)
+        page = self.checkout_url or checkout_url
+        if page is not None:
+            wire["paymentUrl"] = payment_url(page, self.guid)
         if self.redirect_url is not None:
             wire["redirectUrl"] = self.redirect_url
             wire["redirectAutomatically"] = self.redirect_automatically

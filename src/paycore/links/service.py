@@ -30,7 +30,8 @@ LINK_DATA_KEY = "paymentLink"
 
 #: Makes and stores an invoice for an owner inside the caller's transaction (the gateway's
 #: own creation path: address allocation, rate lock).
-MakeInvoice = Callable[[StorageTx, str, NewInvoice, int], Invoice]
+#: ``Gateway._new_invoice``: (tx, owner, request, now, checkout page address or None).
+MakeInvoice = Callable[[StorageTx, str, NewInvoice, int, str | None], Invoice]
 
 
 class LinkNotFound(NotFound):
@@ -61,18 +62,22 @@ class Links:
         now: Callable[[], int],
         make_invoice: MakeInvoice,
         derives: Callable[[int], bool],
+        checkout_url: Callable[[], str],
     ) -> None:
         self._storage = storage
+        self._checkout_url = checkout_url
         self._settings = settings
         self._now = now
         self._make_invoice = make_invoice
         self._derives = derives
 
-    def url(self, link_id: str) -> str:
-        """Where a buyer opens the link: ``payment_link_url`` or beside the checkout page."""
+    def url(self, link_id: str, checkout_url: str | None = None) -> str:
+        """Where a buyer opens the link: ``payment_link_url`` or beside the checkout page
+        (``checkout_url``, the one the current request resolves to, or the gateway's)."""
         base = self._settings.payment_link_url
         if base is None:
-            base = self._settings.checkout_url.rstrip("/").rsplit("/", 1)[0] + "/link"
+            page = checkout_url or self._checkout_url()
+            base = page.rstrip("/").rsplit("/", 1)[0] + "/link"
         return f"{base.rstrip('/')}/{link_id}"
 
     def create(self, owner: str, request: NewLink) -> PaymentLink:
@@ -167,9 +172,12 @@ class Links:
             raise LinkNotFound(link_id)
         return link
 
-    def open(self, link_id: str, amount: Decimal | None = None) -> Invoice:
+    def open(
+        self, link_id: str, amount: Decimal | None = None, checkout_url: str | None = None
+    ) -> Invoice:
         """A buyer opens the link: a fresh invoice for its owner, for the link's amount or
-        ``amount`` (within the link's bounds, when the buyer chooses). Raises 404 for an
+        ``amount`` (within the link's bounds, when the buyer chooses), whose ``paymentUrl``
+        is built on ``checkout_url`` (default: the gateway's). Raises 404 for an
         unknown link, 410 for a disabled, expired or used-up one, 429 while its rate window
         is full, 400 for an amount it does not take; nothing is written then."""
         link = self.available(link_id)
@@ -196,7 +204,7 @@ class Links:
                 token=Token(used.token),
                 vs_currency=used.vs_currency,
             )
-            return self._make_invoice(tx, used.owner, request, now)
+            return self._make_invoice(tx, used.owner, request, now, checkout_url)
 
     @staticmethod
     def _value(link: PaymentLink, amount: Decimal | None) -> Decimal:
