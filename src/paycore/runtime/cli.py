@@ -10,6 +10,7 @@ next to it (this module, ``chain_commands``, ``worker``, ``paycore.chains.evm.wa
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import os
 import sys
@@ -218,10 +219,11 @@ def _database_url(help: str = _DATABASE_URL_HELP) -> Callable[[Any], Any]:
     return click.option("--database-url", default=None, help=help)
 
 
-def _start(source: CommandSource) -> Callable[[click.Context], None]:
-    def start(ctx: click.Context) -> None:
+def _start(source: CommandSource) -> Callable[[], None]:
+    # No parameters: Litestar's CLI inspects a group's callback for ``ctx`` and ``app``.
+    def start() -> None:
         install_excepthooks()  # a crash's traceback may quote a URL: print it redacted
-        ctx.meta.setdefault(_SOURCE, source)
+        click.get_current_context().meta.setdefault(_SOURCE, source)
 
     return start
 
@@ -236,9 +238,8 @@ _SETTINGS = {"help_option_names": ["-h", "--help"]}
     "environment variables (under `flask paycore` / `litestar paycore`: from the app); a "
     "flag on the command line wins.",
 )
-@click.pass_context
-def cli(ctx: click.Context) -> None:
-    _start(CommandSource())(ctx)
+def cli() -> None:
+    _start(CommandSource())()
 
 
 @cli.command(
@@ -530,8 +531,9 @@ def hosted_cli(source: CommandSource) -> click.Group:
     starting from ``source``: the app's gateway settings and plugins."""
     return click.Group(
         name="paycore",
-        commands=cli.commands,
-        callback=click.pass_context(_start(source)),
+        # Copies: a host CLI may rewrap the commands' callbacks (Litestar injects its app).
+        commands=copy.deepcopy(cli.commands),
+        callback=_start(source),
         help="paycore's commands, starting from this app's gateway settings and plugins "
         "(flask: PAYCORE_* app.config keys over the environment); a flag on the command line "
         "wins.",
