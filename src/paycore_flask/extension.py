@@ -125,6 +125,7 @@ class PayCore:
         add_websocket_route(blueprint)
         app.extensions[EXTENSION_KEY] = PayCoreState(self, gateway, self.prefix, blueprint)
         app.register_blueprint(blueprint)
+        add_cli(app)
 
     @property
     def gateway(self) -> Gateway:
@@ -135,6 +136,16 @@ class PayCore:
         if self._gateway is not None:
             return self._gateway
         raise RuntimeError("PayCore.gateway needs an app context, or pass gateway=")
+
+
+def add_cli(app: Flask) -> None:
+    """``flask paycore ...``: the ``paycore`` commands on this app's gateway settings and
+    plugins, so ``flask paycore migrate`` migrates the database the app uses."""
+    from paycore.runtime.cli import hosted_cli
+    from paycore.runtime.host import CommandSource
+
+    if "paycore" not in app.cli.commands:
+        app.cli.add_command(hosted_cli(CommandSource.of_gateway(lambda: state(app).gateway)))
 
 
 def add_route_rule(blueprint: Blueprint, route: Route, prefix: str) -> None:

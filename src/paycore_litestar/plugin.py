@@ -10,18 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litestar import Request
 from litestar.config.app import AppConfig
 from litestar.di import Provide
 from litestar.exceptions import ImproperlyConfiguredException
-from litestar.plugins import InitPluginProtocol
+from litestar.plugins import CLIPluginProtocol, InitPluginProtocol
 from litestar.types import Guard, Middleware
 
 from paycore import Gateway, Settings
 
 from .handler import build_router
+
+if TYPE_CHECKING:
+    from click import Group
 
 STATE_KEY = "paycore"
 #: The dependency name host handlers ask for: ``async def shop(paycore_gateway: Gateway)``.
@@ -56,9 +59,10 @@ class PayCoreConfig:
         self.prefix = "/" + stripped if stripped else ""
 
 
-class PayCorePlugin(InitPluginProtocol):
+class PayCorePlugin(InitPluginProtocol, CLIPluginProtocol):
     """Mount paycore's HTTP interface; the gateway is the ``paycore_gateway`` dependency
-    (and ``app.state.paycore``) for host code."""
+    (and ``app.state.paycore``) for host code. ``litestar paycore ...`` runs the ``paycore``
+    commands on this gateway's settings and plugins."""
 
     def __init__(self, config: PayCoreConfig | None = None) -> None:
         self.config = config or PayCoreConfig()
@@ -102,6 +106,12 @@ class PayCorePlugin(InitPluginProtocol):
         if self._owns_gateway:
             app_config.on_shutdown.append(self._close)
         return app_config
+
+    def on_cli_init(self, cli: Group) -> None:
+        from paycore.runtime.cli import hosted_cli
+        from paycore.runtime.host import CommandSource
+
+        cli.add_command(hosted_cli(CommandSource.of_gateway(lambda: self.gateway)))
 
     def _close(self) -> None:
         """Release the storage of a gateway this plugin built (a given one is the host's)."""

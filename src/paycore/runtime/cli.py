@@ -1,16 +1,24 @@
-"""The ``paycore`` command: demo, quickstart, migrate, serve, worker, prune, email, contracts
-deploy and chains check. Every option also reads its ``PAYCORE_*`` environment variable; a
-flag given on the command line wins."""
+"""The ``paycore`` command (a click group): demo, quickstart, migrate, serve, worker, watcher,
+prune, email, contracts deploy and chains check. Settings come from ``PAYCORE_*`` environment
+variables (``flask paycore`` and ``litestar paycore``: from the app's gateway,
+``paycore.runtime.host``); a flag given on the command line wins.
+
+The click layer here only declares options and calls the commands' functions, which live
+next to it (this module, ``chain_commands``, ``worker``, ``paycore.chains.evm.watcher``).
+"""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import os
+import copy
+import functools
 import sys
 import time
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from typing import Any
+
+import click
 
 from ..config import Settings
 from ..domain.records import Deposit
@@ -18,7 +26,10 @@ from ..domain.tokens import NATIVE
 from ..errors import PaycoreError
 from ..gateway import Gateway
 from ..ops.redaction import install_excepthooks, redact
-from .chain_commands import add_chain_commands
+from ..plugins.manager import find_storage
+from . import chain_commands
+from .host import CommandSource
+from .serve import DEFAULT_THREADS, FRAMEWORKS
 
 DEV_CHAIN = 31337
 MERCHANT = "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359"
@@ -78,27 +89,39 @@ def _printer() -> Callable[[str], None]:
     return say
 
 
-def migrate(database_url: str) -> int:
-    from paycore_storage import migrate as run_migrations
-
-    run_migrations(database_url)
-    print(f"migrated {redact(database_url)}")
+def migrate(settings: Settings, plugins: Sequence[object] = ()) -> int:
+    """Bring the schema of the storage behind ``settings.database_url`` to the newest
+    revision: the storage comes from the ``paycore_storage`` hook, as a gateway's would, so
+    a storage plugin's URL migrates too; a store with no ``migrate()`` keeps no schema."""
+    storage = find_storage(settings, plugins)
+    try:
+        upgrade = getattr(storage, "migrate", None)
+        if not callable(upgrade):
+            print(f"{redact(settings.database_url)} keeps no schema: nothing to migrate")
+            return 0
+        upgrade()
+    finally:
+        storage.close()
+    print(f"migrated {redact(settings.database_url)}")
     return 0
 
 
-def serve(args: argparse.Namespace) -> int:
+def serve(
+    settings: Settings,
+    *,
+    framework: str,
+    host: str,
+    port: int,
+    prefix: str,
+    workers: int,
+    threads: int,
+) -> int:
     from .serve import serve as run_server
 
-    overrides = {"database_url": args.database_url} if args.database_url else {}
-    if "PAYCORE_CHECKOUT_URL" not in os.environ:
-        # The page is served by this very server: paymentUrl must point at it.
-        host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-        overrides["checkout_url"] = f"http://{host}:{args.port}{args.prefix.rstrip('/')}/checkout"
-    settings = Settings.from_env(**overrides)
-    if args.workers < 1 or args.threads < 1:
+    if workers < 1 or threads < 1:
         print("paycore serve: --workers and --threads must be at least 1", file=sys.stderr)
         return 2
-    if args.workers > 1 and _in_process_storage(settings.database_url):
+    if workers > 1 and _in_process_storage(settings.database_url):
         # Each worker would hold a store of its own: an invoice made in one is unknown
         # to the next request, which another worker may serve.
         print(
@@ -109,13 +132,13 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     with contextlib.suppress(KeyboardInterrupt):
         run_server(
-            args.framework,
+            framework,
             settings,
-            host=args.host,
-            port=args.port,
-            prefix=args.prefix,
-            workers=args.workers,
-            threads=args.threads,
+            host=host,
+            port=port,
+            prefix=prefix,
+            workers=workers,
+            threads=threads,
         )
     return 0
 
@@ -127,59 +150,12 @@ def _in_process_storage(url: str) -> bool:
     )
 
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get("PAYCORE_" + name, default)
-
-
-def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .serve import DEFAULT_THREADS, FRAMEWORKS
-
-    cmd = sub.add_parser(
-        "serve", help="serve the HTTP interface from a small standalone app under gunicorn"
-    )
-    cmd.add_argument(
-        "--framework",
-        choices=FRAMEWORKS,
-        default=_env("FRAMEWORK", "litestar"),
-        help="litestar (uvicorn workers) or flask (threaded workers), both under gunicorn; "
-        "env PAYCORE_FRAMEWORK; default litestar",
-    )
-    cmd.add_argument(
-        "--workers",
-        type=int,
-        default=int(_env("WORKERS", "1")),
-        help="worker processes, each with its own gateway and database connections; "
-        "env PAYCORE_WORKERS; default 1 (about one per core)",
-    )
-    cmd.add_argument(
-        "--threads",
-        type=int,
-        default=int(_env("THREADS", str(DEFAULT_THREADS))),
-        help=f"flask only: threads per worker (each holds one request or WebSocket); "
-        f"env PAYCORE_THREADS; default {DEFAULT_THREADS}",
-    )
-    cmd.add_argument("--host", default=_env("HOST", "127.0.0.1"), help="env PAYCORE_HOST")
-    cmd.add_argument("--port", type=int, default=int(_env("PORT", "8000")), help="env PAYCORE_PORT")
-    cmd.add_argument(
-        "--prefix", default=_env("PREFIX", "/paycore"), help="mount path; env PAYCORE_PREFIX"
-    )
-    cmd.add_argument(
-        "--database-url",
-        default=None,
-        help="storage URL (env PAYCORE_DATABASE_URL); memory:// keeps everything in memory",
-    )
-
-
-def email(args: argparse.Namespace) -> int:
+def email(gateway: Gateway, action: str, owner: str, chain_id: int | None) -> int:
     """The operator's switch for an owner's e-mail notices (docs/interface.md
     §Management calls: enabling is the operator's business); the owner stores the address with
     /setEmailNotifications first."""
-    overrides = {"database_url": args.database_url} if args.database_url else {}
-    gateway = Gateway(Settings.from_env(**overrides))
     try:
-        changed = gateway.management.enable_email(
-            args.owner, args.chain_id, enabled=args.action == "enable"
-        )
+        changed = gateway.management.enable_email(owner, chain_id, enabled=action == "enable")
     finally:
         gateway.close()
     for setting in changed:
@@ -188,11 +164,9 @@ def email(args: argparse.Namespace) -> int:
     return 0
 
 
-def prune(args: argparse.Namespace) -> int:
+def prune(gateway: Gateway) -> int:
     """One retention round now (docs/operations.md §Retention), as the worker runs on its
     schedule: for a deployment that runs the worker with ``--no-prune`` and prunes from cron."""
-    overrides = {"database_url": args.database_url} if args.database_url else {}
-    gateway = Gateway(Settings.from_env(**overrides))
     try:
         report = gateway.retention.prune()
     finally:
@@ -204,88 +178,366 @@ def prune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_email(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    cmd = sub.add_parser(
-        "email", help="turn an owner's deposit and withdrawal e-mails on or off (operator)"
-    )
-    cmd.add_argument("action", choices=("enable", "disable"))
-    cmd.add_argument("owner", help="the owner's address")
-    cmd.add_argument(
-        "--chain-id", type=int, default=None, help="one chain only; default every chain"
-    )
-    cmd.add_argument("--database-url", default=None, help="storage URL (env PAYCORE_DATABASE_URL)")
+# -- the click layer ---------------------------------------------------------------------
+
+_SOURCE = "paycore.source"
+_DATABASE_URL_HELP = "storage URL (env PAYCORE_DATABASE_URL); memory:// keeps everything in memory"
 
 
-def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    cmd = sub.add_parser(
-        "demo",
-        help="the whole gateway on a local anvil chain: a Flask shop's invoice paid in USDT, "
-        "events, a signed webhook, the wallet deployed and the money withdrawn",
+def _source() -> CommandSource:
+    found: CommandSource = click.get_current_context().meta.get(_SOURCE, CommandSource())
+    return found
+
+
+def _runs(fn: Callable[..., int]) -> Callable[..., None]:
+    """A command's body: its return value is the exit status (under ``flask`` and
+    ``litestar`` too, whose CLIs ignore return values), a ``PaycoreError`` one line on
+    stderr and status 2 -- never a traceback."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            code = fn(*args, **kwargs)
+        except PaycoreError as exc:
+            click.echo(f"paycore: {redact(exc.text)}", err=True)
+            code = 2
+        raise click.exceptions.Exit(code)
+
+    return run
+
+
+def _database_url(help: str = _DATABASE_URL_HELP) -> Callable[[Any], Any]:
+    return click.option("--database-url", default=None, help=help)
+
+
+def _start(source: CommandSource) -> Callable[[], None]:
+    # No parameters: Litestar's CLI inspects a group's callback for ``ctx`` and ``app``.
+    def start() -> None:
+        install_excepthooks()  # a crash's traceback may quote a URL: print it redacted
+        click.get_current_context().meta.setdefault(_SOURCE, source)
+
+    return start
+
+
+_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+@click.group(
+    name="paycore",
+    context_settings=_SETTINGS,
+    help="paycore: a non-custodial crypto payment gateway. Settings come from PAYCORE_* "
+    "environment variables (under `flask paycore` / `litestar paycore`: from the app); a "
+    "flag on the command line wins.",
+)
+def cli() -> None:
+    _start(CommandSource())()
+
+
+@cli.command(
+    name="quickstart",
+    short_help="create an invoice on SQLite and pay it with two simulated deposits",
+    help="Create an invoice on the configured storage (default SQLite) and pay it with two "
+    "simulated deposits, printing each step.",
+)
+@_database_url("SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3")
+@_runs
+def quickstart_command(database_url: str | None) -> int:
+    return quickstart(_source().settings(database_url).database_url)
+
+
+@cli.command(
+    name="migrate",
+    short_help="create or upgrade the database schema",
+    help="Create or upgrade the database schema of the storage the paycore_storage hook "
+    "finds for the URL (exit status 2 when no plugin handles it).",
+)
+@_database_url("SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3")
+@_runs
+def migrate_command(database_url: str | None) -> int:
+    source = _source()
+    return migrate(source.settings(database_url), source.plugins())
+
+
+@cli.command(
+    name="serve",
+    short_help="serve the HTTP interface from a small standalone app under gunicorn",
+    help="Serve the HTTP interface from a small standalone app under gunicorn. paymentUrl "
+    "is this server's checkout page at the address a request came in by, unless "
+    "PAYCORE_PUBLIC_URL or PAYCORE_CHECKOUT_URL says otherwise.",
+)
+@click.option(
+    "--framework",
+    type=click.Choice(FRAMEWORKS),
+    default="litestar",
+    envvar="PAYCORE_FRAMEWORK",
+    help="litestar (uvicorn workers) or flask (threaded workers), both under gunicorn; "
+    "env PAYCORE_FRAMEWORK; default litestar",
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=1,
+    envvar="PAYCORE_WORKERS",
+    help="worker processes, each with its own gateway and database connections; "
+    "env PAYCORE_WORKERS; default 1 (about one per core)",
+)
+@click.option(
+    "--threads",
+    type=int,
+    default=DEFAULT_THREADS,
+    envvar="PAYCORE_THREADS",
+    help="flask only: threads per worker (each holds one request or WebSocket); "
+    f"env PAYCORE_THREADS; default {DEFAULT_THREADS}",
+)
+@click.option("--host", default="127.0.0.1", envvar="PAYCORE_HOST", help="env PAYCORE_HOST")
+@click.option("--port", type=int, default=8000, envvar="PAYCORE_PORT", help="env PAYCORE_PORT")
+@click.option(
+    "--prefix", default="/paycore", envvar="PAYCORE_PREFIX", help="mount path; env PAYCORE_PREFIX"
+)
+@_database_url()
+@_runs
+def serve_command(
+    framework: str,
+    workers: int,
+    threads: int,
+    host: str,
+    port: int,
+    prefix: str,
+    database_url: str | None,
+) -> int:
+    # paymentUrl needs no override: the page is served by this very server, and an invoice
+    # keeps the address its creating request came in by (or PAYCORE_PUBLIC_URL's).
+    return serve(
+        _source().settings(database_url),
+        framework=framework,
+        host=host,
+        port=port,
+        prefix=prefix,
+        workers=workers,
+        threads=threads,
     )
-    cmd.add_argument(
-        "--anvil",
-        default=os.environ.get("PAYCORE_ANVIL"),
-        help="the anvil binary (env PAYCORE_ANVIL); default node_modules/.bin/anvil "
-        "(installed by `npm ci`), then PATH",
+
+
+@cli.command(
+    name="worker",
+    short_help="deliver webhooks, expire invoices, watch chains, refresh prices, prune",
+    help="Deliver webhooks, expire overdue invoices, watch chains, refresh prices and prune "
+    "old rows until SIGTERM or SIGINT. Other settings come from PAYCORE_* environment "
+    "variables (e.g. PAYCORE_WEBHOOK_RETRY_SCHEDULE, PAYCORE_WORKER_POLL_INTERVAL).",
+)
+@_database_url("SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3")
+@click.option("--no-dispatch", is_flag=True, help="do not deliver webhooks")
+@click.option("--no-sweep", is_flag=True, help="do not expire invoices")
+@click.option("--no-watch", is_flag=True, help="do not scan chains for deposits")
+@click.option("--no-prices", is_flag=True, help="do not refresh prices")
+@click.option("--no-prune", is_flag=True, help="do not delete old events and delivery logs")
+@click.option(
+    "--signals",
+    multiple=True,
+    metavar="MODULE",
+    help="import MODULE (repeatable), whose @paycore.on handlers this worker then calls",
+)
+@click.option("--no-signals", is_flag=True, help="call no host handlers")
+@click.option("--log-level", default="INFO", help="logging level on stderr; default INFO")
+@_runs
+def worker_command(**options: Any) -> int:
+    from .worker import WorkerArgs, start
+
+    return start(WorkerArgs(**options), _source().gateway)
+
+
+@cli.command(
+    name="watcher",
+    short_help="watch every configured EVM chain for deposits (no other worker loop)",
+    help="Watch every configured EVM chain (PAYCORE_CHAINS) for deposits until SIGTERM or "
+    "SIGINT, without the worker's other loops.",
+)
+@_database_url()
+@click.option("--log-level", default="INFO", help="logging level on stderr; default INFO")
+@_runs
+def watcher_command(database_url: str | None, log_level: str) -> int:
+    from ..chains.evm.watcher import watch
+
+    source = _source()
+    return watch(source.settings(database_url), log_level, source.plugins())
+
+
+@cli.command(
+    name="prune",
+    short_help="delete old events, delivery logs, signatures and challenges once",
+    help="Delete old events, delivery logs, signatures and challenges once: one retention "
+    "round, for a deployment that runs the worker with --no-prune and prunes from cron.",
+)
+@_database_url()
+@_runs
+def prune_command(database_url: str | None) -> int:
+    return prune(_source().gateway(database_url))
+
+
+@cli.command(
+    name="email",
+    short_help="turn an owner's deposit and withdrawal e-mails on or off (operator)",
+    help="Turn an owner's deposit and withdrawal e-mails on or off (the operator's switch; "
+    "the owner stores the address with /setEmailNotifications first).",
+)
+@click.argument("action", type=click.Choice(("enable", "disable")))
+@click.argument("owner")
+@click.option("--chain-id", type=int, default=None, help="one chain only; default every chain")
+@_database_url()
+@_runs
+def email_command(action: str, owner: str, chain_id: int | None, database_url: str | None) -> int:
+    return email(_source().gateway(database_url), action, owner, chain_id)
+
+
+@cli.command(
+    name="demo",
+    short_help="the whole gateway on a local anvil chain, from invoice to withdrawal",
+    help="The whole gateway on a local anvil chain: a Flask shop's invoice paid in USDT, "
+    "events, a signed webhook, the wallet deployed and the money withdrawn.",
+)
+@click.option(
+    "--anvil",
+    default=None,
+    envvar="PAYCORE_ANVIL",
+    help="the anvil binary (env PAYCORE_ANVIL); default node_modules/.bin/anvil "
+    "(installed by `npm ci`), then PATH",
+)
+@_runs
+def demo_command(anvil: str | None) -> int:
+    from ..demo import run_demo
+
+    return run_demo(anvil)
+
+
+@cli.group(
+    name="contracts",
+    short_help="deploy paycore's contracts",
+    help="Deploy paycore's contracts.",
+    context_settings=_SETTINGS,
+)
+def contracts() -> None:
+    pass
+
+
+@contracts.command(
+    name="deploy",
+    short_help="deploy PaycoreFactory and print the ChainConfig to paste",
+    help="Deploy PaycoreFactory (EVM: through the deterministic CREATE2 deployer) with the key "
+    "in $PAYCORE_DEPLOYER_KEY (or --key-env), or print the unsigned deployment for a hardware "
+    "wallet (--unsigned --from), then print the ChainConfig to paste. The node is the chain's "
+    "configured rpc_url (PAYCORE_CHAINS) or --rpc-url.",
+)
+@click.option("--chain-id", type=int, required=True, help="the chain to deploy on")
+@click.option("--rpc-url", default=None, help="the node; default the chain's rpc_url")
+@click.option(
+    "--max-fee",
+    required=True,
+    help="the cap on the withdrawal fee, in whole native coins (e.g. 0.01), for good",
+)
+@click.option("--fee", default="0", help="the withdrawal fee now, in whole native coins; default 0")
+@click.option("--admin", default=None, help="who may change the fee; default the sender")
+@click.option("--fee-recipient", default=None, help="who receives the fee; default the admin")
+@click.option(
+    "--key-env",
+    default=chain_commands.KEY_ENV,
+    help="the environment variable holding the deployer's private key; "
+    f"default {chain_commands.KEY_ENV}",
+)
+@click.option(
+    "--unsigned",
+    is_flag=True,
+    help="print the unsigned transaction for --from to sign instead of sending it",
+)
+@click.option("--from", "sender", default=None, help="the signer's address")
+@click.option("--salt", default="0", help="EVM CREATE2 salt, hex up to 32 bytes; default 0")
+@click.option(
+    "--create2",
+    type=click.Choice(("auto", "require", "never")),
+    default="auto",
+    help="EVM: use the deterministic deployer when the chain has it (auto), insist on it, "
+    "or deploy plainly",
+)
+@click.option(
+    "--timeout", type=float, default=180.0, help="seconds to wait for the factory on chain"
+)
+@_runs
+def contracts_deploy_command(**options: Any) -> int:
+    return chain_commands.contracts_deploy(_source().settings(), **options)
+
+
+@cli.group(
+    name="chains",
+    short_help="check the configured chains",
+    help="Check the configured chains.",
+    context_settings=_SETTINGS,
+)
+def chains() -> None:
+    pass
+
+
+@chains.command(
+    name="check",
+    short_help="node, chain id, factory, tokens and watcher of each chain; status 1 on a problem",
+    help="Check the node, chain id, factory, tokens and watcher of each configured chain; "
+    "exit status 1 on any problem.",
+)
+@click.option(
+    "--chain-id",
+    "chain_ids",
+    type=int,
+    multiple=True,
+    help="check this chain only (repeatable); default every chain with an rpc_url",
+)
+@click.option(
+    "--max-lag", type=int, default=None, help="blocks the watcher may be behind; default 1000"
+)
+@_database_url()
+@click.option("--no-storage", is_flag=True, help="leave the watchers' cursors out")
+@click.option("--timeout", type=float, default=10.0, help="seconds per node request")
+@_runs
+def chains_check_command(
+    chain_ids: tuple[int, ...],
+    max_lag: int | None,
+    database_url: str | None,
+    no_storage: bool,
+    timeout: float,
+) -> int:
+    source = _source()
+    settings = source.settings(database_url)
+    gateway = None if no_storage else Gateway(settings, plugins=source.plugins())
+    return chain_commands.chains_check(
+        settings, gateway, chain_ids=chain_ids, max_lag=max_lag, timeout=timeout
+    )
+
+
+def hosted_cli(source: CommandSource) -> click.Group:
+    """The same commands for a host app's CLI (``flask paycore``, ``litestar paycore``),
+    starting from ``source``: the app's gateway settings and plugins."""
+    return click.Group(
+        name="paycore",
+        # Copies: a host CLI may rewrap the commands' callbacks (Litestar injects its app).
+        commands=copy.deepcopy(cli.commands),
+        callback=_start(source),
+        help="paycore's commands, starting from this app's gateway settings and plugins "
+        "(flask: PAYCORE_* app.config keys over the environment); a flag on the command line "
+        "wins.",
+        short_help="paycore's commands (migrate, worker, prune, ...) on this app's settings",
+        context_settings=_SETTINGS,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    install_excepthooks()  # a crash's traceback may quote a URL: print it redacted
-    parser = argparse.ArgumentParser(prog="paycore", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, helptext in (
-        ("quickstart", "create an invoice on SQLite and pay it with two simulated deposits"),
-        ("migrate", "create or upgrade the database schema"),
-    ):
-        cmd = sub.add_parser(name, help=helptext)
-        cmd.add_argument(
-            "--database-url",
-            default=None,
-            help="SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3",
-        )
-    _add_serve(sub)
-    cmd = sub.add_parser(
-        "prune", help="delete old events, delivery logs, signatures and challenges once"
-    )
-    cmd.add_argument("--database-url", default=None, help="storage URL (env PAYCORE_DATABASE_URL)")
-    _add_email(sub)
-    _add_demo(sub)
-    add_chain_commands(sub)
-    sub.add_parser(
-        "worker",
-        add_help=False,
-        help="deliver webhooks, expire invoices, watch chains, refresh prices, prune "
-        "(paycore worker --help)",
-    )
-    args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "worker":
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    """The ``paycore`` console script and ``python -m paycore``: the exit status, with
+    usage errors (status 2) shown as click shows them."""
     try:
-        if args.command == "worker":
-            from .worker import main as worker_main
-
-            return worker_main(extra)
-        if args.command == "serve":
-            return serve(args)
-        if args.command == "email":
-            return email(args)
-        if args.command == "prune":
-            return prune(args)
-        if args.command in ("contracts", "chains"):
-            run: Callable[[argparse.Namespace], int] = args.run
-            return run(args)
-        if args.command == "demo":
-            from ..demo import run_demo
-
-            return run_demo(args.anvil)
-        database_url = args.database_url or Settings.from_env().database_url
-        if args.command == "quickstart":
-            return quickstart(database_url)
-        return migrate(database_url)
-    except PaycoreError as exc:
-        print(f"paycore: {redact(exc.text)}", file=sys.stderr)
-        return 2
+        code: int = cli.main(args=argv, prog_name="paycore", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        return 1
+    return code or 0
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ price refresher and the pruner (``paycore.ops.retention``).
 
 Three ways to run it, all the same loops:
 
-- ``python -m paycore.runtime.worker --database-url URL`` (``paycore worker``): its own process,
+- ``paycore worker --database-url URL`` (or ``python -m paycore.runtime.worker``): its own process,
   stopped by SIGTERM or SIGINT. Start as many as you like against one database: they share
   the deliveries through storage leases, and expiry is idempotent.
 - In a thread of the web app: ``threading.Thread(target=run_worker, args=(gateway,),
@@ -19,7 +19,6 @@ dispatcher at once instead of at its next poll.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib
 import logging
@@ -31,9 +30,9 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 
 import anyio
+import attrs
 
 from ..chains import WatchingBackend
-from ..config import Settings
 from ..domain.records import Json
 from ..errors import PaycoreError, StorageUnavailable
 from ..gateway import Gateway
@@ -224,41 +223,31 @@ async def worker_task(
             group.cancel_scope.cancel()
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="paycore worker",
-        description="Deliver webhooks, expire overdue invoices, watch chains, refresh prices "
-        "and prune old rows until SIGTERM or SIGINT. "
-        "Other settings come from PAYCORE_* environment variables (e.g. "
-        "PAYCORE_WEBHOOK_RETRY_SCHEDULE, PAYCORE_WORKER_POLL_INTERVAL).",
-    )
-    parser.add_argument(
-        "--database-url",
-        default=None,
-        help="SQLAlchemy URL (env PAYCORE_DATABASE_URL); default sqlite:///paycore.sqlite3",
-    )
-    parser.add_argument("--no-dispatch", action="store_true", help="do not deliver webhooks")
-    parser.add_argument("--no-sweep", action="store_true", help="do not expire invoices")
-    parser.add_argument("--no-watch", action="store_true", help="do not scan chains for deposits")
-    parser.add_argument("--no-prices", action="store_true", help="do not refresh prices")
-    parser.add_argument(
-        "--no-prune", action="store_true", help="do not delete old events and delivery logs"
-    )
-    parser.add_argument(
-        "--signals",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE (repeatable), whose @paycore.on handlers this worker then calls",
-    )
-    parser.add_argument("--no-signals", action="store_true", help="call no host handlers")
-    parser.add_argument("--log-level", default="INFO", help="logging level on stderr; default INFO")
-    return parser
+@attrs.frozen
+class WorkerArgs:
+    """The options of ``paycore worker`` (declared in ``paycore.runtime.cli``)."""
+
+    database_url: str | None = None
+    no_dispatch: bool = False
+    no_sweep: bool = False
+    no_watch: bool = False
+    no_prices: bool = False
+    no_prune: bool = False
+    signals: Sequence[str] = ()
+    no_signals: bool = False
+    log_level: str = "INFO"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``paycore worker`` and ``python -m paycore.runtime.worker``."""
-    args = _parser().parse_args(argv)
+    """``python -m paycore.runtime.worker``: the ``paycore worker`` command."""
+    from .cli import main as paycore
+
+    return paycore(["worker", *(sys.argv[1:] if argv is None else argv)])
+
+
+def start(args: WorkerArgs, open_gateway: Callable[[str | None], Gateway]) -> int:
+    """The ``paycore worker`` process: the loops until SIGTERM or SIGINT; ``open_gateway``
+    builds the gateway for ``--database-url`` (None: the configured database)."""
     # Every line redacted (paycore.ops.redaction): tracebacks quote URLs and driver messages.
     configure_logging(args.log_level.upper())
     try:
@@ -268,8 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"paycore worker: --signals: {exc}", file=sys.stderr)
         return 2
     try:
-        overrides = {"database_url": args.database_url} if args.database_url else {}
-        gateway = Gateway(Settings.from_env(**overrides))
+        gateway = open_gateway(args.database_url)
     except PaycoreError as exc:
         print(f"paycore worker: {exc.text}", file=sys.stderr)  # redacted by PaycoreError
         return 2

@@ -41,12 +41,11 @@ One pass (:meth:`EvmWatcher.step`):
    deposit count exactly once.
 
 ``EvmWatcher.run`` loops over passes until told to stop; :func:`run_watchers` runs one per
-configured chain on threads (``python -m paycore.chains.evm.watcher`` as a process).
+configured chain on threads (``paycore watcher`` as a process).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import threading
@@ -71,6 +70,7 @@ from .chain import EvmChain
 from .rpc import RpcError, execution_failure
 
 if TYPE_CHECKING:
+    from paycore.config import Settings
     from paycore.gateway import Gateway
 
 log = logging.getLogger("paycore.watcher")
@@ -353,20 +353,22 @@ def run_watchers(gateway: Gateway, stop_event: threading.Event) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m paycore.chains.evm.watcher``: watch every configured EVM chain until
-    SIGTERM or SIGINT. Settings come from ``PAYCORE_*`` variables (``PAYCORE_CHAINS``)."""
-    from paycore.config import Settings
-    from paycore.gateway import Gateway
+    """``python -m paycore.chains.evm.watcher``: the ``paycore watcher`` command."""
+    import sys
 
-    parser = argparse.ArgumentParser(prog="paycore-watcher", description=main.__doc__)
-    parser.add_argument("--database-url", default=None)
-    parser.add_argument("--log-level", default="INFO")
-    args = parser.parse_args(argv)
+    from paycore.runtime.cli import main as paycore
+
+    return paycore(["watcher", *(sys.argv[1:] if argv is None else argv)])
+
+
+def watch(settings: Settings, log_level: str = "INFO", plugins: Sequence[object] = ()) -> int:
+    """``paycore watcher``: watch every configured EVM chain (``PAYCORE_CHAINS``) until
+    SIGTERM or SIGINT, without the worker's other loops."""
+    from paycore.gateway import Gateway
     from paycore.ops.redaction import configure_logging
 
-    configure_logging(args.log_level.upper())
-    overrides = {"database_url": args.database_url} if args.database_url else {}
-    gateway = Gateway(Settings.from_env(**overrides), plugins=_plugin_unless_installed())
+    configure_logging(log_level.upper())
+    gateway = Gateway(settings, plugins=[*plugins, *_plugin_unless_installed()])
     if not watchers(gateway):
         log.warning("no EVM chain has both rpc_url and factory configured: nothing to watch")
     stop = threading.Event()
