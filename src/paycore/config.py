@@ -755,6 +755,10 @@ def _parse_env(name: str, type_: Any, raw: str) -> Any:
     try:
         if type_text == "int":
             return int(raw)
+        if type_text == "float":
+            return float(raw)
+        if type_text == "tuple[float, ...]":
+            return tuple(float(p) for p in raw.split(",") if p.strip())
         if type_text == "Decimal":
             return Decimal(raw)
         if type_text.startswith("tuple"):
