@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -110,7 +112,9 @@ def test_two_workers_share_the_work_without_double_delivery(
     gateway = gateway_on(SqlStorage(sql_url))
     merchant = Merchant(gateway)
     receiver.secret = merchant.webhook(receiver.url)
-    receiver.slow_seconds = 0.01
+    # Slow enough that one worker cannot drain the queue before the other's first poll,
+    # even on a loaded machine: the test is about sharing.
+    receiver.slow_seconds = 0.05
     receiver.mode = "slow"
     # A lease that lapses while its POST is still being finished is a redelivery by design
     # (at-least-once); on a loaded machine 3 s can lapse, so this test's lease is long: it
@@ -150,3 +154,73 @@ def test_worker_refuses_a_database_url_no_plugin_handles(tmp_path: Path) -> None
         env={k: v for k, v in os.environ.items() if k != "PAYCORE_DATABASE_URL"},
     )
     assert result.returncode == 2 and b"no storage plugin handles" in result.stderr
+
+
+class DrippingReceiver:
+    """A webhook target that never finishes its answer: one byte every 1.5 s, each read
+    within ``webhook_timeout`` (2 s), so only the worker's shutdown bound ends the POST."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.connections = 0
+        self.closed = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+
+    def _serve(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\n" * 100:
+                if self.closed.wait(1.5):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def close(self) -> None:
+        self.closed.set()
+        self.server.close()
+
+
+def test_sigterm_during_a_post_that_never_ends_exits_in_time_and_loses_nothing(
+    sql_url: URL, receiver: Receiver, start_worker: Start, tmp_path: Path
+) -> None:
+    """The bound a supervisor relies on: exit within webhook_timeout (2 s) + 5 s of SIGTERM
+    even while a receiver holds a POST open for ever; the abandoned delivery's lease lapses
+    and the next worker delivers it."""
+    gateway = gateway_on(SqlStorage(sql_url))
+    merchant = Merchant(gateway)
+    dripping = DrippingReceiver()
+    try:
+        merchant.webhook(dripping.url)
+        merchant.invoices_paid_in_parts(1, parts=1)
+        first = start_worker(sql_url, "first")
+        wait_until(lambda: dripping.connections >= 1, what="a POST in flight")
+        time.sleep(1.0)  # well inside the POST
+        sent = time.monotonic()
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=30) == 0, worker_log(tmp_path, "first")
+        assert time.monotonic() - sent < 2.0 + 5.0, worker_log(tmp_path, "first")
+        assert "still busy" in worker_log(tmp_path, "first")
+    finally:
+        dripping.close()
+    assert settled(gateway, merchant.owner, 0)
+
+    receiver.secret = merchant.webhook(receiver.url)  # the same owner's endpoint, now answering
+    start_worker(sql_url, "second")
+    wait_until(lambda: settled(gateway, merchant.owner, 1), timeout=60, what="redelivered")
+    assert len(receiver.accepted_ids()) == 1
+    gateway.close()

@@ -26,6 +26,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from types import FrameType
 
@@ -42,6 +43,10 @@ from ..ops.redaction import configure_logging
 from ..webhooks.dispatcher import Dispatcher
 
 log = logging.getLogger("paycore.worker")
+
+#: Seconds past ``webhook_timeout`` the worker's threads get to finish after a stop: the
+#: process is gone within ``webhook_timeout`` + 5 s of SIGTERM (the rest is exiting).
+SHUTDOWN_GRACE = 3.0
 
 
 class _WakeDispatcher(BaseNotifier):
@@ -119,14 +124,20 @@ def run_worker(
     prices: bool = True,
     prune: bool = True,
     signals: bool = True,
-) -> None:
+) -> list[str]:
     """Run the host signal consumer (``paycore.events.signals``), the dispatcher, the
     sweeper, the chain watchers, the price refresher (``paycore.prices.refresher``) and the
     pruner until ``stop_event`` is set; blocks.
 
-    In-flight POSTs are allowed to finish (each is bounded by ``webhook_timeout``) before
-    this returns. If a loop dies of an unexpected error the other one is stopped too and
-    the error is raised here, so a supervisor sees the worker fail rather than idle.
+    In-flight POSTs are allowed to finish before this returns, but not for ever:
+    ``webhook_timeout`` bounds each connect and each read, not a receiver that drips its
+    answer a byte at a time, and an RPC call may be retried for ``rpc_max_wait``. So the
+    threads get ``webhook_timeout`` + :data:`SHUTDOWN_GRACE` seconds in all; the names of
+    those still running then are returned (they are daemon threads, left to die with the
+    process). What they held is leased, not lost: a delivery's lease lapses and another
+    worker (or the next start) sends it again with the same webhook-id. If a loop dies of
+    an unexpected error the others are stopped too and the error is raised here, so a
+    supervisor sees the worker fail rather than idle.
     """
     dispatcher = gateway.webhooks.dispatcher()
     waker = _WakeDispatcher(dispatcher)
@@ -181,11 +192,21 @@ def run_worker(
         halt_prices.set()
         halt_prune.set()
         halt_signals.set()
+        deadline = time.monotonic() + gateway.settings.webhook_timeout + SHUTDOWN_GRACE
         for thread in threads:
-            thread.join()
+            thread.join(max(0.0, deadline - time.monotonic()))
         gateway.remove_notifier(waker)
     if crashed:
         raise crashed[0]
+    stuck = [thread.name for thread in threads if thread.is_alive()]
+    if stuck:
+        log.warning(
+            "stopping without %s: still busy %.0f s after the stop (their work is leased "
+            "and is picked up again)",
+            ", ".join(stuck),
+            gateway.settings.webhook_timeout + SHUTDOWN_GRACE,
+        )
+    return stuck
 
 
 async def worker_task(
@@ -275,8 +296,9 @@ def start(args: WorkerArgs, open_gateway: Callable[[str | None], Gateway]) -> in
         not args.no_dispatch,
         not args.no_sweep,
     )
+    stuck: list[str] = []
     try:
-        run_worker(
+        stuck = run_worker(
             gateway,
             stop_event=stop,
             dispatch=not args.no_dispatch,
@@ -287,7 +309,13 @@ def start(args: WorkerArgs, open_gateway: Callable[[str | None], Gateway]) -> in
             signals=not args.no_signals,
         )
     finally:
-        gateway.close()
+        if not stuck:  # a stuck thread may hold a connection that close() would wait for
+            gateway.close()
+    if stuck:
+        # Interpreter shutdown could still wait (atexit hooks, a pool's threads): the
+        # bound on SIGTERM is a promise to the supervisor, so leave now.
+        logging.shutdown()
+        os._exit(0)
     return 0
 
 
