@@ -766,7 +766,48 @@ def _parse_env(name: str, type_: Any, raw: str) -> Any:
         if name == "prices":
             return dict(json.loads(raw))
         if name == "chains":
-            return {int(k): ChainConfig(chain_id=int(k), **v) for k, v in json.loads(raw).items()}
+            return chains_from_env(raw)
     except (ValueError, ArithmeticError, TypeError) as exc:
         raise InvalidInput("PAYCORE_" + name.upper(), f"cannot parse: {exc}") from None
     return raw
+
+
+def chains_from_env(raw: str) -> dict[int, ChainConfig]:
+    """``PAYCORE_CHAINS``: a JSON object keyed by chain id, laid over the default chains.
+
+    An operator who adds a node to one chain should not lose the others, so an entry for a
+    default chain changes only the keys it gives, a new id adds a chain, ``null`` removes a
+    default one, and ``"defaults": false`` starts from no chain at all. An entry may repeat
+    its ``chain_id`` (what ``paycore contracts deploy`` prints does); one that differs from
+    its key is refused rather than guessed at. (``Settings(chains=...)`` in Python is the
+    whole table, as given.)
+    """
+    where = "PAYCORE_CHAINS"
+    table = json.loads(raw)
+    if not isinstance(table, dict):
+        raise InvalidInput(where, "must be a JSON object keyed by chain id")
+    keep = table.pop("defaults", True)
+    if not isinstance(keep, bool):
+        raise InvalidInput(where, '"defaults" must be true or false')
+    chains = _default_chains() if keep else {}
+    for key, entry in table.items():
+        try:
+            chain_id = int(key)
+        except ValueError:
+            raise InvalidInput(where, f"{key!r} is not a chain id") from None
+        if entry is None:
+            chains.pop(chain_id, None)
+            continue
+        if not isinstance(entry, dict):
+            raise InvalidInput(where, f"the entry of chain {chain_id} must be an object or null")
+        fields = dict(entry)
+        repeated = fields.pop("chain_id", chain_id)
+        if repeated != chain_id and str(repeated) != str(chain_id):
+            raise InvalidInput(
+                where, f"the entry under {chain_id} says chain_id {repeated}: they must match"
+            )
+        base = chains.get(chain_id)
+        chains[chain_id] = (
+            attrs.evolve(base, **fields) if base else ChainConfig(chain_id=chain_id, **fields)
+        )
+    return chains
