@@ -1177,6 +1177,13 @@ class SqlTx(RefundStatements):
             if horizon <= start:
                 return OutboxRead(start, [], start)
             pending.append(outbox.c.id <= horizon)
+        return self._outbox_range(pending, cap, start, horizon)
+
+    def _outbox_range(
+        self, pending: list[ColumnElement[bool]], cap: int, start: int, horizon: int | None
+    ) -> OutboxRead:
+        """Up to ``cap`` events after ``start`` that match ``pending``: the read reaches the
+        horizon unless the cap cut it short (then only its last event)."""
         rows = self._all(select(outbox).where(*pending).order_by(outbox.c.id).limit(cap))
         events = [event_from_row(row) for row in rows]
         if len(events) == cap or horizon is None:
@@ -1206,13 +1213,7 @@ class SqlTx(RefundStatements):
             if horizon <= after:
                 return OutboxRead(after, [], after)
             pending.append(outbox.c.id <= horizon)
-        rows = self._all(select(outbox).where(*pending).order_by(outbox.c.id).limit(cap))
-        events = [event_from_row(row) for row in rows]
-        if len(events) == cap or horizon is None:
-            upto = events[-1].id if events else after
-        else:
-            upto = horizon
-        return OutboxRead(after, events, upto)
+        return self._outbox_range(pending, cap, after, horizon)
 
     def move_queue(self, consumer: str, start: int, to: int) -> bool:
         moved = self._c.execute(
