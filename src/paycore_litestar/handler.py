@@ -147,12 +147,29 @@ def build_router(
             prefix,
         )
     )
-    return Router(
+    return OneAppRouter(
         prefix or "/",
         route_handlers=[*fallbacks, *handlers, websocket_handler(gateway)],
         guards=list(router_guards),
         middleware=list(middleware),
     )
+
+
+class OneAppRouter(Router):
+    """A Router made for one app: registering it does not deep-copy it.
+
+    Litestar copies a Router on registration so that one instance can be mounted twice;
+    ``build_router`` makes a new one for each app, so the copy (some 40 ms for paycore's
+    hundred-odd handlers, most of an app's start-up) buys nothing. Registered twice, it
+    would be shared: that is refused."""
+
+    _registered = False
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> OneAppRouter:
+        if self._registered:
+            raise RuntimeError("a paycore Router serves one app: build another for a second")
+        self._registered = True
+        return self
 
 
 def own_handlers(rows: Iterable[Route]) -> list[Route]:

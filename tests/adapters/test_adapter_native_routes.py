@@ -176,3 +176,15 @@ def test_route_names_are_unique() -> None:
     names = [route.name for route in routes()]
     assert len(names) == len(set(names))
     assert "create_invoice" in names and "webhooks_get" in names
+
+
+def test_a_paycore_router_is_mounted_once_and_never_shared(gateway: Gateway) -> None:
+    """build_router makes a Router per app and Litestar does not copy it (OneAppRouter):
+    mounting that one Router in a second app would share its handlers, so it is refused."""
+    from paycore_litestar.handler import build_router
+
+    router = build_router(PREFIX, gateway)
+    with TestClient(Litestar([router])) as first:
+        assert first.get(f"{PREFIX}/nosuch").status_code == 404
+    with pytest.raises(RuntimeError, match="serves one app"):
+        Litestar([router])
