@@ -323,7 +323,7 @@ def _check_template(template: str | None, field: str, placeholder: str) -> None:
         return
     if not template.startswith(("https://", "http://")) or placeholder not in template:
         raise InvalidInput(field, f"must be an http(s) URL containing {placeholder}")
-    if any(c.isspace() or c in "\"<>" for c in template):
+    if any(c.isspace() or c in '"<>' for c in template):
         raise InvalidInput(field, "must not contain spaces, quotes or angle brackets")
 
 
