@@ -54,6 +54,7 @@ from .events.queues import EventQueues
 from .events.signals import Handler, SignalConsumer, Signals, default_signals
 from .links.service import Links
 from .management.service import Management
+from .merchant.service import MerchantProfiles
 from .notify import Notifier
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
@@ -147,6 +148,8 @@ class Gateway:
             lambda c: c in self.chains,
             self.checkout_url_for,
         )
+        #: The merchant's identity on the checkout page (POST/GET /merchant/profile).
+        self.merchant = MerchantProfiles(units, self.now)
         self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:

@@ -33,6 +33,7 @@ from paycore.domain.records import (
 )
 from paycore.links.records import PaymentLink
 from paycore.management.records import AppKey, EmailSetting
+from paycore.merchant.profile import MerchantProfile
 from paycore.prices.records import ParkedDeposit
 from paycore.webhooks.records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus
 
@@ -185,7 +186,13 @@ def transaction_from_row(row: Row) -> Transaction:
 
 
 def plain_row(
-    record: SessionKey | PowChallenge | WebhookConfig | PollToken | AppKey | EmailSetting,
+    record: SessionKey
+    | PowChallenge
+    | WebhookConfig
+    | PollToken
+    | AppKey
+    | EmailSetting
+    | MerchantProfile,
 ) -> dict[str, Any]:
     """For the records whose table mirrors them field for field."""
     return attrs.asdict(record, recurse=False)

@@ -112,6 +112,7 @@ from paycore.domain.records import (
 )
 from paycore.links.records import LinkUse, PaymentLink
 from paycore.management.records import AppKey, AppKeyAdd, EmailSetting
+from paycore.merchant.profile import MerchantProfile
 from paycore.prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from paycore.storage import OutboxSignal, PruneBatch, StorageTx
 from paycore.storage.contract import TransferPlace
@@ -154,6 +155,7 @@ from .tables import (
     event_queues,
     invoice_quotes,
     invoices,
+    merchant_profiles,
     notices,
     outbox,
     owner_counts,
@@ -1056,6 +1058,14 @@ class SqlTx(RefundStatements):
     def delete_webhook(self, owner: str) -> bool:
         return self._delete(webhooks, webhooks.c.owner == owner)
 
+    # -- merchant profiles ------------------------------------------------------------------
+    def get_merchant_profile(self, owner: str) -> MerchantProfile | None:
+        row = self._one(select(merchant_profiles).where(merchant_profiles.c.owner == owner))
+        return None if row is None else MerchantProfile(**row)
+
+    def put_merchant_profile(self, profile: MerchantProfile) -> None:
+        self._put(merchant_profiles, plain_row(profile))
+
     # -- events ---------------------------------------------------------------------------
     def _publish(self) -> None:
         """PostgreSQL: before this transaction takes its first event id, publish the lowest
@@ -1636,6 +1646,7 @@ class SqlTx(RefundStatements):
             invoices,
             session_keys,
             webhooks,
+            merchant_profiles,
             app_keys,
             email_settings,
             wallet_indexes,

@@ -215,6 +215,17 @@ webhooks = Table(
     Column("secret", String(255), nullable=False),
 )
 
+#: An owner's identity on the checkout page (revision 0014): ``paycore.merchant``.
+merchant_profiles = Table(
+    "paycore_merchant_profiles",
+    metadata,
+    Column("owner", Key(), primary_key=True),
+    Column("name", String(100), nullable=False),
+    Column("logo_url", String(500), nullable=True),
+    Column("support", String(500), nullable=True),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
 #: ``id`` is the event's place in every queue: handed out by the database at insert (an
 #: identity; SQLite's AUTOINCREMENT), so committing writers never wait on each other for it.
 #: Readers only go up to a horizon below which every id is settled (``sql.py``, revision 0008).

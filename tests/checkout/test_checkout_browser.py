@@ -56,6 +56,9 @@ def test_checkout_page_follows_an_invoice_to_paid(served: tuple[str, Gateway, st
         "expired",
     ):
         assert (artifacts / f"checkout-{name}.png").stat().st_size > 5000
+    for state in ("awaiting", "partial", "paid", "receipt", "expired"):
+        for variant in ("desktop-light", "desktop-dark", "phone-light", "phone-dark"):
+            assert (artifacts / f"state-{state}-{variant}.png").stat().st_size > 5000
 
 
 def _follow(browser: Browser, gateway: Gateway, guid: str) -> None:
@@ -130,6 +133,17 @@ def _follow(browser: Browser, gateway: Gateway, guid: str) -> None:
     expired = expiry["expired"]
     assert (expired["badge"], expired["countdown"]) == ("Expired", "Expired")
     assert not expired["qrVisible"] and "Do not send" in expired["statusText"]
+    # axe-core (WCAG 2.1 A and AA, and best practice): no violation in any state, on a desktop
+    # and a phone, light and dark
+    audits = expiry["audits"]
+    assert audits.pop("control") == ["button-name"]  # the check does find a violation
+    assert sorted(audits) == sorted(
+        f"{state}-{viewport}-{scheme}"
+        for state in ("awaiting", "partial", "paid", "receipt", "expired")
+        for viewport in ("desktop", "phone")
+        for scheme in ("light", "dark")
+    )
+    assert {name: found for name, found in audits.items() if found} == {}
 
     done = browser.step("done")
     assert done["problems"] == [] and done["foreign"] == []  # no errors, nothing off-origin

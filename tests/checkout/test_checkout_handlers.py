@@ -333,3 +333,34 @@ def test_explorer_templates_that_could_not_be_links_are_refused(
     with pytest.raises(InvalidInput) as err:
         ChainConfig(1, "ethereum", **{field: value})
     assert field in err.value.text and reason in err.value.text
+
+
+# -- the merchant's identity ----------------------------------------------------------------------
+
+
+def test_page_carries_the_owners_profile_and_allows_its_logo_origin_only(gateway: Gateway) -> None:
+    from checkout_helpers import OWNER
+
+    from paycore.merchant import NewProfile
+
+    invoice = new_invoice(gateway)
+    plain = get(gateway, "/checkout/", f"invoice={invoice.guid}")
+    assert "merchant" not in config_of(plain.body.decode())
+    assert "img-src 'self';" in plain.headers["content-security-policy"]
+
+    logo = "https://cdn.shop.example:8443/brand/logo.svg?v=3"
+    gateway.merchant.set(OWNER, NewProfile("Mugs & Co", logo, "help@shop.example"))
+    answer = get(gateway, "/checkout/", f"invoice={invoice.guid}")
+    assert config_of(answer.body.decode())["merchant"] == {
+        "name": "Mugs & Co",
+        "logoUrl": logo,
+        "support": "help@shop.example",
+    }
+    csp = answer.headers["content-security-policy"]
+    assert "img-src 'self' https://cdn.shop.example:8443;" in csp
+    assert "https:;" not in csp and "script-src 'self';" in csp
+    # another invoice id, or none: the page names no merchant and loads no foreign image
+    for query in ("invoice=00000000-0000-4000-8000-000000000000", "", "invoice=" + "x" * 300):
+        other = get(gateway, "/checkout/", query)
+        assert "merchant" not in config_of(other.body.decode())
+        assert "img-src 'self';" in other.headers["content-security-policy"]

@@ -7,7 +7,7 @@
 // argv[2]: JSON {scenario, base, guid, artifacts, chromium}
 //   scenario "deposits": the whole page, deposits recorded by the test (tests/checkout)
 //   scenario "pay-link": the test pays the links the page shows, on anvil (tests/evm)
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -140,6 +140,39 @@ async function openInvoice(guid, path = "/checkout/", query = "", where = contex
 const shot = (page, name, fullPage = true) =>
   page.screenshot({ path: join(config.artifacts, `checkout-${name}.png`), fullPage });
 
+/** axe-core's source, run in the page through the DevTools protocol: a <script> tag would
+ * need the page's Content-Security-Policy loosened, and the test must see the page as served. */
+const AXE = readFileSync(new URL("../../node_modules/axe-core/axe.min.js", import.meta.url), "utf8");
+const VIEWPORTS = { desktop: { width: 1000, height: 860 }, phone: { width: 390, height: 844 } };
+/** Accessibility result of each state/viewport/scheme: the ids of axe's violations, with
+ * the first offending element of each, so a failing test says what to fix. */
+const audits = {};
+
+/** The page as it is now, on a desktop and a phone, light and dark: a screenshot of each,
+ * named state-<state>-<viewport>-<scheme>.png, and axe-core's WCAG 2.1 AA check of each. */
+async function audit(page, state) {
+  const before = page.viewportSize();
+  for (const [viewport, size] of Object.entries(VIEWPORTS)) {
+    await page.setViewportSize(size);
+    for (const scheme of ["light", "dark"]) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const name = `${state}-${viewport}-${scheme}`;
+      await page.screenshot({ path: join(config.artifacts, `state-${name}.png`), fullPage: true });
+      if (!(await page.evaluate(() => typeof window.axe === "object"))) await page.evaluate(AXE);
+      const found = await page.evaluate(async () => {
+        const result = await window.axe.run(document, {
+          runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] },
+          resultTypes: ["violations"],
+        });
+        return result.violations.map((v) => `${v.id}: ${v.nodes[0]?.target?.join(" ")} ${v.nodes[0]?.failureSummary ?? ""}`);
+      });
+      audits[name] = found;
+    }
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.setViewportSize(before);
+}
+
 async function deposits() {
   const page = await openInvoice(config.guid);
   const first = await snapshot(page);
@@ -153,6 +186,16 @@ async function deposits() {
   await page.setViewportSize({ width: 1000, height: 860 });
   await shot(page, "init-dark");
   await page.emulateMedia({ colorScheme: "light" });
+  await audit(page, "awaiting");
+  // The check can fail: a button without a name, added for one run, is found.
+  const control = await page.evaluate(async () => {
+    const bad = document.createElement("button");
+    document.getElementById("invoice").append(bad);
+    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+    bad.remove();
+    return result.violations.map((v) => v.id);
+  });
+  audits.control = control;
 
   // Another token: the amount and the code follow; a token without a price says so.
   await page.getByLabel("USDT", { exact: true }).check();
@@ -182,6 +225,7 @@ async function deposits() {
   const partial = { ...(await snapshot(page)), waitedMs: Date.now() - started };
   await shot(page, "partial");
   emit("partial", { partial, url: page.url() });
+  await audit(page, "partial");
 
   await proceed(); // the server records the rest
   started = Date.now();
@@ -189,6 +233,13 @@ async function deposits() {
   const paid = { ...(await snapshot(page)), waitedMs: Date.now() - started };
   await shot(page, "paid");
   emit("paid", { paid, url: page.url() });
+  await audit(page, "paid");
+  const receipt = await context.newPage();
+  watch(receipt);
+  await receipt.goto(`${config.base}/checkout/?invoice=${config.guid}&view=receipt`);
+  await receipt.locator("#receipt").waitFor({ state: "visible" });
+  await audit(receipt, "receipt");
+  await receipt.close();
 
   // Bad links: a clear message on the page, no invoice section.
   const missing = await context.newPage();
@@ -215,7 +266,8 @@ async function deposits() {
   await waitStatus(expiring, "expired", 20000);
   const expired = await snapshot(expiring);
   await shot(expiring, "expired");
-  emit("expired", { before, expired });
+  await audit(expiring, "expired");
+  emit("expired", { before, expired, audits });
 }
 
 /** Pay what the page asks for, as a wallet would from its link: an ERC20 part first, then

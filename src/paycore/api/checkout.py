@@ -15,6 +15,7 @@ from .. import checkout
 from ..checkout.qr import payment_qr_svg
 from ..config import ChainConfig, Settings
 from ..errors import NotFound
+from ..merchant.profile import MerchantProfile
 from .http import Response
 from .requests import QrQuery
 from .routing import Call
@@ -25,11 +26,14 @@ POLL_MS = 2500
 #: the market: the quote shown holds this long (the page says so).
 PRICES_MS = 60000
 
+#: The page's policy; ``{img}`` is ``'self'``, plus the merchant logo's own origin when the
+#: invoice's owner set one (``page_csp``).
+CSP_TEMPLATE = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src {img}; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'"
+)
 PAGE_HEADERS = {
-    "content-security-policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-        "connect-src 'self'; base-uri 'none'; form-action 'none'"
-    ),
+    "content-security-policy": CSP_TEMPLATE.format(img="'self'"),
     "referrer-policy": "no-referrer",
     "x-content-type-options": "nosniff",
     "cache-control": "no-cache",
@@ -53,8 +57,27 @@ def page_no_slash(call: Call) -> Response:
 
 
 def _page(call: Call, asset_base: str) -> Response:
-    body = checkout.page(asset_base, page_config(call.gateway.settings))
-    return Response(200, body, "text/html; charset=utf-8", dict(PAGE_HEADERS))
+    profile = call.gateway.merchant.for_invoice((call.request.query("invoice") or "").strip())
+    config = dict(page_config(call.gateway.settings))
+    headers = dict(PAGE_HEADERS)
+    if profile is not None:
+        config["merchant"] = profile.to_page()
+        headers["content-security-policy"] = page_csp(profile)
+    body = checkout.page(asset_base, config)
+    return Response(200, body, "text/html; charset=utf-8", headers)
+
+
+def page_csp(profile: MerchantProfile | None) -> str:
+    """The page's policy with the logo's origin, and only that one, added to img-src.
+
+    Why the origin and not ``https:``: the page stays unable to load an image from anywhere
+    else, so an injected ``<img>`` still cannot carry data off. Why not the exact URL: CSP
+    ignores a source's query and redirects would fail it, so a CDN logo with a version
+    query would break. Why not a proxy: the server would fetch arbitrary URLs for anyone.
+    The origin is safe to put in a header: ``paycore.merchant`` allows no space, quote, ``;``
+    or ``,`` in the URL."""
+    origin = None if profile is None else profile.logo_origin
+    return CSP_TEMPLATE.format(img="'self'" if origin is None else f"'self' {origin}")
 
 
 def page_config(settings: Settings) -> Mapping[str, Any]:

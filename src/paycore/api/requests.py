@@ -30,6 +30,7 @@ from ..management.requests import (
     WalletIndexChange,
 )
 from ..management.staking import Claim, StakeChange, StakingInfo
+from ..merchant.profile import NewProfile
 from .wire import register
 
 _OWNER = "merchant address; must match the session key's owner"
@@ -190,6 +191,23 @@ class RedeliverFailed:
         metadata={"doc": "unix seconds: every failed delivery created since then"}
     )
     owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+# -- the merchant's identity on the checkout page --------------------------------------------
+
+
+@register
+@attrs.frozen
+class SetMerchantProfile(NewProfile):
+    """POST /merchant/profile: the whole profile, plus who claims to set it."""
+
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class MerchantProfileQuery:
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
 
 
 # -- the accounting export -----------------------------------------------------------------

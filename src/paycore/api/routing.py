@@ -145,15 +145,17 @@ class Router:
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
         check_text(path, "path")  # a NUL in a guid would reach storage as a query parameter
         allowed: list[str] = []
+        literal = False
         for pattern, route in self._compiled:
+            if literal and "{" in route.path:
+                break  # a literal path is its own resource: its rows' methods are all there are
             found = pattern.fullmatch(path)
             if found is None:
                 continue
             if method in route.methods or (method == "HEAD" and "GET" in route.methods):
                 return route, found.groupdict()
             allowed.extend(route.methods)
-            if "{" not in route.path:
-                break  # a literal path is its own resource: its methods are all there are
+            literal = "{" not in route.path
         if allowed:
             raise MethodNotAllowed(path, allowed)
         raise RouteNotFound(path)

@@ -197,6 +197,14 @@ PUBKEYS = obj(
 WEBHOOK = obj(["ownerAddress", "url"], ownerAddress=ADDRESS, url=STRING, secret=STRING)
 REMOVED = obj(["removed"], removed={"type": "boolean"})
 OWNER_URL = obj(["ownerAddress", "url"], ownerAddress=ADDRESS, url=STRING)
+MERCHANT_PROFILE = obj(
+    ["ownerAddress", "name", "logoUrl", "support", "updatedAt"],
+    ownerAddress=ADDRESS,
+    name=STRING,
+    logoUrl=NULLABLE_STRING,
+    support=NULLABLE_STRING,
+    updatedAt={"type": "integer"},
+)
 POLL_TOKEN = obj(["ownerAddress", "token"], ownerAddress=ADDRESS, token=STRING)
 EVENTS = obj(
     ["ownerAddress", "events"], ownerAddress=ADDRESS, events={"type": "array", "items": INVOICE}

@@ -53,6 +53,7 @@ from ..domain.records import (
 )
 from ..links.records import LinkUse, PaymentLink
 from ..management.records import AppKey, AppKeyAdd, EmailSetting
+from ..merchant.profile import MerchantProfile
 from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from ..webhooks.records import (
     ClaimedDelivery,
@@ -304,6 +305,13 @@ class StorageTx(Protocol):
 
     def delete_webhook(self, owner: str) -> bool:
         """Remove ``owner``'s webhook; ``False`` if there was none."""
+
+    # -- merchant profiles ------------------------------------------------------------------
+    def get_merchant_profile(self, owner: str) -> MerchantProfile | None:
+        """``owner``'s name, logo and support contact for the checkout page, or ``None``."""
+
+    def put_merchant_profile(self, profile: MerchantProfile) -> None:
+        """Insert, or replace every field of the same owner's profile."""
 
     # -- events: outbox and per-consumer queues ---------------------------------------------
     def add_event(

@@ -46,6 +46,7 @@ from ..domain.records import (
 )
 from ..links.records import LinkUse, PaymentLink
 from ..management.records import AppKey, AppKeyAdd, EmailSetting
+from ..merchant.profile import MerchantProfile
 from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from ..webhooks.records import (
     ClaimedDelivery,
@@ -112,6 +113,7 @@ class _Tables:
     challenges: dict[str, PowChallenge] = attrs.field(factory=dict)
     signatures: dict[str, int] = attrs.field(factory=dict)  # digest -> expires_at
     webhooks: dict[str, WebhookConfig] = attrs.field(factory=dict)
+    merchant_profiles: dict[str, MerchantProfile] = attrs.field(factory=dict)
     events: list[OutboxEvent] = attrs.field(factory=list)  # ascending id
     queues: dict[str, _Queue] = attrs.field(factory=dict)
     poll_tokens: dict[str, PollToken] = attrs.field(factory=dict)
@@ -555,6 +557,13 @@ class _MemoryTx:
     def delete_webhook(self, owner: str) -> bool:
         return self._t.webhooks.pop(owner, None) is not None
 
+    # -- merchant profiles ------------------------------------------------------------------
+    def get_merchant_profile(self, owner: str) -> MerchantProfile | None:
+        return self._t.merchant_profiles.get(owner)
+
+    def put_merchant_profile(self, profile: MerchantProfile) -> None:
+        self._t.merchant_profiles[profile.owner] = profile
+
     # -- events ---------------------------------------------------------------------------
     def add_event(
         self, owner: str, guid: str, payload: Json, created_at: int, type: str = UPDATED
@@ -942,6 +951,7 @@ class _MemoryTx:
             any(inv.owner == owner for inv in t.invoices.values())
             or any(key.owner == owner for key in t.session_keys.values())
             or owner in t.webhooks
+            or owner in t.merchant_profiles
             or any(key.owner == owner for key in t.app_keys.values())
             or any(o == owner for o, _chain in t.emails)
             or any(o == owner for o, _chain in t.wallet_indexes)

@@ -39,6 +39,7 @@ from paycore.domain.records import (
     TxType,
     WebhookConfig,
 )
+from paycore.merchant.profile import MerchantProfile
 from paycore.storage import Storage
 from paycore.testing.storage_records import (
     BIG,
@@ -562,6 +563,30 @@ def test_signature_is_remembered_until_it_expires(storage: Storage, clock: FakeC
     with storage.transaction() as tx:
         assert tx.remember_signature("d1", expires + 600) is True
         assert tx.remember_signature("d1", expires + 600) is False
+
+
+def test_merchant_profiles_put_get_replace(storage: Storage) -> None:
+    profile = MerchantProfile(
+        OWNER, "Mugs & Co", "https://cdn.shop.example/logo.svg", "help@shop.example", 1000
+    )
+    with storage.transaction() as tx:
+        assert tx.get_merchant_profile(OWNER) is None
+        tx.put_merchant_profile(profile)
+        tx.put_merchant_profile(MerchantProfile(OTHER_OWNER, "Other", None, None, 1001))
+    with storage.transaction() as tx:
+        assert tx.get_merchant_profile(OWNER) == profile
+        assert tx.owner_is_known(OWNER)
+        replaced = attrs.evolve(profile, name="Mugs", logo_url=None, support=None, updated_at=2000)
+        tx.put_merchant_profile(replaced)
+        assert tx.get_merchant_profile(OWNER) == replaced
+    with pytest.raises(RuntimeError), storage.transaction() as tx:
+        tx.put_merchant_profile(attrs.evolve(profile, name="Rolled back"))
+        raise RuntimeError("roll back")
+    with storage.transaction() as tx:
+        assert tx.get_merchant_profile(OWNER) == replaced
+        assert tx.get_merchant_profile(OTHER_OWNER) == MerchantProfile(
+            OTHER_OWNER, "Other", None, None, 1001
+        )
 
 
 def test_webhooks_put_get_replace_delete(storage: Storage) -> None:
