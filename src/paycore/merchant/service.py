@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import NotFound
-from ..storage import Storage
 from .profile import MerchantProfile, NewProfile, parse_profile
+
+if TYPE_CHECKING:  # the storage contract names MerchantProfile: importing it here would loop
+    from ..storage import Storage
 
 #: Longest invoice id looked up for the page: ours are UUIDs; anything much longer is not one.
 MAX_GUID = 100
