@@ -459,7 +459,136 @@ async function walletPay() {
   emit("paid", { paid, buttonVisible: await page.locator("#wallet-pay").isVisible() });
 }
 
-const SCENARIOS = { deposits, "pay-link": payLink, languages, returning, "wallet-pay": walletPay };
+/** "Pay with TronLink" with an injected fake TronLink (window.tronLink and window.tronWeb)
+ * that records every call and answers with a transaction id, and the merchant's identity:
+ * name, logo (served here for its https origin, config.logo) and support contact. */
+async function tronLink() {
+  await context.route(new URL(config.logo).origin + "/**", (route) =>
+    route.fulfill({
+      contentType: "image/svg+xml",
+      body: '<svg xmlns="http://www.w3.org/2000/svg" width="48" height="48"><rect width="48" height="48" fill="#c05"/></svg>',
+    }),
+  );
+  await context.route("https://elsewhere.example/**", (route) =>
+    route.fulfill({ contentType: "image/svg+xml", body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>' }),
+  );
+  await context.addInitScript((payer) => {
+    const calls = [];
+    window.__tronCalls = calls;
+    const record = (name, args) =>
+      calls.push({ name, args: JSON.parse(JSON.stringify(args, (_k, v) => (typeof v === "bigint" ? `bigint ${v}` : v))), types: args.map((a) => typeof a) });
+    const tronWeb = {
+      defaultAddress: { base58: payer },
+      trx: {
+        sendTransaction: async (...args) => {
+          record("sendTransaction", args);
+          return { result: true, txid: "11".repeat(32), transaction: { txID: "11".repeat(32) } };
+        },
+        sign: async (...args) => {
+          record("sign", args);
+          return { ...args[0], signature: ["5e"] };
+        },
+        sendRawTransaction: async (...args) => {
+          record("sendRawTransaction", args);
+          return { result: true, txid: args[0].txID, transaction: args[0] };
+        },
+      },
+      transactionBuilder: {
+        triggerSmartContract: async (...args) => {
+          record("triggerSmartContract", args);
+          return { result: { result: true }, transaction: { txID: "22".repeat(32), raw_data: {} } };
+        },
+      },
+    };
+    window.tronWeb = tronWeb;
+    window.tronLink = {
+      ready: true,
+      tronWeb,
+      request: async (...args) => {
+        record("request", args);
+        return { code: 200, message: "The site is already in the whitelist" };
+      },
+    };
+  }, config.payer);
+
+  const page = await openInvoice(config.guid);
+  await page.locator("#merchant-logo").waitFor({ state: "visible" });
+  await page.waitForFunction(() => document.getElementById("merchant-logo").naturalWidth > 0);
+  // Any other image origin stays blocked by the page's policy.
+  const blocked = await page.evaluate(
+    () =>
+      new Promise((resolve) => {
+        document.addEventListener("securitypolicyviolation", (e) =>
+          resolve({ uri: e.blockedURI, directive: e.effectiveDirective }),
+        );
+        const img = document.createElement("img");
+        img.alt = "";
+        img.src = "https://elsewhere.example/pixel.svg";
+        document.body.append(img);
+      }),
+  );
+  const merchant = {
+    name: await text(page, "#merchant-name"),
+    logoSrc: await attr(page, "#merchant-logo", "src"),
+    logoAlt: await attr(page, "#merchant-logo", "alt"),
+    support: await text(page, "#merchant-support"),
+    supportHref: await attr(page, "#merchant-support-link", "href"),
+    blocked,
+  };
+  const before = {
+    tronVisible: await page.locator("#tronlink-pay").isVisible(),
+    tronButton: await text(page, "#tronlink-pay"),
+    walletVisible: await page.locator("#wallet-pay").isVisible(),
+    amountToken: await text(page, "#amount-token"),
+  };
+  await audit(page, "tronlink");
+  await page.locator("#tronlink-pay").click();
+  await page.waitForFunction(() => document.getElementById("wallet-status").dataset.tx);
+  const trx = {
+    tx: await attr(page, "#wallet-status", "data-tx"),
+    status: await text(page, "#wallet-status"),
+    calls: await page.evaluate(() => window.__tronCalls.splice(0)),
+  };
+
+  await page.getByLabel("USDT", { exact: true }).check();
+  await page.waitForFunction(() => document.getElementById("amount-token").textContent.includes("USDT"));
+  const usdtAmount = await text(page, "#amount-token");
+  await page.locator("#tronlink-pay").click();
+  await page.waitForFunction((old) => document.getElementById("wallet-status").dataset.tx !== old, trx.tx);
+  const usdt = {
+    amountToken: usdtAmount,
+    tx: await attr(page, "#wallet-status", "data-tx"),
+    calls: await page.evaluate(() => window.__tronCalls.splice(0)),
+  };
+  await shot(page, "tronlink-sent");
+  emit("sent", { merchant, before, trx, usdt });
+
+  await proceed(); // the watcher saw the token transfer
+  await waitStatus(page, "paid", 30000);
+  const paid = await snapshot(page);
+  await shot(page, "tronlink-paid");
+  const receipt = await context.newPage();
+  watch(receipt);
+  await receipt.goto(`${config.base}/checkout/?invoice=${config.guid}&view=receipt`);
+  await receipt.locator("#receipt").waitFor({ state: "visible" });
+  const receiptMerchant = await text(receipt, "#receipt-merchant");
+  await audit(receipt, "tronlink-receipt");
+  emit("paid", {
+    paid,
+    tronVisible: await page.locator("#tronlink-pay").isVisible(),
+    receiptMerchant,
+    audits,
+  });
+}
+
+const SCENARIOS = {
+  deposits,
+  "pay-link": payLink,
+  languages,
+  returning,
+  "wallet-pay": walletPay,
+  tronlink: tronLink,
+};
 
 try {
   await SCENARIOS[config.scenario || "deposits"]();

@@ -12,6 +12,7 @@ import { formatAmount, formatCountdown, formatVs } from "./format.js";
 import { around, chooseLanguage, translator } from "./i18n.js";
 import { isTron } from "./links.js";
 import { quote, shortAddress, tokenFacts } from "./quote.js";
+import { injectedTronWeb, payWithTronLink, tronPayment, tronProblem } from "./tron.js";
 import { payWithWallet, walletProblem } from "./wallet.js";
 
 const config = readConfig();
@@ -100,6 +101,7 @@ function showProblem(text) {
 
 async function main() {
   translateStatic();
+  renderMerchant(config.merchant);
   const guid = params.get("invoice");
   if (!guid) {
     showProblem(t("noGuid"));
@@ -113,6 +115,35 @@ async function main() {
   }
   refreshPrices();
   await refreshInvoice();
+}
+
+/** The shop's name, logo and support contact, when its owner set them (POST
+ * /merchant/profile; the server puts them in the page's configuration). The logo is an https
+ * URL whose origin alone the page's Content-Security-Policy allows; the contact becomes a
+ * mailto: or https link, nothing else. */
+function renderMerchant(merchant) {
+  if (!merchant || typeof merchant !== "object" || typeof merchant.name !== "string") return;
+  $("merchant").hidden = false;
+  $("merchant-name").textContent = merchant.name;
+  const logo = httpsUrl(merchant.logoUrl);
+  if (logo) {
+    $("merchant-logo").alt = t("merchantLogo", { name: merchant.name });
+    $("merchant-logo").src = logo;
+    $("merchant-logo").hidden = false;
+  }
+  const support = typeof merchant.support === "string" ? merchant.support : "";
+  const href = /^[^@\s/:]+@[^@\s/]+$/.test(support) ? `mailto:${support}` : httpsUrl(support);
+  if (href) {
+    $("merchant-support-link").href = href;
+    $("merchant-support-link").textContent = support;
+    $("merchant-support").hidden = false;
+  }
+}
+
+/** An absolute https URL as text, or null. */
+function httpsUrl(raw) {
+  const url = webUrl(raw);
+  return url && url.startsWith("https:") ? url : null;
 }
 
 /** Read the price snapshot (one request at a time); re-render once it is in. */
@@ -319,7 +350,23 @@ function renderPayment(invoice, facts) {
   $("wallet-pay-line").hidden = !(
     wallet && typeof wallet.request === "function" && offer.exact && !isTron(invoice.chainId) && !FINAL.has(invoice.status)
   );
+  $("tronlink-pay-line").hidden = !(
+    isTron(invoice.chainId) &&
+    injectedTronWeb(window) &&
+    tronPayment(invoice.address, facts, offer.baseUnits) &&
+    !FINAL.has(invoice.status)
+  );
   return offer;
+}
+
+/** "Pay with TronLink": the exact TRX or TRC20 payment, through the injected TronLink. */
+async function tronLinkPay() {
+  const invoice = state.invoice;
+  if (!invoice || !state.offer || state.walletBusy) return;
+  const { facts, offer } = state.offer;
+  const payment = tronPayment(invoice.address, facts, offer.baseUnits);
+  if (!payment) return;
+  await followWallet(() => payWithTronLink(window, payment), tronProblem);
 }
 
 /** "Pay with wallet": the exact payment the QR code holds, through the injected wallet. */
@@ -327,18 +374,29 @@ async function walletPay() {
   const invoice = state.invoice;
   if (!invoice || !state.offer || state.walletBusy) return;
   const { facts, offer } = state.offer;
+  await followWallet(
+    () => payWithWallet(window.ethereum, invoice.chainId, invoice.address, facts, offer),
+    walletProblem,
+  );
+}
+
+/** Send through a wallet (`send` returns the transaction's hash or id), say what happened,
+ * and look at the invoice at once: the watcher, not the wallet, makes it paid. */
+async function followWallet(send, problemOf) {
+  const invoice = state.invoice;
   const status = $("wallet-status");
+  const buttons = [$("wallet-pay"), $("tronlink-pay")];
   state.walletBusy = true;
-  $("wallet-pay").disabled = true;
+  for (const button of buttons) button.disabled = true;
   status.hidden = false;
   status.textContent = t("walletConfirm");
   try {
-    const hash = await payWithWallet(window.ethereum, invoice.chainId, invoice.address, facts, offer);
+    const hash = await send();
     status.dataset.tx = String(hash);
     status.textContent = t("walletSent", { tx: shortAddress(String(hash)) });
     refreshInvoice(); // look now: the watcher may see it at the next block
   } catch (error) {
-    const problem = walletProblem(error);
+    const problem = problemOf(error);
     status.textContent =
       problem === "rejected"
         ? t("walletRejected")
@@ -347,7 +405,7 @@ async function walletPay() {
           : t("walletFailed", { reason: String((error && error.message) || error).slice(0, 160) });
   } finally {
     state.walletBusy = false;
-    $("wallet-pay").disabled = false;
+    for (const button of buttons) button.disabled = false;
   }
 }
 
@@ -466,7 +524,8 @@ function renderReceipt(invoice) {
   // the section's own heading names what was bought (the page's h1 says "receipt" already)
   $("receipt-title").textContent = invoice.description || t("receiptTitle");
   document.title = `${t("receiptTitle")}: ${invoice.description || t("title")}`;
-  $("receipt-merchant").textContent = invoice.owner;
+  const named = config.merchant && typeof config.merchant.name === "string" ? config.merchant.name : null;
+  $("receipt-merchant").textContent = named ? `${named} (${invoice.owner})` : invoice.owner;
   $("receipt-amount").textContent = money(invoice.paidAmount, currency());
   $("receipt-network").textContent = chainName(invoice.chainId);
   const payments = Array.isArray(invoice.payments) ? invoice.payments : [];
@@ -568,6 +627,7 @@ for (const id of ["copy-address", "copy-amount"]) {
 }
 $("stay").addEventListener("click", stayHere);
 $("wallet-pay").addEventListener("click", walletPay);
+$("tronlink-pay").addEventListener("click", tronLinkPay);
 $("print").addEventListener("click", () => window.print());
 
 main();

@@ -77,6 +77,9 @@ const en = {
   walletRejected: "The wallet did not send the payment.",
   walletNetwork: "Your wallet does not know {network}: add it in the wallet, then try again.",
   walletFailed: "The wallet could not send the payment: {reason}",
+  payWithTronLink: "Pay with TronLink",
+  merchantLogo: "{name} logo",
+  merchantSupport: "Help with this payment:",
 };
 
 const de = {
@@ -152,6 +155,9 @@ const de = {
   walletRejected: "Die Wallet hat die Zahlung nicht gesendet.",
   walletNetwork: "Ihre Wallet kennt {network} nicht: Fügen Sie es in der Wallet hinzu und versuchen Sie es erneut.",
   walletFailed: "Die Wallet konnte die Zahlung nicht senden: {reason}",
+  payWithTronLink: "Mit TronLink bezahlen",
+  merchantLogo: "Logo von {name}",
+  merchantSupport: "Hilfe zu dieser Zahlung:",
 };
 
 const es = {
@@ -227,6 +233,9 @@ const es = {
   walletRejected: "La billetera no envió el pago.",
   walletNetwork: "Su billetera no conoce {network}: añádala en la billetera y vuelva a intentarlo.",
   walletFailed: "La billetera no pudo enviar el pago: {reason}",
+  payWithTronLink: "Pagar con TronLink",
+  merchantLogo: "Logotipo de {name}",
+  merchantSupport: "Ayuda con este pago:",
 };
 
 const fr = {
@@ -302,6 +311,9 @@ const fr = {
   walletRejected: "Le portefeuille n’a pas envoyé le paiement.",
   walletNetwork: "Votre portefeuille ne connaît pas {network} : ajoutez-le dans le portefeuille, puis réessayez.",
   walletFailed: "Le portefeuille n’a pas pu envoyer le paiement : {reason}",
+  payWithTronLink: "Payer avec TronLink",
+  merchantLogo: "Logo de {name}",
+  merchantSupport: "Aide pour ce paiement :",
 };
 
 const pt = {
@@ -377,6 +389,9 @@ const pt = {
   walletRejected: "A carteira não enviou o pagamento.",
   walletNetwork: "Sua carteira não conhece a {network}: adicione-a na carteira e tente de novo.",
   walletFailed: "A carteira não conseguiu enviar o pagamento: {reason}",
+  payWithTronLink: "Pagar com TronLink",
+  merchantLogo: "Logotipo de {name}",
+  merchantSupport: "Ajuda com este pagamento:",
 };
 
 const ru = {
@@ -452,6 +467,9 @@ const ru = {
   walletRejected: "Кошелёк не отправил платёж.",
   walletNetwork: "Кошелёк не знает сеть {network}: добавьте её в кошельке и повторите попытку.",
   walletFailed: "Кошелёк не смог отправить платёж: {reason}",
+  payWithTronLink: "Оплатить через TronLink",
+  merchantLogo: "Логотип {name}",
+  merchantSupport: "Помощь с этим платежом:",
 };
 
 const tr = {
@@ -527,6 +545,9 @@ const tr = {
   walletRejected: "Cüzdan ödemeyi göndermedi.",
   walletNetwork: "Cüzdanınız {network} ağını tanımıyor: ağı cüzdana ekleyip yeniden deneyin.",
   walletFailed: "Cüzdan ödemeyi gönderemedi: {reason}",
+  payWithTronLink: "TronLink ile öde",
+  merchantLogo: "{name} logosu",
+  merchantSupport: "Bu ödemeyle ilgili yardım:",
 };
 
 const zh = {
@@ -596,6 +617,9 @@ const zh = {
   walletRejected: "钱包未发送付款。",
   walletNetwork: "您的钱包不认识 {network}：请先在钱包中添加该网络，然后重试。",
   walletFailed: "钱包无法发送付款：{reason}",
+  payWithTronLink: "使用 TronLink 支付",
+  merchantLogo: "{name} 的标志",
+  merchantSupport: "此付款的帮助：",
 };
 
 const ja = {
@@ -669,6 +693,9 @@ const ja = {
   walletRejected: "ウォレットは支払いを送信しませんでした。",
   walletNetwork: "ウォレットが {network} を認識していません。ウォレットに追加してから再度お試しください。",
   walletFailed: "ウォレットは支払いを送信できませんでした: {reason}",
+  payWithTronLink: "TronLink で支払う",
+  merchantLogo: "{name} のロゴ",
+  merchantSupport: "この支払いに関するお問い合わせ:",
 };
 
 export const MESSAGES = { en, de, es, fr, pt, ru, tr, zh, ja };
