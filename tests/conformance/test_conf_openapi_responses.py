@@ -113,6 +113,11 @@ def test_success_answers_match_their_declared_schemas(env: Env) -> None:
             "signature": sign_text(owner, f"{op}-webhook:{lower}"),
         }
         checked.check("POST", f"/webhook/{op}", api.post(f"/webhook/{op}", body))
+    profile = {"name": "Mugs & Co", "logoUrl": "https://cdn.shop.example/logo.svg"}
+    checked.check(
+        "POST", "/merchant/profile", api.post("/merchant/profile", profile, session=key)
+    )
+    checked.check("GET", "/merchant/profile", api.get("/merchant/profile", q, session=key))
     checked.check(
         "POST",
         "/auth/deregister-pubkey",

@@ -94,6 +94,7 @@ POST_BODIES: dict[str, Body] = {
         "amount": "1",
     },
     "/link/disable": lambda owner, key: {"id": "no-such-link"},
+    "/merchant/profile": lambda owner, key: {"name": "Mugs & Co"},
 }
 
 Query = Callable[[Env, LocalAccount], str]
@@ -127,6 +128,7 @@ GET_QUERIES: dict[str, Query] = {
     "/webhook/deliveries": _owner_query,
     "/export": _owner_query,
     "/links": _owner_query,
+    "/merchant/profile": _owner_query,
 }
 
 

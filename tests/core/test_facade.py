@@ -39,6 +39,7 @@ STORAGE_HOLDERS = {
     "paycore/ops/retention.py",
     "paycore/accounting/service.py",
     "paycore/links/service.py",
+    "paycore/merchant/service.py",
 }
 
 
