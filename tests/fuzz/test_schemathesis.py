@@ -118,6 +118,8 @@ SEMANTIC = {
     "/link": "a chain with an address-deriving backend; amount, or minAmount and maxAmount",
     "/link/{id}": "an existing link that may make an invoice; amount within its bounds",
     "/link/disable": "id as text without control characters",
+    "/merchant/profile": "owner in soft mode without session headers; name not blank; "
+    "logoUrl an https URL; support an https URL or an e-mail address",
 }
 
 
