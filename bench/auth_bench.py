@@ -52,6 +52,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL
 
 from paycore.auth import authenticate, register_pubkey
+from paycore.auth.registry import Registration
 from paycore.auth.signatures import personal_message_hash, public_key_to_address
 from paycore.config import Settings
 from paycore_storage import SqlStorage
@@ -149,11 +150,11 @@ def _bench_backend(
     register_pubkey(
         storage,
         settings,
-        {
-            "ownerAddress": public_key_to_address(owner.public_key.format(compressed=False)),
-            "publicKey": public_key,
-            "signature": _eip191_sign(owner, public_key),
-        },
+        Registration(
+            owner_address=public_key_to_address(owner.public_key.format(compressed=False)),
+            public_key=public_key,
+            signature=_eip191_sign(owner, public_key),
+        ),
         now=now,
     )
     raw = raw_connection()

@@ -47,8 +47,10 @@ def chain_kind(chain_id: int) -> ChainKind:
     return ChainKind.TRON if chain_id in TRON_CHAIN_IDS else ChainKind.EVM
 
 
-#: ASCII letters and digits only: nothing the loop in ``address_text`` could refuse.
-_PLAIN = re.compile(r"[0-9A-Za-z]+")
+#: Printable ASCII without the space: nothing the loop in ``address_text`` could refuse
+#: (it refuses whitespace, invisible characters and non-ASCII), so a token's ``1:0x..``
+#: passes in one scan too.
+_PLAIN = re.compile(r"[!-~]+")
 
 
 def _stray(ch: str) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ..config import Settings
@@ -90,6 +91,30 @@ def _gunicorn(
     workers: int,
     threads: int,
 ) -> Any:
+    return gunicorn_server(
+        framework,
+        lambda: create_app(framework, settings, prefix),
+        host=host,
+        port=port,
+        workers=workers,
+        threads=threads,
+        worker_exit=_close_flask_gateway if framework == "flask" else None,
+    )
+
+
+def gunicorn_server(
+    framework: str,
+    build: Callable[[], Any],
+    *,
+    host: str,
+    port: int,
+    workers: int = 1,
+    threads: int = DEFAULT_THREADS,
+    worker_exit: Callable[[Any, Any], None] | None = None,
+) -> Any:
+    """The gunicorn application ``paycore serve`` runs (call ``.run()``): ``build`` builds
+    the app in each worker, after the fork. Public so that a benchmark can put its ceiling
+    (a bare app of the same framework) under the very same server and settings."""
     try:
         from gunicorn.app.base import BaseApplication
         from gunicorn.glogging import Logger
@@ -119,9 +144,11 @@ def _gunicorn(
         "control_socket_disable": True,
     }
     if framework == "flask":
-        options.update(worker_class="gthread", threads=threads, worker_exit=_close_flask_gateway)
+        options.update(worker_class="gthread", threads=threads)
     else:
         options["worker_class"] = "uvicorn_worker.UvicornWorker"
+    if worker_exit is not None:
+        options["worker_exit"] = worker_exit
 
     class _Server(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
@@ -130,8 +157,8 @@ def _gunicorn(
                     self.cfg.set(key, value)
 
         def load(self) -> Any:
-            # Runs in the worker, after the fork: the gateway and its engine are its own.
-            return create_app(framework, settings, prefix)
+            # Runs in the worker, after the fork: the app (and any gateway) is its own.
+            return build()
 
     return _Server()
 
