@@ -1,24 +1,31 @@
-"""Signed requests per second through ``paycore serve``, next to a bare app on the same server.
+"""Signed requests per second through ``paycore serve``, next to bare apps on the same server.
 
-For each framework (Litestar under uvicorn, Flask under werkzeug's threaded server: what
-``paycore serve --framework`` runs) and each database (a fresh SQLite file, a fresh
-PostgreSQL schema), the bench starts ``paycore serve`` and ``bench/bare_app.py`` -- the same
-framework under the same server, answering the same two routes with the very bytes paycore
-answered -- and measures, repetition by repetition, interleaved:
+For each framework (Litestar and Flask, under gunicorn as ``paycore serve`` runs them:
+uvicorn's worker class, ``gthread`` workers) and each database (a fresh SQLite file, a fresh
+PostgreSQL schema), the bench starts ``paycore serve`` and two apps of ``bench/bare_app.py``
+under the very same server (``paycore.runtime.serve.gunicorn_server``), one worker process
+each, and measures, repetition by repetition, interleaved:
 
 - ``GET /paycore/invoice/{guid}``, session-signed over the URI;
 - ``POST /paycore/invoice``, session-signed over the body (one new invoice per request);
 
-each against paycore and against the bare app. Every request paycore gets carries a fresh
-nonce: each client process has its own session key and pre-signs its requests before the
-clock starts. The bare app gets the same request bytes.
+against three servers:
+
+- ``paycore``: every request with a fresh nonce (each client process has its own session
+  key and pre-signs its requests before the clock starts);
+- ``bare``: the same framework answering the very bytes paycore answered, doing nothing
+  else (the ceiling the targets are measured against);
+- ``floor``: the least a replay-proof signed request can do on that server and database,
+  written straight against the libraries: the key recovered from the signature and the nonce
+  recorded by one durable statement (and the POST's body in the same transaction), then the
+  same bytes (see ``bare_app.py``). It gets fresh nonces as paycore does.
 
 The load client is ``--clients`` processes, each on one keep-alive connection, sending
 prepared request bytes and reading the answers with a minimal HTTP/1.1 reader (no HTTP
 library in the loop). To show it is not the limit, the bench also runs the bare GET with
 twice as many client processes (``client_check``): if the client were the limit, the
-bare rate would rise with it. It prints each side's CPU per request (client processes,
-server process) as well. ``paycore serve`` runs one process here, and so does the bare app.
+bare rate would rise with it. It prints each side's CPU per request (the client processes;
+the server's whole process tree, gunicorn's arbiter and its worker) as well.
 
 Each line of stdout is one JSON object: figure, value, ceiling, ratio (medians of
 ``--reps``); progress on stderr.
@@ -134,7 +141,7 @@ class Job:
 
 def _read_answer(sock: socket.socket, buffer: bytearray) -> tuple[int, bool]:
     """Read one response (Content-Length framed) off ``sock``: its status code, and whether
-    the server closes the connection after it (werkzeug does after every answer)."""
+    the server closes the connection after it."""
     while True:
         end = buffer.find(b"\r\n\r\n")
         if end >= 0:
@@ -207,7 +214,7 @@ def _send_all(job: Job, start: Any, results: Any) -> None:
             error = f"status {status}"
             break
         sent += 1
-        if close:  # werkzeug: a new connection per request, for paycore and bare alike
+        if close:  # a server that closes after each answer: reconnect
             sock.close()
             sock = _connect(job.port)
     elapsed = time.perf_counter() - began
@@ -219,9 +226,21 @@ def _send_all(job: Job, start: Any, results: Any) -> None:
 
 
 def _server_cpu(pid: int) -> float:
-    """CPU seconds the process has used (all its threads): utime + stime."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds the process and its live descendants have used (all their threads):
+    utime + stime. gunicorn's workers are children of its arbiter."""
+    total = 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except FileNotFoundError:
+            continue
+        total += sum(_server_cpu(int(child)) for child in children)
+    return total
 
 
 def _load(
@@ -391,7 +410,7 @@ def _bench_pair(
     framework: str, db: str, url: str, args: argparse.Namespace, folder: Path
 ) -> list[dict[str, Any]]:
     py = sys.executable
-    paycore_port, bare_port = _free_port(), _free_port()
+    paycore_port, bare_port, floor_port = _free_port(), _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")}
     env.update(
         {
@@ -424,18 +443,28 @@ def _bench_pair(
             py, str(HERE / "bare_app.py"), "--framework", framework,
             "--port", str(bare_port), "--bodies", str(bodies),
         ]  # fmt: skip
-        with _process(bare, bare_port, env) as bare_pid:
-            targets = {"paycore": (paycore_pid, paycore_port), "bare": (bare_pid, bare_port)}
+        floor = [
+            py, str(HERE / "bare_app.py"), "--framework", framework,
+            "--port", str(floor_port), "--bodies", str(bodies), "--floor", url,
+        ]  # fmt: skip
+        floor_nonces = [1] * (2 * args.clients)
+        with (
+            _process(bare, bare_port, env) as bare_pid,
+            _process(floor, floor_port, env) as floor_pid,
+        ):
+            targets = {
+                "paycore": (paycore_pid, paycore_port, nonces),
+                "bare": (bare_pid, bare_port, None),
+                "floor": (floor_pid, floor_port, floor_nonces),
+            }
             # warm-up: connections, prepared statements, caches
-            for side, (pid, port) in targets.items():
-                signed = nonces if side == "paycore" else None
+            for pid, port, signed in targets.values():
                 _load(pid, port, "get", uri, args.clients, 0.5, signed, 200)
             samples: dict[tuple[str, str], list[dict[str, float]]] = {}
             for rep in range(args.reps):
                 for kind in ("get", "post"):
-                    for side, (pid, port) in targets.items():
+                    for side, (pid, port, signed) in targets.items():
                         path = uri if kind == "get" else PREFIX + "/invoice"
-                        signed = nonces if side == "paycore" else None
                         expect = 200 if kind == "get" else 201
                         result = _load(
                             pid, port, kind, path, args.clients, args.seconds, signed, expect
@@ -453,7 +482,7 @@ def _bench_pair(
             ]
     common = {
         "bench": "http", "framework": framework,
-        "server": "uvicorn" if framework == "litestar" else "werkzeug-threaded",
+        "server": "gunicorn+uvicorn-worker" if framework == "litestar" else "gunicorn-gthread",
         "db": db, "clients": args.clients, "seconds": args.seconds, "reps": args.reps,
         "stat": "median", "server_processes": 1,
     }  # fmt: skip
@@ -476,6 +505,21 @@ def _bench_pair(
                 "server_cpu_ms_per_req": round(median(kind, "paycore", "server_cpu_ms"), 3),
                 "bare_server_cpu_ms_per_req": round(median(kind, "bare", "server_cpu_ms"), 3),
                 "client_cpu_ms_per_req": round(median(kind, "paycore", "client_cpu_ms"), 3),
+            }
+        )
+        floor = median(kind, "floor", "req_per_s")
+        rows.append(
+            {
+                **common,
+                "endpoint": ENDPOINTS[kind],
+                "figure": "req_per_s",
+                "value": round(ours, 1),
+                "ceiling": "floor_req_per_s",
+                "ceiling_value": round(floor, 1),
+                "ratio": round(ours / floor, 3),
+                "note": "floor: key recovery and one durable nonce write, nothing else",
+                "floor_over_bare": round(floor / ceiling, 3),
+                "floor_server_cpu_ms_per_req": round(median(kind, "floor", "server_cpu_ms"), 3),
             }
         )
     single = median("get", "bare", "req_per_s")
@@ -535,10 +579,9 @@ def main(argv: list[str] | None = None) -> int:
             # Client, servers and PostgreSQL share these CPUs; a load average above their
             # count means other work competed with the run and the figures are rough.
             "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-            **{p: version(p) for p in ("flask", "werkzeug", "litestar", "uvicorn")},
-            "note": "one server process each (paycore serve, bare app); paycore serve "
-            "has no --workers here. werkzeug answers every request with Connection: close, "
-            "so the Flask cases open a connection per request, for paycore and bare alike",
+            **{p: version(p) for p in ("flask", "litestar", "uvicorn", "gunicorn")},
+            "note": "one gunicorn worker process each (paycore serve, bare, floor), the "
+            "same server settings for all three",
             "elapsed_s": round(time.perf_counter() - started, 1),
         }
     )
