@@ -114,9 +114,7 @@ def test_success_answers_match_their_declared_schemas(env: Env) -> None:
         }
         checked.check("POST", f"/webhook/{op}", api.post(f"/webhook/{op}", body))
     profile = {"name": "Mugs & Co", "logoUrl": "https://cdn.shop.example/logo.svg"}
-    checked.check(
-        "POST", "/merchant/profile", api.post("/merchant/profile", profile, session=key)
-    )
+    checked.check("POST", "/merchant/profile", api.post("/merchant/profile", profile, session=key))
     checked.check("GET", "/merchant/profile", api.get("/merchant/profile", q, session=key))
     checked.check(
         "POST",
