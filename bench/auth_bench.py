@@ -13,7 +13,13 @@ SQLite file and on PostgreSQL, interleaved repetition by repetition, and prints 
   same driver (sqlite3 / psycopg) on the same database: the statement in autocommit mode,
   so it is its own transaction and the commit is the one the database makes durable
   (the storage ceiling). ``raw_write_tx`` is the same as the driver's default
-  ``execute(); commit()`` (BEGIN, UPDATE, COMMIT), printed for reference.
+  ``execute(); commit()`` (BEGIN, UPDATE, COMMIT), printed for reference;
+- ``raw_spend``: paycore's own nonce-spending SQL (``paycore_storage.sql``: on PostgreSQL one
+  statement in autocommit, on SQLite the key's ``UPDATE .. RETURNING``, the message's
+  ``INSERT`` and the prune in one ``BEGIN IMMEDIATE`` transaction) sent by hand through the
+  raw driver: what the database work of a verification costs with no Python around it. The
+  overhead over it is paycore's own code; its excess over ``raw_write`` is the price of
+  the replay window (a row per accepted message, kept for the window, then pruned).
 
 Both databases keep their durable defaults (SQLite: WAL, synchronous=FULL; PostgreSQL:
 fsync and synchronous_commit as the server has them, printed). The figure to compare across
@@ -57,6 +63,7 @@ from paycore.auth.signatures import personal_message_hash, public_key_to_address
 from paycore.config import Settings
 from paycore_storage import SqlStorage
 from paycore_storage.engine import database_url
+from paycore_storage.sql import _SPEND  # the statements themselves, for the raw_spend floor
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 BODY = json.dumps(
@@ -160,6 +167,22 @@ def _bench_backend(
     raw = raw_connection()
     raw.execute(RAW_TABLE)
     raw.execute("INSERT INTO bench_raw (id, n) VALUES (1, 0)")
+    # raw_spend: paycore's own spend statements, sent by hand through the raw driver for a
+    # second key of the same owner (its nonces are its own).
+    spender = PrivateKey(hashlib.sha256(b"bench-raw-spend").digest())
+    spender_key = "0x" + spender.public_key.format(compressed=False).hex()
+    spend_address = register_pubkey(
+        storage,
+        settings,
+        Registration(
+            owner_address=public_key_to_address(owner.public_key.format(compressed=False)),
+            public_key=spender_key,
+            signature=_eip191_sign(owner, spender_key),
+        ),
+        now=now,
+    ).address
+    postgres = name == "postgresql"
+    spend_sql = _SPEND[(postgres, False)]
 
     warm = max(1, count // 10)
     _log(f"{name}: pre-signing {warm} + {reps} x {count} requests")
@@ -188,6 +211,22 @@ def _bench_backend(
         for _ in range(first, end):
             raw.execute(RAW_UPDATE)
 
+    def run_raw_spend(first: int, end: int) -> None:
+        for nonce in range(first + 1, end + 1):
+            params = {
+                "address": spend_address, "nonce": nonce, "digest": f"{nonce:064x}",
+                "window": settings.nonce_window, "now": now,
+            }  # fmt: skip
+            if postgres:
+                assert raw.execute(spend_sql[0], params).fetchall()
+                continue
+            advance, record, prune = spend_sql
+            raw.execute("BEGIN IMMEDIATE")
+            assert raw.execute(advance, params).fetchall()
+            assert raw.execute(record, params).fetchall()
+            raw.execute(prune, {"address": spend_address, "bound": nonce - params["window"]})
+            raw.execute("COMMIT")
+
     def run_raw_write_tx(first: int, end: int) -> None:
         # The driver's default shape: an explicit transaction around the one statement.
         for _ in range(first, end):
@@ -200,6 +239,7 @@ def _bench_backend(
         "verify": run_verify,
         "raw_write": run_raw_write,
         "raw_write_tx": run_raw_write_tx,
+        "raw_spend": run_raw_spend,
     }
     run_verify(0, warm)  # connections, prepared statements, caches
     samples: dict[str, list[float]] = {case: [] for case in cases}
@@ -239,7 +279,7 @@ def _report(name: str, median: dict[str, float], count: int, reps: int) -> None:
         }
     )
     overhead = verify - recover
-    for ceiling in ("raw_write", "raw_write_tx"):
+    for ceiling in ("raw_write", "raw_write_tx", "raw_spend"):
         _emit(
             {
                 **common,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Context, Decimal, localcontext
 from typing import Any
 
-from paycore.domain.money import normalize
+from paycore.domain.money import normalize, plain_text
 
 _WIDE = Context(prec=80)
 
@@ -24,5 +24,5 @@ def exact(value: Any) -> Decimal:
 
 
 def exact_text(value: Decimal) -> str:
-    """Plain positional text (``format(.., "f")`` never rounds and never uses exponents)."""
-    return format(value, "f")
+    """Plain positional text: never rounded, never an exponent."""
+    return plain_text(value)

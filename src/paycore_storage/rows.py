@@ -89,6 +89,17 @@ def invoice_row(invoice: Invoice) -> dict[str, Any]:
     }
 
 
+def invoice_state_row(invoice: Invoice) -> dict[str, Any]:
+    """The columns a deposit or a deadline changes (``sql._INVOICE_STATE``), as
+    :func:`invoice_row` writes them: the watcher updates thousands of invoices a batch and
+    needs none of the columns fixed at creation."""
+    return {
+        "status": invoice.status.value,
+        "paid_amount": invoice.paid_amount,
+        "payments": [payment_json(p) for p in invoice.payments],
+    }
+
+
 def invoice_from_row(row: Row | Mapping[str, Any]) -> Invoice:
     """From a RowMapping, or from the dict a ``prepared.Prepared`` statement returns."""
     return Invoice(

@@ -139,6 +139,7 @@ from .rows import (
     event_from_row,
     invoice_from_row,
     invoice_row,
+    invoice_state_row,
     link_from_row,
     link_row,
     parked_from_row,
@@ -669,21 +670,20 @@ class SqlTx(RefundStatements):
             for invoice in records:
                 self.update_invoice(invoice)
             return
+        states = [invoice_state_row(invoice) for invoice in records]
         if self._postgres:  # one statement for them all: a round trip per row costs more
-            full = [invoice_row(invoice) for invoice in records]
             columns = {
-                "guids": [r["guid"] for r in full],
-                "statuses": [r["status"] for r in full],
-                "paid": [r["paid_amount"] for r in full],
-                "payments": [json.dumps(r["payments"]) for r in full],
+                "guids": [invoice.guid for invoice in records],
+                "statuses": [r["status"] for r in states],
+                "paid": [r["paid_amount"] for r in states],
+                "payments": [json.dumps(r["payments"]) for r in states],
             }
-            if self._c.execute(_INVOICE_STATES_BATCH, columns).rowcount != len(full):
+            if self._c.execute(_INVOICE_STATES_BATCH, columns).rowcount != len(states):
                 self._unknown_invoice(columns["guids"])
             return
-        rows = []
-        for invoice in records:
-            row = invoice_row(invoice)
-            rows.append({"_guid": invoice.guid, **{name: row[name] for name in _INVOICE_STATE}})
+        rows = [
+            {"_guid": invoice.guid, **state} for invoice, state in zip(records, states, strict=True)
+        ]
         stmt = (
             update(invoices)
             .where(invoices.c.guid == bindparam("_guid"))

@@ -73,7 +73,18 @@ def normalize(value: Decimal) -> Decimal:
 
 def to_text(value: Decimal) -> str:
     """Wire form of a decimal: plain notation, never ``1E+3``."""
-    return format(normalize(value), "f")
+    return plain_text(normalize(value))
+
+
+def plain_text(value: Decimal) -> str:
+    """``value`` in positional notation, every digit kept, never rounded.
+
+    ``str`` is that already unless it chose an exponent (a positive exponent, or more than
+    six zeros after the point); ``format(.., "f")`` handles those. ``str`` first because
+    Decimal's ``__format__`` parses its spec on every call and costs ten times as much, on a
+    path every stored and sent amount takes."""
+    text = str(value)
+    return format(value, "f") if "E" in text else text
 
 
 def from_base_units(units: int, decimals: int) -> Decimal:
