@@ -1,0 +1,118 @@
+"""Every bench in ``bench/`` still runs and still prints its figures.
+
+The benches are not part of the library, so nothing else imports them: a change to an API
+they call (a typed request replacing a mapping, a server the bare app must mirror) broke
+them silently before. Each runs here at a size that takes seconds -- its figures are noise
+at that size and are not judged -- and the test checks the run ends well and prints, as
+JSON lines, the figures its docstring promises, each a positive number.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import URL
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _run(script: str, *args: str, timeout: float = 300) -> list[dict[str, Any]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")}
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, f"{script} exited {done.returncode}: {done.stderr[-3000:]}"
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"{script} printed no JSON lines: {done.stdout[-2000:]}"
+    return lines
+
+
+@pytest.fixture
+def postgres_url(postgres_server: URL) -> str:
+    return postgres_server.render_as_string(hide_password=False)
+
+
+def _positive(line: dict[str, Any], *fields: str) -> None:
+    for name in fields:
+        value = line.get(name)
+        assert isinstance(value, int | float) and value > 0, (name, line)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_auth_bench(postgres_url: str) -> None:
+    lines = _run("auth_bench.py", "--requests", "20", "--reps", "3", "--postgres", postgres_url)
+    overhead = [line for line in lines if line.get("figure") == "auth_overhead_ms"]
+    assert {line["db"] for line in overhead} == {"sqlite", "postgresql"}
+    for line in overhead:
+        _positive(line, "value", "ceiling_value", "ratio")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_http_bench_prints_paycore_bare_and_floor(postgres_url: str) -> None:
+    lines = _run(
+        "http_bench.py", "--seconds", "0.3", "--reps", "3", "--clients", "1",
+        "--postgres", postgres_url, timeout=600,
+    )  # fmt: skip
+    rates = [line for line in lines if line.get("figure") == "req_per_s"]
+    seen = {(line["framework"], line["db"], line["endpoint"], line["ceiling"]) for line in rates}
+    for framework in ("litestar", "flask"):
+        for db in ("sqlite", "postgresql"):
+            for endpoint in ("GET /invoice/{guid}", "POST /invoice"):
+                for ceiling in ("bare_req_per_s", "floor_req_per_s"):
+                    assert (framework, db, endpoint, ceiling) in seen
+    for line in rates:
+        _positive(line, "value", "ceiling_value", "ratio")
+        if line["ceiling"] == "bare_req_per_s":
+            # The arbiter's CPU alone read zero before; the whole tree's cannot.
+            _positive(line, "server_cpu_ms_per_req", "bare_server_cpu_ms_per_req")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_scale_bench(postgres_url: str) -> None:
+    lines = _run(
+        "scale_bench.py", "--sizes", "1000,2000", "--reps", "3", "--inner", "2",
+        "--postgres-url", postgres_url, timeout=600,
+    )  # fmt: skip
+    ratios = [line for line in lines if line.get("kind") == "ratio"]
+    assert {line["backend"] for line in ratios} == {"sqlite", "postgresql"}
+    for line in ratios:
+        _positive(line, "value", "ceiling_value", "ratio")
+
+
+@pytest.mark.slow
+@pytest.mark.anvil
+@pytest.mark.postgres
+def test_ingest_bench(postgres_url: str) -> None:
+    lines = _run(
+        "ingest_bench.py", "--deposits", "20", "--reps", "3", "--postgres", postgres_url,
+        timeout=900,
+    )  # fmt: skip
+    ingest = [line for line in lines if line.get("bench") == "ingest"]
+    assert {(line["database"], line["kind"]) for line in ingest} == {
+        (db, kind) for db in ("sqlite", "postgresql") for kind in ("erc20", "native")
+    }
+    for line in ingest:
+        _positive(line, "figure", "ceiling", "ratio", "ceiling_tx_rows_only")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_ws_outbox_bench(postgres_url: str) -> None:
+    lines = _run("ws_outbox_bench.py", "--events", "20", "--reps", "3", "--postgres", postgres_url)
+    assert len(lines) == 2, lines  # one per database
+    for line in lines:
+        assert line["ceiling"]["what"], line
