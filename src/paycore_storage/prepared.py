@@ -152,3 +152,33 @@ def on_dbapi(
         ) from error
     finally:
         cursor.close()
+
+
+def copy_rows(
+    connection: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> None:
+    """PostgreSQL: ``COPY table (columns) FROM STDIN`` of ``rows`` (Python values, ``None``
+    for NULL) on ``connection``'s DBAPI connection, inside its transaction: the bulk path for
+    thousands of rows, several times faster than any ``INSERT`` psycopg can send. Errors
+    leave as :func:`on_driver`'s do."""
+    dbapi: Any = connection.connection.dbapi_connection
+    names = ", ".join(columns)
+    sql = f"COPY {table} ({names}) FROM STDIN"
+    cursor = dbapi.cursor()
+    try:
+        with cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row(row)
+    except Exception as error:
+        dialect = connection.dialect
+        base = dialect.loaded_dbapi.Error
+        if not isinstance(error, base):
+            raise
+        broken = dialect.is_disconnect(error, dbapi, cursor)
+        if broken:
+            connection.invalidate(error)
+        raise DBAPIError.instance(
+            sql, None, error, base, connection_invalidated=broken, dialect=dialect
+        ) from error
+    finally:
+        cursor.close()

@@ -74,6 +74,7 @@ from sqlalchemy import (
     Select,
     Table,
     Text,
+    any_,
     bindparam,
     case,
     delete,
@@ -87,6 +88,7 @@ from sqlalchemy import (
     tuple_,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL
@@ -125,11 +127,12 @@ from paycore.webhooks.records import (
     Settlement,
 )
 
+from .decimals import exact_text
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .migrations import migrate
 from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
 from .outbox_signal import PostgresListen, SqliteDataVersion
-from .prepared import Prepared, on_dbapi, on_driver
+from .prepared import Prepared, copy_rows, on_dbapi, on_driver
 from .refunds import RefundStatements
 from .rows import (
     attempt_from_row,
@@ -278,17 +281,28 @@ def _spend_sql(*, postgres: bool, strict: bool) -> tuple[str, ...]:
     )
 
 
-#: PostgreSQL: many invoices' status, paid amount and payments in one statement.
-_INVOICE_STATES_BATCH = text(
+#: PostgreSQL: ids for a batch of outbox events, drawn from the table's own sequence in one
+#: round trip (the rows then go in by ``COPY``, which cannot return them).
+_EVENT_IDS = text(
+    f"SELECT nextval(pg_get_serial_sequence('{outbox.name}', 'id')) FROM generate_series(1, :n)"
+)
+#: PostgreSQL: many invoices' state from one JSON document, parsed by the server: one text
+#: parameter instead of arrays, which psycopg dumps element by element in Python.
+_INVOICE_STATES_JSON = text(
     f"""
     UPDATE {invoices.name} AS i
-       SET status = v.status, paid_amount = v.paid, payments = CAST(v.payments AS JSON)
-      FROM unnest(
-            CAST(:guids AS TEXT[]), CAST(:statuses AS TEXT[]),
-            CAST(:paid AS NUMERIC[]), CAST(:payments AS TEXT[])
-           ) AS v(guid, status, paid, payments)
+       SET status = v.status, paid_amount = v.paid, payments = v.payments
+      FROM json_to_recordset(CAST(:states AS JSON))
+           AS v(guid TEXT, status TEXT, paid NUMERIC, payments JSON)
      WHERE i.guid = v.guid
     """
+)
+
+#: SQLite: the outbox's AUTOINCREMENT sequence (the last id it handed out), and a batch
+#: insert of events in sqlite3's own parameter style.
+_OUTBOX_SEQUENCE = text(f"SELECT seq FROM sqlite_sequence WHERE name = '{outbox.name}'")
+_INSERT_EVENTS_SQLITE = (
+    f"INSERT INTO {outbox.name} (owner, guid, payload, created_at, type) VALUES (?, ?, ?, ?, ?)"
 )
 
 #: The transaction rows' unique key: one transfer (``paycore.storage``: insert_transaction).
@@ -381,6 +395,20 @@ _INVOICE_BY_GUID = select(*_INVOICE_COLUMNS).where(invoices.c.guid == bindparam(
 _INVOICE = Prepared(lambda _: _INVOICE_BY_GUID, _INVOICE_COLUMNS)
 _INVOICE_FOR_UPDATE = Prepared(lambda _: _INVOICE_BY_GUID.with_for_update(), _INVOICE_COLUMNS)
 _INSERT_INVOICE = Prepared(_insert_invoice, [invoices.c.guid])
+#: PostgreSQL: the invoices at a batch of addresses (the watcher's), one statement of fixed
+#: text for any number of them (an array, not an ``IN`` list of that many placeholders),
+#: compiled once and prepared by the server. Ordered by address: with ``FOR UPDATE`` the row
+#: locks are taken in one global order ("C" collation sorts as Python does).
+_INVOICES_AT = (
+    select(*_INVOICE_COLUMNS)
+    .where(
+        invoices.c.chain_id == bindparam("chain_id"),
+        invoices.c.address == any_(bindparam("addresses", type_=ARRAY(Text))),
+    )
+    .order_by(invoices.c.address, invoices.c.seq)
+)
+_INVOICES_AT_PG = Prepared(lambda _: _INVOICES_AT, _INVOICE_COLUMNS)
+_INVOICES_AT_PG_FOR_UPDATE = Prepared(lambda _: _INVOICES_AT.with_for_update(), _INVOICE_COLUMNS)
 
 
 def _after(columns: Sequence[Any], values: Sequence[Any]) -> ColumnElement[bool]:
@@ -653,8 +681,14 @@ class SqlTx(RefundStatements):
         self, chain_id: int, addresses: Sequence[str], *, for_update: bool = False
     ) -> dict[str, list[Invoice]]:
         found: dict[str, list[Invoice]] = {}
+        if self._postgres:
+            prepared = _INVOICES_AT_PG_FOR_UPDATE if for_update else _INVOICES_AT_PG
+            params = {"chain_id": chain_id, "addresses": sorted(set(addresses))}
+            for fetched in prepared.rows(self._c, params):
+                found.setdefault(fetched["address"], []).append(invoice_from_row(fetched))
+            return found
         # Sorted, and each chunk ordered the same way: the row locks are taken in one global
-        # order ("C" collation on PostgreSQL sorts as Python does), whatever the chunking.
+        # order, whatever the chunking.
         for chunk in _chunks(sorted(set(addresses))):
             query = (
                 select(invoices)
@@ -672,14 +706,19 @@ class SqlTx(RefundStatements):
             return
         states = [invoice_state_row(invoice) for invoice in records]
         if self._postgres:  # one statement for them all: a round trip per row costs more
-            columns = {
-                "guids": [invoice.guid for invoice in records],
-                "statuses": [r["status"] for r in states],
-                "paid": [r["paid_amount"] for r in states],
-                "payments": [json.dumps(r["payments"]) for r in states],
-            }
-            if self._c.execute(_INVOICE_STATES_BATCH, columns).rowcount != len(states):
-                self._unknown_invoice(columns["guids"])
+            document = json.dumps(
+                [
+                    {
+                        "guid": invoice.guid,
+                        "status": state["status"],
+                        "paid": exact_text(state["paid_amount"]),
+                        "payments": state["payments"],
+                    }
+                    for invoice, state in zip(records, states, strict=True)
+                ]
+            )
+            if self._c.execute(_INVOICE_STATES_JSON, {"states": document}).rowcount != len(states):
+                self._unknown_invoice([invoice.guid for invoice in records])
             return
         rows = [
             {"_guid": invoice.guid, **state} for invoice, state in zip(records, states, strict=True)
@@ -1106,22 +1145,33 @@ class SqlTx(RefundStatements):
                 self.add_event(e.owner, e.guid, e.payload, e.created_at, e.type) for e in events
             ]
         self._publish()
-        rows = [
-            {
-                "owner": e.owner,
-                "guid": e.guid,
-                "payload": e.payload,
-                "created_at": e.created_at,
-                "type": e.type,
-            }
-            for e in events
-        ]
-        # Rows are inserted in the order given and their ids increase, so sorting the ids
-        # returned pairs them up, and a queue hands them out in that order. SQLite cannot
-        # sort its RETURNING rows for SQLAlchemy without going row by row; it has one writer
-        # at a time, so sorting here is exact.
-        stmt = outbox.insert().returning(outbox.c.id, sort_by_parameter_order=self._postgres)
-        return sorted(self._c.execute(stmt, rows).scalars())
+        if self._postgres:
+            # Ids drawn first (after ``_publish``, as an insert's default would draw them),
+            # increasing; the events take them in order, then go in by COPY.
+            ids = sorted(self._c.execute(_EVENT_IDS, {"n": len(events)}).scalars())
+            copy_rows(
+                self._c,
+                outbox.name,
+                ("id", "owner", "guid", "payload", "created_at", "type"),
+                (
+                    (i, e.owner, e.guid, json.dumps(e.payload), e.created_at, e.type)
+                    for i, e in zip(ids, events, strict=True)
+                ),
+            )
+            return ids
+        # SQLite: this transaction holds the one write lock and the table is AUTOINCREMENT,
+        # so the rows take the ids after the sequence's last, one by one, in the order given.
+        # One executemany straight to sqlite3 (SQLAlchemy's RETURNING path builds the
+        # statement anew for every batch).
+        first = self._c.execute(_OUTBOX_SEQUENCE).scalar() or 0
+        self._c.exec_driver_sql(
+            _INSERT_EVENTS_SQLITE,
+            [(e.owner, e.guid, json.dumps(e.payload), e.created_at, e.type) for e in events],
+        )
+        last = self._c.execute(_OUTBOX_SEQUENCE).scalar() or 0
+        if last - first != len(events):  # another writer in this transaction: never
+            raise RuntimeError(f"outbox ids {first + 1}..{last} for {len(events)} events")
+        return list(range(first + 1, last + 1))
 
     def _horizon(self, last_id: int) -> int:
         """The highest event id below which nothing can still appear, given ``last_id``, the
