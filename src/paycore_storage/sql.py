@@ -395,20 +395,32 @@ _INVOICE_BY_GUID = select(*_INVOICE_COLUMNS).where(invoices.c.guid == bindparam(
 _INVOICE = Prepared(lambda _: _INVOICE_BY_GUID, _INVOICE_COLUMNS)
 _INVOICE_FOR_UPDATE = Prepared(lambda _: _INVOICE_BY_GUID.with_for_update(), _INVOICE_COLUMNS)
 _INSERT_INVOICE = Prepared(_insert_invoice, [invoices.c.guid])
-#: PostgreSQL: the invoices at a batch of addresses (the watcher's), one statement of fixed
-#: text for any number of them (an array, not an ``IN`` list of that many placeholders),
-#: compiled once and prepared by the server. Ordered by address: with ``FOR UPDATE`` the row
-#: locks are taken in one global order ("C" collation sorts as Python does).
-_INVOICES_AT = (
-    select(*_INVOICE_COLUMNS)
-    .where(
-        invoices.c.chain_id == bindparam("chain_id"),
-        invoices.c.address == any_(bindparam("addresses", type_=ARRAY(Text))),
+
+
+def _invoices_at(dialect: Dialect) -> Select[Any]:
+    """The invoices at a batch of addresses (the watcher's), one statement of fixed text for
+    any number of them: PostgreSQL takes them as an array, SQLite as a JSON array it unpacks
+    (``json_each``), instead of an ``IN`` list of that many placeholders compiled anew for
+    each batch. Ordered by address: with ``FOR UPDATE`` PostgreSQL takes the row locks in one
+    global order ("C" collation sorts as Python does)."""
+    if dialect.name == "postgresql":
+        match = invoices.c.address == any_(bindparam("addresses", type_=ARRAY(Text)))
+    else:
+        listed: Select[Any] = select(literal_column("value")).select_from(
+            func.json_each(bindparam("addresses", type_=Text))
+        )
+        match = invoices.c.address.in_(listed.scalar_subquery())
+    return (
+        select(*_INVOICE_COLUMNS)
+        .where(invoices.c.chain_id == bindparam("chain_id"), match)
+        .order_by(invoices.c.address, invoices.c.seq)
     )
-    .order_by(invoices.c.address, invoices.c.seq)
+
+
+_INVOICES_AT = Prepared(_invoices_at, _INVOICE_COLUMNS)
+_INVOICES_AT_FOR_UPDATE = Prepared(
+    lambda dialect: _invoices_at(dialect).with_for_update(), _INVOICE_COLUMNS
 )
-_INVOICES_AT_PG = Prepared(lambda _: _INVOICES_AT, _INVOICE_COLUMNS)
-_INVOICES_AT_PG_FOR_UPDATE = Prepared(lambda _: _INVOICES_AT.with_for_update(), _INVOICE_COLUMNS)
 
 
 def _after(columns: Sequence[Any], values: Sequence[Any]) -> ColumnElement[bool]:
@@ -681,22 +693,14 @@ class SqlTx(RefundStatements):
         self, chain_id: int, addresses: Sequence[str], *, for_update: bool = False
     ) -> dict[str, list[Invoice]]:
         found: dict[str, list[Invoice]] = {}
-        if self._postgres:
-            prepared = _INVOICES_AT_PG_FOR_UPDATE if for_update else _INVOICES_AT_PG
-            params = {"chain_id": chain_id, "addresses": sorted(set(addresses))}
-            for fetched in prepared.rows(self._c, params):
-                found.setdefault(fetched["address"], []).append(invoice_from_row(fetched))
-            return found
-        # Sorted, and each chunk ordered the same way: the row locks are taken in one global
-        # order, whatever the chunking.
-        for chunk in _chunks(sorted(set(addresses))):
-            query = (
-                select(invoices)
-                .where(invoices.c.chain_id == chain_id, invoices.c.address.in_(chunk))
-                .order_by(invoices.c.address, invoices.c.seq)
-            )
-            for row in self._all(query.with_for_update() if for_update else query):
-                found.setdefault(row["address"], []).append(invoice_from_row(row))
+        wanted = sorted(set(addresses))
+        params = {
+            "chain_id": chain_id,
+            "addresses": wanted if self._postgres else json.dumps(wanted),
+        }
+        prepared = _INVOICES_AT_FOR_UPDATE if for_update else _INVOICES_AT
+        for row in prepared.rows(self._c, params):
+            found.setdefault(row["address"], []).append(invoice_from_row(row))
         return found
 
     def update_invoice_states(self, records: Sequence[Invoice]) -> None:
