@@ -93,6 +93,36 @@ class Prepared:
             for row in fetched
         ]
 
+    def run_many(self, connection: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Run it once per row of ``rows`` (the driver's ``executemany``: sqlite3 loops in C,
+        psycopg pipelines) in ``connection``'s transaction; the rows it changed, summed.
+        For a statement that returns nothing: a bulk insert or update."""
+        compiled = self._for(connection.dialect)
+        binds, order = compiled.binds, compiled.order
+        arguments: list[Any] = []
+        for params in rows:
+            values = {name: (binds[name](v) if name in binds else v) for name, v in params.items()}
+            arguments.append(values if order is None else tuple(values[n] for n in order))
+        dbapi = connection.connection.dbapi_connection
+        dialect = connection.dialect
+        cursor: Any = dbapi.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.executemany(compiled.sql, arguments)
+            count: int = cursor.rowcount
+            return count
+        except Exception as error:
+            base = dialect.loaded_dbapi.Error
+            if not isinstance(error, base):
+                raise
+            broken = dialect.is_disconnect(error, dbapi, cursor)
+            if broken:
+                connection.invalidate(error)
+            raise DBAPIError.instance(
+                compiled.sql, None, error, base, connection_invalidated=broken, dialect=dialect
+            ) from error
+        finally:
+            cursor.close()
+
     def _results(
         self, dialect: Dialect, description: Sequence[Sequence[Any]]
     ) -> tuple[tuple[str, Process | None], ...]:

@@ -305,6 +305,34 @@ _INSERT_EVENTS_SQLITE = (
     f"INSERT INTO {outbox.name} (owner, guid, payload, created_at, type) VALUES (?, ?, ?, ?, ?)"
 )
 
+
+def _insert_transactions(dialect: Dialect) -> ClauseElement:
+    """A batch of transaction rows, every column bound (``Prepared.run_many``): a row whose
+    transfer is known already is skipped, which the caller sees in the count."""
+    insert_into = pg_insert if dialect.name == "postgresql" else sqlite_insert
+    names = [c.name for c in transactions.c if c.name != "id"]
+    return (
+        insert_into(transactions)
+        .values({name: bindparam(name, type_=transactions.c[name].type) for name in names})
+        .on_conflict_do_nothing(index_elements=["chain_id", "tx_hash", "log_index", "token"])
+    )
+
+
+_INSERT_TRANSACTIONS = Prepared(_insert_transactions)
+#: SQLite: a batch of invoices' new state, one row each (PostgreSQL takes one JSON document).
+_UPDATE_INVOICE_STATES = Prepared(
+    lambda _: (
+        update(invoices)
+        .where(invoices.c.guid == bindparam("_guid"))
+        .values(
+            {
+                name: bindparam(name, type_=invoices.c[name].type)
+                for name in ("status", "paid_amount", "payments")
+            }
+        )
+    )
+)
+
 #: The transaction rows' unique key: one transfer (``paycore.storage``: insert_transaction).
 _TRANSFER_KEY = ["chain_id", "tx_hash", "log_index", "token"]
 #: What deposits and deadlines change in an invoice; the rest is fixed at creation.
@@ -727,12 +755,7 @@ class SqlTx(RefundStatements):
         rows = [
             {"_guid": invoice.guid, **state} for invoice, state in zip(records, states, strict=True)
         ]
-        stmt = (
-            update(invoices)
-            .where(invoices.c.guid == bindparam("_guid"))
-            .values({name: bindparam(name, type_=invoices.c[name].type) for name in _INVOICE_STATE})
-        )
-        if self._c.execute(stmt, rows).rowcount != len(rows):
+        if _UPDATE_INVOICE_STATES.run_many(self._c, rows) != len(rows):
             self._unknown_invoice([r["_guid"] for r in rows])
 
     def _unknown_invoice(self, wanted: list[str]) -> None:
@@ -854,21 +877,11 @@ class SqlTx(RefundStatements):
         # All new is the watcher's case: one executemany, no RETURNING (which costs the
         # driver several times the insert). Any row known already makes the count fall
         # short; then the savepoint undoes the lot and each is decided as one insert.
-        stmt = self._insert(transactions).on_conflict_do_nothing(index_elements=_TRANSFER_KEY)
         rows = [transaction_row(record) for record in records]
         savepoint = self._c.begin_nested()
-        if self._postgres:
-            # SQLAlchemy sends psycopg a multi-row VALUES here and loses the row count;
-            # the driver's own executemany (pipelined) keeps it. No column of this table
-            # needs a bind conversion on PostgreSQL.
-            sql = str(
-                stmt.values(
-                    {c.name: bindparam(c.name) for c in transactions.c if c.name in rows[0]}
-                ).compile(dialect=self._c.dialect)
-            )
-            written = self._c.exec_driver_sql(sql, rows).rowcount
-        else:
-            written = self._c.execute(stmt, rows).rowcount
+        # The driver's own executemany (SQLAlchemy would send psycopg a multi-row VALUES
+        # and lose the row count, and build each row's parameters through its compiler).
+        written = _INSERT_TRANSACTIONS.run_many(self._c, rows)
         if written == len(records):
             savepoint.commit()
             for record in records:  # counted exactly as ``insert_transaction`` counts one
