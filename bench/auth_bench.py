@@ -152,35 +152,25 @@ def _bench_backend(
     storage = SqlStorage(url)
     settings = Settings(auth_mode="strict")
     owner = PrivateKey(hashlib.sha256(b"bench-owner").digest())
-    session = PrivateKey(hashlib.sha256(b"bench-session").digest())
-    public_key = "0x" + session.public_key.format(compressed=False).hex()
-    register_pubkey(
-        storage,
-        settings,
-        Registration(
+
+    def register(seed: bytes) -> tuple[PrivateKey, str]:
+        """A session key of the bench's owner, registered: the key and its address."""
+        key = PrivateKey(hashlib.sha256(seed).digest())
+        public_key = "0x" + key.public_key.format(compressed=False).hex()
+        request = Registration(
             owner_address=public_key_to_address(owner.public_key.format(compressed=False)),
             public_key=public_key,
             signature=_eip191_sign(owner, public_key),
-        ),
-        now=now,
-    )
+        )
+        return key, register_pubkey(storage, settings, request, now=now).address
+
+    session, _ = register(b"bench-session")
     raw = raw_connection()
     raw.execute(RAW_TABLE)
     raw.execute("INSERT INTO bench_raw (id, n) VALUES (1, 0)")
     # raw_spend: paycore's own spend statements, sent by hand through the raw driver for a
     # second key of the same owner (its nonces are its own).
-    spender = PrivateKey(hashlib.sha256(b"bench-raw-spend").digest())
-    spender_key = "0x" + spender.public_key.format(compressed=False).hex()
-    spend_address = register_pubkey(
-        storage,
-        settings,
-        Registration(
-            owner_address=public_key_to_address(owner.public_key.format(compressed=False)),
-            public_key=spender_key,
-            signature=_eip191_sign(owner, spender_key),
-        ),
-        now=now,
-    ).address
+    _, spend_address = register(b"bench-raw-spend")
     postgres = name == "postgresql"
     spend_sql = _SPEND[(postgres, False)]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 from sqlalchemy import Column, Connection, Dialect
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
 
@@ -111,15 +111,11 @@ class Prepared:
             count: int = cursor.rowcount
             return count
         except Exception as error:
-            base = dialect.loaded_dbapi.Error
-            if not isinstance(error, base):
+            invalidate = connection.invalidate
+            wrapped = _wrapped(error, dialect, dbapi, cursor, compiled.sql, None, invalidate)
+            if wrapped is None:
                 raise
-            broken = dialect.is_disconnect(error, dbapi, cursor)
-            if broken:
-                connection.invalidate(error)
-            raise DBAPIError.instance(
-                compiled.sql, None, error, base, connection_invalidated=broken, dialect=dialect
-            ) from error
+            raise wrapped from error
         finally:
             cursor.close()
 
@@ -171,17 +167,34 @@ def on_dbapi(
         rows = cursor.fetchall() if fetch else []
         return rows, (cursor.description if describe else None)
     except Exception as error:
-        base = dialect.loaded_dbapi.Error
-        if not isinstance(error, base):
+        wrapped = _wrapped(error, dialect, dbapi, cursor, sql, arguments, invalidate)
+        if wrapped is None:
             raise
-        broken = dialect.is_disconnect(error, dbapi, cursor)
-        if broken:
-            invalidate(error)
-        raise DBAPIError.instance(
-            sql, arguments, error, base, connection_invalidated=broken, dialect=dialect
-        ) from error
+        raise wrapped from error
     finally:
         cursor.close()
+
+
+def _wrapped(
+    error: Exception,
+    dialect: Dialect,
+    dbapi: Any,
+    cursor: Any,
+    sql: str,
+    arguments: Any,
+    invalidate: Callable[[BaseException], None],
+) -> StatementError | None:
+    """A driver's error as SQLAlchemy's wrapper of it (``None`` for any other error), the
+    connection invalidated first when the error broke it."""
+    base = dialect.loaded_dbapi.Error
+    if not isinstance(error, base):
+        return None
+    broken = dialect.is_disconnect(error, dbapi, cursor)
+    if broken:
+        invalidate(error)
+    return DBAPIError.instance(
+        sql, arguments, error, base, connection_invalidated=broken, dialect=dialect
+    )
 
 
 def copy_rows(
@@ -200,15 +213,10 @@ def copy_rows(
             for row in rows:
                 copy.write_row(row)
     except Exception as error:
-        dialect = connection.dialect
-        base = dialect.loaded_dbapi.Error
-        if not isinstance(error, base):
+        dialect, invalidate = connection.dialect, connection.invalidate
+        wrapped = _wrapped(error, dialect, dbapi, cursor, sql, None, invalidate)
+        if wrapped is None:
             raise
-        broken = dialect.is_disconnect(error, dbapi, cursor)
-        if broken:
-            connection.invalidate(error)
-        raise DBAPIError.instance(
-            sql, None, error, base, connection_invalidated=broken, dialect=dialect
-        ) from error
+        raise wrapped from error
     finally:
         cursor.close()
