@@ -40,6 +40,13 @@ class _Compiled:
     #: conversion may depend on the type the driver reports (psycopg's numeric codes).
     results: tuple[tuple[str, Process | None], ...] | None = None
 
+    def arguments(self, params: Mapping[str, Any]) -> Any:
+        """``params`` as the driver takes them: each value through its type's bind
+        processor, by name or in the positional order."""
+        binds = self.binds
+        values = {name: (binds[name](v) if name in binds else v) for name, v in params.items()}
+        return values if self.order is None else tuple(values[n] for n in self.order)
+
 
 class Prepared:
     """One statement: ``build(dialect)`` gives it in Core (named ``bindparam``s), and
@@ -73,11 +80,7 @@ class Prepared:
     def rows(self, connection: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Run it in ``connection``'s transaction; the returned rows as column -> value."""
         compiled = self._for(connection.dialect)
-        binds = compiled.binds
-        values = {name: (binds[name](v) if name in binds else v) for name, v in params.items()}
-        arguments: Any = (
-            values if compiled.order is None else tuple(values[n] for n in compiled.order)
-        )
+        arguments = compiled.arguments(params)
         first = compiled.results is None
         fetched, description = on_driver(
             connection, compiled.sql, arguments, fetch=bool(self._columns), describe=first
@@ -98,11 +101,7 @@ class Prepared:
         psycopg pipelines) in ``connection``'s transaction; the rows it changed, summed.
         For a statement that returns nothing: a bulk insert or update."""
         compiled = self._for(connection.dialect)
-        binds, order = compiled.binds, compiled.order
-        arguments: list[Any] = []
-        for params in rows:
-            values = {name: (binds[name](v) if name in binds else v) for name, v in params.items()}
-            arguments.append(values if order is None else tuple(values[n] for n in order))
+        arguments = [compiled.arguments(params) for params in rows]
         dbapi = connection.connection.dbapi_connection
         dialect = connection.dialect
         cursor: Any = dbapi.cursor()  # type: ignore[union-attr]

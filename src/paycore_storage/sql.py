@@ -89,7 +89,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import Insert as PgInsert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL
 from sqlalchemy.sql.expression import ClauseElement
@@ -281,6 +283,19 @@ def _spend_sql(*, postgres: bool, strict: bool) -> tuple[str, ...]:
     )
 
 
+#: The transaction rows' unique key: one transfer (``paycore.storage``: insert_transaction).
+_TRANSFER_KEY = ["chain_id", "tx_hash", "log_index", "token"]
+#: What deposits and deadlines change in an invoice; the rest is fixed at creation.
+_INVOICE_STATE = ("status", "paid_amount", "payments")
+#: An outbox event's columns besides its id.
+_EVENT_COLUMNS = ("owner", "guid", "payload", "created_at", "type")
+
+
+def _insert_into(dialect: Dialect, table: Table) -> PgInsert | SqliteInsert:
+    """The dialect's own ``INSERT`` of ``table`` (the one with ``ON CONFLICT``)."""
+    return (pg_insert if dialect.name == "postgresql" else sqlite_insert)(table)
+
+
 #: PostgreSQL: ids for a batch of outbox events, drawn from the table's own sequence in one
 #: round trip (the rows then go in by ``COPY``, which cannot return them).
 _EVENT_IDS = text(
@@ -298,23 +313,24 @@ _INVOICE_STATES_JSON = text(
     """
 )
 
-#: SQLite: the outbox's AUTOINCREMENT sequence (the last id it handed out), and a batch
-#: insert of events in sqlite3's own parameter style.
+#: SQLite: the outbox's AUTOINCREMENT sequence (the last id it handed out), and a batch of
+#: events without RETURNING (``Prepared.run_many``).
 _OUTBOX_SEQUENCE = text(f"SELECT seq FROM sqlite_sequence WHERE name = '{outbox.name}'")
-_INSERT_EVENTS_SQLITE = (
-    f"INSERT INTO {outbox.name} (owner, guid, payload, created_at, type) VALUES (?, ?, ?, ?, ?)"
+_INSERT_EVENTS = Prepared(
+    lambda _: outbox.insert().values(
+        {name: bindparam(name, type_=outbox.c[name].type) for name in _EVENT_COLUMNS}
+    )
 )
 
 
 def _insert_transactions(dialect: Dialect) -> ClauseElement:
     """A batch of transaction rows, every column bound (``Prepared.run_many``): a row whose
     transfer is known already is skipped, which the caller sees in the count."""
-    insert_into = pg_insert if dialect.name == "postgresql" else sqlite_insert
     names = [c.name for c in transactions.c if c.name != "id"]
     return (
-        insert_into(transactions)
+        _insert_into(dialect, transactions)
         .values({name: bindparam(name, type_=transactions.c[name].type) for name in names})
-        .on_conflict_do_nothing(index_elements=["chain_id", "tx_hash", "log_index", "token"])
+        .on_conflict_do_nothing(index_elements=_TRANSFER_KEY)
     )
 
 
@@ -324,19 +340,10 @@ _UPDATE_INVOICE_STATES = Prepared(
     lambda _: (
         update(invoices)
         .where(invoices.c.guid == bindparam("_guid"))
-        .values(
-            {
-                name: bindparam(name, type_=invoices.c[name].type)
-                for name in ("status", "paid_amount", "payments")
-            }
-        )
+        .values({name: bindparam(name, type_=invoices.c[name].type) for name in _INVOICE_STATE})
     )
 )
 
-#: The transaction rows' unique key: one transfer (``paycore.storage``: insert_transaction).
-_TRANSFER_KEY = ["chain_id", "tx_hash", "log_index", "token"]
-#: What deposits and deadlines change in an invoice; the rest is fixed at creation.
-_INVOICE_STATE = ("status", "paid_amount", "payments")
 #: Values bound in one ``IN (...)``: well below SQLite's limit on host parameters.
 _IN_CHUNK = 500
 
@@ -388,8 +395,7 @@ def _spend_on_sqlite(
 
 
 def _add_count(dialect: Dialect) -> ClauseElement:
-    insert_into = pg_insert if dialect.name == "postgresql" else sqlite_insert
-    stmt = insert_into(owner_counts).values(
+    stmt = _insert_into(dialect, owner_counts).values(
         {name: bindparam(name) for name in ("owner", "kind", "chain_id", "stripe", "n")}
     )
     return stmt.on_conflict_do_update(
@@ -409,9 +415,8 @@ _INVOICE_COLUMNS = [column for column in invoices.c if column.name != "seq"]
 
 
 def _insert_invoice(dialect: Dialect) -> ClauseElement:
-    insert_into = pg_insert if dialect.name == "postgresql" else sqlite_insert
     return (
-        insert_into(invoices)
+        _insert_into(dialect, invoices)
         .values({column.name: bindparam(column.name) for column in _INVOICE_COLUMNS})
         .on_conflict_do_nothing(index_elements=["guid"])
         .returning(invoices.c.guid)
@@ -1169,7 +1174,7 @@ class SqlTx(RefundStatements):
             copy_rows(
                 self._c,
                 outbox.name,
-                ("id", "owner", "guid", "payload", "created_at", "type"),
+                ("id", *_EVENT_COLUMNS),
                 (
                     (i, e.owner, e.guid, json.dumps(e.payload), e.created_at, e.type)
                     for i, e in zip(ids, events, strict=True)
@@ -1178,13 +1183,10 @@ class SqlTx(RefundStatements):
             return ids
         # SQLite: this transaction holds the one write lock and the table is AUTOINCREMENT,
         # so the rows take the ids after the sequence's last, one by one, in the order given.
-        # One executemany straight to sqlite3 (SQLAlchemy's RETURNING path builds the
-        # statement anew for every batch).
+        # One executemany (SQLAlchemy's RETURNING path builds the statement anew for every
+        # batch).
         first = self._c.execute(_OUTBOX_SEQUENCE).scalar() or 0
-        self._c.exec_driver_sql(
-            _INSERT_EVENTS_SQLITE,
-            [(e.owner, e.guid, json.dumps(e.payload), e.created_at, e.type) for e in events],
-        )
+        _INSERT_EVENTS.run_many(self._c, [attrs.asdict(e, recurse=False) for e in events])
         last = self._c.execute(_OUTBOX_SEQUENCE).scalar() or 0
         if last - first != len(events):  # another writer in this transaction: never
             raise RuntimeError(f"outbox ids {first + 1}..{last} for {len(events)} events")
