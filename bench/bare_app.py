@@ -27,6 +27,7 @@ ratio paycore / ceiling is what paycore itself costs on that server.
 # No ``from __future__ import annotations``: Litestar reads the handlers' annotations, and
 # the framework is imported inside the factory, so they must be evaluated where defined.
 import argparse
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -79,7 +80,7 @@ class Floor:
         return found
 
     def _locked(self) -> Any:
-        return self._write_lock or _NoLock()
+        return self._write_lock or contextlib.nullcontext()
 
     def spend(self, headers: Mapping[str, str], signed: bytes, body: bytes | None) -> bool:
         """Verify the session signature over ``signed`` and spend its nonce (storing
@@ -126,14 +127,6 @@ class Floor:
                 return False
             raise
         return True
-
-
-class _NoLock:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *_: object) -> None:
-        return None
 
 
 # -- the apps ----------------------------------------------------------------------------------
