@@ -81,6 +81,7 @@ class Story:
         return int(Decimal(amount) * 10**devchain.TOKEN_DECIMALS)
 
     def say(self, text: str) -> None:
+        self.teardown.interrupts.checkpoint()
         self.progress.detail(text)
 
 
@@ -281,6 +282,7 @@ def wait_for(s: Story, status: str) -> None:
         if not (polled and hooked):
             s.progress.tick(f"waiting for the {status} event")
             time.sleep(POLL_EVERY)
+            s.teardown.interrupts.checkpoint()
 
 
 def check_paid(s: Story) -> None:
@@ -360,6 +362,7 @@ STEPS: tuple[Callable[[Story], None], ...] = (
 
 def tell(s: Story) -> None:
     for step in STEPS:
+        s.teardown.interrupts.checkpoint()
         step(s)
 
 

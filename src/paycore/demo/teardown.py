@@ -5,6 +5,12 @@ the stopper being recorded, anvil would outlive the demo; so starting a resource
 recording how to stop it happen inside ``Interrupts.shielded()``, where a signal is only
 noted and raised once the section is over. The same shield covers the teardown itself, so
 a second Ctrl-C cannot cut it short and leave a server or a node behind.
+
+Raising from a signal handler has one more hole: the exception surfaces in whatever Python
+code runs at that instant, and if that is a finaliser (a C library's ``__del__`` run by the
+garbage collector) Python prints "Exception ignored" and carries on as if no signal came.
+So a signal is also latched, and ``checkpoint()`` (called by every step, every progress
+line and every wait) raises it again until the run has ended.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ class Interrupts:
     def __init__(self) -> None:
         self._depth = 0
         self._pending: int | None = None
+        self._fired: int | None = None
         self._previous: dict[int, object] = {}
 
     def install(self) -> None:
@@ -41,10 +48,17 @@ class Interrupts:
         self._previous.clear()
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self._fired = self._fired or signum
         if self._depth:
             self._pending = self._pending or signum
             return
         raise Interrupted(signum)
+
+    def checkpoint(self) -> None:
+        """Raise a signal that came and was lost (swallowed by a finaliser) or is still
+        owed; outside a shielded section only, like the handler itself."""
+        if self._fired and not self._depth:
+            raise Interrupted(self._fired)
 
     @contextmanager
     def shielded(self, *, swallow: bool = False) -> Iterator[None]:
