@@ -1,26 +1,24 @@
 """Exact Decimal <-> column value conversion.
 
-``paycore.domain.money.normalize`` works in the caller's decimal context, whose default precision of
-28 digits would round a 48-digit amount (30 integer places + 18 fractional). Storage must hand
-back exactly what it was given, so it canonicalises inside a context wide enough for any
-value a NUMERIC(60, 30) column can hold.
+Storage must hand back exactly what it was given. Building a Decimal from text or taking
+the driver's Decimal is exact in any context, and ``paycore.domain.money.normalize`` passes
+its own 80-digit context to each operation, wide enough for any value a NUMERIC(60, 30)
+column holds (48 digits); so no context is entered here (entering one cost three times the
+conversion, on every stored amount read).
 """
 
 from __future__ import annotations
 
-from decimal import Context, Decimal, localcontext
+from decimal import Decimal
 from typing import Any
 
 from paycore.domain.money import normalize, plain_text
-
-_WIDE = Context(prec=80)
 
 
 def exact(value: Any) -> Decimal:
     """A stored number (Decimal from the driver, or text) as a canonical Decimal: no trailing
     zeros from NUMERIC's fixed scale, no exponent, never rounded."""
-    with localcontext(_WIDE):
-        return normalize(value if isinstance(value, Decimal) else Decimal(value))
+    return normalize(value if isinstance(value, Decimal) else Decimal(value))
 
 
 def exact_text(value: Decimal) -> str:

@@ -237,3 +237,20 @@ def test_a_value_is_rounded_half_even_and_stored_without_exponent() -> None:
     # whole value carries no trailing zeros that storage would keep on one backend only.
     assert str(value_at(Decimal("3000"), Decimal("0.000000000000000001"))) == "0"
     assert str(value_at(Decimal("2"), Decimal("5"))) == "10"
+
+
+@pytest.mark.parametrize("text", [LARGEST, "1" + "0" * 29, "0." + "0" * 17 + "1"])
+def test_storage_reads_every_digit_back_in_a_narrow_caller_context(text: str) -> None:
+    """``paycore_storage.decimals.exact`` enters no context of its own: a caller running
+    at 6 digits must still get all 48 back, canonical, from SQLite's text and from a
+    driver's NUMERIC Decimal with its fixed 30-place scale alike."""
+    from decimal import Context, localcontext
+
+    from paycore_storage.decimals import exact, exact_text
+
+    numeric = Decimal(text).quantize(Decimal(1).scaleb(-30), context=Context(prec=80))
+    with localcontext(Context(prec=6)):
+        for stored in (text, numeric):
+            value = exact(stored)
+            assert exact_text(value) == text
+            assert value == Decimal(text)

@@ -138,9 +138,15 @@ def registry_chains() -> tuple[int, ...]:
     return tuple(_REGISTRY)
 
 
+#: The same rows by (chain, normalised address): every invoice record sent names its tokens.
+_BY_ADDRESS = {
+    (chain, known.meta.address): known.meta for chain, rows in _REGISTRY.items() for known in rows
+}
+
+
 def registry_token(chain_id: int, address: str) -> TokenMeta | None:
     """The registry's row for a normalised token address, or None."""
-    return next((k.meta for k in _REGISTRY.get(chain_id, ()) if k.meta.address == address), None)
+    return _BY_ADDRESS.get((chain_id, address))
 
 
 def registry_symbol(chain_id: int, symbol: str) -> TokenMeta | None:
