@@ -30,7 +30,9 @@ demo: $(VENV)/.installed node_modules/.installed
 test: $(VENV)/.installed node_modules/.installed
 	$(PY) -m pytest
 
-# The core and conformance suites: under a minute on two cores (58 s measured).
+# The core and conformance suites: 2,660 tests, about 2.5 minutes on two cores (138 s measured
+# 2026-11-27). Most of it is fixture setup: each conformance test builds its own Litestar app
+# (0.14 s: 147 handlers, and Litestar re-maps a router's routes on every registration).
 test-core: $(VENV)/.installed
 	$(PY) -m pytest -n auto -p no:schemathesis -p no:faker tests/core tests/conformance \
 		-m "not ($(SLOW_TIERS))"
