@@ -8,7 +8,7 @@ amount at 10**30 and of a price below it, the 80-character and 18-place limits, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
+from decimal import Context, Decimal, localcontext
 
 import pytest
 
@@ -22,6 +22,7 @@ from paycore.prices.pricing import (
     quotes_of,
     value_at,
 )
+from paycore_storage.decimals import exact, exact_text
 
 ETH = "1:0x0000000000000000000000000000000000000000"
 USDT = "1:0xdAC17F958D2ee523a2206206994597C13D831ec7"
@@ -244,10 +245,6 @@ def test_storage_reads_every_digit_back_in_a_narrow_caller_context(text: str) ->
     """``paycore_storage.decimals.exact`` enters no context of its own: a caller running
     at 6 digits must still get all 48 back, canonical, from SQLite's text and from a
     driver's NUMERIC Decimal with its fixed 30-place scale alike."""
-    from decimal import Context, localcontext
-
-    from paycore_storage.decimals import exact, exact_text
-
     numeric = Decimal(text).quantize(Decimal(1).scaleb(-30), context=Context(prec=80))
     with localcontext(Context(prec=6)):
         for stored in (text, numeric):

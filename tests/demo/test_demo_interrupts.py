@@ -43,8 +43,14 @@ def test_a_signal_swallowed_by_a_finaliser_is_raised_at_the_next_checkpoint(
     assert caught.value.signum == signal.SIGINT
 
 
-def test_no_signal_no_interruption(interrupts: Interrupts) -> None:
-    interrupts.checkpoint()  # returns: nothing came
+def test_a_checkpoint_raises_once_a_signal_came_and_not_before(interrupts: Interrupts) -> None:
+    interrupts.checkpoint()  # nothing came: returns, the run goes on
+    with pytest.raises(Interrupted):
+        os.kill(os.getpid(), signal.SIGINT)  # raised by the handler itself, here
+        for _ in range(1000):
+            pass
+    with pytest.raises(Interrupted):  # and latched: every later checkpoint stops the run
+        interrupts.checkpoint()
 
 
 def test_a_checkpoint_inside_a_shielded_section_waits_for_its_end(
