@@ -49,7 +49,15 @@ from .domain.records import (
 from .domain.refunds import BuiltRefund, NewRefund
 from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
-from .errors import Conflict, Forbidden, InvalidInput, InvoiceNotFound, NotFound, PaycoreError
+from .errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    InvoiceNotFound,
+    NoAddressDeriver,
+    NotFound,
+    PaycoreError,
+)
 from .events.queues import EventQueues
 from .events.signals import Handler, SignalConsumer, Signals, default_signals
 from .links.service import Links
@@ -314,9 +322,7 @@ class Gateway:
         def derive(chain_id: int) -> str:
             backend = self.chains.get(chain_id)
             if backend is None:
-                raise InvalidInput(
-                    "address", f"required: no chain backend derives addresses on {chain_id}"
-                )
+                raise NoAddressDeriver("address", chain_id, "required")
             return backend.deposit_address(
                 owner, chain_id, tx.allocate_wallet_index(owner, chain_id)
             )

@@ -163,7 +163,8 @@ def test_without_an_address_or_a_backend_to_derive_one_the_request_is_refused() 
     with pytest.raises(InvalidInput) as err:
         parse_new_invoice(Settings(database_url="memory://"), request, OWNER, NOW, None)
     assert err.value.text == (
-        "invalid request: address: required: no chain backend derives addresses on 31337"
+        "invalid request: address: required: no chain backend derives deposit addresses on "
+        "31337 (give chain 31337 a factory and an rpc_url in PAYCORE_CHAINS, docs/chains.md)"
     )
 
 

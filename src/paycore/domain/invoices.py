@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ..config import Settings
-from ..errors import InvalidInput, PriceUnavailable
+from ..errors import InvalidInput, NoAddressDeriver, PriceUnavailable
 from ..prices.pricing import DepositValuer, value_at
 from ..storage import StorageTx
 from ..storage.contract import TransferKey
@@ -137,7 +137,7 @@ def parse_new_invoice(
     if request.address is not None:
         address = normalize_address(chain_id, request.address, "address")
     elif derive_address is None:
-        raise InvalidInput("address", f"required: no chain backend derives addresses on {chain_id}")
+        raise NoAddressDeriver("address", chain_id, "required")
     else:
         address = derive_address(chain_id)
 
