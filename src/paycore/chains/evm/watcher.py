@@ -50,6 +50,7 @@ import logging
 import signal
 import threading
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from paycore.chains.watching import (
@@ -152,6 +153,24 @@ class EvmWatcher(ChainWatcher[EvmChain]):
             tokens,
             waiting,
         )
+
+    def _unconfirmed(
+        self, start: int, end: int
+    ) -> tuple[list[scan.Transfer], dict[str, int], dict[int, int]]:
+        """The unconfirmed blocks read as a range is (``_fetch``: logs, full blocks for
+        native coin, traces), ``block_batch`` blocks a request."""
+        watched = scan.watch_keys(self._watched_addresses())
+        tokens = self._token_decimals()
+        transfers: list[scan.Transfer] = []
+        timestamps: dict[int, int] = {}
+        if not watched:
+            return transfers, tokens, timestamps
+        for first in range(start, end + 1, self.config.block_batch):
+            last = min(first + self.config.block_batch - 1, end)
+            fetched = asked_again(partial(self._fetch, first, last, watched, tokens))
+            transfers += fetched.transfers
+            timestamps.update(fetched.timestamps)
+        return transfers, tokens, timestamps
 
     def _replaced_cursor(self, last: int, last_hash: str) -> bool:
         """Whether the cursor's block was replaced. The head and the block are asked in
