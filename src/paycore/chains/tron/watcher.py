@@ -94,6 +94,9 @@ class TronWatcher(ChainWatcher[TronChain]):
     def __init__(self, gateway: Gateway, chain: TronChain, *, holder: str | None = None) -> None:
         super().__init__(gateway, chain, holder=holder)
         self.reader = RangeReader(chain)
+        #: Reads the blocks above the safe head for detection, afresh each pass; its state
+        #: is not the chain's status (the scan's reader is).
+        self.head_reader = RangeReader(chain, reports=False)
         self._leased_at = 0.0
 
     @property
@@ -150,6 +153,23 @@ class TronWatcher(ChainWatcher[TronChain]):
             None,
         )
 
+    def _unconfirmed(
+        self, start: int, end: int
+    ) -> tuple[list[scan.Transfer], dict[str, int], dict[int, int]]:
+        """The unconfirmed blocks read as a range is, by a reader of their own that keeps
+        nothing from one pass to the next; a read stopped short is not taken (the list
+        stays as it was rather than lose the transfers of the blocks not read)."""
+        watched = scan.watch_keys(self._watched_addresses())
+        decimals = self._token_decimals()
+        if not watched:
+            return [], decimals, {}
+        tokens = {scan.key(t): t for t in decimals if t != NATIVE}
+        self.head_reader.forget()
+        fetched = self._fetch(start, end, None, watched, tokens, reader=self.head_reader)
+        if fetched.last_block is not None or fetched.stopped is not None:
+            raise _Inconsistent(fetched.stopped or "the unconfirmed blocks were read in part")
+        return fetched.transfers, decimals, fetched.timestamps
+
     def _block(self, number: int) -> dict[str, Any]:
         block: dict[str, Any] = self._ask("wallet/getblockbynum", {"num": number})
         if not block or "blockID" not in block:
@@ -178,8 +198,11 @@ class TronWatcher(ChainWatcher[TronChain]):
         watched: dict[str, str],
         tokens: dict[str, str],
         stop: threading.Event | None = None,
+        *,
+        reader: RangeReader | None = None,
     ) -> _Range:
-        read = self.reader.read(
+        reader = reader or self.reader
+        read = reader.read(
             start,
             end,
             parent,
@@ -187,7 +210,7 @@ class TronWatcher(ChainWatcher[TronChain]):
             renew=self._renew,
             stop=stop,
         )
-        if read.stopped is not None and self.reader.status.state != NO_HISTORY:
+        if read.stopped is not None and reader.status.state != NO_HISTORY:
             log.warning(
                 "chain %d: read %d of blocks %d..%d: %s",
                 self.chain.chain_id,
