@@ -168,3 +168,29 @@ def test_detection_off_reads_nothing_above_the_safe_head(evm: Deployment, storag
     pay(evm, invoice.address, 10 * USD)
     assert drain(w)[-1].detected is None
     assert public(gateway, invoice.guid)["detected"] == []
+
+
+def test_each_unconfirmed_block_is_read_once_per_hash(evm: Deployment, storage: Storage) -> None:
+    """Through the fault proxy (nothing faulty), counting what the watcher asks: a pass
+    with no new block asks for the unconfirmed headers only; a new block costs its own
+    read, not the whole range's again."""
+    from rpc_proxy import FaultProxy
+
+    proxy = FaultProxy(evm.chain.rpc_url)
+    with proxy.running() as url:
+        gateway, invoice, w, _token = setup(evm, storage, rpc_url=url)
+        pay(evm, invoice.address, 10 * USD)
+        drain(w)
+        mark = len(proxy.requests)
+        for _ in range(3):
+            assert w.step().detected == 1
+        asked = [m for seen in proxy.requests[mark:] for m in seen.methods]
+        assert "eth_getLogs" not in asked
+        assert [d["confirmations"] for d in public(gateway, invoice.guid)["detected"]] == [1]
+
+        mine(evm, 1)
+        mark = len(proxy.requests)
+        assert w.step().detected == 1
+        asked = [m for seen in proxy.requests[mark:] for m in seen.methods]
+        assert asked.count("eth_getLogs") == 2  # the new block's two filters, once
+        assert [d["confirmations"] for d in public(gateway, invoice.guid)["detected"]] == [2]

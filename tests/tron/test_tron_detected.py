@@ -14,6 +14,9 @@ from tron_env import CHAIN_ID, USD, USDT, Env, drain, open_env, watcher
 
 from paycore.domain.tokens import NATIVE
 
+BLOCKS = "/wallet/getblockbylimitnext"
+INFOS = "/wallet/gettransactioninfobyblocknum"
+
 
 @pytest.fixture
 def env() -> Iterator[Env]:
@@ -94,6 +97,10 @@ def test_a_fork_drops_a_detected_trx_transfer(env: Env) -> None:
     ] == [(sent, NATIVE, "4", -1)]
 
     assert [tx.tx_id for tx in env.chain.fork(1)] == [sent]
+    # The kept block no longer ends in the node's head: the pass drops what it kept, the
+    # next reads the unconfirmed blocks afresh.
+    assert drain(w)[-1].detected is None
+    assert public(env, invoice["guid"])["detected"] != []
     assert drain(w)[-1].detected == 0
     record = public(env, invoice["guid"])
     assert (record["status"], record["paidAmount"], record["detected"]) == ("init", "0", [])
@@ -101,3 +108,26 @@ def test_a_fork_drops_a_detected_trx_transfer(env: Env) -> None:
     assert sum(r.deposits for r in drain(w)) == 0
     assert public(env, invoice["guid"])["status"] == "init"
     assert poll(env, session) == []
+
+
+def test_each_unconfirmed_block_is_read_once_while_it_stays(env: Env) -> None:
+    """Passes with no new block ask for no block; a new block costs its own read only."""
+    _key, _owner, session = env.merchant()
+    invoice = create(env, session)
+    w = watcher(env.gateway)
+    drain(w)
+    env.pay_usdt(invoice["address"], 10 * USD)
+    env.chain.mine(1)
+    drain(w)
+    mark = len(env.chain.answered)
+    for _ in range(3):
+        assert w.step().detected == 1
+    paths = [path for path, *_rest in env.chain.answered[mark:]]
+    assert BLOCKS not in paths and INFOS not in paths
+
+    [new] = env.chain.mine(1)
+    mark = len(env.chain.answered)
+    assert w.step().detected == 1
+    asked = [body for path, body, code, _size in env.chain.answered[mark:] if path == BLOCKS]
+    assert [(b["startNum"], b["endNum"]) for b in asked] == [(new, new + 1)]
+    assert [d["confirmations"] for d in public(env, invoice["guid"])["detected"]] == [2]
