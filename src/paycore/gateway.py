@@ -26,7 +26,7 @@ from .config import Settings
 from .domain import machine
 from .domain import refunds as refund_rules
 from .domain.changes import EventType
-from .domain.detected import Detected
+from .domain.detected import STALE_AFTER, Detected
 from .domain.invoices import (
     NewInvoice,
     attribute_deposit,
@@ -721,8 +721,10 @@ class Gateway:
             for refund in tx.refunds_of(wanted):
                 found.setdefault(refund.guid, []).append(refund)
         detected: dict[str, list[Detected]] = {}
+        fresh = self.now() - STALE_AFTER  # older: no watcher keeps it current any more
         for transfer in tx.detected_of([i.guid for i in invoices]):
-            detected.setdefault(transfer.guid, []).append(transfer)
+            if transfer.seen_at >= fresh:
+                detected.setdefault(transfer.guid, []).append(transfer)
         return [
             attrs.evolve(
                 i,

@@ -12,6 +12,7 @@ import attrs
 import pytest
 
 from paycore import NATIVE, Deposit, Gateway, Settings, Status
+from paycore.domain.detected import STALE_AFTER
 
 CHAIN = 31337
 USDC_ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
@@ -22,6 +23,14 @@ ADDRESS = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
 NOW = 1_700_000_000
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.fixture(params=["memory", "sqlite"])
 def gw(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gateway]:
     settings = Settings(database_url="memory://", prices={ETH: "2000", USDC: "1"})
@@ -30,7 +39,7 @@ def gw(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gateway]:
         from paycore_storage import SqlStorage
 
         storage = SqlStorage(f"sqlite:///{tmp_path / 'p.sqlite3'}")
-    gateway = Gateway(settings, storage=storage, entry_points=False, clock=lambda: NOW)
+    gateway = Gateway(settings, storage=storage, entry_points=False, clock=Clock())
     yield gateway
     gateway.close()
 
@@ -98,3 +107,14 @@ def test_a_transfer_already_paid_is_not_shown_twice(gw: Gateway) -> None:
     record = gw.invoice_wire(gw.get_invoice(guid))
     assert (record["status"], record["detected"]) == ("paid", [])
     assert [p["txHash"] for p in record["payments"]] == [f"0x{1:064x}"]
+
+
+def test_a_list_no_watcher_keeps_current_is_no_longer_shown(gw: Gateway) -> None:
+    guid = invoice(gw)
+    gw.record_detected(CHAIN, [transfer(1)], {50: 1}, 3)
+    clock = gw.clock
+    assert isinstance(clock, Clock)
+    clock.now += STALE_AFTER
+    assert len(detected_of(gw, guid)) == 1
+    clock.now += 1
+    assert detected_of(gw, guid) == []

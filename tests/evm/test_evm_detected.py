@@ -7,6 +7,7 @@ its block drops it. Each case runs on the in-memory storage, SQLite and PostgreS
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from evm_gateway import USD, Clock, drain, make_gateway, pay_native, watcher
 
 from paycore import Gateway
 from paycore.chains.evm.watcher import EvmWatcher
-from paycore.domain.records import Invoice, Status
+from paycore.domain.records import Deposit, Invoice, Status
 from paycore.storage import Storage
 
 pytestmark = pytest.mark.node  # anvil comes from npm
@@ -164,8 +165,26 @@ def test_a_partial_payment_stays_partial_while_the_rest_is_detected(
 
 
 def test_detection_off_reads_nothing_above_the_safe_head(evm: Deployment, storage: Storage) -> None:
-    gateway, invoice, w, _token = setup(evm, storage, detect_unconfirmed=False)
-    pay(evm, invoice.address, 10 * USD)
+    gateway, invoice, first, _token = setup(evm, storage, detect_unconfirmed=False)
+    first.release()  # a new watcher process takes over
+    tx_hash = pay(evm, invoice.address, 10 * USD)
+    block = evm.chain.w3.eth.block_number
+    # A list kept from when detection was on: the first pass with it off empties it.
+    kept = Deposit(
+        31337,
+        tx_hash,
+        0,
+        _token,
+        evm.payer.address,
+        invoice.address,
+        Decimal(10),
+        int(gateway.now()),
+        block,
+        "0x" + "ab" * 32,
+    )
+    gateway.record_detected(31337, [kept], {block: 1}, REQUIRED)
+    assert len(public(gateway, invoice.guid)["detected"]) == 1
+    w = watcher(gateway)
     assert drain(w)[-1].detected is None
     assert public(gateway, invoice.guid)["detected"] == []
 

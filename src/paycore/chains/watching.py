@@ -185,6 +185,8 @@ class ChainWatcher(Generic[ChainT]):
         self._reorged = 0  # deposits taken back during the current pass
         #: The highest head any node has answered: a node answering less is behind.
         self._seen_head = -1
+        #: Whether this watcher has emptied the chain's detected list since detection is off.
+        self._detect_cleared = False
 
     # -- what the chain provides -------------------------------------------------------------
     def _head(self) -> int:
@@ -383,7 +385,13 @@ class ChainWatcher(Generic[ChainT]):
         detection is off or the node's answers could not be stood behind (the list stays as
         it was: it is provisional, and the next pass reads it again)."""
         required = self.config.confirmations
-        if required <= 0 or not self.config.detect_unconfirmed or head <= safe:
+        if required <= 0 or not self.config.detect_unconfirmed:
+            if not self._detect_cleared:  # a list kept from when it was on goes at once
+                self.gateway.record_detected(self.chain.chain_id, [], {}, required)
+                self._detect_cleared = True
+            return None
+        self._detect_cleared = False
+        if head <= safe:
             return None
         try:
             transfers, decimals, timestamps = self._unconfirmed(safe + 1, head)

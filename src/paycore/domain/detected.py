@@ -27,6 +27,10 @@ Json = dict[str, Any]
 #: The key a detected transfer is stored under, as a recorded deposit's transaction row.
 DetectedKey = tuple[int, str, int, str]
 
+#: Seconds after the watcher last saw it that a detected transfer is no longer shown: its
+#: chain's watcher has stopped (or detection was turned off), so nothing keeps it current.
+STALE_AFTER = 600
+
 
 @attrs.frozen
 class Detected:
