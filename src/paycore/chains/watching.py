@@ -33,6 +33,12 @@ Attribution. A range's deposits go to ``Gateway.ingest`` in batches of
 moves the cursor, in the statement that proves the lease (docs/decisions.md, Batched
 ingest).
 
+Detection. After the scan, a pass also reads the blocks above the safe head and makes
+their transfers to watched addresses the chain's detected transfers
+(``Gateway.record_detected``, replaced whole): the invoices' provisional ``detected`` list,
+"payment detected, confirming", never counted (docs/chains.md, Detection). A read that
+cannot be stood behind leaves the list as it was.
+
 Why one place: the lease and cursor protocol is what makes a watcher safe to kill and to run
 twice; two copies of it could drift apart and only one chain would then count a deposit
 twice or lose one.
@@ -412,7 +418,9 @@ class ChainWatcher(Generic[ChainT]):
     ) -> tuple[list[Transfer], dict[str, int], dict[int, int]]:
         """The transfers to watched addresses in blocks ``start..end`` (above the safe
         head), in chain order, with the decimals of their tokens and their blocks' times.
-        Read afresh each pass (nothing kept from an earlier read: a reorg must show)."""
+        What a chain keeps from an earlier pass it uses only while the block is still the
+        one on the chain (a reorg must show); raises :class:`Inconsistent` when the read
+        cannot be stood behind."""
         raise NotImplementedError
 
     def _first_cursor(self, safe: int) -> tuple[int, str | None]:
