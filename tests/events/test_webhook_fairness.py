@@ -34,6 +34,7 @@ from paycore.domain.records import WebhookConfig
 from paycore.gateway import Gateway
 from paycore.runtime.worker import run_worker
 from paycore.storage import Storage
+from paycore.webhooks import fairness
 from paycore.webhooks.fairness import InFlight, claim_fairly
 from paycore.webhooks.records import (
     ClaimedDelivery,
@@ -213,3 +214,30 @@ def test_a_fair_claim_never_goes_past_a_cap_of_an_owner_already_in_flight(
     claimed = _claim(store, in_flight, 20)
     assert [c.id for c in claimed if c.owner == SLOW] == ids[SLOW][2:4]
     assert {c.owner for c in claimed} == {SLOW, FAST, SHARED} and len(claimed) == 6
+
+
+# -- the redelivery pace ------------------------------------------------------------------------
+
+
+def test_the_pace_slides_and_forgets_idle_owners_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fairness, "PACE_MEMORY", 4)
+    now = [1000.0]
+    pace = fairness.RedeliveryPace(limit=2, window=10, clock=lambda: now[0])
+    pace.take("a")
+    now[0] += 4
+    pace.take("a")
+    with pytest.raises(fairness.TooManyRedeliveries) as refused:
+        pace.take("a")
+    assert refused.value.status == 429 and refused.value.headers == {"retry-after": "6"}
+    now[0] += 6  # the first call leaves the window
+    pace.take("a")
+    for owner in ("b", "c", "d"):  # four owners remembered: the memory is full
+        pace.take(owner)
+    now[0] += 11  # every window has ended: the next owner makes room by forgetting them
+    pace.take("e")
+    assert set(pace._calls) == {"e"}
+    for owner in ("f", "g", "h"):  # all four in their windows now: the oldest half goes
+        now[0] += 0.1
+        pace.take(owner)
+    pace.take("i")
+    assert set(pace._calls) == {"g", "h", "i"}
