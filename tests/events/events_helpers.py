@@ -304,7 +304,7 @@ class Dripper:
         with self.lock:
             return len(self.spans)
 
-    def held_at_once(self, slack: float = 0.05) -> int:
+    def held_at_once(self, slack: float = 0.2) -> int:
         """The most connections open at one instant (``slack`` s of a hang-up's news allowed
         to overlap the next connection)."""
         with self.lock:
