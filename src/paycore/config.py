@@ -437,6 +437,22 @@ def _link_open_window(raw: int | str) -> int:
     return _count(raw, "link_open_window")
 
 
+def _webhook_owner_concurrency(raw: int | str) -> int:
+    return _count(raw, "webhook_owner_concurrency")
+
+
+def _webhook_url_concurrency(raw: int | str) -> int:
+    return _count(raw, "webhook_url_concurrency")
+
+
+def _webhook_redeliver_limit(raw: int | str) -> int:
+    return _count(raw, "webhook_redeliver_limit")
+
+
+def _webhook_redeliver_window(raw: int | str) -> int:
+    return _count(raw, "webhook_redeliver_window")
+
+
 def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
     """A tuple of delays from a sequence or a comma-separated string (``"5,30,120"``)."""
     items = raw.split(",") if isinstance(raw, str) else raw
@@ -531,7 +547,8 @@ class Settings:
     #: Names of plugins not to load, even when installed (``PAYCORE_BLOCKED_PLUGINS=a,b``).
     blocked_plugins: tuple[str, ...] = ()
     # -- webhook delivery and the worker (docs/interface.md §Webhook deliveries) ---------------
-    #: Seconds a webhook receiver has to answer; anything but a 2xx in time is a failure.
+    #: Seconds one webhook attempt may take in all -- connecting, sending, and the whole
+    #: answer, however slowly it comes; anything but a 2xx in time is a failure.
     webhook_timeout: float = attrs.field(default=10.0, converter=_positive)
     #: Allow webhook URLs that resolve to private, loopback or link-local addresses. Off,
     #: they are refused when set and again at each delivery (DNS answers change).
@@ -553,6 +570,16 @@ class Settings:
     webhook_lease: float = attrs.field(default=60.0, converter=_positive)
     #: Concurrent POSTs of one dispatcher (events of one invoice always go one at a time).
     webhook_concurrency: int = attrs.field(default=8, converter=int)
+    #: Of those, how many one owner's deliveries may hold at once, so that a slow or
+    #: hostile receiver delays only its own merchant's events (``webhooks.fairness``).
+    webhook_owner_concurrency: int = attrs.field(default=4, converter=_webhook_owner_concurrency)
+    #: And how many may go to one webhook URL at once, whichever owners point at it.
+    webhook_url_concurrency: int = attrs.field(default=4, converter=_webhook_url_concurrency)
+    #: Redelivery calls (``/webhook/redeliver``, ``/webhook/redeliver-failed``) one owner may
+    #: make per ``webhook_redeliver_window`` seconds in one server process; more are 429.
+    webhook_redeliver_limit: int = attrs.field(default=10, converter=_webhook_redeliver_limit)
+    #: Seconds of that window.
+    webhook_redeliver_window: int = attrs.field(default=60, converter=_webhook_redeliver_window)
     #: Seconds the worker waits when nothing is due; changes made in its own process wake
     #: it at once.
     worker_poll_interval: float = attrs.field(default=1.0, converter=_positive)

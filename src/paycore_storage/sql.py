@@ -60,7 +60,7 @@ import re
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -1422,9 +1422,22 @@ class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
         return len(rows)
 
     def claim_deliveries(
-        self, now: int, lease_ms: int, token: str, limit: int
+        self,
+        now: int,
+        lease_ms: int,
+        token: str,
+        limit: int,
+        *,
+        skip_owners: Collection[str] = (),
+        skip_urls: Collection[str] = (),
     ) -> list[ClaimedDelivery]:
         d = webhook_deliveries
+        skipped = []  # the dispatcher's capped owners and URLs, passed over
+        if skip_owners:
+            skipped.append(d.c.owner.not_in(sorted(skip_owners)))
+        if skip_urls:
+            at_url = select(webhooks.c.owner).where(webhooks.c.url.in_(sorted(skip_urls)))
+            skipped.append(d.c.owner.not_in(at_url))
         earlier = d.alias("earlier")
         earlier_pending = (
             select(earlier.c.id)
@@ -1438,6 +1451,7 @@ class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
                 d.c.next_attempt_at <= now,
                 or_(d.c.lease_until.is_(None), d.c.lease_until <= now),
                 ~earlier_pending,
+                *skipped,
             )
             .order_by(d.c.next_attempt_at, d.c.id)
             .limit(limit)

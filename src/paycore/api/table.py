@@ -220,7 +220,7 @@ ROUTES: list[Route] = [
         "Send one delivery again, with its webhook-id",
         request=rq.Redeliver,
         response=schemas.DELIVERY,
-        errors=(400, 401, 403, 404),
+        errors=(400, 401, 403, 404, 429),
         session="owner",
     ),
     Route(
@@ -230,7 +230,7 @@ ROUTES: list[Route] = [
         "Send every failed delivery since a time again",
         request=rq.RedeliverFailed,
         response=schemas.REDELIVERED,
-        errors=(400, 401, 403),
+        errors=(400, 401, 403, 429),
         session="owner",
     ),
     # -- the merchant's identity on the checkout page (session-signed) -------------------------

@@ -132,8 +132,8 @@ def run_worker(
     pruner until ``stop_event`` is set; blocks.
 
     In-flight POSTs are allowed to finish before this returns, but not for ever:
-    ``webhook_timeout`` bounds each connect and each read, not a receiver that drips its
-    answer a byte at a time, and an RPC call may be retried for ``rpc_max_wait``. So the
+    ``webhook_timeout`` bounds each POST as a whole (a receiver that drips its answer a byte
+    at a time included), and an RPC call may be retried for ``rpc_max_wait``. So the
     threads get ``webhook_timeout`` + :data:`SHUTDOWN_GRACE` seconds in all; the names of
     those still running then are returned (they are daemon threads, left to die with the
     process). What they held is leased, not lost: a delivery's lease lapses and another

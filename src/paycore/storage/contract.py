@@ -27,7 +27,7 @@ as plain strings. Exceptions raised inside the ``with`` block roll everything ba
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, cast, runtime_checkable
 
@@ -390,7 +390,14 @@ class StorageTx(IdempotencyKeys, Protocol):
         returns how many were queued."""
 
     def claim_deliveries(
-        self, now: int, lease_ms: int, token: str, limit: int
+        self,
+        now: int,
+        lease_ms: int,
+        token: str,
+        limit: int,
+        *,
+        skip_owners: Collection[str] = (),
+        skip_urls: Collection[str] = (),
     ) -> list[ClaimedDelivery]:
         """Lease up to ``limit`` deliveries that are pending, due (``next_attempt_at <= now``),
         not under a live lease, and the lowest-id pending delivery of their invoice -- so a
@@ -398,7 +405,11 @@ class StorageTx(IdempotencyKeys, Protocol):
         delivery gets ``lease_until = now + lease_ms``, lease ``token`` and one more attempt
         counted. Atomic against concurrent claims from any thread or process: no delivery is
         ever under two live leases (PostgreSQL: ``FOR UPDATE SKIP LOCKED``). Oldest due
-        first. The owner's current webhook URL and secret come back with each claim."""
+        first. The owner's current webhook URL and secret come back with each claim.
+        Deliveries of an owner in ``skip_owners``, or whose owner's webhook URL is in
+        ``skip_urls``, are passed over as if they were not due (the dispatcher's caps on
+        deliveries in flight per owner and per URL, ``paycore.webhooks.fairness``): the
+        ones after them are claimed instead, so a capped owner holds back no one else."""
 
     def finish_delivery(
         self, delivery_id: int, token: str, attempt: DeliveryAttempt, settlement: Settlement

@@ -18,7 +18,7 @@ import heapq
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -672,9 +672,20 @@ class _MemoryTx(MemoryIdempotency):
         return sum(1 for delivery_id in queued if delivery_id is not None)
 
     def claim_deliveries(
-        self, now: int, lease_ms: int, token: str, limit: int
+        self,
+        now: int,
+        lease_ms: int,
+        token: str,
+        limit: int,
+        *,
+        skip_owners: Collection[str] = (),
+        skip_urls: Collection[str] = (),
     ) -> list[ClaimedDelivery]:
         """The lock held for the whole transaction is what makes the claim exclusive."""
+        skipped_owners = set(skip_owners)
+        if skip_urls:
+            urls = set(skip_urls)
+            skipped_owners |= {o for o, c in self._t.webhooks.items() if c.url in urls}
         earliest_pending: dict[str, int] = {}
         for row in self._t.deliveries.values():  # ascending id, so the first seen is lowest
             if row.delivery.status is DeliveryStatus.PENDING:
@@ -686,6 +697,7 @@ class _MemoryTx(MemoryIdempotency):
             and earliest_pending[row.delivery.guid] == row.delivery.id
             and (row.delivery.next_attempt_at or 0) <= now
             and (row.lease_until is None or row.lease_until <= now)
+            and row.delivery.owner not in skipped_owners
         ]
         due.sort(key=lambda row: (row.delivery.next_attempt_at or 0, row.delivery.id))
         claimed: list[ClaimedDelivery] = []

@@ -14,6 +14,10 @@ Why it is built this way:
   so a later event waits while an earlier one is retried; different invoices go in
   parallel, up to ``webhook_concurrency`` POSTs at a time on a thread pool (storage and
   ``http.client`` are blocking, and the core is sync).
+- Fair shares. Of those slots, one owner's deliveries hold at most
+  ``webhook_owner_concurrency`` and one URL's ``webhook_url_concurrency``; the claim passes
+  over an owner or URL at its cap, so a slow or hostile receiver delays only its own
+  merchant's events (``fairness``), and each attempt ends by ``webhook_timeout`` in all.
 - Few transactions: the loop settles every finished attempt and claims the next work in one
   transaction per round, which matters most on SQLite, where write transactions are serial.
 - Prompt without busy polling: the loop sleeps ``worker_poll_interval`` when idle, but a
@@ -43,6 +47,7 @@ from ..errors import StorageUnavailable
 from ..ops.outages import LoopGuard
 from ..storage import Storage, StorageTx
 from .delivery import Outcome, post, settle, signed_headers
+from .fairness import InFlight, claim_fairly
 from .records import (
     ClaimedDelivery,
     DeliveryAttempt,
@@ -136,6 +141,7 @@ class Dispatcher:
         self._busy = 0
         self._busy_lock = threading.Lock()  # guards _busy and _done
         self._done: list[_Done] = []  # finished attempts the loop has yet to settle
+        self.in_flight = InFlight.from_settings(settings)  # POSTs under way, by owner and URL
         self.guard = LoopGuard.from_settings(
             "webhook dispatcher", log, settings, pace=settings.worker_poll_interval
         )
@@ -195,6 +201,7 @@ class Dispatcher:
     def _start(self, pool: ThreadPoolExecutor, delivery: ClaimedDelivery) -> None:
         with self._busy_lock:
             self._busy += 1
+        self.in_flight.started(delivery)
         pool.submit(self._attempt_for_loop, delivery)
 
     def _attempt_for_loop(self, delivery: ClaimedDelivery) -> None:
@@ -203,6 +210,7 @@ class Dispatcher:
         except Exception:  # a bug, not a receiver's failure: let the lease lapse and retry
             log.exception("webhook delivery %d: attempt crashed", delivery.id)
             result = None
+        self.in_flight.finished(delivery)
         with self._busy_lock:
             self._busy -= 1
             if result is not None:
@@ -240,11 +248,7 @@ class Dispatcher:
                     tx.finish_delivery(d.id, d.lease_token, attempt, settlement)
                     for d, attempt, settlement in done
                 ]
-                claimed = (
-                    tx.claim_deliveries(self.now_ms(), lease_ms, secrets.token_hex(16), limit)
-                    if limit > 0
-                    else []
-                )
+                claimed = self._claim(tx, lease_ms, limit) if limit > 0 else []
         except StorageUnavailable:
             raise
         except Exception:  # a bug: the leases lapse and the deliveries go out again
@@ -254,6 +258,11 @@ class Dispatcher:
         for (delivery, attempt, settlement), ok in zip(done, settled, strict=True):
             self._report(delivery, attempt, settlement, ok)
         return claimed
+
+    def _claim(self, tx: StorageTx, lease_ms: int, limit: int) -> list[ClaimedDelivery]:
+        """Up to ``limit`` due deliveries, none taking its owner or URL past its cap."""
+        token = secrets.token_hex(16)
+        return claim_fairly(tx, self.in_flight, self.now_ms(), lease_ms, token, limit)
 
     # -- one attempt ----------------------------------------------------------------------
     def attempt(self, delivery: ClaimedDelivery) -> tuple[DeliveryAttempt, Settlement]:
