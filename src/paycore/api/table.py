@@ -38,6 +38,7 @@ ROUTES: list[Route] = [
         errors=(400, 401, 403),
         session="owner",
         one_transaction=True,
+        soft_mode="claimed",
     ),
     Route(
         ("POST",),
@@ -47,6 +48,7 @@ ROUTES: list[Route] = [
         request=rq.ChallengeRequest,
         response=schemas.CHALLENGE,
         errors=(400,),
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -56,6 +58,7 @@ ROUTES: list[Route] = [
         response=schemas.INVOICE,
         errors=(401, 404),
         one_transaction=True,
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -66,6 +69,7 @@ ROUTES: list[Route] = [
         response={"oneOf": [{"type": "array", "items": schemas.INVOICE}, schemas.INVOICE_PAGE]},
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("GET",),
@@ -76,6 +80,7 @@ ROUTES: list[Route] = [
         response=schemas.TRANSACTION_PAGE,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("GET",),
@@ -85,6 +90,7 @@ ROUTES: list[Route] = [
         request=rq.PricesQuery,
         response=schemas.PRICES,
         errors=(400,),
+        soft_mode="public",
     ),
     # -- refunds: the unsigned withdrawal to the payer, recorded pending until the watcher
     # sees the owner's wallet pay it ---------------------------------------------------------
@@ -98,6 +104,7 @@ ROUTES: list[Route] = [
         response=schemas.REFUND_BUILT,
         errors=(400, 401, 403, 404, 409, 502),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -108,6 +115,7 @@ ROUTES: list[Route] = [
         response=schemas.REFUND_CANCELLED,
         errors=(400, 401, 403, 404, 409),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -119,6 +127,7 @@ ROUTES: list[Route] = [
         errors=(400, 401),
         session="owner",
         signed_empty_body=True,
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -129,6 +138,7 @@ ROUTES: list[Route] = [
         response=schemas.POLL_TOKEN,
         errors=(400, 401),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -140,6 +150,7 @@ ROUTES: list[Route] = [
         errors=(400, 401, 403, 409),
         # optional session headers of the key itself make a refresh (docs/decisions.md)
         plain_answer=True,
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -149,6 +160,7 @@ ROUTES: list[Route] = [
         request=rq.Deregistration,
         response=schemas.DEREGISTERED,
         errors=(400, 401, 403, 404),
+        soft_mode="signed",
     ),
     Route(
         ("GET",),
@@ -159,6 +171,7 @@ ROUTES: list[Route] = [
         response=schemas.PUBKEYS,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("POST",),
@@ -169,6 +182,7 @@ ROUTES: list[Route] = [
         response=schemas.OWNER_URL,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -179,6 +193,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK,
         errors=(400, 401),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -189,6 +204,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK,
         errors=(400, 401),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -199,6 +215,7 @@ ROUTES: list[Route] = [
         response=schemas.REMOVED,
         errors=(400, 401),
         session="none",
+        soft_mode="signed",
     ),
     # -- the webhook delivery log and redelivery (session-signed) ------------------------------
     Route(
@@ -210,6 +227,7 @@ ROUTES: list[Route] = [
         response=schemas.DELIVERY_PAGE,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("POST",),
@@ -220,6 +238,7 @@ ROUTES: list[Route] = [
         response=schemas.DELIVERY,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -230,6 +249,7 @@ ROUTES: list[Route] = [
         response=schemas.REDELIVERED,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     # -- the merchant's identity on the checkout page (session-signed) -------------------------
     Route(
@@ -241,6 +261,7 @@ ROUTES: list[Route] = [
         response=schemas.MERCHANT_PROFILE,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("GET",),
@@ -251,6 +272,7 @@ ROUTES: list[Route] = [
         response=schemas.MERCHANT_PROFILE,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="claimed",
     ),
     # -- the accounting export (streamed CSV or JSON lines) -----------------------------------
     Route(
@@ -262,6 +284,7 @@ ROUTES: list[Route] = [
         errors=(400, 401, 403),
         session="owner",
         media_type="text/csv",
+        soft_mode="claimed",
     ),
     # -- payment links --------------------------------------------------------------------------
     Route(
@@ -274,6 +297,7 @@ ROUTES: list[Route] = [
         response=schemas.PAYMENT_LINK,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("GET",),
@@ -284,6 +308,7 @@ ROUTES: list[Route] = [
         response=schemas.PAYMENT_LINK_PAGE,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("POST",),
@@ -294,6 +319,7 @@ ROUTES: list[Route] = [
         response=schemas.PAYMENT_LINK,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("GET",),
@@ -305,6 +331,7 @@ ROUTES: list[Route] = [
         errors=(400, 404, 410, 429),
         session="none",
         media_type="text/html",
+        soft_mode="public",
     ),
     # -- salt-signed management calls and app keys (docs/management.md) ---------------------
     Route(
@@ -316,6 +343,7 @@ ROUTES: list[Route] = [
         response=schemas.CALLBACK_CHANGED,
         errors=(400, 401, 403),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -326,6 +354,7 @@ ROUTES: list[Route] = [
         response=schemas.EMAIL_SETTING,
         errors=(400, 401, 403),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -336,6 +365,7 @@ ROUTES: list[Route] = [
         response=schemas.WALLET_INDEX_SET,
         errors=(400, 401, 403, 409, 502),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -346,6 +376,7 @@ ROUTES: list[Route] = [
         response=schemas.WALLET_INDEX_SET,
         errors=(400, 401, 403, 409, 502),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -356,6 +387,7 @@ ROUTES: list[Route] = [
         response=schemas.APP_KEY_ADDED,
         errors=(400, 401, 403, 409, 502),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -366,6 +398,7 @@ ROUTES: list[Route] = [
         response=schemas.APP_KEY_REMOVED,
         errors=(400, 401, 403, 404, 409, 502),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -376,6 +409,7 @@ ROUTES: list[Route] = [
         response=schemas.APP_KEYS,
         errors=(400, 502),
         session="none",
+        soft_mode="public",
     ),
     # -- staking helpers (Ethereum only): GET (query; lists comma-separated) or POST (JSON) --
     Route(
@@ -386,6 +420,7 @@ ROUTES: list[Route] = [
         request=rq.StakingInfo,
         response=schemas.STAKING_INFO,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -395,6 +430,7 @@ ROUTES: list[Route] = [
         request=rq.StakeChange,
         response=schemas.STAKING_TX,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -404,6 +440,7 @@ ROUTES: list[Route] = [
         request=rq.StakeChange,
         response=schemas.STAKING_TX,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -413,6 +450,7 @@ ROUTES: list[Route] = [
         request=rq.Claim,
         response=schemas.STAKING_TX,
         errors=(400, 502),
+        soft_mode="public",
     ),
     # -- smart-wallet and withdrawal helpers: GET (query) or POST (JSON body) -----------------
     Route(
@@ -423,6 +461,7 @@ ROUTES: list[Route] = [
         request=rq.GetAddress,
         response=schemas.DEPOSIT_ADDRESS,
         errors=(400,),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -432,6 +471,7 @@ ROUTES: list[Route] = [
         request=rq.OwnerChain,
         response=schemas.INIT_WALLET_TX,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -441,6 +481,7 @@ ROUTES: list[Route] = [
         request=rq.DeployWallet,
         response=schemas.DEPLOYED,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -451,6 +492,7 @@ ROUTES: list[Route] = [
         response=schemas.BALANCES,
         errors=(400, 401, 403, 502),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         GET_POST,
@@ -461,6 +503,7 @@ ROUTES: list[Route] = [
         response=schemas.INIT_WITHDRAW_TX,
         errors=(400, 401, 403, 502),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         GET_POST,
@@ -471,6 +514,7 @@ ROUTES: list[Route] = [
         response=schemas.HISTORY,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         GET_POST,
@@ -480,6 +524,7 @@ ROUTES: list[Route] = [
         status=410,
         errors=(410,),
         session="none",  # gone for everyone: nothing to authenticate
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -489,6 +534,7 @@ ROUTES: list[Route] = [
         request=rq.Faucet,
         response=schemas.FAUCET_SENT,
         errors=(400, 502),
+        soft_mode="public",
     ),
     # -- GET /ws is served by each adapter's WebSocket route; a plain request lands here --
     Route(
@@ -498,6 +544,7 @@ ROUTES: list[Route] = [
         "WebSocket event stream (the same events as polling); plain HTTP gets 426",
         errors=(426,),
         session="none",
+        soft_mode="public",
     ),
     # -- the hosted checkout page (public, HTML): paymentUrl is {checkout_url}/?invoice=<guid> --
     Route(
@@ -507,6 +554,7 @@ ROUTES: list[Route] = [
         "The checkout page (HTML)",
         session="none",
         media_type="text/html",
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -515,6 +563,7 @@ ROUTES: list[Route] = [
         "The same page",
         session="none",
         media_type="text/html",
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -524,6 +573,7 @@ ROUTES: list[Route] = [
         errors=(404,),
         session="none",
         media_type="*/*",
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -534,6 +584,7 @@ ROUTES: list[Route] = [
         errors=(400,),
         session="none",
         media_type="image/svg+xml",
+        soft_mode="public",
     ),
 ]
 
