@@ -56,6 +56,7 @@ from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
 from .notify import Notifier
+from .ops.limits import client_limits
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
 from .ops.retention import Retention
@@ -129,6 +130,8 @@ class Gateway:
         # The sub-services: every operation a caller needs, over the storage held here.
         self.sessions = Sessions(units, self.settings, self.now)
         self.pow = ProofOfWork(units, self.settings, self.now)
+        #: Per-client-IP limits on unauthenticated writes (routes with ``ip_limit``).
+        self.client_limits = client_limits(self.settings, self.clock)
         self.events = EventQueues(units, self.settings, signal_source(found))
         #: Host handlers of invoice events (``paycore.events.signals``): ``gateway.on``.
         self.signals = Signals()

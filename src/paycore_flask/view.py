@@ -142,6 +142,8 @@ def to_paycore(
         raw_uri=raw_uri(environ),
         root_url=root_url.rstrip("/"),
         prefix=prefix,
+        # REMOTE_ADDR as the WSGI server set it, or as a ProxyFix the host installed rewrote it
+        client=str(environ.get("REMOTE_ADDR") or ""),
     )
 
 

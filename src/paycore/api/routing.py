@@ -127,6 +127,9 @@ class Route:
     #: What soft mode allows here (:data:`SOFT_MODES`). ``None`` only until classified: the
     #: router refuses to serve an unclassified route, so a new write cannot skip the rule.
     soft_mode: str | None = None
+    #: The per-client-IP limit this route counts against (``paycore.ops.limits``:
+    #: "challenge", "registration"), for unauthenticated writes; None: no such limit.
+    ip_limit: str | None = None
 
     @property
     def name(self) -> str:
@@ -205,6 +208,8 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
             raise PayloadTooLarge(MAX_BODY)
         route, params = router.match(request.method, request.path)
         plain = route.plain_answer
+        if route.ip_limit is not None:
+            gateway.client_limits.check(route.ip_limit, request.client)
         if route.session != "none":
             if request.reads_uri:
                 request.json()  # a repeated query parameter is refused on every signed read

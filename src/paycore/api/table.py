@@ -47,8 +47,9 @@ ROUTES: list[Route] = [
         "Get a proof-of-work challenge for invoice creation",
         request=rq.ChallengeRequest,
         response=schemas.CHALLENGE,
-        errors=(400,),
+        errors=(400, 429),
         soft_mode="public",
+        ip_limit="challenge",
     ),
     Route(
         ("GET",),
@@ -147,10 +148,11 @@ ROUTES: list[Route] = [
         "Register a session key",
         request=rq.Registration,
         response=schemas.REGISTERED,
-        errors=(400, 401, 403, 409),
+        errors=(400, 401, 403, 409, 429),
         # optional session headers of the key itself make a refresh (docs/decisions.md)
         plain_answer=True,
         soft_mode="signed",
+        ip_limit="registration",
     ),
     Route(
         ("POST",),
