@@ -3,7 +3,9 @@ e-mail switch. docs/management.md is the merchant-facing account of the same dec
 
 Who may call. A salt-signed body carries no owner (docs/interface.md §Salt-signed calls):
 the owner is found from the signer. An app key acts for the owner whose key it is (an
-address is the app key of one owner at most); any other signer acts for itself, provided paycore
+address is the app key of one owner at most, and becomes one only with its own consent,
+``appKeySignature``) -- unless it is also an owner paycore knows, when the body must say
+which with ``ownerAddress`` (400 otherwise); any other signer acts for itself, provided paycore
 knows it as an owner (it has invoices, a session key, a webhook, an e-mail setting, an allocated
 deposit index, app keys, or a deployed wallet on the chain named in the body). A body may add
 ``ownerAddress`` -- it is signed along with the rest -- to say outright which owner it means;
