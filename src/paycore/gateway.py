@@ -67,6 +67,7 @@ from .management.service import Management
 from .merchant.service import MerchantProfiles
 from .notify import Notifier
 from .ops.idempotency import Idempotency
+from .ops.limits import client_limits
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
 from .ops.retention import Retention
@@ -140,6 +141,8 @@ class Gateway:
         # The sub-services: every operation a caller needs, over the storage held here.
         self.sessions = Sessions(units, self.settings, self.now)
         self.pow = ProofOfWork(units, self.settings, self.now)
+        #: Per-client-IP limits on unauthenticated writes (routes with ``ip_limit``).
+        self.client_limits = client_limits(self.settings, self.clock)
         self.events = EventQueues(units, self.settings, signal_source(found))
         #: Host handlers of invoice events (``paycore.events.signals``): ``gateway.on``.
         self.signals = Signals()
@@ -405,6 +408,10 @@ class Gateway:
         _, lim = _page(None, limit, INVOICE_PAGE_MAX)
         after = at.position if isinstance(at.position, str) else None
         with self._storage.transaction() as tx:
+            if after is not None and not _in_list(tx.get_invoice(after), owner, address, chain_id):
+                # Another owner's guid is no position in this list: it must not serve as one
+                # (nor tell, by answering, that such an invoice exists).
+                raise InvalidInput("cursor", "no such position in this invoices list")
             fetched = tx.invoices_after(
                 owner=owner,
                 address=address,
@@ -643,7 +650,8 @@ class Gateway:
         it is built is the refund recorded, pending, with its invoice event, in one storage
         transaction that re-checks what is left to refund with the invoice locked; a refusal
         at any step (InvalidInput, Forbidden, Conflict, InvoiceNotFound, a chain node's
-        error) records nothing. The watcher confirms it when the wallet pays it
+        error) records nothing; another owner's invoice is InvoiceNotFound, as a missing
+        one. The watcher confirms it when the wallet pays it
         (:meth:`ingest`).
         """
         if not isinstance(request, NewRefund):
@@ -656,7 +664,9 @@ class Gateway:
             raise Forbidden("owner does not match the session key's owner")
         invoice = self.get_invoice(request.guid)
         if invoice.owner != owner:
-            raise Forbidden(f"invoice {invoice.guid} is another owner's")
+            # The same answer as no invoice at all, as /link/disable and /webhook/redeliver
+            # give: a refusal must not tell which ids are someone else's.
+            raise InvoiceNotFound(invoice.guid)
         refund_rules.check_refundable(invoice)
         token = refund_rules.refund_token(invoice, request.token)
         chain_id = invoice.chain_id
@@ -693,7 +703,7 @@ class Gateway:
         """Withdraw ``owner``'s pending refund ``refund_id`` (its transaction was never
         sent, or will not be): what it held becomes refundable again, and the change goes
         out as an invoice event. Returns the refund and its invoice as they now are.
-        NotFound, Forbidden (another owner's), Conflict (no longer pending: confirmed on
+        NotFound (none, or another owner's), Conflict (no longer pending: confirmed on
         chain, or cancelled already); nothing changes then.
 
         Cancel only a refund whose transaction will never be mined: a withdrawal that
@@ -702,8 +712,8 @@ class Gateway:
             found = tx.get_refund(refund_id)
             if found is None:
                 raise NotFound(f"not found: refund {refund_id[:100]}")
-            if found.owner != owner:
-                raise Forbidden(f"refund {refund_id} is another owner's")
+            if found.owner != owner:  # as if there were none (see refund_invoice)
+                raise NotFound(f"not found: refund {refund_id[:100]}")
             invoice = tx.get_invoice(found.guid, for_update=True)
             if invoice is None:
                 raise InvoiceNotFound(found.guid)
@@ -846,6 +856,19 @@ class Gateway:
     def drain_events(self, consumer: str) -> list[OutboxEvent]:
         """``Gateway.events.drain``, kept for callers that know it here."""
         return self.events.drain(consumer)
+
+
+def _in_list(
+    invoice: Invoice | None, owner: str | None, address: str | None, chain_id: int | None
+) -> bool:
+    """Whether ``invoice`` is a row of the list these filters select (a cursor's position
+    must be one)."""
+    return (
+        invoice is not None
+        and (owner is None or invoice.owner == owner)
+        and (address is None or invoice.address == address)
+        and (chain_id is None or invoice.chain_id == chain_id)
+    )
 
 
 def _page(offset: int | None, limit: int | None, ceiling: int) -> tuple[int, int]:

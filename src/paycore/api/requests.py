@@ -26,6 +26,7 @@ from ..management.requests import (
     AppKeyChange,
     AppKeysQuery,
     ChangeCallbackUrl,
+    NewAppKey,
     SetEmailNotifications,
     WalletIndexChange,
 )
@@ -276,6 +277,7 @@ for _cls in (
     SetEmailNotifications,
     WalletIndexChange,
     AppKeyChange,
+    NewAppKey,
     AppKeysQuery,
 ):
     register(_cls)
@@ -385,6 +387,7 @@ __all__ = [
     "InitWithdraw",
     "InvoiceQuery",
     "LinksQuery",
+    "NewAppKey",
     "OpenLink",
     "OwnerChain",
     "OwnerSigned",
