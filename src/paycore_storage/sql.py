@@ -137,6 +137,7 @@ from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
 from .outbox_signal import PostgresListen, SqliteDataVersion
 from .prepared import Prepared, copy_rows, on_dbapi, on_driver
 from .refunds import RefundStatements
+from .signal_leases import SignalLeaseStatements
 from .rows import (
     attempt_from_row,
     attempt_row,
@@ -621,9 +622,10 @@ class SqlStorage:
         self.engine.dispose()
 
 
-class SqlTx(RefundStatements):
+class SqlTx(RefundStatements, SignalLeaseStatements):
     """One unit of work on one connection; only valid inside its ``with`` block (the refund
-    rows' statements are ``refunds.RefundStatements``)."""
+    rows' statements are ``refunds.RefundStatements``, the host-signal leases'
+    ``signal_leases.SignalLeaseStatements``)."""
 
     def __init__(self, connection: Connection, clock: Callable[[], float]) -> None:
         self._connection: Connection | None = connection
