@@ -51,7 +51,7 @@ from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
 from .errors import Conflict, Forbidden, InvalidInput, InvoiceNotFound, NotFound, PaycoreError
 from .events.queues import EventQueues
-from .events.signals import Handler, SignalConsumer, Signals, default_signals
+from .events.signals import Handler, SignalConsumer, Signals, default_signals, register_gateway
 from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
@@ -132,6 +132,8 @@ class Gateway:
         self.events = EventQueues(units, self.settings, signal_source(found))
         #: Host handlers of invoice events (``paycore.events.signals``): ``gateway.on``.
         self.signals = Signals()
+        if storage is None:  # on settings.database_url: a worker on that database serves it
+            register_gateway(self.signals, self.settings.database_url)
         self.webhooks = Webhooks(units, self.settings, self.clock)
         self.management = Management(self, units)
         self.chain_ledger = ChainLedger(units)
@@ -794,9 +796,11 @@ class Gateway:
         ``paycore.events.signals``."""
         return self.signals.on(*types, name=name)
 
-    def signal_consumer(self, **kwargs: Any) -> SignalConsumer:
-        """The consumer that calls this gateway's handlers and those of ``paycore.on``."""
-        return SignalConsumer(self._storage, [self.signals, default_signals], **kwargs)
+    def signal_consumer(self, *more: Signals, **kwargs: Any) -> SignalConsumer:
+        """The consumer that calls this gateway's handlers, those of ``paycore.on`` and
+        those of ``more`` registries, under leases of ``signal_lease`` seconds."""
+        kwargs.setdefault("lease", self.settings.signal_lease)
+        return SignalConsumer(self._storage, [self.signals, default_signals, *more], **kwargs)
 
     def open_queue(self, consumer: str, owner: str) -> None:
         """``Gateway.events.open``, kept for callers that know it here."""
