@@ -216,3 +216,28 @@ def _opened(gateway: object) -> bool:
     storage = gateway.storage  # type: ignore[attr-defined]
     with storage.transaction() as tx:
         return tx.read_outbox("signal:worker.test", 1) is not None
+
+
+def test_signals_module_factory_is_called_and_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--signals MODULE:FACTORY`` calls the factory, whose handlers are then there to serve;
+    a module found in the current directory imports like ``flask --app`` finds it."""
+    from paycore.events.signals import default_signals
+    from paycore.runtime.worker import import_signals
+
+    (tmp_path / "factory_shop_for_signals.py").write_text(
+        "import paycore\n"
+        "def create_app():\n"
+        "    paycore.on('invoice.paid', name='factory.ship')(lambda event: None)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    try:
+        import_signals("factory_shop_for_signals")
+        assert "factory.ship" not in {s.name for s in default_signals.subscriptions()}
+        import_signals("factory_shop_for_signals:create_app")
+        assert "factory.ship" in {s.name for s in default_signals.subscriptions()}
+        with pytest.raises(ImportError, match="no callable 'make'"):
+            import_signals("factory_shop_for_signals:make")
+    finally:
+        default_signals.unsubscribe("factory.ship")

@@ -270,8 +270,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def import_signals(spec: str) -> None:
-    """``--signals MODULE`` imports MODULE; ``MODULE:FACTORY`` also calls FACTORY() (an app
-    factory such as a Flask shop's ``create_app``), whose app registers its handlers."""
+    """``--signals MODULE`` imports MODULE, from the current directory or the Python path
+    (as ``flask --app`` does); ``MODULE:FACTORY`` also calls FACTORY() (an app factory such
+    as a Flask shop's ``create_app``), whose app registers its handlers."""
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
     module_name, _, factory = spec.partition(":")
     module = importlib.import_module(module_name)
     if factory:
