@@ -137,7 +137,6 @@ from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
 from .outbox_signal import PostgresListen, SqliteDataVersion
 from .prepared import Prepared, copy_rows, on_dbapi, on_driver
 from .refunds import RefundStatements
-from .signal_leases import SignalLeaseStatements
 from .rows import (
     attempt_from_row,
     attempt_row,
@@ -155,6 +154,7 @@ from .rows import (
     transaction_from_row,
     transaction_row,
 )
+from .signal_leases import SignalLeaseStatements
 from .tables import (
     app_keys,
     chain_cursors,

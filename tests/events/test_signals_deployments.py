@@ -214,3 +214,68 @@ def test_a_signals_module_that_registers_nothing_is_named_in_a_warning(
     assert "signal handlers: 0 served (none)" in text
     [warning] = [line for line in text.splitlines() if "registered no handler" in line]
     assert "--signals empty_shop registered no handler" in warning
+
+
+LITESTAR_SHOP = """
+import os
+
+from litestar import Litestar
+
+from paycore import Settings
+from paycore_litestar import PayCoreConfig, PayCorePlugin
+
+plugin = PayCorePlugin(PayCoreConfig(settings=Settings(database_url=os.environ["SHOP_DB"])))
+app = Litestar(plugins=[plugin])
+
+
+@plugin.gateway.on(name="shop.count")
+def count(event):
+    for what in ("start", "end"):
+        line = f"{what} {event.id} {os.getpid()}\\n".encode()
+        fd = os.open(os.environ["SIGNAL_COUNT_FILE"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        os.write(fd, line)
+        os.close(fd)
+"""
+
+
+@pytest.mark.slow  # a worker process, waited on
+def test_litestar_paycore_worker_serves_the_apps_gateway_handlers(
+    sql_url: URL, tmp_path: Path
+) -> None:
+    """``litestar --app shop:app paycore worker``: the app loads first, so a handler on
+    the plugin's gateway is served with no ``--signals``."""
+    (tmp_path / "litestar_shop.py").write_text(LITESTAR_SHOP)
+    gateway = gateway_on(SqlStorage(sql_url), fast_settings(str(sql_url)))
+    merchant = Merchant(gateway)
+    counts = str(tmp_path / "calls.txt")
+    env = {
+        **os.environ,
+        "SHOP_DB": sql_url.render_as_string(hide_password=False),
+        "SIGNAL_COUNT_FILE": counts,
+        "PAYCORE_WORKER_POLL_INTERVAL": "0.05",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [sys.executable, "-m", "litestar", "--app", "litestar_shop:app", "paycore"]
+    command += ["worker", "--no-dispatch", "--no-sweep", "--no-watch", "--no-prices"]
+    command += ["--no-prune"]
+    with open(tmp_path / "litestar.log", "wb") as log:
+        worker = subprocess.Popen(
+            command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_until(lambda: queue_position(gateway) is not None, what="the queue to open")
+        start = queue_position(gateway)
+        assert start is not None
+        merchant.invoices_paid_in_parts(2, parts=2)
+        expected = expected_events(gateway, start)
+        wait_until(lambda: len(calls(counts)) >= 2 * len(expected), what="every event handled")
+        time.sleep(0.5)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        code = worker.wait(timeout=30)
+    text = log_of(tmp_path, "litestar")
+    assert code == 0, text
+    assert "signal handlers: 1 served (shop.count)" in text
+    assert [event for what, event, _pid in calls(counts) if what == "end"] == expected
+    assert len(expected) == 4
+    gateway.close()

@@ -5,7 +5,10 @@ Three ways to run it, all the same loops:
 
 - ``paycore worker --database-url URL`` (or ``python -m paycore.runtime.worker``): its own process,
   stopped by SIGTERM or SIGINT. Start as many as you like against one database: they share
-  the deliveries through storage leases, and expiry is idempotent.
+  the deliveries and the host-signal handlers through storage leases, and expiry is
+  idempotent. ``--signals MODULE[:FACTORY]`` imports the shop's handlers; the worker serves
+  those of ``paycore.on`` and of every gateway in the process on its database, and logs
+  their names at start.
 - In a thread of the web app: ``threading.Thread(target=run_worker, args=(gateway,),
   kwargs={"stop_event": stop}).start()``, then ``stop.set()`` and ``join()`` at shutdown.
 - In an anyio/ASGI lifespan: ``task_group.start_soon(worker_task, gateway)``; cancelling
