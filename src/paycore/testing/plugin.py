@@ -93,8 +93,7 @@ def paycore_chain(paycore_gateway: Gateway) -> FakeChain:
 def paycore_signals(paycore_gateway: Gateway) -> SignalConsumer:
     """A consumer whose handler queues open where the outbox stood when the fixture started,
     not at the newest event: a handler registered mid-test still gets what came before."""
-    with paycore_gateway.storage.transaction() as tx:
-        start = tx.outbox_since(None, 1).position
+    start = paycore_gateway.events.outbox_since(None, 1).position
     return paycore_gateway.signal_consumer(open_at=start)
 
 
