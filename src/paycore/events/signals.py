@@ -216,7 +216,9 @@ def deliver_leased(
     ``wants``, call ``handle`` (outside any transaction) and move the position past it,
     only while ``holder`` still holds the lease. ``handle`` returns False to stop the pass
     at that event (it is read again next time). Events not wanted are passed over with the
-    next move. The lease is released at the end. Returns how many events were handled."""
+    next move. The lease is released at the end; a queue with nothing after its position
+    is left without taking it, so an idle pass writes nothing. Returns how many events
+    were handled."""
     with storage.transaction() as tx:
         if open_at is not None and tx.read_outbox(consumer, 1) is None:
             tx.open_queue(consumer, ALL_OWNERS)
@@ -225,6 +227,10 @@ def deliver_leased(
                 tx.move_queue(consumer, opened.position, open_at)
         else:
             tx.open_queue(consumer, ALL_OWNERS)
+        peek = tx.read_outbox(consumer, 1)
+    if peek is None or (not peek.events and peek.upto == peek.position):
+        return 0  # nothing to do: no lease taken, nothing written
+    with storage.transaction() as tx:
         if not tx.claim_signal(consumer, holder, _now_ms(), lease_ms):
             return 0
         read = tx.read_outbox(consumer, cap)
