@@ -241,3 +241,32 @@ def test_signals_module_factory_is_called_and_counted(
             import_signals("factory_shop_for_signals:make")
     finally:
         default_signals.unsubscribe("factory.ship")
+
+
+def test_a_halted_consumer_finishes_the_call_in_progress_and_stops(store: Storage) -> None:
+    """A worker told to stop (SIGTERM) lets the running handler return, records it, and
+    calls no further handler: the rest wait for the next consumer, nothing is repeated."""
+    import threading
+
+    gateway = gateway_on(store)
+    merchant = Merchant(gateway)
+    halt = threading.Event()
+    calls: list[int] = []
+
+    def slow(event: InvoiceEvent) -> None:
+        calls.append(event.id)
+        halt.set()  # the stop arrives while this handler runs
+
+    gateway.on("invoice.paid", name="halt.test")(slow)
+    run = consumer(merchant)
+    run.run_once()
+    for _ in range(3):
+        _guid, address = merchant.invoice()
+        merchant.pay(address, "100", merchant.count)
+    assert run.run_once(halt) == 1 and len(calls) == 1
+    halt.clear()
+    assert run.run_once(halt) == 1  # the next one, not the first again
+    halt.clear()
+    assert run.run_once(halt) == 1
+    assert len(calls) == len(set(calls)) == 3
+    assert run.run_once() == 0

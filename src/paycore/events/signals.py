@@ -209,6 +209,7 @@ def deliver_leased(
     wants: Callable[[OutboxEvent], bool] = lambda event: True,
     cap: int = BATCH,
     open_at: int | None = None,
+    stop: threading.Event | None = None,
 ) -> int:
     """One pass over ``consumer``'s queue, under its lease: open the queue if new (at the
     newest event, or at ``open_at`` when that is older), take the lease for ``holder``
@@ -217,8 +218,9 @@ def deliver_leased(
     only while ``holder`` still holds the lease. ``handle`` returns False to stop the pass
     at that event (it is read again next time). Events not wanted are passed over with the
     next move. The lease is released at the end; a queue with nothing after its position
-    is left without taking it, so an idle pass writes nothing. Returns how many events
-    were handled."""
+    is left without taking it, so an idle pass writes nothing. Once ``stop`` is set the
+    pass ends after the handler call in progress (a worker told to stop). Returns how many
+    events were handled."""
     with storage.transaction() as tx:
         if open_at is not None and tx.read_outbox(consumer, 1) is None:
             tx.open_queue(consumer, ALL_OWNERS)
@@ -243,6 +245,8 @@ def deliver_leased(
         if wanted:
             with _heartbeat(storage, consumer, holder, lease_ms):
                 for event in wanted:
+                    if stop is not None and stop.is_set():
+                        return handled
                     if not handle(event):
                         return handled
                     handled += 1
@@ -301,11 +305,14 @@ class SignalConsumer:
                 found.setdefault(sub.name, sub)
         return list(found.values())
 
-    def run_once(self) -> int:
+    def run_once(self, halt: threading.Event | None = None) -> int:
         """One pass: each handler whose lease this consumer gets is called for the events
-        after its position. Returns how many handler calls succeeded."""
+        after its position, until ``halt`` is set (the call in progress finishes). Returns
+        how many handler calls succeeded."""
         total = 0
         for sub in self.subscriptions():
+            if halt is not None and halt.is_set():
+                break
             total += deliver_leased(
                 self._storage,
                 sub.consumer,
@@ -315,13 +322,14 @@ class SignalConsumer:
                 wants=sub.wants,
                 cap=self._batch,
                 open_at=self._open_at,
+                stop=halt,
             )
         return total
 
     def run(self, halt: threading.Event, interval: float = 1.0) -> None:
         while not halt.is_set():
             try:
-                busy = self.run_once()
+                busy = self.run_once(halt)
             except Exception:  # storage down: try again at the next pass
                 log.exception("signal consumer pass failed")
                 busy = 0
