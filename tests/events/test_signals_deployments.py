@@ -177,14 +177,21 @@ def test_three_workers_one_killed_mid_handler(
         if pid != victim:
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) == 0, log_of(tmp_path, "w0")
-    # Exactly one completed call per change, in order.
-    assert ended() == expected
-    # Started calls: one per change, and one more for the call the SIGKILL cut short.
-    started = Counter(event for what, event, _pid in calls(counts) if what == "start")
-    assert {event: n for event, n in started.items() if n != 1} == {interrupted: 2}
-    # ... and it ended in another worker than the one killed.
-    finishers = {pid for what, ev, pid in calls(counts) if what == "end" and ev == interrupted}
-    assert len(finishers) == 1 and victim not in finishers
+    log = calls(counts)
+    # The victim's last call is the one the SIGKILL cut short (in its handler, almost
+    # always, as it was caught there; or in the position's move right after): the only
+    # call that may be made again, once, by a surviving worker.
+    cut_short = [event for what, event, pid in log if what == "start" and pid == victim][-1]
+    started = Counter(event for what, event, _pid in log if what == "start")
+    ends = ended()
+    assert {event: n for event, n in started.items() if n != 1} in ({cut_short: 2}, {})
+    assert {event: n for event, n in Counter(ends).items() if n != 1} in ({cut_short: 2}, {})
+    # Every change completed, in order.
+    assert [event for n, event in enumerate(ends) if event not in ends[:n]] == expected
+    if ("end", cut_short, victim) not in log:  # killed inside the handler
+        assert started[cut_short] == 2 and Counter(ends)[cut_short] == 1
+        [(_what, _event, finisher)] = [c for c in log if c[:2] == ("end", cut_short)]
+        assert finisher != victim and cut_short == interrupted
     gateway.close()
 
 
