@@ -137,6 +137,58 @@ def test_a_separate_worker_calls_the_handlers_of_the_shops_own_gateway(
 
 
 @pytest.mark.slow  # worker processes, waited on
+def test_a_web_thread_and_two_workers_share_one_handler(
+    sql_url: URL, start_worker: Start, tmp_path: Path
+) -> None:
+    """The web process runs a consumer thread with the same handler (by name) as two worker
+    processes: each change is handled once, by whichever holds the lease."""
+    gateway = gateway_on(SqlStorage(sql_url), fast_settings(str(sql_url)))
+    merchant = Merchant(gateway)
+    counts = str(tmp_path / "calls.txt")
+
+    def count(event: object) -> None:
+        for what in ("start", "end"):
+            line = f"{what} {event.id} {os.getpid()}\n".encode()  # type: ignore[attr-defined]
+            fd = os.open(counts, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            os.write(fd, line)
+            os.close(fd)
+            time.sleep(0.05)
+
+    gateway.on(name="shop.count")(count)
+    halt = threading.Event()
+    thread = start_signal_thread(gateway, halt)
+    workers = [start_worker("a"), start_worker("b")]
+    try:
+        for name in ("a", "b"):
+            wait_until(
+                lambda name=name: "signal handlers: 1 served" in log_of(tmp_path, name),
+                what=f"worker {name} to start",
+            )
+        wait_until(lambda: queue_position(gateway) is not None, what="the queue to open")
+        start = queue_position(gateway)
+        assert start is not None
+        merchant.invoices_paid_in_parts(5, parts=3)
+        expected = expected_events(gateway, start)
+        wait_until(
+            lambda: sum(1 for c in calls(counts) if c[0] == "end") >= len(expected),
+            timeout=60,
+            what="every event handled",
+        )
+        time.sleep(0.5)
+    finally:
+        halt.set()
+        thread.join(timeout=10)
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == 0
+    log = calls(counts)
+    assert [event for what, event, _pid in log if what == "end"] == expected
+    assert [event for what, event, _pid in log if what == "start"] == expected
+    assert len(expected) == 15
+    gateway.close()
+
+
+@pytest.mark.slow  # worker processes, waited on
 def test_three_workers_one_killed_mid_handler(
     sql_url: URL, start_worker: Start, tmp_path: Path
 ) -> None:
