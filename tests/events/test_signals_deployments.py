@@ -26,7 +26,7 @@ from paycore_storage import SqlStorage
 
 HERE = Path(__file__).parent
 QUEUE = "signal:shop.count"
-LEASE = "2"  # seconds: a killed worker's handler is taken over within about this long
+LEASE = "4"  # seconds: a killed worker's handler is taken over within about this long
 
 Start = Callable[[str], subprocess.Popen[bytes]]
 
@@ -65,7 +65,7 @@ def start_worker(sql_url: URL, tmp_path: Path) -> Iterator[Start]:
             "PAYCORE_SIGNAL_LEASE": LEASE,
             "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
             "SIGNAL_COUNT_FILE": str(tmp_path / "calls.txt"),
-            "SIGNAL_HANDLER_SECONDS": "0.1",
+            "SIGNAL_HANDLER_SECONDS": "0.2",
         }
         log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
         command = [sys.executable, "-m", "paycore.runtime.worker", "--signals", "signal_counter"]
@@ -95,12 +95,14 @@ def test_web_process_only(sql_url: URL) -> None:
     halt = threading.Event()
     thread = start_signal_thread(gateway, halt)
     try:
-        wait_until(lambda: queue_position(gateway) is not None, what="the queue to open")
+        wait_until(
+            lambda: queue_position(gateway) is not None, timeout=60, what="the queue to open"
+        )
         start = queue_position(gateway)
         assert start is not None
         merchant.invoices_paid_in_parts(3, parts=3)
         expected = expected_events(gateway, start)
-        wait_until(lambda: len(seen) >= len(expected), what="every event handled")
+        wait_until(lambda: len(seen) >= len(expected), timeout=60, what="every event handled")
         time.sleep(0.3)  # a double call would land by now
     finally:
         halt.set()
@@ -120,13 +122,15 @@ def test_a_separate_worker_calls_the_handlers_of_the_shops_own_gateway(
     gateway = gateway_on(SqlStorage(sql_url), fast_settings(str(sql_url)))
     merchant = Merchant(gateway)
     worker = start_worker("worker")
-    wait_until(lambda: queue_position(gateway) is not None, what="the queue to open")
+    wait_until(lambda: queue_position(gateway) is not None, timeout=60, what="the queue to open")
     start = queue_position(gateway)
     assert start is not None
     merchant.invoices_paid_in_parts(3, parts=3)
     expected = expected_events(gateway, start)
     counts = str(tmp_path / "calls.txt")
-    wait_until(lambda: len(calls(counts)) >= 2 * len(expected), what="every event handled")
+    wait_until(
+        lambda: len(calls(counts)) >= 2 * len(expected), timeout=60, what="every event handled"
+    )
     time.sleep(0.5)
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
@@ -162,9 +166,12 @@ def test_a_web_thread_and_two_workers_share_one_handler(
         for name in ("a", "b"):
             wait_until(
                 lambda name=name: "signal handlers: 1 served" in log_of(tmp_path, name),
+                timeout=60,
                 what=f"worker {name} to start",
             )
-        wait_until(lambda: queue_position(gateway) is not None, what="the queue to open")
+        wait_until(
+            lambda: queue_position(gateway) is not None, timeout=60, what="the queue to open"
+        )
         start = queue_position(gateway)
         assert start is not None
         merchant.invoices_paid_in_parts(5, parts=3)
@@ -195,7 +202,7 @@ def test_three_workers_one_killed_mid_handler(
     gateway = gateway_on(SqlStorage(sql_url), fast_settings(str(sql_url)))
     merchant = Merchant(gateway)
     workers = {p.pid: p for p in (start_worker(f"w{n}") for n in range(3))}
-    wait_until(lambda: queue_position(gateway) is not None, what="the queue to open")
+    wait_until(lambda: queue_position(gateway) is not None, timeout=60, what="the queue to open")
     start = queue_position(gateway)
     assert start is not None
     counts = str(tmp_path / "calls.txt")
@@ -209,8 +216,8 @@ def test_three_workers_one_killed_mid_handler(
         running = [key for key, n in open_calls.items() if n > 0]
         return running[0] if running else None
 
-    wait_until(lambda: len(calls(counts)) >= 4, what="a few calls")
-    wait_until(lambda: mid_handler() is not None, timeout=20, what="a call in progress")
+    wait_until(lambda: len(calls(counts)) >= 4, timeout=60, what="a few calls")
+    wait_until(lambda: mid_handler() is not None, timeout=30, what="a call in progress")
     found = mid_handler()
     assert found is not None
     interrupted, victim = found
@@ -223,7 +230,7 @@ def test_three_workers_one_killed_mid_handler(
     def ended() -> list[int]:
         return [event for what, event, _pid in calls(counts) if what == "end"]
 
-    wait_until(lambda: len(ended()) >= len(expected), timeout=60, what="every event handled")
+    wait_until(lambda: len(ended()) >= len(expected), timeout=90, what="every event handled")
     time.sleep(0.5)
     for pid, process in workers.items():
         if pid != victim:
@@ -322,12 +329,16 @@ def test_litestar_paycore_worker_serves_the_apps_gateway_handlers(
             command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
         )
     try:
-        wait_until(lambda: queue_position(gateway) is not None, what="the queue to open")
+        wait_until(
+            lambda: queue_position(gateway) is not None, timeout=60, what="the queue to open"
+        )
         start = queue_position(gateway)
         assert start is not None
         merchant.invoices_paid_in_parts(2, parts=2)
         expected = expected_events(gateway, start)
-        wait_until(lambda: len(calls(counts)) >= 2 * len(expected), what="every event handled")
+        wait_until(
+            lambda: len(calls(counts)) >= 2 * len(expected), timeout=60, what="every event handled"
+        )
         time.sleep(0.5)
     finally:
         worker.send_signal(signal.SIGTERM)

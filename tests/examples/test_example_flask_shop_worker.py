@@ -63,7 +63,7 @@ def test_a_separate_worker_ships_the_order_once(shop_url: str, tmp_path: Path) -
             with gateway.storage.transaction() as tx:
                 return tx.read_outbox(QUEUE, 1) is not None
 
-        wait_until(opened, "the worker to open the shop's signal queue")
+        wait_until(opened, "the worker to open the shop's signal queue", timeout=60)
         guid = browser.post("/buy/tee").headers["location"].split("invoice=")[1]
         chain = FakeChain(gateway, chain_id=1, token=NATIVE, price="3000")
         chain.overpay(guid, "0.001")  # invoice.paid, then invoice.overpaid
