@@ -599,6 +599,10 @@ class Settings:
     #: Seconds the worker waits when nothing is due; changes made in its own process wake
     #: it at once.
     worker_poll_interval: float = attrs.field(default=1.0, converter=_positive)
+    #: Seconds a signal consumer's lease on a handler's queue lasts unless renewed (it is
+    #: renewed every third of it while a handler runs): after a consumer is killed, the
+    #: handler it was running is taken over by another consumer after at most this long.
+    signal_lease: float = attrs.field(default=30.0, converter=_positive)
     #: Seconds between the worker's expiry sweeps (``Gateway.expire_due``).
     worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
     #: Deposits a chain watcher attributes per storage transaction: a range of

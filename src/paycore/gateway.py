@@ -28,12 +28,14 @@ from .domain import refunds as refund_rules
 from .domain.changes import EventType
 from .domain.detected import STALE_AFTER, Detected
 from .domain.invoices import (
+    AttributionRace,
     NewInvoice,
-    attribute_deposit,
     attribute_deposits,
+    checked_deposit,
     detected_transfers,
     parse_new_invoice,
     reorg_deposit,
+    transfer_key,
 )
 from .domain.paging import Page, page_from, read_cursor, tx_position
 from .domain.records import (
@@ -61,7 +63,7 @@ from .errors import (
     PaycoreError,
 )
 from .events.queues import EventQueues
-from .events.signals import Handler, SignalConsumer, Signals, default_signals
+from .events.signals import Handler, SignalConsumer, Signals, default_signals, register_gateway
 from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
@@ -146,6 +148,8 @@ class Gateway:
         self.events = EventQueues(units, self.settings, signal_source(found))
         #: Host handlers of invoice events (``paycore.events.signals``): ``gateway.on``.
         self.signals = Signals()
+        if storage is None:  # on settings.database_url: a worker on that database serves it
+            register_gateway(self.signals, self.settings.database_url)
         self.webhooks = Webhooks(units, self.settings, self.clock)
         self.management = Management(self, units)
         self.chain_ledger = ChainLedger(units)
@@ -513,15 +517,45 @@ class Gateway:
         return page_from(at, fetched, limit=lim, total=total, position=tx_position)
 
     def record_deposit(self, deposit: Deposit) -> list[Invoice]:
-        """Attribute one confirmed deposit; safe to call again for the same deposit."""
+        """Attribute one confirmed deposit by the rules of the watchers' ``ingest``; returns
+        the invoice changes it made. Safe to call again for the same deposit.
+
+        A counted deposit with no fresh price (``max_price_age``) is parked, as ingest
+        parks it (``paycore.prices.parking``), and so is one to an address where a deposit
+        is parked already (each address's deposits count in order); it then returns ``[]``.
+        The deposits parked at the address are tried first, every time, so recording one
+        again once a price is fresh values it (the chain's watcher retries them too, and
+        ``parking.retry_parked`` does for a chain without one). Every error raised is a
+        ``PaycoreError`` with a one-line text: ``InvalidInput`` for a malformed deposit,
+        ``StorageUnavailable`` while storage is down."""
+        deposit = checked_deposit(deposit)
+        try:
+            return self._record_deposit(deposit)
+        except AttributionRace:  # recorded meanwhile by another writer: now it is known
+            return self._record_deposit(deposit)
+
+    def _record_deposit(self, deposit: Deposit) -> list[Invoice]:
         with self._storage.transaction() as tx:
-            changes = attribute_deposit(
-                tx, deposit, self.pricing, self.settings.underpayment_tolerance
+            parked = [
+                p.deposit
+                for p in tx.parked_deposits(deposit.chain_id, 10**9)
+                if p.deposit.to == deposit.to
+            ]
+            was_parked = {transfer_key(p) for p in parked}
+            if transfer_key(deposit) not in was_parked:
+                parked.append(deposit)  # after the ones parked before it: chain order
+            done = attribute_deposits(
+                tx, parked, self.pricing, self.settings.underpayment_tolerance
             )
-            payloads = self._emit(tx, changes)
-        if changes:
-            self._notify(changes[-1].owner, payloads)
-        return changes
+            for settled in done.done:
+                if transfer_key(settled) in was_parked:
+                    tx.unpark_deposit(settled)
+            now = self.now()
+            for waiting, reason in done.waiting:
+                park_in(tx, ParkedDeposit(waiting, reason, now))
+            payloads = self._emit(tx, done.changes)
+        self._notify_each(done.changes, payloads)
+        return done.changes
 
     def ingest(self, batch: DepositBatch) -> Ingested:
         """Attribute a batch of one chain's deposits (chain order) in one storage
@@ -841,9 +875,11 @@ class Gateway:
         ``paycore.events.signals``."""
         return self.signals.on(*types, name=name)
 
-    def signal_consumer(self, **kwargs: Any) -> SignalConsumer:
-        """The consumer that calls this gateway's handlers and those of ``paycore.on``."""
-        return SignalConsumer(self._storage, [self.signals, default_signals], **kwargs)
+    def signal_consumer(self, *more: Signals, **kwargs: Any) -> SignalConsumer:
+        """The consumer that calls this gateway's handlers, those of ``paycore.on`` and
+        those of ``more`` registries, under leases of ``signal_lease`` seconds."""
+        kwargs.setdefault("lease", self.settings.signal_lease)
+        return SignalConsumer(self._storage, [self.signals, default_signals, *more], **kwargs)
 
     def open_queue(self, consumer: str, owner: str) -> None:
         """``Gateway.events.open``, kept for callers that know it here."""

@@ -156,6 +156,7 @@ from .rows import (
     transaction_from_row,
     transaction_row,
 )
+from .signal_leases import SignalLeaseStatements
 from .tables import (
     app_keys,
     chain_cursors,
@@ -623,10 +624,12 @@ class SqlStorage:
         self.engine.dispose()
 
 
-class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
+class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements, SignalLeaseStatements):
     """One unit of work on one connection; only valid inside its ``with`` block (the refund
-    rows' statements are ``refunds.RefundStatements``, the detected transfers'
-    ``detected.DetectedStatements``)."""
+    rows' statements are ``refunds.RefundStatements``, the idempotency keys'
+    ``idempotency.IdempotencyStatements``, the detected transfers'
+    ``detected.DetectedStatements``, the host-signal leases'
+    ``signal_leases.SignalLeaseStatements``)."""
 
     def __init__(self, connection: Connection, clock: Callable[[], float]) -> None:
         self._connection: Connection | None = connection

@@ -330,6 +330,17 @@ chain_cursors = Table(
     Column("lease_until", BigInteger, nullable=False),
 )
 
+#: Host-signal leases (revision 0015): which consumer process is running a handler's queue
+#: (``event_queues`` row ``signal:<name>``) until ``lease_until`` (unix ms). Only the holder
+#: may move that queue's position (``paycore.events.signals``); a lapsed lease is taken over.
+signal_leases = Table(
+    "paycore_signal_leases",
+    metadata,
+    Column("consumer", Key(), primary_key=True),
+    Column("holder", Key(), nullable=True),
+    Column("lease_until", BigInteger, nullable=False),
+)
+
 #: App keys (revision 0004): an address acts for one owner at most, hence the primary key.
 app_keys = Table(
     "paycore_app_keys",

@@ -216,3 +216,57 @@ def _opened(gateway: object) -> bool:
     storage = gateway.storage  # type: ignore[attr-defined]
     with storage.transaction() as tx:
         return tx.read_outbox("signal:worker.test", 1) is not None
+
+
+def test_signals_module_factory_is_called_and_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--signals MODULE:FACTORY`` calls the factory, whose handlers are then there to serve;
+    a module found in the current directory imports like ``flask --app`` finds it."""
+    from paycore.events.signals import default_signals
+    from paycore.runtime.worker import import_signals
+
+    (tmp_path / "factory_shop_for_signals.py").write_text(
+        "import paycore\n"
+        "def create_app():\n"
+        "    paycore.on('invoice.paid', name='factory.ship')(lambda event: None)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    try:
+        import_signals("factory_shop_for_signals")
+        assert "factory.ship" not in {s.name for s in default_signals.subscriptions()}
+        import_signals("factory_shop_for_signals:create_app")
+        assert "factory.ship" in {s.name for s in default_signals.subscriptions()}
+        with pytest.raises(ImportError, match="no callable 'make'"):
+            import_signals("factory_shop_for_signals:make")
+    finally:
+        default_signals.unsubscribe("factory.ship")
+
+
+def test_a_halted_consumer_finishes_the_call_in_progress_and_stops(store: Storage) -> None:
+    """A worker told to stop (SIGTERM) lets the running handler return, records it, and
+    calls no further handler: the rest wait for the next consumer, nothing is repeated."""
+    import threading
+
+    gateway = gateway_on(store)
+    merchant = Merchant(gateway)
+    halt = threading.Event()
+    calls: list[int] = []
+
+    def slow(event: InvoiceEvent) -> None:
+        calls.append(event.id)
+        halt.set()  # the stop arrives while this handler runs
+
+    gateway.on("invoice.paid", name="halt.test")(slow)
+    run = consumer(merchant)
+    run.run_once()
+    for _ in range(3):
+        _guid, address = merchant.invoice()
+        merchant.pay(address, "100", merchant.count)
+    assert run.run_once(halt) == 1 and len(calls) == 1
+    halt.clear()
+    assert run.run_once(halt) == 1  # the next one, not the first again
+    halt.clear()
+    assert run.run_once(halt) == 1
+    assert len(calls) == len(set(calls)) == 3
+    assert run.run_once() == 0

@@ -20,6 +20,8 @@ several threads and processes (row locks / atomic statements), because the core 
 - ``claim_chain`` gives a chain's scanning lease to one holder at a time, and
   ``advance_chain`` moves the cursor only while that holder still has it.
 - ``settle_refund`` moves a refund out of ``pending`` once: of concurrent settles, one wins.
+- ``claim_signal`` gives a host-signal queue's lease to one holder at a time, and
+  ``move_signal`` moves that queue's position only while that holder still has it.
 
 Addresses and owners arrive already normalised (checksummed / base58); storage compares them
 as plain strings. Exceptions raised inside the ``with`` block roll everything back.
@@ -368,6 +370,29 @@ class StorageTx(IdempotencyKeys, Protocol):
     def move_queue(self, consumer: str, start: int, to: int) -> bool:
         """Set ``consumer``'s position to ``to`` if it is still ``start``; False if another
         consumer moved it meanwhile (or it is gone)."""
+
+    # -- host-signal leases -----------------------------------------------------------------
+    # One lease per host-signal queue (``signal:<handler name>``, opened with ``open_queue``
+    # for ``ALL_OWNERS``), so that one consumer at a time runs a handler, however many
+    # processes run consumers (``paycore.events.signals``). Times are unix milliseconds.
+
+    def claim_signal(self, consumer: str, holder: str, now: int, lease_ms: int) -> bool:
+        """Take or renew ``consumer``'s lease for ``holder`` -- when nobody holds it, it has
+        lapsed (``lease_until <= now``), or it is ``holder``'s already -- until ``now +
+        lease_ms``. ``False`` while another holder's lease is live. Atomic against
+        concurrent claims: one winner."""
+
+    def move_signal(
+        self, consumer: str, holder: str, start: int, to: int, now: int, lease_ms: int
+    ) -> bool:
+        """``move_queue(consumer, start, to)`` and renew the lease to ``now + lease_ms``,
+        only while ``holder`` still holds ``consumer``'s lease (a lapsed lease nobody took
+        over is still its own). ``False``, changing nothing, once another holder claimed it
+        or the position is no longer ``start``."""
+
+    def release_signal(self, consumer: str, holder: str) -> None:
+        """Give up ``holder``'s lease (the position stays), so another consumer need not
+        wait for it to lapse. A no-op when ``holder`` does not hold it."""
 
     # -- webhook deliveries -----------------------------------------------------------------
     # A delivery is one outbox event queued for the owner's webhook. ``enqueue_delivery`` runs

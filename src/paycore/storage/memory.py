@@ -121,6 +121,8 @@ class _Tables:
     queues: dict[str, _Queue] = attrs.field(factory=dict)
     poll_tokens: dict[str, PollToken] = attrs.field(factory=dict)
     chain_cursors: dict[int, ChainCursor] = attrs.field(factory=dict)
+    #: host-signal queue -> (holder, lease_until ms); holder None when released.
+    signal_leases: dict[str, tuple[str | None, int]] = attrs.field(factory=dict)
     deliveries: dict[int, _DeliveryRow] = attrs.field(factory=dict)  # ascending id
     attempts: list[DeliveryAttempt] = attrs.field(factory=list)
     app_keys: dict[str, AppKey] = attrs.field(factory=dict)  # by key address
@@ -639,6 +641,28 @@ class _MemoryTx(MemoryIdempotency):
             return False
         self._t.queues[consumer] = attrs.evolve(queue, cursor=to)
         return True
+
+    # -- host-signal leases ----------------------------------------------------------------
+    def claim_signal(self, consumer: str, holder: str, now: int, lease_ms: int) -> bool:
+        held, until = self._t.signal_leases.get(consumer, (None, 0))
+        if held not in (None, holder) and until > now:
+            return False
+        self._t.signal_leases[consumer] = (holder, now + lease_ms)
+        return True
+
+    def move_signal(
+        self, consumer: str, holder: str, start: int, to: int, now: int, lease_ms: int
+    ) -> bool:
+        held, _until = self._t.signal_leases.get(consumer, (None, 0))
+        if held != holder:
+            return False
+        self._t.signal_leases[consumer] = (holder, now + lease_ms)
+        return self.move_queue(consumer, start, to)
+
+    def release_signal(self, consumer: str, holder: str) -> None:
+        held, _until = self._t.signal_leases.get(consumer, (None, 0))
+        if held == holder:
+            self._t.signal_leases[consumer] = (None, 0)
 
     # -- webhook deliveries -----------------------------------------------------------------
     def enqueue_delivery(

@@ -932,4 +932,5 @@ def test_tip_jar_and_tron_sized_values_survive(storage: Storage) -> None:
 
 
 # The detected transfers' part of the contract, kept in a module of its own.
+from paycore.testing.storage_contract_signals import *  # noqa: E402, F403 - host-signal leases
 from paycore.testing.storage_detected import *  # noqa: E402, F403
