@@ -122,6 +122,7 @@ from paycore.prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from paycore.storage import OutboxSignal, PruneBatch, StorageTx
 from paycore.storage.contract import TransferPlace
 from paycore.webhooks.records import (
+    DEFAULT_ENDPOINT,
     ClaimedDelivery,
     Delivery,
     DeliveryAttempt,
@@ -131,6 +132,7 @@ from paycore.webhooks.records import (
 )
 
 from .decimals import exact_text
+from .endpoints import EndpointStatements
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .migrations import migrate
 from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
@@ -178,6 +180,7 @@ from .tables import (
     wallet_indexes,
     webhook_attempts,
     webhook_deliveries,
+    webhook_endpoints,
     webhooks,
 )
 
@@ -621,9 +624,10 @@ class SqlStorage:
         self.engine.dispose()
 
 
-class SqlTx(RefundStatements):
+class SqlTx(RefundStatements, EndpointStatements):
     """One unit of work on one connection; only valid inside its ``with`` block (the refund
-    rows' statements are ``refunds.RefundStatements``)."""
+    rows' statements are ``refunds.RefundStatements``, the webhook endpoints' are
+    ``endpoints.EndpointStatements``)."""
 
     def __init__(self, connection: Connection, clock: Callable[[], float]) -> None:
         self._connection: Connection | None = connection
@@ -1386,17 +1390,23 @@ class SqlTx(RefundStatements):
         return delivery_id
 
     def enqueue_deliveries(self, deliveries: Sequence[NewDelivery]) -> int:
-        if len(deliveries) < 2:
+        if len(deliveries) < 2 and all(d.endpoint_id is None for d in deliveries):
             queued = [
                 self.enqueue_delivery(d.event_id, d.owner, d.guid, d.webhook_id, d.body, d.now)
                 for d in deliveries
             ]
             return sum(1 for delivery_id in queued if delivery_id is not None)
-        owners = sorted({d.owner for d in deliveries})
-        with_url = set(
-            self._c.execute(
-                select(webhooks.c.owner).where(webhooks.c.owner.in_(owners), webhooks.c.url != "")
-            ).scalars()
+        owners = sorted({d.owner for d in deliveries if d.endpoint_id is None})
+        with_url = (
+            set(
+                self._c.execute(
+                    select(webhooks.c.owner).where(
+                        webhooks.c.owner.in_(owners), webhooks.c.url != ""
+                    )
+                ).scalars()
+            )
+            if owners
+            else set()
         )
         rows = [
             {
@@ -1410,9 +1420,10 @@ class SqlTx(RefundStatements):
                 "created_at": d.now,
                 "next_attempt_at": d.now,
                 "retry_from": d.now,
+                "endpoint_id": d.endpoint_id,
             }
             for d in deliveries
-            if d.owner in with_url
+            if d.endpoint_id is not None or d.owner in with_url
         ]
         if rows:  # one row at a time, in order: an invoice's deliveries keep their order
             self._c.execute(insert(webhook_deliveries), rows)
@@ -1425,7 +1436,12 @@ class SqlTx(RefundStatements):
         earlier = d.alias("earlier")
         earlier_pending = (
             select(earlier.c.id)
-            .where(earlier.c.guid == d.c.guid, earlier.c.status == _PENDING, earlier.c.id < d.c.id)
+            .where(
+                earlier.c.guid == d.c.guid,
+                earlier.c.status == _PENDING,
+                earlier.c.id < d.c.id,
+                earlier.c.endpoint_id.is_not_distinct_from(d.c.endpoint_id),
+            )
             .exists()
         )
         due = (
@@ -1451,11 +1467,18 @@ class SqlTx(RefundStatements):
         )
         rows = sorted((r._mapping for r in leased), key=lambda r: ids.index(r["id"]))
         owners = {r["owner"] for r in rows}
-        targets = {
-            t["owner"]: (t["url"], t["secret"])
+        targets: dict[tuple[str, str | None], tuple[str, str]] = {
+            (t["owner"], None): (t["url"], t["secret"])
             for t in self._all(select(webhooks).where(webhooks.c.owner.in_(owners)))
         }
-        return [claimed_from_row(r, *targets.get(r["owner"], ("", ""))) for r in rows]
+        if any(r["endpoint_id"] is not None for r in rows):
+            for endpoint in self.webhook_endpoints(sorted(owners)):
+                if endpoint.enabled:
+                    targets[(endpoint.owner, endpoint.id)] = (endpoint.url, endpoint.secret)
+        return [
+            claimed_from_row(r, *targets.get((r["owner"], r["endpoint_id"]), ("", "")))
+            for r in rows
+        ]
 
     def finish_delivery(
         self, delivery_id: int, token: str, attempt: DeliveryAttempt, settlement: Settlement
@@ -1483,6 +1506,7 @@ class SqlTx(RefundStatements):
         guid: str | None = None,
         offset: int = 0,
         limit: int = 50,
+        endpoint_id: str | None = None,
     ) -> tuple[list[Delivery], int]:
         d = webhook_deliveries
         where = [d.c.owner == owner]
@@ -1490,6 +1514,10 @@ class SqlTx(RefundStatements):
             where.append(d.c.status == status.value)
         if guid is not None:
             where.append(d.c.guid == guid)
+        if endpoint_id == DEFAULT_ENDPOINT:
+            where.append(d.c.endpoint_id.is_(None))
+        elif endpoint_id is not None:
+            where.append(d.c.endpoint_id == endpoint_id)
         page = [
             delivery_from_row(r)
             for r in self._all(
@@ -1752,6 +1780,7 @@ class SqlTx(RefundStatements):
             invoices,
             session_keys,
             webhooks,
+            webhook_endpoints,
             merchant_profiles,
             app_keys,
             email_settings,
