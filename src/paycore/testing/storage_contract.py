@@ -857,3 +857,7 @@ def test_tip_jar_and_tron_sized_values_survive(storage: Storage) -> None:
         assert stored == tron and stored.is_tip_jar
         [row], _ = tx.list_transactions(OWNER, chain_id=3448148188)
         assert row.log_index == -1
+
+
+# Webhook endpoints (revision 0017): a module of their own, run with the rest of the suite.
+from paycore.testing.storage_contract_endpoints import *  # noqa: E402, F403
