@@ -84,7 +84,7 @@ def test_the_webhook_body_is_the_invoice_plus_its_type(store: Storage) -> None:
         deliveries, _total = tx.list_deliveries(merchant.owner)
     bodies = [json.loads(d.body) for d in reversed(deliveries) if d.endpoint_id == every.id]
     assert [b["type"] for b in bodies] == ["invoice.paid", "invoice.overpaid"]
-    # The /webhook/set URL is sent the status change only (SPEC.md section 6).
+    # The /webhook/set URL is sent the status change only (docs/interface.md §Events).
     spec = [json.loads(d.body)["type"] for d in deliveries if d.endpoint_id is None]
     assert spec == ["invoice.paid"]
     wire = gateway.invoice_wire(gateway.get_invoice(guid))

@@ -8,7 +8,7 @@ deadlines and reorgs, by the gateway for refunds. Webhooks carry it as ``type``;
 signals (``paycore.events.signals``) are keyed by it; the poll and WebSocket payload stays
 the plain Invoice record of docs/interface.md.
 
-SPEC.md's events are status changes only, and real clients act on any record with status
+The interface's events are status changes only, and real clients act on any record with status
 ``paid`` or ``expired``; so every channel carries :data:`STATUS_CHANGES` unless its
 subscriber names other types (a webhook endpoint's list, a socket's register frame, a
 handler's ``on(...)`` types). The outbox keeps every type; the channels filter.
@@ -44,11 +44,12 @@ class EventType(StrEnum):
 ALL_TYPES: frozenset[str] = frozenset(t.value for t in EventType)
 #: The type of an event stored without one.
 UPDATED: str = EventType.UPDATED.value
-#: What every channel carries by default: one event per status change (SPEC.md section 6,
-#: init -> partialPaid -> paid, or expired), and ``invoice.updated``, the type of events
-#: stored before types existed, which went out on every channel then.
+#: What every channel carries by default: one event per status change (docs/interface.md
+#: §Events: init -> partialPaid -> paid, or expired), and ``invoice.updated``, the type of
+#: events stored before types existed, which went out on every channel then.
 STATUS_CHANGES: frozenset[str] = frozenset(
-    {EventType.PARTIALLY_PAID, EventType.PAID, EventType.EXPIRED, EventType.UPDATED}
+    t.value
+    for t in (EventType.PARTIALLY_PAID, EventType.PAID, EventType.EXPIRED, EventType.UPDATED)
 )
 
 

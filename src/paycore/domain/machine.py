@@ -108,7 +108,7 @@ def _payment_event(before: Status, move: Move) -> EventType:
         return EventType.OVERPAID if before is Status.PAID else EventType.LATE_PAYMENT
     if move is Move.FULL:
         return EventType.PAID
-    # partialPaid -> partialPaid is money in, but no status change (SPEC.md section 6).
+    # partialPaid -> partialPaid is money in, but no status change (docs/interface.md §Events).
     return EventType.FURTHER_PAYMENT if before is Status.PARTIAL_PAID else EventType.PARTIALLY_PAID
 
 

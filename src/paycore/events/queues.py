@@ -60,7 +60,7 @@ class EventQueues:
         ``event_retention``; each is returned once, whoever drains concurrently.
 
         Only status changes (``STATUS_CHANGES``) are returned: a poll payload is the plain
-        Invoice record with no type (SPEC.md section 6), so an overpayment's second ``paid``
+        Invoice record with no type (docs/interface.md §Events), so an overpayment's second ``paid``
         record would read as a second payment. The queue still moves past the other types,
         so its position, its cap and the outbox's pruning stay those of the whole outbox."""
         with self._storage.transaction() as tx:

@@ -102,7 +102,7 @@ def enqueue_webhooks(
     """``enqueue_webhook`` for a batch of (event id, event) in the caller's transaction:
     bodies are only built for events some target of their owner wants, and queued at once.
     Each target is sent only the types it asks for: the ``/webhook/set`` URL the status
-    changes of SPEC.md (``STATUS_CHANGES``), an endpoint its ``types``."""
+    changes of the interface (``STATUS_CHANGES``), an endpoint its ``types``."""
     owners = sorted({event.owner for _id, event in events})
     endpoints: dict[str, list[WebhookEndpoint]] = {}
     for endpoint in tx.webhook_endpoints(owners):

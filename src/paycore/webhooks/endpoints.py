@@ -5,7 +5,7 @@ BTCPay's webhooks with ``authorizedEvents``): one endpoint for the shop that shi
 on status changes, another for the accounting tool that wants refunds too, each verifying
 with its own ``whsec_`` secret, each rotated or disabled without touching the other.
 
-The ``/webhook/set`` URL of SPEC.md stays as it is and is listed first, as the endpoint
+The ``/webhook/set`` URL of the interface stays as it is and is listed first, as the endpoint
 ``default``: it is sent the status changes (``STATUS_CHANGES``) and is managed by the
 wallet-signed ``/webhook/set`` and ``/webhook/clear``, not here. A new endpoint is sent
 the status changes too unless ``types`` names others (docs/decisions.md, "Events per
@@ -45,8 +45,12 @@ class EndpointNotFound(NotFound):
         super().__init__(f"webhook endpoint {endpoint_id} not found")
 
 
-def new_endpoint_id() -> str:
-    return "ep_" + secrets.token_hex(12)
+def new_endpoint_id(created_at: int, taken: Iterable[str]) -> str:
+    """``ep_``, the creation second, a count within that second and random digits: 24 hex
+    digits whose order is the order of creation, so a listing by id is oldest first."""
+    stamp = f"ep_{created_at & 0xFFFFFFFFFF:010x}"
+    same = [int(i[len(stamp) : len(stamp) + 4], 16) for i in taken if i.startswith(stamp)]
+    return f"{stamp}{min(max(same, default=-1) + 1, 0xFFFF):04x}{secrets.token_hex(5)}"
 
 
 def default_wire(owner: str, url: str, secret: str) -> Json:
@@ -97,26 +101,27 @@ class Endpoints:
     ) -> WebhookEndpoint:
         """A new endpoint of ``owner`` with a fresh secret, sent ``types`` (the status
         changes when None) from the next event on."""
-        endpoint = WebhookEndpoint(
-            id=new_endpoint_id(),
-            owner=owner,
-            url=self._url(url),
-            secret=new_secret(),
-            types=_types(types) or STATUS_CHANGES,
-            enabled=enabled,
-            created_at=int(self._clock()),
-        )
+        checked, wanted, now = self._url(url), _types(types) or STATUS_CHANGES, int(self._clock())
         with self._storage.transaction() as tx:
-            if len(tx.webhook_endpoints([owner])) >= MAX_ENDPOINTS:
+            existing = tx.webhook_endpoints([owner])
+            if len(existing) >= MAX_ENDPOINTS:
                 raise InvalidInput("url", f"an owner has at most {MAX_ENDPOINTS} endpoints")
+            endpoint = WebhookEndpoint(
+                id=new_endpoint_id(now, [e.id for e in existing]),
+                owner=owner,
+                url=checked,
+                secret=new_secret(),
+                types=wanted,
+                enabled=enabled,
+                created_at=now,
+            )
             tx.put_webhook_endpoint(endpoint)
         return endpoint
 
     def of(self, owner: str) -> list[WebhookEndpoint]:
         """``owner``'s endpoints, oldest first (the ``/webhook/set`` URL not among them)."""
         with self._storage.transaction() as tx:
-            found = tx.webhook_endpoints([owner])
-        return sorted(found, key=lambda e: (e.created_at, e.id))
+            return tx.webhook_endpoints([owner])  # by id: creation order
 
     def list_wire(self, owner: str) -> list[Json]:
         """What GET /webhook/endpoints lists: the ``/webhook/set`` URL first, when set."""
