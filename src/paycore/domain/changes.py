@@ -17,6 +17,7 @@ handler's ``on(...)`` types). The outbox keeps every type; the channels filter.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from ..errors import InvalidInput
 
@@ -65,3 +66,13 @@ def parse_types(value: object, field: str) -> frozenset[str]:
             shown = item if isinstance(item, str) and len(item) <= 64 else "a non-type value"
             raise InvalidInput(field, f"unknown event type {shown!r}")
     return frozenset(value)
+
+
+class EventPayload(dict[str, Any]):
+    """An event's Invoice wire record as the gateway hands it to notifiers after commit: a
+    plain dict (what the ``Notifier`` contract promises), which also says its event type,
+    so the WebSocket hub can filter pushes by type without a second argument."""
+
+    def __init__(self, record: dict[str, Any], type: str) -> None:
+        super().__init__(record)
+        self.type = type

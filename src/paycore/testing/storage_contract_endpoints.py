@@ -8,6 +8,8 @@ enabled, and keeps its invoice's order per endpoint only.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from paycore.domain.changes import STATUS_CHANGES
@@ -31,7 +33,7 @@ __all__ = [
 ]
 
 
-def _endpoint(n: int, owner: str = OWNER, **changes: object) -> WebhookEndpoint:
+def _endpoint(n: int, owner: str = OWNER, **changes: Any) -> WebhookEndpoint:
     endpoint = WebhookEndpoint(
         id=f"ep_{n:024x}",
         owner=owner,
