@@ -25,7 +25,7 @@ from .chains.records import DepositBatch, Ingested, LeaseLost
 from .config import Settings
 from .domain import machine
 from .domain import refunds as refund_rules
-from .domain.changes import EventType
+from .domain.changes import EventPayload, EventType
 from .domain.detected import STALE_AFTER, Detected
 from .domain.invoices import (
     AttributionRace,
@@ -657,7 +657,9 @@ class Gateway:
         named = [str(type or inv.change or EventType.UPDATED) for inv in changes]
         changes = self._with_refunds(tx, changes)
         now = self.now()
-        payloads = [self.invoice_wire(inv) for inv in changes]
+        payloads: list[Json] = [
+            EventPayload(self.invoice_wire(inv), t) for inv, t in zip(changes, named, strict=True)
+        ]
         events = [
             NewEvent(i.owner, i.guid, p, now, t)
             for i, p, t in zip(changes, payloads, named, strict=True)

@@ -100,7 +100,11 @@ def test_lazy_expiry_once_then_late_payment_recorded(gw: Gateway, clock: Clock) 
     gw.record_deposit(deposit(1, "100", clock.t))
     late = gw.get_invoice(guid)
     assert (late.status, late.paid_amount) == (Status.EXPIRED, Decimal("100"))
-    assert [e["status"] for e in drain(gw)] == ["expired", "expired"]
+    # One event per status change: the late payment is recorded, and queued no second
+    # "expired" (its type, invoice.late_payment, is for those who ask for it).
+    assert [e["status"] for e in drain(gw)] == ["expired"]
+    typed = gw.events.outbox_since(0, 10, OWNER)
+    assert [e.type for e in typed.events] == ["invoice.expired", "invoice.late_payment"]
 
 
 def test_sweeper_expires_without_a_read(gw: Gateway, clock: Clock) -> None:

@@ -14,6 +14,7 @@ import pytest
 from events_helpers import CHAIN, PAYER, TOKEN, Merchant, fast_settings, gateway_on
 
 from paycore import Deposit, InvoiceEvent
+from paycore.domain.changes import ALL_TYPES
 from paycore.events.signals import SignalConsumer, Signals
 from paycore.storage import Storage
 from paycore_storage import SqlStorage
@@ -76,12 +77,16 @@ def test_the_webhook_body_is_the_invoice_plus_its_type(store: Storage) -> None:
     merchant = Merchant(gateway)
     merchant.webhook("http://127.0.0.1:9/hook")
     guid, address = merchant.invoice()
+    every = gateway.webhooks.endpoints.create(merchant.owner, "http://127.0.0.1:9/all", ALL_TYPES)
     merchant.pay(address, "100", 1)
     merchant.pay(address, "1", 2)
     with store.transaction() as tx:
         deliveries, _total = tx.list_deliveries(merchant.owner)
-    bodies = [json.loads(d.body) for d in reversed(deliveries) if d.guid == guid]
+    bodies = [json.loads(d.body) for d in reversed(deliveries) if d.endpoint_id == every.id]
     assert [b["type"] for b in bodies] == ["invoice.paid", "invoice.overpaid"]
+    # The /webhook/set URL is sent the status change only (docs/interface.md §Events).
+    spec = [json.loads(d.body)["type"] for d in deliveries if d.endpoint_id is None]
+    assert spec == ["invoice.paid"]
     wire = gateway.invoice_wire(gateway.get_invoice(guid))
     assert {k: v for k, v in bodies[-1].items() if k != "type"} == wire
 
