@@ -266,6 +266,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK_ENDPOINT,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("GET",),
@@ -276,6 +277,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK_ENDPOINTS,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -286,6 +288,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK_ENDPOINT,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -296,6 +299,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK_ENDPOINT,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -306,6 +310,7 @@ ROUTES: list[Route] = [
         response=schemas.ENDPOINT_REMOVED,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="session",
     ),
     # -- the merchant's identity on the checkout page (session-signed) -------------------------
     Route(
