@@ -116,3 +116,12 @@ def test_ws_outbox_bench(postgres_url: str) -> None:
     assert len(lines) == 2, lines  # one per database
     for line in lines:
         assert line["ceiling"]["what"], line
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_endpoints_bench(postgres_url: str) -> None:
+    lines = _run("endpoints_bench.py", "--changes", "10", "--reps", "3", "--postgres", postgres_url)
+    assert [line["database"] for line in lines] == ["sqlite", "postgresql"]
+    for line in lines:
+        _positive(line, "figure", "ceiling", "ratio")
