@@ -77,7 +77,7 @@ def test_killed_mid_delivery_then_restarted_loses_nothing(
     again with the same webhook-id. Every event arrives; only the in-flight ones twice."""
     gateway = gateway_on(SqlStorage(sql_url))
     merchant = Merchant(gateway)
-    receiver.secret = merchant.webhook(receiver.url)
+    receiver.secret = merchant.endpoint(receiver.url)  # every type: 3 events an invoice
     receiver.slow_seconds = 1.0
     receiver.mode = "slow"
     guids = merchant.invoices_paid_in_parts(4, parts=3)
@@ -112,7 +112,7 @@ def test_two_workers_share_the_work_without_double_delivery(
     is accepted exactly once, each invoice in order, and both workers did some of it."""
     gateway = gateway_on(SqlStorage(sql_url))
     merchant = Merchant(gateway)
-    receiver.secret = merchant.webhook(receiver.url)
+    receiver.secret = merchant.endpoint(receiver.url)  # every type: 3 events an invoice
     # Slow enough that one worker cannot drain the queue before the other's first poll,
     # even on a loaded machine: the test is about sharing.
     receiver.slow_seconds = 0.05

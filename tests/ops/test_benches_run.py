@@ -125,3 +125,10 @@ def test_signals_bench(postgres_url: str) -> None:
     assert {line["database"] for line in lines} == {"sqlite", "postgresql"}
     for line in lines:
         _positive(line, "figure", "ceiling", "ratio")
+
+
+def test_endpoints_bench(postgres_url: str) -> None:
+    lines = _run("endpoints_bench.py", "--changes", "10", "--reps", "3", "--postgres", postgres_url)
+    assert [line["database"] for line in lines] == ["sqlite", "postgresql"]
+    for line in lines:
+        _positive(line, "figure", "ceiling", "ratio")
