@@ -9,7 +9,7 @@ answer; others get a close before the accept, which they answer with 403.
 
 The Litestar adapter admits through :func:`admit` and runs its own socket wrapper;
 ``paycore serve --framework flask`` runs GET /ws through :func:`serve_asgi_socket` here
-(``paycore.runtime.asgi_front``), the same driver (``serve_async``) as Litestar's.
+(``paycore_flask.asgi``), the same driver (``serve_async``) as Litestar's.
 """
 
 from __future__ import annotations

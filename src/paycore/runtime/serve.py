@@ -4,7 +4,7 @@ The core imports no web framework, so each framework is imported only when chose
 host apps themselves are the adapters' ``create_app``; this module runs them under one
 process manager, gunicorn's arbiter, for both frameworks (docs/decisions.md §Production
 server), each worker one uvicorn event loop (``asgi_worker.PaycoreWorker``). Litestar is
-ASGI itself; Flask runs behind ``asgi_front.AsgiFront``: the loop reads every request and
+ASGI itself; Flask runs behind ``paycore_flask.asgi.AsgiFront``: the loop reads every request and
 holds every idle connection and WebSocket, and only complete requests take one of
 ``--threads`` threads, so idle sockets and slowloris clients cannot use up the threads. The
 arbiter restarts a worker that dies, and stops them all gracefully on SIGTERM.
@@ -205,7 +205,7 @@ def gunicorn_server(
             # Runs in the worker, after the fork: the app (and any gateway) is its own.
             app = build()
             if framework == "flask":
-                from .asgi_front import AsgiFront
+                from paycore_flask.asgi import AsgiFront
 
                 return AsgiFront.for_app(app, threads=threads)
             return app

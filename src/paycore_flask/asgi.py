@@ -20,6 +20,8 @@ Litestar:
 - The lifespan's shutdown closes the gateway, as gunicorn's worker-exit hook did.
 
 A bare WSGI app (the benchmark's ceiling) gets the same front without the socket route.
+Under gunicorn directly: ``--worker-class paycore.runtime.asgi_worker.PaycoreWorker
+'paycore_flask:create_asgi_app()'``.
 """
 
 from __future__ import annotations
@@ -34,15 +36,20 @@ from typing import Any
 import anyio
 from anyio import to_thread
 
-from ..api.http import MAX_BODY
-from ..gateway import Gateway
-from ..realtime.asgi import Receive, Send, serve_asgi_socket
-from ..realtime.hub import Hub, hub_for
+from paycore import Gateway, Settings
+from paycore.api.http import MAX_BODY
+from paycore.realtime.asgi import Receive, Send, serve_asgi_socket
+from paycore.realtime.hub import Hub, hub_for
 
-log = logging.getLogger("paycore.serve")
+from .extension import PayCoreState
+
+log = logging.getLogger("paycore.flask")
 
 Scope = MutableMapping[str, Any]
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+#: Requests one front runs at once, each on a thread (``paycore serve --threads``).
+DEFAULT_THREADS = 8
 
 #: A response body is pulled from the WSGI iterable in batches of about this many bytes:
 #: one thread hop for an ordinary answer, bounded memory for a streamed export.
@@ -72,11 +79,10 @@ class AsgiFront:
         self._limiter: anyio.CapacityLimiter | None = None
 
     @classmethod
-    def for_app(cls, app: Any, *, threads: int) -> AsgiFront:
+    def for_app(cls, app: Any, *, threads: int = DEFAULT_THREADS) -> AsgiFront:
         """The front for a Flask app: with paycore's socket route when paycore is on it."""
-        extensions = getattr(app, "extensions", {})
-        if "paycore" in extensions:
-            found = extensions["paycore"]
+        found = getattr(app, "extensions", {}).get("paycore")
+        if isinstance(found, PayCoreState):
             return cls(app, threads=threads, gateway=found.gateway, ws_path=found.prefix + "/ws")
         return cls(app, threads=threads)
 
@@ -346,3 +352,13 @@ async def _refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
             await send({"type": "websocket.http.response.body", "body": body})
         else:
             await send({"type": "websocket.close", "code": 1000})
+
+
+def create_asgi_app(
+    settings: Settings | None = None, *, prefix: str = "/paycore", threads: int = DEFAULT_THREADS
+) -> AsgiFront:
+    """The standalone Flask host app (``create_app``) behind the front, for an ASGI server:
+    what ``paycore serve --framework flask`` runs in each worker."""
+    from .app import create_app
+
+    return AsgiFront.for_app(create_app(settings, prefix=prefix), threads=threads)
