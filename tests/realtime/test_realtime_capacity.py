@@ -271,3 +271,24 @@ def test_open_file_limit_is_raised_for_the_server() -> None:
         assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= min(100, hard)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.parametrize("framework", ["flask", "litestar"])
+def test_worker_connections_caps_what_one_worker_holds(framework: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'conn.sqlite3'}"
+    with serve_process(framework, url, tmp_path, PAYCORE_WORKER_CONNECTIONS="4") as (base, port):
+
+        async def scenario() -> tuple[int, int]:
+            held = [await _slowloris(port, "127.0.0.63") for _ in range(4)]
+            await asyncio.sleep(0.3)
+            try:
+                _, over = await asyncio.to_thread(timed_get, base + "/health")
+            finally:
+                for writer in held:
+                    writer.close()
+            await asyncio.sleep(0.5)
+            _, after = await asyncio.to_thread(timed_get, base + "/health")
+            return over, after
+
+        over, after = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert (over, after) == (503, 200)
