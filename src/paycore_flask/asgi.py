@@ -26,14 +26,15 @@ Under gunicorn directly: ``--worker-class paycore.runtime.asgi_worker.PaycoreWor
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
-import anyio
 from anyio import to_thread
 
 from paycore import Gateway, Settings
@@ -44,6 +45,7 @@ from paycore.realtime.hub import Hub, hub_for
 from .extension import PayCoreState
 
 log = logging.getLogger("paycore.flask")
+_T = TypeVar("_T")
 
 Scope = MutableMapping[str, Any]
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -76,7 +78,10 @@ class AsgiFront:
         self.gateway = gateway
         self.hub: Hub | None = hub_for(gateway) if gateway is not None else None
         self.ws_path = ws_path
-        self._limiter: anyio.CapacityLimiter | None = None
+        # Created on first use, in the worker (after the fork). A plain executor: its
+        # hop is cheaper than anyio's to_thread, and Flask needs none of the caller's
+        # context (it pushes its own).
+        self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
     def for_app(cls, app: Any, *, threads: int = DEFAULT_THREADS) -> AsgiFront:
@@ -107,6 +112,8 @@ class AsgiFront:
                         await to_thread.run_sync(self.gateway.close)
                     except Exception:  # the worker is stopping; say so and go on
                         log.exception("closing the gateway failed")
+                if self._pool is not None:
+                    self._pool.shutdown(wait=False)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -118,10 +125,11 @@ class AsgiFront:
         await serve_asgi_socket(scope, receive, send, self.gateway, self.hub)
 
     # -- HTTP -----------------------------------------------------------------------------
-    def _threads(self) -> anyio.CapacityLimiter:
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.threads)
-        return self._limiter
+    async def _on_thread(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` on one of the ``threads`` threads (queued while all are busy)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="paycore-flask")
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -129,11 +137,8 @@ class AsgiFront:
         except _ClientGone:
             return
         environ = wsgi_environ(scope, body)
-        limiter = self._threads()
         try:
-            status, headers, first, rest = await to_thread.run_sync(
-                _start, self.wsgi, environ, limiter=limiter
-            )
+            status, headers, first, rest = await self._on_thread(_start, self.wsgi, environ)
         except Exception:
             log.exception("the WSGI app raised")
             await _plain(send, 500, b"internal error")
@@ -147,10 +152,10 @@ class AsgiFront:
             chunk: bytes | None = first
             while chunk is not None:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                chunk = await to_thread.run_sync(_next_of, rest, limiter=limiter)
+                chunk = await self._on_thread(_next_of, rest)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            await to_thread.run_sync(_close, rest, limiter=limiter)
+            await self._on_thread(_close, rest)
 
 
 async def _read_body(scope: Scope, receive: Receive) -> bytes:
