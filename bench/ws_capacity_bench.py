@@ -33,7 +33,7 @@ printed beside it); progress on stderr. Every repetition starts a fresh server, 
 memory before the sockets is a baseline.
 
     python bench/ws_capacity_bench.py [--sockets 5000] [--reps 3] [--postgres URL]
-        [--only sqlite|postgres] [--framework flask|litestar]
+        [--only sqlite|postgres] [--framework flask|litestar] [--setting NAME=VALUE]
 """
 
 from __future__ import annotations
@@ -143,12 +143,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(framework: str, database: str, workdir: str) -> Iterator[tuple[str, int]]:
-    """``paycore serve`` with its defaults; yields the base URL and the worker's pid."""
+def serve(
+    framework: str, database: str, workdir: str, settings: dict[str, str]
+) -> Iterator[tuple[str, int]]:
+    """``paycore serve`` with its defaults but ``settings`` (``PAYCORE_*`` variables);
+    yields the base URL and the worker's pid."""
     port = free_port()
     command = [sys.executable, "-m", "paycore.runtime.cli", "serve", "--framework", framework]
     command += ["--port", str(port), "--database-url", database]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")}
+    env.update(settings)
     log = open(os.path.join(workdir, f"serve-{framework}-{port}.log"), "wb")  # noqa: SIM115
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     log.close()
@@ -367,7 +371,7 @@ def bench_case(framework: str, name: str, database: str, args: argparse.Namespac
         for rep in range(args.reps):
             # A fresh server each repetition: its memory before the sockets is a baseline
             # (a process that held sockets before keeps the freed memory for reuse).
-            with serve(framework, database, workdir) as (base, worker):
+            with serve(framework, database, workdir, args.settings) as (base, worker):
                 if not registered:
                     register_key(base, probe_owner, probe_key)
                     for owner, key in zip(owners, keys, strict=True):
@@ -443,7 +447,18 @@ def main() -> None:
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--only", choices=["sqlite", "postgres"])
     parser.add_argument("--framework", choices=["flask", "litestar"])
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting, e.g. ws_recheck_interval=3600 (repeatable)",
+    )
     args = parser.parse_args()
+    args.settings = {
+        "PAYCORE_" + name.strip().upper(): value
+        for name, _, value in (item.partition("=") for item in args.setting)
+    }
     raise_open_files(args.sockets + 1024)
     frameworks = [args.framework] if args.framework else ["flask", "litestar"]
     with tempfile.TemporaryDirectory(prefix="ws-capacity-bench-") as workdir:
