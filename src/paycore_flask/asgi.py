@@ -20,6 +20,9 @@ Litestar:
 - The lifespan's shutdown closes the gateway, as gunicorn's worker-exit hook did.
 
 A bare WSGI app (the benchmark's ceiling) gets the same front without the socket route.
+Behind the front, GET {prefix}/ws does not pass through Flask: ``PayCore(guards=...)`` and
+``before_request`` functions do not see it, and an upgrade to any other path is answered
+404 (the host's own flask-sock routes need a threaded WSGI server).
 Under gunicorn directly: ``--worker-class paycore.runtime.asgi_worker.PaycoreWorker
 'paycore_flask:create_asgi_app()'``.
 """
