@@ -28,6 +28,7 @@ from realtime_helpers import (
     PREFIX,
     Client,
     Clock,
+    Merchant,
     Nonces,
     account,
     register_frame,
@@ -190,6 +191,17 @@ def test_the_per_address_caps_answer_429_with_retry_after(framework: str, tmp_pa
     assert other.startswith(b"HTTP/1.1 101") and again.startswith(b"HTTP/1.1 101")
 
 
+def _idle_upgrade(port: int, source: str) -> socket.socket:
+    """A blocking upgrade from ``source``, switched, then left idle."""
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+    conn.sendall(upgrade_request(port))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += conn.recv(4096)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return conn
+
+
 def _refused_body(port: int, source: str) -> str:
     """The body of a refused upgrade, read to the end (the server closes after it)."""
     with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0)) as s:
@@ -292,3 +304,42 @@ def test_worker_connections_caps_what_one_worker_holds(framework: str, tmp_path:
 
         over, after = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert (over, after) == (503, 200)
+
+
+@pytest.mark.parametrize("framework", ["flask", "litestar"])
+def test_pushes_reach_a_socket_of_paycore_serve_while_others_idle(
+    framework: str, db_url: str, tmp_path: Path
+) -> None:
+    """The socket path ``paycore serve`` runs (Flask's through the ASGI front): a change
+    another process commits reaches the registered socket, with 200 idle upgrades held."""
+    owner, key, nonces = (
+        account(f"push owner {framework}"),
+        account(f"push key {framework}"),
+        Nonces(),
+    )
+    other = Gateway(
+        Settings(database_url=db_url, prices={ETH: "2000"}, checkout_url="http://127.0.0.1/c"),
+        entry_points=False,
+        plugins=[paycore_storage.plugin],
+        clock=Clock(),
+    )
+    try:
+        with serve_process(framework, db_url, tmp_path) as (base, port):
+            answer = httpx.post(
+                base + PREFIX + "/auth/register-pubkey", json=registration(owner, key)
+            )
+            assert answer.status_code == 200, answer.text
+            client = _registered_client(base, key, nonces)
+
+            held = [_idle_upgrade(port, SOURCES[i % len(SOURCES)]) for i in range(200)]
+            merchant = Merchant(other, owner)
+            invoice = merchant.invoice(value="20")  # 0.01 ETH
+            merchant.pay(invoice, "0.01")
+            frame = client.recv(timeout=10)
+            assert [(e["guid"], e["status"]) for e in frame["events"]] == [(invoice.guid, "paid")]
+            assert len(frame["eventIds"]) == 1
+            for conn in held:
+                conn.close()
+            client.close()
+    finally:
+        other.close()
