@@ -16,8 +16,8 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.handlers import WebsocketRouteHandler
 
 from paycore import Gateway
-from paycore.realtime import Disconnected, hub_for, serve_async
-from paycore.realtime.asgi import accept, admit
+from paycore.realtime import Disconnected, hub_for
+from paycore.realtime.asgi import serve_asgi_socket
 
 AnySocket = WebSocket[Any, Any, Any]
 WS_PATH = "/ws"
@@ -33,17 +33,9 @@ def websocket_handler(gateway: Gateway) -> WebsocketRouteHandler:
     async def paycore_ws(socket: AnySocket) -> None:
         # socket.receive/send are Litestar's wrappers around the raw ASGI callables: they
         # pass messages through, keeping Litestar's idea of the connection's state.
-        admission = await admit(socket.scope, socket.receive, socket.send, hub)
-        if admission is None:
-            return
-        try:
-            try:
-                await accept(socket.send)
-            except _GONE:
-                return
-            await serve_async(LitestarSocket(socket), gateway, hub, admission)
-        finally:
-            admission.release()
+        await serve_asgi_socket(
+            socket.scope, socket.receive, socket.send, gateway, hub, LitestarSocket(socket)
+        )
 
     return paycore_ws
 

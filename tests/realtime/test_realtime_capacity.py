@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import http.client
 import resource
 import secrets
 import socket
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -134,9 +136,18 @@ async def _hold(port: int, count: int) -> tuple[list[asyncio.StreamWriter], list
 
 
 def timed_get(url: str) -> tuple[float, int]:
+    """One GET on a new connection, timed from connect to the whole answer (a bare HTTP
+    client: httpx's own setup would be timed too)."""
+    parts = urlsplit(url)
     started = time.perf_counter()
-    status = httpx.get(url, timeout=10).status_code
-    return time.perf_counter() - started, status
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+    try:
+        conn.request("GET", parts.path)
+        response = conn.getresponse()
+        response.read()
+    finally:
+        conn.close()
+    return time.perf_counter() - started, response.status
 
 
 @pytest.mark.parametrize("framework", ["flask", "litestar"])
@@ -162,8 +173,8 @@ def test_idle_upgrades_and_slowloris_do_not_stop_the_server(
     switched = sum(head.startswith(b"HTTP/1.1 101") for head in heads)
     assert switched == HELD, f"{HELD - switched} upgrades were not switched"
     assert [status for _, status in timings] == [404] * 5 + [200]
-    slowest = max(seconds for seconds, _ in timings)
-    assert slowest < 1.0, f"an answer took {slowest:.2f} s with {HELD}+{HELD} sockets held"
+    seconds = [round(s, 3) for s, _ in timings]
+    assert max(seconds) < 1.0, f"answers took {seconds} s with {HELD}+{HELD} sockets held"
 
 
 @pytest.mark.parametrize("framework", ["flask", "litestar"])

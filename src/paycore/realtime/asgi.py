@@ -7,9 +7,9 @@ client's library then reports an HTTP status and its retry logic sees when to co
 Servers that implement the ``websocket.http.response`` extension (uvicorn does) send that
 answer; others get a close before the accept, which they answer with 403.
 
-The Litestar adapter admits through :func:`admit` and runs its own socket wrapper;
-``paycore serve --framework flask`` runs GET /ws through :func:`serve_asgi_socket` here
-(``paycore_flask.asgi``), the same driver (``serve_async``) as Litestar's.
+Both run GET /ws through :func:`serve_asgi_socket`: the Litestar adapter with its own
+socket wrapper, ``paycore serve --framework flask`` (``paycore_flask.asgi``) with
+:class:`AsgiSocket`; the driver after the accept is ``serve_async`` for both.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..gateway import Gateway
-from .connection import Disconnected, serve_async
+from .connection import AsyncSocket, Disconnected, serve_async
 from .hub import Hub
 from .limits import Admission, Refusal
 
@@ -107,9 +107,16 @@ class AsgiSocket:
 
 
 async def serve_asgi_socket(
-    scope: Scope, receive: Receive, send: Send, gateway: Gateway, hub: Hub
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    gateway: Gateway,
+    hub: Hub,
+    socket: AsyncSocket | None = None,
 ) -> None:
-    """One GET /ws connection from upgrade to close: admitted, accepted, served."""
+    """One GET /ws connection from upgrade to close: admitted, accepted, served. ``socket``
+    is a framework's wrapper around the same ``receive``/``send`` (Litestar's), else
+    :class:`AsgiSocket`."""
     admission = await admit(scope, receive, send, hub)
     if admission is None:
         return
@@ -118,6 +125,6 @@ async def serve_asgi_socket(
             await accept(send)
         except _GONE:
             return
-        await serve_async(AsgiSocket(receive, send), gateway, hub, admission)
+        await serve_async(socket or AsgiSocket(receive, send), gateway, hub, admission)
     finally:
         admission.release()
