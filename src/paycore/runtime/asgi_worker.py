@@ -4,7 +4,7 @@ uvicorn's own worker class takes neither gunicorn's ``worker_connections`` nor a
 message cap, so this subclass sets them on the uvicorn config it built:
 
 - ``limit_concurrency`` from ``worker_connections`` (``--worker-connections``): past that
-  many open connections a worker answers new requests with 503 instead of running out of
+  many open connections a worker answers HTTP requests with 503 instead of running out of
   file descriptors;
 - ``ws_max_size``: a WebSocket message larger than this closes the socket (1009) instead of
   being buffered (uvicorn's default is 16 MiB; a client's frames here are a few hundred

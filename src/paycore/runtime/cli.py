@@ -300,7 +300,8 @@ def migrate_command(database_url: str | None) -> int:
     type=int,
     default=DEFAULT_CONNECTIONS,
     envvar="PAYCORE_WORKER_CONNECTIONS",
-    help="connections (WebSockets and idle ones included) one worker holds, more get 503; "
+    help="connections (WebSockets and idle ones included) past which a worker answers "
+    "HTTP requests 503; "
     f"env PAYCORE_WORKER_CONNECTIONS; default {DEFAULT_CONNECTIONS}",
 )
 @click.option("--host", default="127.0.0.1", envvar="PAYCORE_HOST", help="env PAYCORE_HOST")

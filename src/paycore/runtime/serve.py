@@ -13,9 +13,10 @@ Every worker builds its own app, and with it its own gateway and database engine
 fork (``preload_app`` stays off): a connection pool is never shared between processes.
 Each gateway is closed in the app's lifespan shutdown.
 
-A worker holds at most ``--worker-connections`` connections (more are answered 503), and the
-server raises its soft open-file limit to the hard one at start, so that the limit, not the
-descriptors, is what runs out.
+Past ``--worker-connections`` open connections a worker answers HTTP requests 503 (upgrades
+are bounded by the socket caps, ``paycore.realtime.limits``), and the server raises its soft
+open-file limit to the hard one at start, so that the limit, not the descriptors, is what
+runs out.
 
 Everything these processes write goes through ``paycore.ops.redaction``: the banner names the
 storage URL without its password, paycore's own log lines reach the redacting root handler
@@ -38,7 +39,7 @@ FRAMEWORKS = ("flask", "litestar")
 #: Threads per Flask worker: requests one process runs at once (idle connections and
 #: WebSockets hold none).
 DEFAULT_THREADS = 8
-#: Connections (idle ones and WebSockets included) one worker holds; past it, 503.
+#: Connections (idle ones and WebSockets included) past which a worker answers HTTP 503.
 DEFAULT_CONNECTIONS = 10_000
 
 
