@@ -1,7 +1,7 @@
 """The http bench's ceilings: bare apps of the same framework, under the same server.
 
-``paycore serve`` runs its app under gunicorn (Litestar in uvicorn's worker class, Flask in
-``gthread`` workers); this module builds two plain apps of the same framework and runs them
+``paycore serve`` runs its app under gunicorn (paycore's uvicorn worker class; Flask behind
+its ASGI front); this module builds two plain apps of the same framework and runs them
 under that very server, built by the same ``paycore.runtime.serve.gunicorn_server``, so the
 ratio paycore / ceiling is what paycore itself costs on that server.
 

@@ -1,10 +1,10 @@
 """Signed requests per second through ``paycore serve``, next to bare apps on the same server.
 
 For each framework (Litestar and Flask, under gunicorn as ``paycore serve`` runs them:
-uvicorn's worker class, ``gthread`` workers) and each database (a fresh SQLite file, a fresh
-PostgreSQL schema), the bench starts ``paycore serve`` and two apps of ``bench/bare_app.py``
-under the very same server (``paycore.runtime.serve.gunicorn_server``), one worker process
-each, and measures, repetition by repetition, interleaved:
+paycore's uvicorn worker class, Flask behind its ASGI front) and each database (a fresh
+SQLite file, a fresh PostgreSQL schema), the bench starts ``paycore serve`` and two apps of
+``bench/bare_app.py`` under the very same server (``paycore.runtime.serve.gunicorn_server``),
+one worker process each, and measures, repetition by repetition, interleaved:
 
 - ``GET /paycore/invoice/{guid}``, session-signed over the URI;
 - ``POST /paycore/invoice``, session-signed over the body (one new invoice per request);
@@ -482,7 +482,7 @@ def _bench_pair(
             ]
     common = {
         "bench": "http", "framework": framework,
-        "server": "gunicorn+uvicorn-worker" if framework == "litestar" else "gunicorn-gthread",
+        "server": "gunicorn+uvicorn-worker" if framework == "litestar" else "gunicorn+asgi-front",
         "db": db, "clients": args.clients, "seconds": args.seconds, "reps": args.reps,
         "stat": "median", "server_processes": 1,
     }  # fmt: skip

@@ -136,6 +136,14 @@ def _decimal(raw: object) -> Decimal:
     return Decimal(str(raw))
 
 
+def _at_least_one(raw: int | str) -> int:
+    """A count that must be at least 1 (a cap of 0 would refuse every socket)."""
+    value = int(raw)
+    if value < 1:
+        raise InvalidInput("settings", f"expected a whole number of at least 1, got {raw!r}")
+    return value
+
+
 def _queue_size(raw: int | str) -> int:
     value = int(raw)
     if value < 1:
@@ -625,6 +633,14 @@ class Settings:
     #: Seconds between re-reads of a registered socket's session key, so a deregistered
     #: key stops receiving pushes; an expiring one is cut at its ``expiresAt`` regardless.
     ws_recheck_interval: float = attrs.field(default=60.0, converter=_positive)
+    #: Open sockets one client address may hold per web process; past it an upgrade is
+    #: answered 429 with ``Retry-After`` (paycore.realtime.limits).
+    ws_max_per_ip: int = attrs.field(default=256, converter=_at_least_one)
+    #: Of those, sockets that have not yet sent a register frame that verified.
+    ws_max_unregistered_per_ip: int = attrs.field(default=32, converter=_at_least_one)
+    #: Registered sockets one owner may hold per web process; past it the register frame
+    #: is answered with close 4429.
+    ws_max_per_owner: int = attrs.field(default=64, converter=_at_least_one)
     # -- e-mail notifications (POST /setEmailNotifications; docs/management.md) -----------------
     #: SMTP server for deposit and withdrawal notices; unset, no e-mail is ever sent.
     smtp_host: str | None = attrs.field(default=None, converter=_optional_text)

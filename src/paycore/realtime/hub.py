@@ -35,6 +35,7 @@ from ..domain.records import Json, OutboxEvent
 from ..events.queues import EventQueues
 from ..notify.contract import BaseNotifier
 from .frames import encode_event
+from .limits import SocketLimits
 from .outbox_feed import OutboxFeed
 
 if TYPE_CHECKING:
@@ -159,9 +160,17 @@ class Hub(BaseNotifier):
 
     name = "websocket-hub"
 
-    def __init__(self, *, queue_size: int = 256, fanout: Fanout | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        queue_size: int = 256,
+        fanout: Fanout | None = None,
+        limits: SocketLimits | None = None,
+    ) -> None:
         self.queue_size = queue_size
         self.fanout = fanout
+        #: This process's socket caps per client address and per owner.
+        self.limits = limits or SocketLimits()
         self._lock = threading.Lock()
         self._by_owner: dict[str, set[Subscription]] = {}
         #: The outbox reader once bound to a gateway whose store can signal commits
@@ -188,7 +197,11 @@ class Hub(BaseNotifier):
             from .redis_fanout import RedisFanout
 
             fanout = RedisFanout(settings.redis_url, settings.redis_channel)
-        return cls(queue_size=settings.ws_queue_size, fanout=fanout)
+        return cls(
+            queue_size=settings.ws_queue_size,
+            fanout=fanout,
+            limits=SocketLimits.from_settings(settings),
+        )
 
     # -- sockets --------------------------------------------------------------------------
     def subscribe(
