@@ -70,7 +70,9 @@ def test_http_bench_prints_paycore_bare_and_floor(postgres_url: str) -> None:
     seen = {(line["framework"], line["db"], line["endpoint"], line["ceiling"]) for line in rates}
     for framework in ("litestar", "flask"):
         for db in ("sqlite", "postgresql"):
-            for endpoint in ("GET /invoice/{guid}", "POST /invoice"):
+            for endpoint in (
+                "GET /invoice/{guid}", "POST /invoice", "GET /invoice/{guid} (unsigned)",
+            ):  # fmt: skip
                 for ceiling in ("bare_req_per_s", "floor_req_per_s"):
                     assert (framework, db, endpoint, ceiling) in seen
     for line in rates:
