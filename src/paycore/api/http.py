@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl
 import attrs
 
 from ..auth.session import URI_SIGNED_METHODS
+from ..domain.records import json_bytes
 from ..errors import InvalidInput
 from ..ops.redaction import redact
 
@@ -180,8 +181,7 @@ class StreamAborted(RuntimeError):
 def json_response(
     data: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
-    body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
-    return Response(status, body, "application/json", dict(headers or {}))
+    return Response(status, json_bytes(data), "application/json", dict(headers or {}))
 
 
 #: Bytes a streamed JSON array gathers before it hands a piece to the server.

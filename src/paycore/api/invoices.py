@@ -7,7 +7,7 @@ from typing import Any
 from ..domain.records import Json, Transaction
 from ..domain.tokens import normalize_address
 from ..errors import InvalidInput
-from .http import json_array_stream, json_response
+from .http import Response, json_array_stream, json_response
 from .requests import ChallengeRequest, CreateInvoice, InvoiceQuery, PricesQuery, TransactionQuery
 from .routing import Call
 
@@ -28,9 +28,14 @@ def invoice_challenge(call: Call) -> Json:
     return challenge.to_wire(gw.now())
 
 
-def get_invoice(call: Call) -> Json:
-    gw = call.gateway
-    return gw.invoice_wire(gw.get_invoice(call.params["guid"]))
+def get_invoice(call: Call) -> Response:
+    """The invoice with an ``ETag`` of its stored version; ``304`` with no body when the
+    request's ``If-None-Match`` names it (the checkout page's poll, mostly)."""
+    view = call.gateway.invoice_view(call.params["guid"])
+    headers = {"etag": view.etag, "cache-control": "no-cache"}
+    if view.matches(call.request.headers.get("if-none-match")):
+        return Response(304, b"", "application/json", headers)
+    return Response(200, view.body(), "application/json", headers)
 
 
 def list_invoices(call: Call) -> Any:

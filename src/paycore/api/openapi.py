@@ -130,6 +130,25 @@ def operation(route: Route, method: str, chains: Sequence[int] = ()) -> dict[str
             },
         },
     }
+    if route.conditional:
+        params.append(
+            {
+                "name": "If-None-Match",
+                "in": "header",
+                "required": False,
+                "description": "the ETag of an earlier answer: 304 if it is still current",
+                "schema": {"type": "string"},
+            }
+        )
+        op["responses"][str(route.status)]["headers"] = {
+            "ETag": {
+                "description": "the stored version of what the answer shows",
+                "schema": {"type": "string"},
+            }
+        }
+        op["responses"]["304"] = {
+            "description": "not modified: the ETag named in If-None-Match is still current"
+        }
     if route.request is not None and not as_query:
         op["requestBody"] = {
             "required": not route.signed_empty_body,

@@ -112,6 +112,9 @@ class Route:
     #: commit instead of two; docs/decisions.md, "One transaction per request"). Only for
     #: handlers that do nothing slow inside it, since the key's row stays locked meanwhile.
     one_transaction: bool = False
+    #: The answer carries an ``ETag`` and a request naming it in ``If-None-Match`` is
+    #: answered ``304`` with no body (the OpenAPI document says so).
+    conditional: bool = False
 
     @property
     def name(self) -> str:

@@ -56,6 +56,7 @@ ROUTES: list[Route] = [
         response=schemas.INVOICE,
         errors=(401, 404),
         one_transaction=True,
+        conditional=True,
     ),
     Route(
         ("GET",),
