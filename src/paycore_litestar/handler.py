@@ -35,6 +35,7 @@ from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api.http import text_response
 from paycore.api.openapi import operation, operation_id
+from paycore.api.streams import for_server
 from paycore.errors import PayloadTooLarge
 
 from .ws import websocket_handler
@@ -359,7 +360,15 @@ def to_litestar(response: PaycoreResponse) -> LitestarResponse[Any]:
     ``Stream`` fed by :func:`in_threads`, whose pieces are made in a worker thread, as the
     rest of the call.
     """
+    response = for_server(response, threaded=False)
     headers = {**response.headers, "content-type": response.content_type}
+    if response.stream is not None:  # an event stream: a coroutine on the loop, no thread
+        return Stream(
+            response.stream.async_chunks(),
+            status_code=response.status,
+            media_type=response.content_type,
+            headers=headers,
+        )
     if response.chunks is not None:
         return Stream(
             in_threads(response.chunks),

@@ -47,6 +47,9 @@ WALKED_ELSEWHERE = {
     "/links",
     "/link/disable",
     "/link/{id}",
+    # The invoice's Server-Sent Events (text/event-stream): tests/realtime, under both
+    # adapters' real servers.
+    "/invoice/{guid}/events",
 }
 #: Not JSON at all: the WebSocket stream (tests/realtime) and the checkout page and its
 #: files (tests/checkout) are checked where their protocol is.

@@ -10,7 +10,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 import attrs
@@ -22,6 +22,9 @@ from ..ops.redaction import redact
 
 #: Request bodies above this are refused with 413 before they are read whole.
 MAX_BODY = 64 * 1024
+
+if TYPE_CHECKING:
+    from ..realtime.invoice_stream import EventStream
 
 log = logging.getLogger("paycore.api")
 
@@ -166,8 +169,18 @@ class Response:
     #: memory whole; ``body`` is then empty. Adapters that stream send these pieces as they
     #: come (``paycore.api.handle_streamed``); ``joined`` makes an ordinary response of it.
     chunks: Iterable[bytes] | None = attrs.field(default=None, eq=False, repr=False)
+    #: An open event stream (GET /invoice/{guid}/events): the adapter lets it in with
+    #: ``paycore.api.streams.for_server`` and sends it as its server can, in a thread
+    #: (``sync_chunks``) or on its event loop (``async_chunks``).
+    stream: EventStream | None = attrs.field(default=None, eq=False, repr=False)
 
     def joined(self) -> Response:
+        """The whole body in ``body``; an event stream gives its first message only, and
+        is closed (a caller that cannot stream gets the invoice as it is)."""
+        if self.stream is not None:
+            opening = self.stream.opening()
+            self.stream.close()
+            return attrs.evolve(self, body=opening, stream=None)
         if self.chunks is None:
             return self
         return attrs.evolve(self, body=b"".join(self.chunks), chunks=None)

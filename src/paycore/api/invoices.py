@@ -38,6 +38,23 @@ def get_invoice(call: Call) -> Response:
     return Response(200, view.body(), "application/json", headers)
 
 
+def invoice_events(call: Call) -> Response:
+    """The invoice's changes as Server-Sent Events (``paycore.realtime.invoice_stream``);
+    a 404 before any stream starts when there is no such invoice. A HEAD gets the stream's
+    first message and no open stream."""
+    # Here, not at the top: paycore.realtime imports the gateway, which imports this.
+    from ..realtime.hub import hub_for
+    from ..realtime.invoice_stream import open_stream
+
+    gw = call.gateway
+    stream = open_stream(
+        gw, hub_for(gw), call.params["guid"], call.request.headers.get("last-event-id")
+    )
+    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+    response = Response(200, b"", "text/event-stream", headers, stream=stream)
+    return response.joined() if call.request.method == "HEAD" else response
+
+
 def list_invoices(call: Call) -> Any:
     gw = call.gateway
     query = call.read(InvoiceQuery)

@@ -27,6 +27,7 @@ _BODY: dict[str, dict[str, Any]] = {
     "text/html": {"type": "string"},
     "text/csv": {"type": "string"},
     "image/svg+xml": {"type": "string"},
+    "text/event-stream": {"type": "string"},
     "*/*": {"type": "string", "format": "binary"},
 }
 

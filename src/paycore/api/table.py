@@ -60,6 +60,21 @@ ROUTES: list[Route] = [
     ),
     Route(
         ("GET",),
+        "/invoice/{guid}/events",
+        invoices.invoice_events,
+        "Follow an invoice's changes as Server-Sent Events (the checkout page's push)",
+        response={
+            "type": "string",
+            "description": "text/event-stream: each message's data is the Invoice JSON "
+            "GET /invoice/{guid} answers, its id that answer's ETag; comment lines are "
+            "heartbeats. Last-Event-ID skips the first message when still current.",
+        },
+        errors=(404, 503),
+        session="none",  # public, like the checkout page that opens it: no session headers
+        media_type="text/event-stream",
+    ),
+    Route(
+        ("GET",),
         "/invoices",
         invoices.list_invoices,
         "List invoices by owner or address",
