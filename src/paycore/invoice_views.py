@@ -32,7 +32,7 @@ import attrs
 from .domain import machine
 from .domain.records import Invoice, Json, json_bytes
 from .errors import InvoiceNotFound
-from .storage.invoice_read import InvoiceRead
+from .storage.invoice_read import InvoiceRead, refuse_blocking
 
 #: Encoded bodies kept, one per invoice version (about 1-2 KB each).
 CACHED_BODIES = 2048
@@ -89,6 +89,7 @@ class InvoiceViews:
         (lazy expiry); ``InvoiceNotFound`` when there is none."""
         read = self._read(guid)
         if read is not None and machine.due(read.status, read.deadline, self._now()):
+            refuse_blocking()  # a write, under a row lock: not on an event loop
             self._expire(guid)  # the gateway's path: row lock, re-check, event, once
             read = self._read(guid)
         if read is None:

@@ -121,7 +121,7 @@ from paycore.merchant.profile import MerchantProfile
 from paycore.prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from paycore.storage import OutboxSignal, PruneBatch, StorageTx
 from paycore.storage.contract import TransferPlace
-from paycore.storage.invoice_read import InvoiceRead
+from paycore.storage.invoice_read import InvoiceRead, refuse_blocking
 from paycore.webhooks.records import (
     ClaimedDelivery,
     Delivery,
@@ -590,6 +590,9 @@ class SqlStorage:
         that takes neither ``BEGIN IMMEDIATE`` nor this process's writer lock (WAL lets it
         run beside a writer). An in-memory SQLite database has one connection, shared: the
         lock is taken there."""
+        pool: Any = self.engine.pool
+        if self._memory or not self._migrated or pool.checkedin() == 0:
+            refuse_blocking()  # a shared lock to wait for, or a connection to open
         try:
             self._ensure_schema()
             shared = self._shared_connection if self._memory else None

@@ -57,6 +57,7 @@ ROUTES: list[Route] = [
         errors=(401, 404),
         one_transaction=True,
         conditional=True,
+        inline=True,
     ),
     Route(
         ("GET",),

@@ -16,7 +16,9 @@ writer having to remember to bump anything.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import attrs
@@ -74,3 +76,30 @@ def read_from(invoice: Invoice | None, refunds: Sequence[Refund]) -> InvoiceRead
     return InvoiceRead(
         invoice.guid, invoice.status, invoice.deadline, version_of(whole), lambda: whole
     )
+
+
+class WouldBlock(BaseException):
+    """Raised inside :func:`without_blocking` where a read would have to wait: an expiry
+    to write, no idle pooled connection (a new one would connect). A ``BaseException`` so
+    that no ``except Exception`` on the way turns it into an answer: the caller that asked
+    for a non-blocking answer catches it and answers in a worker thread instead."""
+
+
+_NOT_BLOCKING: ContextVar[bool] = ContextVar("paycore-not-blocking", default=False)
+
+
+@contextmanager
+def without_blocking() -> Iterator[None]:
+    """Mark the calls inside as made on an event loop: a read that would wait raises
+    :class:`WouldBlock` instead of waiting."""
+    token = _NOT_BLOCKING.set(True)
+    try:
+        yield
+    finally:
+        _NOT_BLOCKING.reset(token)
+
+
+def refuse_blocking() -> None:
+    """Raise :class:`WouldBlock` when inside :func:`without_blocking`."""
+    if _NOT_BLOCKING.get():
+        raise WouldBlock
