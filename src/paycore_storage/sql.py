@@ -590,9 +590,12 @@ class SqlStorage:
         that takes neither ``BEGIN IMMEDIATE`` nor this process's writer lock (WAL lets it
         run beside a writer). An in-memory SQLite database has one connection, shared: the
         lock is taken there."""
+        # Not on an event loop: a round trip to PostgreSQL (the loop would wait it out,
+        # one request at a time, where worker threads overlap their waits), a shared lock
+        # to wait for, a migration, a connection to open. A SQLite file's WAL read is none.
         pool: Any = self.engine.pool
-        if self._memory or not self._migrated or pool.checkedin() == 0:
-            refuse_blocking()  # a shared lock to wait for, or a connection to open
+        if self._postgres or self._memory or not self._migrated or pool.checkedin() == 0:
+            refuse_blocking()
         try:
             self._ensure_schema()
             shared = self._shared_connection if self._memory else None

@@ -1,7 +1,9 @@
 """``paycore.api.handle_inline``: the public invoice read answered on the caller's thread
 (an event loop's) when it can be made without waiting, and ``None`` -- nothing done, the
 adapter answers in a worker thread -- when it cannot: no idle pooled connection yet, an
-expiry to write, session headers to verify. On a real SQLite file and PostgreSQL."""
+expiry to write, session headers to verify, or a round trip to PostgreSQL (which worker
+threads overlap and an event loop would wait out one at a time). On a real SQLite file and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -62,6 +64,13 @@ def _read(guid: str, **headers: str) -> Request:
     return Request("GET", f"/invoice/{guid}", headers=headers)
 
 
+def test_postgresql_reads_are_never_made_inline(gateway: Gateway, database: str) -> None:
+    guid = _invoice(gateway)
+    assert handle(gateway, _read(guid)).status == 200
+    assert (handle_inline(gateway, _read(guid)) is None) == database.startswith("postgresql")
+
+
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 def test_a_public_read_is_answered_inline_as_handle_answers_it(gateway: Gateway) -> None:
     guid = _invoice(gateway)
     threaded = handle(gateway, _read(guid))
@@ -83,6 +92,7 @@ def test_no_idle_connection_means_no_inline_answer(gateway: Gateway) -> None:
     assert handle(gateway, _read(guid)).status == 200  # the thread's answer opens one
 
 
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 def test_an_expiry_due_is_left_to_the_thread_and_happens_there_once(
     gateway: Gateway, clock: Clock
 ) -> None:
