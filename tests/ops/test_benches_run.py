@@ -118,3 +118,20 @@ def test_ws_outbox_bench(postgres_url: str) -> None:
     assert len(lines) == 2, lines  # one per database
     for line in lines:
         assert line["ceiling"]["what"], line
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_checkout_push_bench(postgres_url: str, db: str) -> None:
+    lines = _run(
+        "checkout_push_bench.py", "--pages", "20", "--changes", "5", "--rate", "10",
+        "--db", db, "--postgres", postgres_url, timeout=600,
+    )  # fmt: skip
+    rungs = [line for line in lines if "mode" in line]
+    assert {line["mode"] for line in rungs} == {"poll", "stream"}
+    for line in rungs:
+        assert line["changes"] == 5 and line["errors"] == [], line
+        _positive(line, "update_p99_s")
+    [stream] = [line for line in rungs if line["mode"] == "stream"]
+    assert stream["missed"] == 0 and stream["refused"] == 0, stream
