@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from ..domain import machine
-from ..errors import InvoiceNotFound
+from ..errors import InvoiceNotFound, StorageUnavailable
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
@@ -120,7 +120,9 @@ class EventStream:
         """The invoice re-read: its message when its version moved, else None."""
         try:
             view = self.gateway.invoice_view(self.watch.guid)
-        except InvoiceNotFound:  # removed by retention: nothing more will come
+        except (InvoiceNotFound, StorageUnavailable):
+            # Removed by retention, or storage is away: end the stream quietly; the
+            # browser reconnects after ``retry`` and is answered as any request then is.
             self._closed = True
             return None
         if view.etag == self._sent:
