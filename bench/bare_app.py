@@ -149,7 +149,9 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> An
     if floor is None:
 
         @get(PREFIX + "/invoice/{guid:str}")
-        async def read(guid: str) -> Response[bytes]:
+        async def read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
+            if "if-none-match" in request.headers:  # a conditional poll: unchanged
+                return Response(b"", status_code=304)
             return Response(get_body, media_type="application/json")
 
         @post(PREFIX + "/invoice")
@@ -165,6 +167,8 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> An
             if "x-session-signature" not in request.headers:  # public: one SELECT
                 if not lookup(guid):
                     return Response(b"not found", status_code=404)
+                if "if-none-match" in request.headers:
+                    return Response(b"", status_code=304)
                 return Response(get_body, media_type="application/json")
             target = request.scope["raw_path"] + (
                 b"?" + request.scope["query_string"] if request.scope["query_string"] else b""
@@ -203,9 +207,11 @@ def flask_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> Any:
 
     @app.get(PREFIX + "/invoice/<guid>")
     def read(guid: str) -> Response:
-        if floor is not None and "x-session-signature" not in request.headers:
-            if not floor.read(guid):  # public: one SELECT
+        if "x-session-signature" not in request.headers:
+            if floor is not None and not floor.read(guid):  # public: one SELECT
                 return Response(b"not found", status=404)
+            if "if-none-match" in request.headers:  # a conditional poll: unchanged
+                return Response(b"", status=304)
             return Response(get_body, mimetype="application/json")
         if not signed(None):
             return Response(b"refused", status=401)

@@ -72,6 +72,7 @@ def test_http_bench_prints_paycore_bare_and_floor(postgres_url: str) -> None:
         for db in ("sqlite", "postgresql"):
             for endpoint in (
                 "GET /invoice/{guid}", "POST /invoice", "GET /invoice/{guid} (unsigned)",
+                "GET /invoice/{guid} (unsigned, If-None-Match: 304)",
             ):  # fmt: skip
                 for ceiling in ("bare_req_per_s", "floor_req_per_s"):
                     assert (framework, db, endpoint, ceiling) in seen
