@@ -394,6 +394,13 @@ def _default_chains() -> dict[int, ChainConfig]:
     return chains
 
 
+def _stream_cap(raw: int | str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise InvalidInput("settings", f"expected a count of streams (0 or more), got {raw!r}")
+    return value
+
+
 def _positive(raw: float | str) -> float:
     """Seconds from a number or an environment string; zero or less makes no schedule."""
     value = float(raw)
@@ -628,6 +635,16 @@ class Settings:
     #: Events waiting to be written to one socket. A client that falls this far behind is
     #: disconnected (close 1013, it catches up by reading) instead of growing our memory.
     ws_queue_size: int = attrs.field(default=256, converter=_queue_size)
+    #: Seconds between heartbeat comments on an idle invoice event stream
+    #: (GET /invoice/{guid}/events), so proxies and the browser see it alive.
+    event_stream_heartbeat: float = attrs.field(default=15.0, converter=_positive)
+    #: Invoice event streams one process holds open on an event loop (Litestar): each a
+    #: coroutine, no thread. Past it a new stream is answered 503 (the page polls).
+    event_streams_max: int = attrs.field(default=10_000, converter=_stream_cap)
+    #: Invoice event streams one process holds open where each holds a thread (Flask under
+    #: gthread): kept below the worker's threads (``paycore serve --threads``, 8), so plain
+    #: requests still find one. Past it a new stream is answered 503 (the page polls).
+    event_streams_threaded_max: int = attrs.field(default=4, converter=_stream_cap)
     #: Seconds a new socket has to send its register frame before it is closed (4401).
     ws_register_timeout: float = attrs.field(default=30.0, converter=_positive)
     #: Seconds between re-reads of a registered socket's session key, so a deregistered
