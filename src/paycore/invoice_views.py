@@ -30,6 +30,7 @@ from collections.abc import Callable
 import attrs
 
 from .domain import machine
+from .domain.detected import STALE_AFTER, Detected
 from .domain.records import Invoice, Json, json_bytes
 from .errors import InvoiceNotFound
 from .storage.invoice_read import InvoiceRead, refuse_blocking
@@ -94,17 +95,25 @@ class InvoiceViews:
             read = self._read(guid)
         if read is None:
             raise InvoiceNotFound(guid)
-        tag = hashlib.blake2b(f"{self._salt()}:{read.version}".encode(), digest_size=12)
+        # Detected transfers no watcher has seen for STALE_AFTER are not shown (as on every
+        # read): which are still fresh is part of the answer, so of its ETag too.
+        fresh_after = self._now() - STALE_AFTER
+        fresh = tuple(d for d in read.detected if d.seen_at >= fresh_after)
+        shown = f"{self._salt()}:{read.version}:{len(fresh)}:{len(read.detected)}"
+        tag = hashlib.blake2b(shown.encode(), digest_size=12)
         etag = f'"{tag.hexdigest()}"'
-        return InvoiceView(etag, read, lambda: self._encoded(etag, read))
+        return InvoiceView(etag, read, lambda: self._encoded(etag, read, fresh))
 
-    def _encoded(self, etag: str, read: InvoiceRead) -> bytes:
+    def _encoded(self, etag: str, read: InvoiceRead, fresh: tuple[Detected, ...] = ()) -> bytes:
         with self._lock:
             found = self._bodies.get(etag)
             if found is not None:
                 self._bodies.move_to_end(etag)
                 return found
-        body = json_bytes(self._wire(read.invoice()))
+        invoice = read.invoice()
+        if fresh:
+            invoice = attrs.evolve(invoice, detected=fresh)
+        body = json_bytes(self._wire(invoice))
         with self._lock:
             self._bodies[etag] = body
             while len(self._bodies) > self._cached:

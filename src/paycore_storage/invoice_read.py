@@ -22,12 +22,14 @@ from typing import Any
 
 from sqlalchemy import Dialect, bindparam, select
 
+from paycore.domain.machine import OPEN
 from paycore.domain.records import Status
 from paycore.storage.invoice_read import InvoiceRead, decoded_once, version_of, with_refunds
 
+from .detected import detected_from_row
 from .prepared import Prepared
 from .rows import invoice_from_row, refund_from_row
-from .tables import invoices, refunds
+from .tables import detected_transfers, invoices, refunds
 
 #: An invoice's own columns (``seq`` is the database's numbering, not the record's).
 _INVOICE_COLUMNS = [column for column in invoices.c if column.name != "seq"]
@@ -50,14 +52,37 @@ _READ = Prepared(
 )
 
 
+#: An open invoice's detected transfers (revision 0018), by the (guid, block_number) index.
+_DETECTED_COLUMNS = list(detected_transfers.c)
+_DETECTED = Prepared(
+    lambda _: (
+        select(*_DETECTED_COLUMNS)
+        .where(detected_transfers.c.guid == bindparam("guid"))
+        .order_by(
+            detected_transfers.c.block_number,
+            detected_transfers.c.tx_hash,
+            detected_transfers.c.log_index,
+            detected_transfers.c.token,
+        )
+    ),
+    _DETECTED_COLUMNS,
+)
+
+
 def read_on(
     dialect: Dialect, dbapi: Any, invalidate: Callable[[BaseException], None], guid: str
 ) -> InvoiceRead | None:
-    """The one statement on ``dbapi`` (autocommit, or inside the caller's transaction)."""
+    """The one statement on ``dbapi`` (autocommit, or inside the caller's transaction);
+    a second, by an index, for the detected transfers of an invoice still open (a paid or
+    expired one shows none on the checkout page, so its read stays one statement)."""
     rows = _READ.raw(dialect, dbapi, invalidate, {"guid": guid})
     if not rows:
         return None
     first = rows[0]
+    detected_rows: list[Any] = []
+    if Status(first[_STATUS]) in OPEN:
+        detected_rows = _DETECTED.raw(dialect, dbapi, invalidate, {"guid": guid})
+    detected = tuple(detected_from_row(_DETECTED.convert(dialect, row)) for row in detected_rows)
 
     def decode() -> Any:
         converted = [_READ.convert(dialect, row) for row in rows]
@@ -79,6 +104,7 @@ def read_on(
         guid,
         Status(first[_STATUS]),
         int(first[_DEADLINE]),
-        version_of(rows),
+        version_of((rows, detected_rows)),
         decoded_once(decode),
+        detected,
     )

@@ -91,6 +91,11 @@ def message(view: InvoiceView) -> bytes:
     return b"id: " + view.etag.strip('"').encode() + b"\ndata: " + view.body() + b"\n\n"
 
 
+#: Seconds between re-reads of an open invoice's stream: how soon a detected transfer
+#: (``paycore.domain.detected``, written without an event) reaches a listening page.
+DETECTED_RECHECK = 3.0
+
+
 @attrs.define
 class EventStream:
     """One open stream of one invoice. The route's handler opens it (the first read, the
@@ -144,11 +149,14 @@ class EventStream:
         if read.status in machine.SETTLED:
             return self.heartbeat
         until = read.deadline + 1 - self.gateway.clock()
-        return max(0.05, min(self.heartbeat, until))
+        return max(0.05, min(self.heartbeat, until, DETECTED_RECHECK))
 
     def _after_wait(self) -> bool:
-        """Whether to re-read now: a change came, or the deadline has passed."""
-        return self.watch.take() or self._due()
+        """Whether to re-read now: a change came, the deadline has passed, or the invoice is
+        open (a detected transfer writes no outbox event that would wake the stream, so an
+        open invoice is read again every ``DETECTED_RECHECK`` seconds; an unchanged one
+        costs that read and nothing is sent)."""
+        return self.watch.take() or self._due() or self.first.read.status in machine.OPEN
 
     def sync_chunks(self) -> Iterator[bytes]:
         """The stream for a server that gives it a thread (WSGI): blocking waits."""

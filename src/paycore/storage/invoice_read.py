@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from ..domain.detected import Detected
 from ..domain.records import Invoice, Refund, Status
 
 
@@ -37,6 +38,10 @@ class InvoiceRead:
     version: str
     #: The :class:`Invoice`, its refunds attached, decoded on the first call.
     _decode: Callable[[], Invoice] = attrs.field(eq=False, repr=False, alias="decode")
+    #: Its detected transfers (``paycore.domain.detected``), read while it is open: every
+    #: stored one, stale or not (the reader knows the time and drops the stale); they are
+    #: part of ``version``.
+    detected: tuple[Detected, ...] = ()
 
     def invoice(self) -> Invoice:
         return self._decode()
@@ -67,14 +72,22 @@ def decoded_once(decode: Callable[[], Invoice]) -> Callable[[], Invoice]:
     return once
 
 
-def read_from(invoice: Invoice | None, refunds: Sequence[Refund]) -> InvoiceRead | None:
-    """The :class:`InvoiceRead` of a decoded invoice and its refunds (a store that keeps
-    records, not rows: ``paycore.storage.memory``)."""
+def read_from(
+    invoice: Invoice | None, refunds: Sequence[Refund], detected: Sequence[Detected] = ()
+) -> InvoiceRead | None:
+    """The :class:`InvoiceRead` of a decoded invoice, its refunds and detected transfers (a
+    store that keeps records, not rows: ``paycore.storage.memory``)."""
     if invoice is None:
         return None
     whole = with_refunds(invoice, refunds)
+    found = tuple(detected)
     return InvoiceRead(
-        invoice.guid, invoice.status, invoice.deadline, version_of(whole), lambda: whole
+        invoice.guid,
+        invoice.status,
+        invoice.deadline,
+        version_of((whole, found)),
+        lambda: whole,
+        found,
     )
 
 

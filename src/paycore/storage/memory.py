@@ -286,7 +286,11 @@ class _MemoryTx(MemoryIdempotency):
         return None if invoice is None else _detached(invoice)
 
     def read_invoice(self, guid: str) -> InvoiceRead | None:
-        return read_from(self.get_invoice(guid), self.refunds_of([guid]))
+        invoice = self.get_invoice(guid)
+        open_ = invoice is not None and invoice.status in _OPEN_STATUSES
+        return read_from(
+            invoice, self.refunds_of([guid]), self.detected_of([guid]) if open_ else ()
+        )
 
     def update_invoice(self, invoice: Invoice) -> None:
         """Raises ``KeyError`` for an unknown guid: an update that silently did nothing
