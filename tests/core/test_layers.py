@@ -60,8 +60,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("paycore/domain/invoices.py", "paycore.storage.contract"): "attribution takes a StorageTx",
     ("paycore/domain/invoices.py", "paycore.prices.pricing"): "attribution values deposits",
     ("paycore/domain/refunds.py", "paycore.prices.pricing"): "refund rules value amounts",
-    # Chains reach the command line.
-    ("paycore/chains/evm/watcher.py", "paycore.runtime.cli"): "`paycore watcher` lives here",
 }
 
 
