@@ -114,10 +114,11 @@ class StorageUnavailable(PaycoreError):
 
 
 class IllegalTransition(Exception):
-    """The invoice state machine was asked for a move its table does not have.
+    """A state machine was asked for a move its table does not have: an invoice's
+    (``paycore.domain.machine``) or a refund's (``paycore.domain.refund_machine``).
 
     Not a PaycoreError: it signals a bug in the caller, never bad user input, and the
-    invoice it was asked about is left exactly as it was.
+    record it was asked about is left exactly as it was.
     """
 
 

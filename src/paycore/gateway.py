@@ -23,7 +23,7 @@ from .chains import ChainBackend, RefundBackend, WithdrawRequest
 from .chains.ledger import ChainLedger
 from .chains.records import DepositBatch, Ingested, LeaseLost
 from .config import Settings
-from .domain import machine
+from .domain import machine, refund_machine
 from .domain import refunds as refund_rules
 from .domain.changes import EventType
 from .domain.detected import STALE_AFTER, Detected
@@ -44,10 +44,10 @@ from .domain.records import (
     OutboxEvent,
     PriceSnapshot,
     Refund,
-    RefundStatus,
     Transaction,
     Valuation,
 )
+from .domain.refund_machine import RefundMove
 from .domain.refunds import BuiltRefund, NewRefund
 from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
@@ -708,10 +708,10 @@ class Gateway:
             if invoice is None:
                 raise InvoiceNotFound(found.guid)
             current = tx.get_refund(refund_id)  # as it stands, now the invoice is locked
-            if current is None or current.status is not RefundStatus.PENDING:
+            if current is None or not refund_machine.allows(current.status, RefundMove.CANCEL):
                 status = "gone" if current is None else current.status.value
                 raise Conflict(f"Conflict: refund {refund_id} is {status}, not pending")
-            cancelled = attrs.evolve(current, status=RefundStatus.CANCELLED, settled_at=self.now())
+            cancelled = refund_machine.cancel(current, self.now())
             if not tx.settle_refund(cancelled):
                 raise Conflict(f"Conflict: refund {refund_id} is no longer pending")
             [announced], payloads = self._announce(tx, [invoice], EventType.REFUND_CANCELLED)

@@ -22,6 +22,8 @@ The rules, in one place:
   base unit, never up. Stating neither refunds everything left in the token. The rate used
   is recorded with the refund, and so is the refund's worth in vsCurrency: ``vsAmount`` as
   stated, or the token amount at that rate.
+- A refund's status moves by the table of ``paycore.domain.refund_machine``: pending, then
+  confirmed or cancelled, both final.
 - The watcher confirms a refund when the owner's wallet pays it: a ``Withdrawn`` event of
   the same chain, owner, token, recipient and amount. Two pending refunds that agree on all
   of those look the same on chain; the older is confirmed first.
@@ -37,13 +39,13 @@ import attrs
 
 from ..errors import Conflict, InvalidInput, PriceUnavailable
 from ..prices.pricing import value_at
+from . import refund_machine
 from .fields import Address, Amount, Token
 from .money import MONEY_CONTEXT, from_base_units, normalize, to_base_units, to_text
 from .records import (
     Invoice,
     RateSource,
     Refund,
-    RefundStatus,
     Status,
     Transaction,
     TxType,
@@ -284,7 +286,7 @@ def new_refund(invoice: Invoice, plan: RefundPlan, now: int) -> Refund:
         vs_value=plan.vs_value,
         rate=plan.rate,
         rate_source=plan.rate_source,
-        status=RefundStatus.PENDING,
+        status=refund_machine.INITIAL,
         created_at=now,
     )
 
@@ -324,13 +326,7 @@ def match_withdrawals(
             attrs.evolve(record, type=TxType.REFUND, guid=match.guid, vs_value=match.vs_value)
         )
         confirmed.append(
-            attrs.evolve(
-                match,
-                status=RefundStatus.CONFIRMED,
-                tx_hash=record.tx_hash,
-                log_index=record.log_index,
-                settled_at=record.timestamp,
-            )
+            refund_machine.confirm(match, record.tx_hash, record.log_index, record.timestamp)
         )
     return records, confirmed
 
