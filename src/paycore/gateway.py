@@ -28,6 +28,7 @@ from .domain import refunds as refund_rules
 from .domain.changes import EventType
 from .domain.detected import STALE_AFTER, Detected
 from .domain.invoices import (
+    CreateInvoice,
     NewInvoice,
     attribute_deposit,
     attribute_deposits,
@@ -48,7 +49,7 @@ from .domain.records import (
     Valuation,
 )
 from .domain.refund_machine import RefundMove
-from .domain.refunds import BuiltRefund, NewRefund
+from .domain.refunds import BuiltRefund, CreateRefund, NewRefund
 from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
 from .errors import (
@@ -291,7 +292,6 @@ class Gateway:
         so its ``paymentUrl`` is the same in this answer and every later event.
         """
         if not isinstance(request, NewInvoice):
-            from .api.requests import CreateInvoice
             from .api.wire import read
 
             request = read(CreateInvoice, request)
@@ -647,7 +647,6 @@ class Gateway:
         (:meth:`ingest`).
         """
         if not isinstance(request, NewRefund):
-            from .api.requests import CreateRefund
             from .api.wire import read
 
             request = read(CreateRefund, request)

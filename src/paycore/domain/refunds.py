@@ -61,7 +61,7 @@ _RATE_QUANTUM = Decimal(1).scaleb(-RATE_PLACES)
 @attrs.frozen
 class NewRefund:
     """What a merchant asks for (POST /refund), each value already of its type
-    (``paycore.api.requests`` reads it from the wire); :func:`plan_refund` applies the rules."""
+    (``paycore.api.wire`` reads it from the wire); :func:`plan_refund` applies the rules."""
 
     guid: str = attrs.field(metadata={"doc": "the invoice to refund"})
     amount: Amount | None = attrs.field(
@@ -86,6 +86,15 @@ class NewRefund:
             "doc": "the rate between token and vsCurrency: payment (default) or now",
             "schema": {"enum": [s.value for s in RateSource]},
         },
+    )
+
+
+@attrs.frozen
+class CreateRefund(NewRefund):
+    """POST /refund: the refund's fields, plus who claims to make it (soft mode)."""
+
+    owner: Address | None = attrs.field(
+        default=None, metadata={"doc": "merchant address; must match the session key's owner"}
     )
 
 
@@ -333,6 +342,7 @@ def match_withdrawals(
 
 __all__ = [
     "BuiltRefund",
+    "CreateRefund",
     "NewRefund",
     "RefundPlan",
     "check_refundable",
