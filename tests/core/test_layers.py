@@ -58,7 +58,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("paycore/domain/invoices.py", "paycore.storage"): "attribution takes a StorageTx",
     ("paycore/domain/invoices.py", "paycore.storage.contract"): "attribution takes a StorageTx",
     ("paycore/domain/invoices.py", "paycore.prices.pricing"): "attribution values deposits",
-    ("paycore/domain/refunds.py", "paycore.prices.pricing"): "refund rules value amounts",
 }
 
 

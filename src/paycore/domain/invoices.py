@@ -19,14 +19,14 @@ import attrs
 
 from ..config import Settings
 from ..errors import InvalidInput, NoAddressDeriver, PriceUnavailable
-from ..prices.pricing import DepositValuer, value_at
+from ..prices.pricing import DepositValuer
 from ..storage import StorageTx
 from ..storage.contract import TransferKey
 from . import machine
 from .aliases import resolve_token
 from .detected import Detected
 from .fields import Address, Amount, ChainId, Token, Uint
-from .money import parse_amount
+from .money import parse_amount, value_at
 from .records import Deposit, Invoice, Payment, Status, Transaction, Valuation
 from .tokens import normalize_address
 

@@ -38,10 +38,9 @@ from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 import attrs
 
 from ..errors import Conflict, InvalidInput, PriceUnavailable
-from ..prices.pricing import value_at
 from . import refund_machine
 from .fields import Address, Amount, Token
-from .money import MONEY_CONTEXT, from_base_units, normalize, to_base_units, to_text
+from .money import MONEY_CONTEXT, from_base_units, normalize, to_base_units, to_text, value_at
 from .records import (
     Invoice,
     RateSource,
