@@ -113,6 +113,14 @@ class StorageUnavailable(PaycoreError):
         super().__init__(self.TEXT)
 
 
+class StreamAborted(RuntimeError):
+    """A streamed body could not be finished; the status line has gone out already, so the
+    connection is cut rather than answered (the client sees a body that does not parse).
+
+    Raised by the HTTP layer's streamed responses and by the services whose answers stream
+    (``paycore.accounting``), so it lives here, below both."""
+
+
 class IllegalTransition(Exception):
     """A state machine was asked for a move its table does not have: an invoice's
     (``paycore.domain.machine``) or a refund's (``paycore.domain.refund_machine``).
