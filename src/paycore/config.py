@@ -429,6 +429,22 @@ def _export_batch(raw: int | str) -> int:
     return _count(raw, "export_batch")
 
 
+def _per_minute(raw: int | str, name: str) -> int:
+    """A rate per minute: 0 turns the limit off."""
+    value = int(raw)
+    if value < 0:
+        raise InvalidInput(name, "must be 0 (no limit) or more")
+    return value
+
+
+def _ip_challenge_limit(raw: int | str) -> int:
+    return _per_minute(raw, "ip_challenge_limit")
+
+
+def _ip_registration_limit(raw: int | str) -> int:
+    return _per_minute(raw, "ip_registration_limit")
+
+
 def _link_open_limit(raw: int | str) -> int:
     return _count(raw, "link_open_limit")
 
@@ -583,6 +599,10 @@ class Settings:
     #: Seconds the worker waits when nothing is due; changes made in its own process wake
     #: it at once.
     worker_poll_interval: float = attrs.field(default=1.0, converter=_positive)
+    #: Seconds a signal consumer's lease on a handler's queue lasts unless renewed (it is
+    #: renewed every third of it while a handler runs): after a consumer is killed, the
+    #: handler it was running is taken over by another consumer after at most this long.
+    signal_lease: float = attrs.field(default=30.0, converter=_positive)
     #: Seconds between the worker's expiry sweeps (``Gateway.expire_due``).
     worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
     #: Deposits a chain watcher attributes per storage transaction: a range of
@@ -706,6 +726,13 @@ class Settings:
     link_open_limit: int = attrs.field(default=30, converter=_link_open_limit)
     #: Seconds of a payment link's rate window.
     link_open_window: int = attrs.field(default=60, converter=_link_open_window)
+    # -- per-client limits on unauthenticated writes (paycore.ops.limits) ------------------------
+    #: POST /invoice/challenge per client IP per minute (all at once at most); more are
+    #: answered 429 with Retry-After. 0 turns the limit off.
+    ip_challenge_limit: int = attrs.field(default=120, converter=_ip_challenge_limit)
+    #: POST /auth/register-pubkey per client IP per minute, the same way: each makes a
+    #: session key and a poll queue, and a wallet costs nothing to make. 0 turns it off.
+    ip_registration_limit: int = attrs.field(default=30, converter=_ip_registration_limit)
     #: Base of each payment link's ``url`` (``{payment_link_url}/{id}``); unset, it is the
     #: checkout page's address with its last path segment replaced by ``link``, which is
     #: where paycore serves GET /link/{id} when the checkout page is its own.

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -25,6 +25,7 @@ import attrs
 from standardwebhooks import Webhook
 
 from paycore import Deposit, Gateway, Settings
+from paycore.domain.changes import ALL_TYPES
 from paycore.storage import Storage
 from paycore.webhooks.config import set_webhook
 
@@ -206,6 +207,10 @@ class Merchant:
     def webhook(self, url: str) -> str:
         """Set the webhook URL and return the owner's secret."""
         return set_webhook(self.gateway.storage, self.owner, url, allow_private=True).secret
+
+    def endpoint(self, url: str, types: Iterable[str] = ALL_TYPES) -> str:
+        """Add a webhook endpoint sent ``types`` (every type by default); its secret."""
+        return self.gateway.webhooks.endpoints.create(self.owner, url, types).secret
 
     def invoice(self, **extra: Any) -> tuple[str, str]:
         """(guid, deposit address) of a new 100 USD invoice at its own address."""

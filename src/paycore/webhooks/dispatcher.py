@@ -42,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from ..config import Settings
+from ..domain.changes import STATUS_CHANGES
 from ..domain.records import Json, NewEvent
 from ..errors import StorageUnavailable
 from ..ops.outages import LoopGuard
@@ -54,6 +55,7 @@ from .records import (
     DeliveryStatus,
     NewDelivery,
     Settlement,
+    WebhookEndpoint,
 )
 
 log = logging.getLogger("paycore.webhooks")
@@ -78,41 +80,57 @@ def new_webhook_id() -> str:
 
 
 def enqueue_webhook(tx: StorageTx, event_id: int, event: NewEvent, now_ms: int) -> int | None:
-    """Queue the event for its owner's webhook in the caller's transaction, if a URL is set."""
-    return tx.enqueue_delivery(
-        event_id,
-        event.owner,
-        event.guid,
-        new_webhook_id(),
-        webhook_body(event.payload, event.type),
-        now_ms,
-    )
+    """Queue the event for its owner's webhook targets in the caller's transaction: the
+    ``/webhook/set`` URL if set and the event is a status change, and each enabled endpoint
+    whose types include it (``targets_of``). Returns the ``/webhook/set`` URL's delivery id."""
+    first: int | None = None
+    if event.type in STATUS_CHANGES:
+        first = tx.enqueue_delivery(
+            event_id,
+            event.owner,
+            event.guid,
+            new_webhook_id(),
+            webhook_body(event.payload, event.type),
+            now_ms,
+        )
+    enqueue_webhooks(tx, [(event_id, event)], now_ms, endpoints_only=True)
+    return first
 
 
-def enqueue_webhooks(tx: StorageTx, events: Sequence[tuple[int, NewEvent]], now_ms: int) -> int:
+def enqueue_webhooks(
+    tx: StorageTx,
+    events: Sequence[tuple[int, NewEvent]],
+    now_ms: int,
+    *,
+    endpoints_only: bool = False,
+) -> int:
     """``enqueue_webhook`` for a batch of (event id, event) in the caller's transaction:
-    bodies are only built for owners whose webhook is set, and queued at once."""
+    bodies are only built for events some target of their owner wants, and queued at once.
+    Each target is sent only the types it asks for: the ``/webhook/set`` URL the status
+    changes of the interface (``STATUS_CHANGES``), an endpoint its ``types``."""
+    owners = sorted({event.owner for _id, event in events})
+    endpoints: dict[str, list[WebhookEndpoint]] = {}
+    for endpoint in tx.webhook_endpoints(owners):
+        if endpoint.enabled:
+            endpoints.setdefault(endpoint.owner, []).append(endpoint)
     hooked = set()
-    for owner in sorted({event.owner for _id, event in events}):
-        config = tx.get_webhook(owner)
-        if config is not None and config.url:
-            hooked.add(owner)
-    if not hooked:
-        return 0
-    return tx.enqueue_deliveries(
-        [
-            NewDelivery(
-                event_id,
-                e.owner,
-                e.guid,
-                new_webhook_id(),
-                webhook_body(e.payload, e.type),
-                now_ms,
-            )
-            for event_id, e in events
-            if e.owner in hooked
+    if not endpoints_only:
+        for owner in owners:
+            config = tx.get_webhook(owner)
+            if config is not None and config.url:
+                hooked.add(owner)
+    queued: list[NewDelivery] = []
+    for event_id, e in events:
+        targets: list[str | None] = [None] if e.owner in hooked and e.type in STATUS_CHANGES else []
+        targets += [ep.id for ep in endpoints.get(e.owner, ()) if e.type in ep.types]
+        if not targets:
+            continue
+        body = webhook_body(e.payload, e.type)
+        queued += [
+            NewDelivery(event_id, e.owner, e.guid, new_webhook_id(), body, now_ms, target)
+            for target in targets
         ]
-    )
+    return tx.enqueue_deliveries(queued) if queued else 0
 
 
 class Dispatcher:

@@ -15,6 +15,7 @@ from ..errors import InvalidInput
 from ..storage import Storage
 from .config import clear_webhook, get_webhook, set_webhook, validate_url
 from .dispatcher import Dispatcher
+from .endpoints import Endpoints
 from .fairness import RedeliveryPace
 from .log import DELIVERY_PAGE_MAX, DeliveryNotFound, parse_status
 from .records import Delivery, DeliveryStatus
@@ -29,6 +30,8 @@ class Webhooks:
         self._settings = settings
         self._clock = clock
         self._pace = RedeliveryPace.from_settings(settings, clock)
+        #: The owner's endpoints besides the ``/webhook/set`` URL (``endpoints``).
+        self.endpoints = Endpoints(storage, settings, clock)
 
     def set(self, owner: str, url: object) -> WebhookConfig:
         """Point ``owner``'s webhook at ``url`` (validated and checked against private
@@ -52,10 +55,11 @@ class Webhooks:
         guid: str | None = None,
         offset: int | None = None,
         limit: int | None = None,
+        endpoint: str | None = None,
     ) -> tuple[list[Delivery], int, int, int]:
         """(items newest first, total, offset, limit) of ``owner``'s deliveries, each with
-        its attempts; ``status`` and ``guid`` (one invoice) filter; ``limit`` is clamped
-        to 50."""
+        its attempts; ``status``, ``guid`` (one invoice) and ``endpoint`` (one endpoint's
+        id, ``default`` for the ``/webhook/set`` URL) filter; ``limit`` is clamped to 50."""
         off = 0 if offset is None else offset
         lim = DELIVERY_PAGE_MAX if limit is None else limit
         if off < 0:
@@ -66,7 +70,7 @@ class Webhooks:
         wanted = parse_status(status)
         with self._storage.transaction() as tx:
             items, total = tx.list_deliveries(
-                owner, status=wanted, guid=guid, offset=off, limit=lim
+                owner, status=wanted, guid=guid, offset=off, limit=lim, endpoint_id=endpoint
             )
         return items, total, off, lim
 
