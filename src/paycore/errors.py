@@ -123,11 +123,20 @@ class StorageUnavailable(PaycoreError):
         super().__init__(self.TEXT)
 
 
+class StreamAborted(RuntimeError):
+    """A streamed body could not be finished; the status line has gone out already, so the
+    connection is cut rather than answered (the client sees a body that does not parse).
+
+    Raised by the HTTP layer's streamed responses and by the services whose answers stream
+    (``paycore.accounting``), so it lives here, below both."""
+
+
 class IllegalTransition(Exception):
-    """The invoice state machine was asked for a move its table does not have.
+    """A state machine was asked for a move its table does not have: an invoice's
+    (``paycore.domain.machine``) or a refund's (``paycore.domain.refund_machine``).
 
     Not a PaycoreError: it signals a bug in the caller, never bad user input, and the
-    invoice it was asked about is left exactly as it was.
+    record it was asked about is left exactly as it was.
     """
 
 

@@ -23,12 +23,13 @@ from .chains import ChainBackend, RefundBackend, WithdrawRequest
 from .chains.ledger import ChainLedger
 from .chains.records import DepositBatch, Ingested, LeaseLost
 from .config import Settings
-from .domain import machine
+from .domain import machine, refund_machine
 from .domain import refunds as refund_rules
 from .domain.changes import EventPayload, EventType
 from .domain.detected import STALE_AFTER, Detected
 from .domain.invoices import (
     AttributionRace,
+    CreateInvoice,
     NewInvoice,
     attribute_deposits,
     checked_deposit,
@@ -46,11 +47,11 @@ from .domain.records import (
     OutboxEvent,
     PriceSnapshot,
     Refund,
-    RefundStatus,
     Transaction,
     Valuation,
 )
-from .domain.refunds import BuiltRefund, NewRefund
+from .domain.refund_machine import RefundMove
+from .domain.refunds import BuiltRefund, CreateRefund, NewRefund
 from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
 from .errors import (
@@ -312,7 +313,6 @@ class Gateway:
         so its ``paymentUrl`` is the same in this answer and every later event.
         """
         if not isinstance(request, NewInvoice):
-            from .api.requests import CreateInvoice
             from .api.wire import read
 
             request = read(CreateInvoice, request)
@@ -715,7 +715,6 @@ class Gateway:
         (:meth:`ingest`).
         """
         if not isinstance(request, NewRefund):
-            from .api.requests import CreateRefund
             from .api.wire import read
 
             request = read(CreateRefund, request)
@@ -778,10 +777,10 @@ class Gateway:
             if invoice is None:
                 raise InvoiceNotFound(found.guid)
             current = tx.get_refund(refund_id)  # as it stands, now the invoice is locked
-            if current is None or current.status is not RefundStatus.PENDING:
+            if current is None or not refund_machine.allows(current.status, RefundMove.CANCEL):
                 status = "gone" if current is None else current.status.value
                 raise Conflict(f"Conflict: refund {refund_id} is {status}, not pending")
-            cancelled = attrs.evolve(current, status=RefundStatus.CANCELLED, settled_at=self.now())
+            cancelled = refund_machine.cancel(current, self.now())
             if not tx.settle_refund(cancelled):
                 raise Conflict(f"Conflict: refund {refund_id} is no longer pending")
             [announced], payloads = self._announce(tx, [invoice], EventType.REFUND_CANCELLED)

@@ -36,10 +36,10 @@ from conf_transport import open_transport
 from paycore import ChainConfig, Gateway, Settings
 from paycore.chains.evm import plugin as evm_plugin
 from paycore.chains.records import DepositBatch
+from paycore.domain.money import value_at
 from paycore.domain.records import RateSource, Refund, RefundStatus, Transaction, TxType
 from paycore.errors import InvalidInput
 from paycore.links.requests import NewLink
-from paycore.prices.pricing import value_at
 from paycore.storage import Storage
 
 FACTORY = "0x5FbDB2315678afecb367f032d93F642f64180aa3"

@@ -17,7 +17,8 @@ from litestar.response import Stream
 import paycore_flask
 from paycore import Gateway, Settings
 from paycore.api import Request, handle, handle_streamed
-from paycore.api.http import STREAM_PIECE, Response, StreamAborted
+from paycore.api.http import STREAM_PIECE, Response
+from paycore.errors import StreamAborted
 from paycore.gateway import INVOICE_STREAM_BATCH
 from paycore.storage import Storage, StorageTx
 from paycore.storage.memory import MemoryStorage

@@ -11,9 +11,9 @@ from prices_helpers import ADDRESS, ETH, OWNER, T0, USDC, Board, Clock, gateway,
 
 from paycore import Deposit, Gateway
 from paycore.chains.records import DepositBatch
+from paycore.domain.money import value_at
 from paycore.domain.records import Transaction, TxType, Valuation
 from paycore.domain.tokens import to_checksum
-from paycore.prices.pricing import value_at
 from paycore.storage import Storage
 
 TOKEN = USDC.split(":")[1]

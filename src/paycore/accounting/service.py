@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from ..api.http import StreamAborted
 from ..config import Settings
 from ..domain.records import Transaction, TxType
-from ..errors import InvalidInput
+from ..errors import InvalidInput, StreamAborted
 from ..ops.redaction import redact
 from ..storage import Storage, StorageTx
 from ..storage.contract import TransferPlace

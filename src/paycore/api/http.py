@@ -17,7 +17,7 @@ import attrs
 
 from ..auth.session import URI_SIGNED_METHODS
 from ..domain.records import json_bytes
-from ..errors import InvalidInput
+from ..errors import InvalidInput, StreamAborted
 from ..ops.redaction import redact
 
 #: Request bodies above this are refused with 413 before they are read whole.
@@ -187,11 +187,6 @@ class Response:
         if self.chunks is None:
             return self
         return attrs.evolve(self, body=b"".join(self.chunks), chunks=None)
-
-
-class StreamAborted(RuntimeError):
-    """A streamed body could not be finished; the status line has gone out already, so the
-    connection is cut rather than answered (the client sees a body that does not parse)."""
 
 
 def json_response(

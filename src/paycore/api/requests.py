@@ -19,9 +19,9 @@ import attrs
 from ..auth.registry import Deregistration, Registration
 from ..domain.changes import ALL_TYPES
 from ..domain.fields import Address, Amount, BigUint, ChainId, RawTx, Uint
-from ..domain.invoices import NewInvoice
+from ..domain.invoices import CreateInvoice
 from ..domain.paging import MAX_CURSOR
-from ..domain.refunds import NewRefund
+from ..domain.refunds import CreateRefund
 from ..links.requests import NewLink
 from ..management.requests import (
     AppKeyChange,
@@ -48,15 +48,9 @@ _CURSOR = {
 # -- invoices ------------------------------------------------------------------------------
 
 
-@register
-@attrs.frozen
-class CreateInvoice(NewInvoice):
-    """POST /invoice: the invoice's fields, plus who claims to create it and the optional
-    proof of work."""
-
-    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
-    challenge: str | None = attrs.field(default=None, metadata={"doc": "proof-of-work challenge"})
-    nonce: Uint | None = attrs.field(default=None, metadata={"doc": "proof-of-work nonce"})
+# CreateInvoice and CreateRefund live in the domain, below the Gateway that takes them.
+register(CreateInvoice)
+register(CreateRefund)
 
 
 @register
@@ -90,14 +84,6 @@ class TransactionQuery:
     )
     limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
     cursor: str | None = attrs.field(default=None, metadata=_CURSOR)
-
-
-@register
-@attrs.frozen
-class CreateRefund(NewRefund):
-    """POST /refund: the refund's fields, plus who claims to make it (soft mode)."""
-
-    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
 
 
 @register

@@ -60,12 +60,11 @@ import attrs
 
 from paycore.chains.records import CursorMove, DepositBatch, Ingested, LeaseLost
 from paycore.domain.invoices import AttributionRace
-from paycore.domain.money import from_base_units
+from paycore.domain.money import from_base_units, value_at
 from paycore.domain.records import Deposit, Transaction, TxType, Valuation
 from paycore.domain.tokens import NATIVE
 from paycore.errors import PriceUnavailable, StorageUnavailable
 from paycore.ops.outages import LoopGuard
-from paycore.prices.pricing import value_at
 
 from .common import ChainBase, Transfer
 from .timeline import last_block_before

@@ -19,14 +19,14 @@ import attrs
 
 from ..config import Settings
 from ..errors import InvalidInput, NoAddressDeriver, PriceUnavailable
-from ..prices.pricing import DepositValuer, value_at
+from ..prices.pricing import DepositValuer
 from ..storage import StorageTx
 from ..storage.contract import TransferKey
 from . import machine
 from .aliases import resolve_token
 from .detected import Detected
 from .fields import Address, Amount, ChainId, Token, Uint
-from .money import MAX_AMOUNT, parse_amount
+from .money import MAX_AMOUNT, parse_amount, value_at
 from .records import Deposit, Invoice, Payment, Status, Transaction, Valuation
 from .tokens import normalize_address, normalize_token_address
 
@@ -40,7 +40,7 @@ MAX_DEADLINE_SECS = 366 * 24 * 3600
 @attrs.frozen
 class NewInvoice:
     """What a merchant asks for when creating an invoice (POST /invoice), each value already
-    of its type (``paycore.api.requests`` reads it from the wire). The rules that need more
+    of its type (``paycore.api.wire`` reads it from the wire). The rules that need more
     than one field or the settings are :func:`parse_new_invoice`'s."""
 
     value: Amount = attrs.field(metadata={"doc": "fiat value, a decimal string"})
@@ -85,6 +85,18 @@ class NewInvoice:
         default=None,
         metadata={"doc": "the checkout page follows redirectUrl by itself, after a countdown"},
     )
+
+
+@attrs.frozen
+class CreateInvoice(NewInvoice):
+    """POST /invoice: the invoice's fields, plus who claims to create it and the optional
+    proof of work."""
+
+    owner: Address | None = attrs.field(
+        default=None, metadata={"doc": "merchant address; must match the session key's owner"}
+    )
+    challenge: str | None = attrs.field(default=None, metadata={"doc": "proof-of-work challenge"})
+    nonce: Uint | None = attrs.field(default=None, metadata={"doc": "proof-of-work nonce"})
 
 
 def parse_new_invoice(

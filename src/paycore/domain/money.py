@@ -6,7 +6,7 @@ that a payment system must refuse, so every amount from outside comes through he
 
 from __future__ import annotations
 
-from decimal import Context, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation, localcontext
 
 from ..errors import InvalidInput
 
@@ -19,6 +19,9 @@ MAX_SCALE = 18
 #: default 28 digits would round (or refuse) amounts this module itself accepts.
 MONEY_CONTEXT = Context(prec=80)
 _ONE = Decimal(1)
+#: Fractional digits of a vsValue. Eight keeps sub-cent payments visible in any fiat.
+VS_PLACES = 8
+_QUANTUM = Decimal(1).scaleb(-VS_PLACES)
 
 
 def parse_amount(raw: object, field: str, *, allow_zero: bool = True) -> Decimal:
@@ -69,6 +72,17 @@ def normalize(value: Decimal) -> Decimal:
     if exponent > 0:
         value = value.quantize(_ONE, context=MONEY_CONTEXT)
     return value
+
+
+def value_at(price: Decimal, amount: Decimal) -> Decimal:
+    """``amount`` whole tokens at ``price``, rounded half-even to VS_PLACES, computed with
+    enough precision that no digit of either operand is lost first. The result is in canonical
+    form: the quantum's trailing zeros (``10.00000000``, or ``0E-8`` for a deposit worth less
+    than the last place) would otherwise reach storage, and be kept by some backends only.
+    Pure arithmetic, so the domain's refund rules use it too; ``paycore.prices.pricing``
+    values deposits with it."""
+    with localcontext(MONEY_CONTEXT):
+        return normalize((amount * price).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN))
 
 
 def to_text(value: Decimal) -> str:

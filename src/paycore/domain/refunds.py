@@ -22,6 +22,8 @@ The rules, in one place:
   base unit, never up. Stating neither refunds everything left in the token. The rate used
   is recorded with the refund, and so is the refund's worth in vsCurrency: ``vsAmount`` as
   stated, or the token amount at that rate.
+- A refund's status moves by the table of ``paycore.domain.refund_machine``: pending, then
+  confirmed or cancelled, both final.
 - The watcher confirms a refund when the owner's wallet pays it: a ``Withdrawn`` event of
   the same chain, owner, token, recipient and amount. Two pending refunds that agree on all
   of those look the same on chain; the older is confirmed first.
@@ -36,14 +38,13 @@ from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 import attrs
 
 from ..errors import Conflict, InvalidInput, PriceUnavailable
-from ..prices.pricing import value_at
+from . import refund_machine
 from .fields import Address, Amount, Token
-from .money import MONEY_CONTEXT, from_base_units, normalize, to_base_units, to_text
+from .money import MONEY_CONTEXT, from_base_units, normalize, to_base_units, to_text, value_at
 from .records import (
     Invoice,
     RateSource,
     Refund,
-    RefundStatus,
     Status,
     Transaction,
     TxType,
@@ -59,7 +60,7 @@ _RATE_QUANTUM = Decimal(1).scaleb(-RATE_PLACES)
 @attrs.frozen
 class NewRefund:
     """What a merchant asks for (POST /refund), each value already of its type
-    (``paycore.api.requests`` reads it from the wire); :func:`plan_refund` applies the rules."""
+    (``paycore.api.wire`` reads it from the wire); :func:`plan_refund` applies the rules."""
 
     guid: str = attrs.field(metadata={"doc": "the invoice to refund"})
     amount: Amount | None = attrs.field(
@@ -84,6 +85,15 @@ class NewRefund:
             "doc": "the rate between token and vsCurrency: payment (default) or now",
             "schema": {"enum": [s.value for s in RateSource]},
         },
+    )
+
+
+@attrs.frozen
+class CreateRefund(NewRefund):
+    """POST /refund: the refund's fields, plus who claims to make it (soft mode)."""
+
+    owner: Address | None = attrs.field(
+        default=None, metadata={"doc": "merchant address; must match the session key's owner"}
     )
 
 
@@ -284,7 +294,7 @@ def new_refund(invoice: Invoice, plan: RefundPlan, now: int) -> Refund:
         vs_value=plan.vs_value,
         rate=plan.rate,
         rate_source=plan.rate_source,
-        status=RefundStatus.PENDING,
+        status=refund_machine.INITIAL,
         created_at=now,
     )
 
@@ -324,19 +334,14 @@ def match_withdrawals(
             attrs.evolve(record, type=TxType.REFUND, guid=match.guid, vs_value=match.vs_value)
         )
         confirmed.append(
-            attrs.evolve(
-                match,
-                status=RefundStatus.CONFIRMED,
-                tx_hash=record.tx_hash,
-                log_index=record.log_index,
-                settled_at=record.timestamp,
-            )
+            refund_machine.confirm(match, record.tx_hash, record.log_index, record.timestamp)
         )
     return records, confirmed
 
 
 __all__ = [
     "BuiltRefund",
+    "CreateRefund",
     "NewRefund",
     "RefundPlan",
     "check_refundable",

@@ -1,10 +1,11 @@
 """The price table behind Payment.vsValue and GET /prices, and the price-source contract.
 
 A deposit is valued once, when it is attributed, from the table in force then; the
-value is rounded to ``VS_PLACES`` so that paidAmount, the exact sum of stored vsValues, never
-carries float noise. A token with no price raises ``PriceUnavailable`` (``StalePrice`` when
-the only price known is older than ``max_price_age``): the caller leaves the deposit
-unattributed until a fresh price exists instead of valuing it at zero or at an old rate.
+value is rounded to ``VS_PLACES`` (``paycore.domain.money.value_at``) so that paidAmount,
+the exact sum of stored vsValues, never carries float noise. A token with no price raises
+``PriceUnavailable`` (``StalePrice`` when the only price known is older than
+``max_price_age``): the caller leaves the deposit unattributed until a fresh price exists
+instead of valuing it at zero or at an old rate.
 
 Where prices come from, how they are refreshed and persisted: ``paycore.prices``.
 """
@@ -12,12 +13,12 @@ Where prices come from, how they are refreshed and persisted: ``paycore.prices``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+from decimal import Decimal
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
-from ..domain.money import MAX_AMOUNT, MONEY_CONTEXT, normalize
+from ..domain.money import MAX_AMOUNT, value_at
 from ..domain.records import PriceSnapshot, Valuation
 from ..domain.tokens import TokenId
 from ..errors import PriceUnavailable
@@ -26,10 +27,6 @@ from .records import StoredPrice
 if TYPE_CHECKING:
     from ..domain.records import Invoice
     from ..storage import StorageTx
-
-#: Fractional digits of a vsValue. Eight keeps sub-cent payments visible in any fiat.
-VS_PLACES = 8
-_QUANTUM = Decimal(1).scaleb(-VS_PLACES)
 
 
 class StalePrice(PriceUnavailable):
@@ -154,15 +151,6 @@ class PriceTable:
     def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> PriceTable:
         """A fixed table reads nothing: itself."""
         return self
-
-
-def value_at(price: Decimal, amount: Decimal) -> Decimal:
-    """``amount`` whole tokens at ``price``, rounded half-even to VS_PLACES, computed with
-    enough precision that no digit of either operand is lost first. The result is in canonical
-    form: the quantum's trailing zeros (``10.00000000``, or ``0E-8`` for a deposit worth less
-    than the last place) would otherwise reach storage, and be kept by some backends only."""
-    with localcontext(MONEY_CONTEXT):
-        return normalize((amount * price).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN))
 
 
 def _lower_keys(raw: Mapping[str, Mapping[str, Decimal]]) -> dict[str, dict[str, Decimal]]:

@@ -20,11 +20,12 @@ import time
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
+from ..domain.money import value_at
 from ..domain.records import Invoice, PriceSnapshot, Valuation
 from ..domain.tokens import TokenId
 from ..errors import InvalidInput, PriceUnavailable
 from ..storage import Storage, StorageTx
-from .pricing import PriceSource, PriceTable, StalePrice, quotes_of, value_at
+from .pricing import PriceSource, PriceTable, StalePrice, quotes_of
 from .records import LockedQuote, StoredPrice
 
 log = logging.getLogger("paycore.prices")

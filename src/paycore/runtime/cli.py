@@ -4,7 +4,7 @@ variables (``flask paycore`` and ``litestar paycore``: from the app's gateway,
 ``paycore.runtime.host``); a flag given on the command line wins.
 
 The click layer here only declares options and calls the commands' functions, which live
-next to it (this module, ``chain_commands``, ``worker``, ``paycore.chains.evm.watcher``).
+next to it (this module, ``chain_commands``, ``worker``, ``watcher``).
 """
 
 from __future__ import annotations
@@ -383,7 +383,7 @@ def worker_command(**options: Any) -> int:
 @click.option("--log-level", default="INFO", help="logging level on stderr; default INFO")
 @_runs
 def watcher_command(database_url: str | None, log_level: str) -> int:
-    from ..chains.evm.watcher import watch
+    from .watcher import watch
 
     source = _source()
     return watch(source.settings(database_url), log_level, source.plugins())

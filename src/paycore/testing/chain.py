@@ -24,6 +24,9 @@ PAYER = to_checksum("0x" + "5a" * 20)
 
 
 class FakeChain:
+    """A chain with no node: each payment is a ``Deposit`` handed to ``Gateway.ingest``, as
+    the watcher hands them, so attribution, events and webhooks run as in production."""
+
     def __init__(
         self,
         gateway: Gateway,
@@ -143,9 +146,11 @@ class FakeChain:
         self.gateway.record_detected(self.chain_id, pending, depth, self.required)
 
     def pay_exact(self, invoice: Invoice | str) -> Deposit:
+        """Pay what is left to pay (``pay``'s default amount)."""
         return self.pay(invoice)
 
     def pay_partial(self, invoice: Invoice | str, fraction: str = "0.5") -> Deposit:
+        """Pay ``fraction`` of the invoice's value, in the token at ``price``."""
         current = self._invoice(invoice)
         return self.pay(current, current.value * Decimal(fraction) / self.price)
 

@@ -39,6 +39,7 @@ def paycore_backend() -> str:
 
 @pytest.fixture
 def paycore_settings(paycore_backend: str, tmp_path: Path) -> Settings:
+    """``Settings`` for that storage, with a fake chain (id 3133700) whose token is priced 1."""
     import attrs
 
     from ..config import ChainConfig, Settings
@@ -60,6 +61,7 @@ def paycore_settings(paycore_backend: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def paycore_storage(paycore_settings: Settings) -> Iterator[Storage]:
+    """The store itself, fresh and empty: in memory, or SQLite in a temporary file."""
     storage: Storage
     if paycore_settings.database_url.startswith("memory"):
         from ..storage.memory import MemoryStorage
@@ -75,6 +77,7 @@ def paycore_storage(paycore_settings: Settings) -> Iterator[Storage]:
 
 @pytest.fixture
 def paycore_gateway(paycore_settings: Settings, paycore_storage: Storage) -> Iterator[Gateway]:
+    """A ``Gateway`` on it, without entry-point plugins (no chain node is asked)."""
     from ..gateway import Gateway
 
     gateway = Gateway(paycore_settings, storage=paycore_storage, entry_points=False)
@@ -84,6 +87,7 @@ def paycore_gateway(paycore_settings: Settings, paycore_storage: Storage) -> Ite
 
 @pytest.fixture
 def paycore_chain(paycore_gateway: Gateway) -> FakeChain:
+    """The fake chain (``paycore.testing.chain.FakeChain``) that pays the gateway's invoices."""
     from .chain import FakeChain
 
     return FakeChain(paycore_gateway)
@@ -99,7 +103,8 @@ def paycore_signals(paycore_gateway: Gateway) -> SignalConsumer:
 
 @pytest.fixture
 def paycore_client() -> Callable[..., PaycoreClient]:
-    """``paycore_client(test_client, prefix="/paycore", owner=None)``."""
+    """``paycore_client(test_client, prefix="/paycore", owner=None)``: a session-signing
+    client (``paycore.testing.client``) over a Flask or Litestar test client."""
     from .client import PaycoreClient
 
     def make(client: Any, prefix: str = "/paycore", owner: Any = None) -> PaycoreClient:

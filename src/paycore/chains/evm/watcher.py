@@ -41,13 +41,12 @@ One pass (:meth:`EvmWatcher.step`):
    deposit count exactly once.
 
 ``EvmWatcher.run`` loops over passes until told to stop; :func:`run_watchers` runs one per
-configured chain on threads (``paycore watcher`` as a process).
+configured chain on threads (``paycore watcher`` as a process: ``paycore.runtime.watcher``).
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 from collections.abc import Sequence
 from functools import partial
@@ -71,12 +70,11 @@ from .chain import EvmChain
 from .rpc import RpcError, execution_failure
 
 if TYPE_CHECKING:
-    from paycore.config import Settings
     from paycore.gateway import Gateway
 
 log = logging.getLogger("paycore.watcher")
 
-__all__ = ["EvmWatcher", "StepReport", "default_holder", "main", "run_watchers", "watchers"]
+__all__ = ["EvmWatcher", "StepReport", "default_holder", "run_watchers", "watchers"]
 
 
 #: A fetched and checked block range; its withdrawals are raw ``Withdrawn`` logs.
@@ -399,44 +397,11 @@ def run_watchers(gateway: Gateway, stop_event: threading.Event) -> None:
     run_all(watchers(gateway), stop_event)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m paycore.chains.evm.watcher``: the ``paycore watcher`` command."""
+if __name__ == "__main__":
+    # ``python -m paycore.chains.evm.watcher``: the ``paycore watcher`` command, kept for
+    # those who start it so. Only as a program: the chains never import the command line.
     import sys
 
     from paycore.runtime.cli import main as paycore
 
-    return paycore(["watcher", *(sys.argv[1:] if argv is None else argv)])
-
-
-def watch(settings: Settings, log_level: str = "INFO", plugins: Sequence[object] = ()) -> int:
-    """``paycore watcher``: watch every configured EVM chain (``PAYCORE_CHAINS``) until
-    SIGTERM or SIGINT, without the worker's other loops."""
-    from paycore.gateway import Gateway
-    from paycore.ops.redaction import configure_logging
-
-    configure_logging(log_level.upper())
-    gateway = Gateway(settings, plugins=[*plugins, *_plugin_unless_installed()])
-    if not watchers(gateway):
-        log.warning("no EVM chain has both rpc_url and factory configured: nothing to watch")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    try:
-        run_watchers(gateway, stop)
-    finally:
-        gateway.close()
-    return 0
-
-
-def _plugin_unless_installed() -> list[object]:
-    """The EVM plugin, unless its entry point already brings it (registering it twice fails)."""
-    from importlib.metadata import entry_points
-
-    from . import plugin
-
-    installed = any(ep.value == plugin.__name__ for ep in entry_points(group="paycore"))
-    return [] if installed else [plugin]
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(paycore(["watcher", *sys.argv[1:]]))
