@@ -45,6 +45,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("paycore/chains/tron/backend.py", "paycore.gateway"): "its watch takes the Gateway",
     ("paycore/chains/tron/watcher.py", "paycore.gateway"): "the watcher drives Gateway.ingest",
     ("paycore/chains/watching.py", "paycore.gateway"): "the watch loop takes the Gateway",
+    ("paycore/realtime/invoice_stream.py", "paycore.gateway"): "re-reads its invoice view",
     ("paycore/management/service.py", "paycore.gateway"): "built from the whole Gateway",
     ("paycore/management/staking.py", "paycore.gateway"): "built from the whole Gateway",
     ("paycore/notify/contract.py", "paycore.gateway"): "notifiers are started with the Gateway",
