@@ -1,23 +1,6 @@
-"""The ``paycore.storage`` contract, method by method, as tests a storage plugin runs.
-
-A plugin author runs the whole suite against their backend with one fixture, ``storage``,
-that returns a fresh, empty store reading time from the ``clock`` it is given (a
-``FakeClock``; this module defines that fixture)::
-
-    # tests/test_my_storage_contract.py
-    import pytest
-    from paycore.testing.storage_contract import *  # noqa: F403 - the contract's tests
-
-    @pytest.fixture
-    def storage(clock):
-        store = MyStorage("...", clock=clock)
-        yield store
-        store.close()
-
-Parametrise that fixture to run the suite on several configurations; paycore's own
-tests/storage runs it on the in-memory store, SQLite and PostgreSQL. docs/testing.md says
-more.
-"""
+"""The contract's basics: invoices, transactions, session keys, wallet indexes, challenges,
+signatures, webhooks, merchant profiles, idempotency keys, the outbox and its queues, and
+rollback of a whole unit of work; and the ``clock`` fixture every module's tests use."""
 
 from __future__ import annotations
 
@@ -930,6 +913,3 @@ def test_tip_jar_and_tron_sized_values_survive(storage: Storage) -> None:
         [row], _ = tx.list_transactions(OWNER, chain_id=3448148188)
         assert row.log_index == -1
 
-
-# The detected transfers' part of the contract, kept in a module of its own.
-from paycore.testing.storage_detected import *  # noqa: E402, F403
