@@ -37,4 +37,5 @@ from paycore.testing.storage_contract.prices import *  # noqa: F403
 from paycore.testing.storage_contract.merchant_tools import *  # noqa: F403
 from paycore.testing.storage_contract.management import *  # noqa: F403
 from paycore.testing.storage_contract.retention import *  # noqa: F403
+from paycore.testing.storage_contract.races import *  # noqa: F403
 from paycore.testing.storage_detected import *  # noqa: F403
