@@ -54,6 +54,15 @@ def test_prices_are_upserted_per_token_and_currency(storage: Storage) -> None:
         ]
         assert tx.get_price(ETH, "eur") == price(ETH, "eur", "2800")
         assert tx.get_price(ETH, "gbp") is None
+    # A price read once and then refreshed: the next read is the new one, never the first.
+    with storage.transaction() as tx:
+        assert tx.get_price(ETH, "usd") == price(
+            ETH, "usd", "3100.123456789012345678", at=200, source="coingecko"
+        )
+        tx.put_prices([price(ETH, "usd", "3200", at=300)])
+        assert tx.get_price(ETH, "usd") == price(ETH, "usd", "3200", at=300)
+    with storage.transaction() as tx:
+        assert tx.get_price(ETH, "usd") == price(ETH, "usd", "3200", at=300)
 
 
 def test_a_failed_unit_of_work_writes_no_price(storage: Storage) -> None:
