@@ -11,7 +11,7 @@ against every store of ``BROKEN`` and asserts each one fails at least one test.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import attrs
@@ -399,6 +399,101 @@ class PrunesPendingDeliveries(Tx):
 
     def prune_deliveries(self, settled_before: int, after: int, limit: int) -> Any:
         return self.inner.prune_deliveries(2**62, after, limit)
+
+
+# -- more: batches, counts, refunds, keys, leases ------------------------------------------------
+
+
+@broken
+class LocksABatchNewestFirst(Tx):
+    """``invoices_at_addresses`` lists each address's invoices newest first, so two batches
+    that share addresses take their row locks in different orders."""
+
+    def invoices_at_addresses(self, chain_id: int, addresses: Sequence[str], **kw: Any) -> Any:
+        found = self.inner.invoices_at_addresses(chain_id, addresses, **kw)
+        return {address: list(reversed(rows)) for address, rows in found.items()}
+
+
+@broken
+class SkipsUnknownStateUpdates(Tx):
+    """``update_invoice_states`` writes the known invoices of a batch and passes over an
+    unknown guid instead of raising."""
+
+    def update_invoice_states(self, records: Sequence[Invoice]) -> None:
+        for record in records:
+            with suppress(KeyError):
+                self.inner.update_invoice_states([record])
+
+
+@broken
+class CountsOnlyCommittedInvoices(Tx):
+    """``count_invoices`` does not count the invoices this transaction inserted."""
+
+    def insert_invoice(self, invoice: Invoice) -> None:
+        self.inner.insert_invoice(invoice)
+        self.__dict__.setdefault("mine", []).append(invoice.owner)
+
+    def count_invoices(self, *, owner: str | None = None, **kw: Any) -> int:
+        mine = self.__dict__.get("mine", [])
+        own = sum(1 for o in mine if owner is None or o == owner) if not kw else 0
+        return int(self.inner.count_invoices(owner=owner, **kw)) - own
+
+
+@broken
+class EnqueuesABatchBackwards(Tx):
+    """``enqueue_deliveries`` queues a batch in reverse, so ids do not follow the order given."""
+
+    def enqueue_deliveries(self, deliveries: Sequence[Any]) -> int:
+        return int(self.inner.enqueue_deliveries(list(reversed(deliveries))))
+
+
+@broken
+class ListsRefundsNewestFirst(Tx):
+    """``refunds_of`` lists an invoice's refunds newest first, not in insertion order."""
+
+    def refunds_of(self, guids: Sequence[str]) -> list[Refund]:
+        found: list[Refund] = self.inner.refunds_of(guids)
+        order = {g: i for i, g in enumerate(dict.fromkeys(r.guid for r in found))}
+        return sorted(reversed(found), key=lambda r: order[r.guid])
+
+
+@broken
+class ReadsTheOutboxPastItsCap(Tx):
+    """``outbox_since`` returns one event more than its cap."""
+
+    def outbox_since(self, after: int | None, cap: int, owner: str | None = None) -> Any:
+        return self.inner.outbox_since(after, cap + 1 if after is not None else cap, owner)
+
+
+@broken
+class SettlesUnderAStaleLease(Tx):
+    """``finish_delivery`` reports a delivery settled by a dispatcher whose lease another has
+    since claimed."""
+
+    def finish_delivery(self, *args: Any) -> bool:
+        self.inner.finish_delivery(*args)
+        return True
+
+
+@broken
+class RevivesADeregisteredKey(Tx):
+    """``put_session_key`` lets a write based on a stale read revive a deregistered key."""
+
+    def put_session_key(self, key: SessionKey) -> None:
+        stored = self.inner.get_session_key(key.address)
+        if stored is not None and stored.expires_at == 0 and key.expires_at != 0:
+            self.inner.delete_session_key(key.address)
+        self.inner.put_session_key(key)
+
+
+@broken
+class WatchesEveryInvoice(Tx):
+    """``watched_addresses`` ignores ``deadline_after``: settled invoices long past their
+    deadline are watched for ever."""
+
+    def watched_addresses(self, chain_id: int, deadline_after: int) -> list[str]:
+        found: list[str] = self.inner.watched_addresses(chain_id, -(2**62))
+        return found
 
 
 # -- rollback ---------------------------------------------------------------------------------

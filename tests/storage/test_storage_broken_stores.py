@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from broken_stores import BROKEN
 
+pytestmark = pytest.mark.slow  # about a minute: the suite once per broken store
+
 HERE = Path(__file__).parent
 
 CONFTEST = '''
