@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow  # about a minute: the suite once per broken store
 
 HERE = Path(__file__).parent
 
-CONFTEST = '''
+CONFTEST = """
 import json
 import os
 
@@ -68,7 +68,7 @@ def pytest_runtest_makereport(item, call):
 def pytest_sessionfinish(session):
     with open(os.environ["BROKEN_STORES_OUT"], "w") as out:
         json.dump(OUTCOMES, out)
-'''
+"""
 
 SUITE = "from paycore.testing.storage_contract import *  # noqa: F403\n"
 
@@ -134,3 +134,9 @@ def test_every_broken_store_fails_the_suite(outcomes: dict[str, dict[str, object
     )
     errors = {name: o["wrapper_errors"] for name, o in outcomes.items() if o["wrapper_errors"]}
     assert not errors, f"a wrapper, not the suite, failed: {errors}"
+
+
+@pytest.mark.parametrize("page", ["plugins.md", "testing.md", "embedding.md"])
+def test_the_docs_count_the_broken_stores(page: str) -> None:
+    text = (HERE.parent.parent / "docs" / page).read_text()
+    assert f"{len(BROKEN)} deliberately broken stores" in text

@@ -27,15 +27,16 @@ one of them must fail it.
 
 from paycore.testing.storage_contract.basics import *  # noqa: F403
 from paycore.testing.storage_contract.batches import *  # noqa: F403
+from paycore.testing.storage_contract.chains import *  # noqa: F403
 from paycore.testing.storage_contract.concurrency import *  # noqa: F403
-from paycore.testing.storage_contract.nonces import *  # noqa: F403
 from paycore.testing.storage_contract.deliveries import *  # noqa: F403
 from paycore.testing.storage_contract.delivery_skips import *  # noqa: F403
-from paycore.testing.storage_contract.chains import *  # noqa: F403
-from paycore.testing.storage_contract.refunds import *  # noqa: F403
-from paycore.testing.storage_contract.prices import *  # noqa: F403
-from paycore.testing.storage_contract.merchant_tools import *  # noqa: F403
 from paycore.testing.storage_contract.management import *  # noqa: F403
-from paycore.testing.storage_contract.retention import *  # noqa: F403
+from paycore.testing.storage_contract.merchant_tools import *  # noqa: F403
+from paycore.testing.storage_contract.nonces import *  # noqa: F403
+from paycore.testing.storage_contract.outbox import *  # noqa: F403
+from paycore.testing.storage_contract.prices import *  # noqa: F403
 from paycore.testing.storage_contract.races import *  # noqa: F403
+from paycore.testing.storage_contract.refunds import *  # noqa: F403
+from paycore.testing.storage_contract.retention import *  # noqa: F403
 from paycore.testing.storage_detected import *  # noqa: F403

@@ -50,8 +50,6 @@ def test_a_transfer_keeps_its_valuation_exactly(storage: Storage) -> None:
     assert by_hash["0x02"].valuation is None
 
 
-
-
 # -- the accounting export's keyset reads -------------------------------------------------------
 
 
@@ -271,7 +269,3 @@ def test_concurrent_uses_never_pass_the_limit(storage: Storage) -> None:
 
 
 # -- the export's memory does not grow with the range -------------------------------------------
-
-
-
-
