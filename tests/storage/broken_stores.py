@@ -496,6 +496,26 @@ class WatchesEveryInvoice(Tx):
         return found
 
 
+@broken
+class SharesALinksData(Tx):
+    """``get_payment_link`` hands out the same object every time: a caller's change to its
+    ``data`` changes what the next reader gets."""
+
+    def get_payment_link(self, link_id: str) -> Any:
+        found = self.inner.get_payment_link(link_id)
+        if found is None:
+            return None
+        return self.store.kept.setdefault(("link", link_id), found)
+
+    def disable_payment_link(self, link_id: str, *args: Any) -> Any:
+        self.store.kept.pop(("link", link_id), None)
+        return self.inner.disable_payment_link(link_id, *args)
+
+    def use_payment_link(self, link_id: str, *args: Any, **kw: Any) -> Any:
+        self.store.kept.pop(("link", link_id), None)
+        return self.inner.use_payment_link(link_id, *args, **kw)
+
+
 # -- rollback ---------------------------------------------------------------------------------
 
 

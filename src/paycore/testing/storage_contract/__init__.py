@@ -39,4 +39,5 @@ from paycore.testing.storage_contract.prices import *  # noqa: F403
 from paycore.testing.storage_contract.races import *  # noqa: F403
 from paycore.testing.storage_contract.refunds import *  # noqa: F403
 from paycore.testing.storage_contract.retention import *  # noqa: F403
+from paycore.testing.storage_contract.sharing import *  # noqa: F403
 from paycore.testing.storage_detected import *  # noqa: F403
