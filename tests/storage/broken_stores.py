@@ -516,6 +516,138 @@ class SharesALinksData(Tx):
         return self.inner.use_payment_link(link_id, *args, **kw)
 
 
+@broken
+class RemovesAnotherOwnersAppKey(Tx):
+    """``remove_app_key`` removes the key whoever's it is."""
+
+    def remove_app_key(self, owner: str, address: str) -> bool:
+        key = self.inner.get_app_key(address)
+        return bool(self.inner.remove_app_key(key.owner if key else owner, address))
+
+
+@broken
+class RestampsAnEnabledEmail(Tx):
+    """``enable_emails`` stamps ``enabled_at`` anew on a setting that was on already."""
+
+    def enable_emails(self, owner: str, chain_id: int | None, enabled: bool, now: int) -> Any:
+        if enabled:
+            self.inner.enable_emails(owner, chain_id, False, now)
+        return self.inner.enable_emails(owner, chain_id, enabled, now)
+
+
+@broken
+class ReportsEveryIndexChange(Tx):
+    """``set_wallet_index_disabled`` says it changed something when it changed nothing."""
+
+    def set_wallet_index_disabled(self, *args: Any) -> bool:
+        self.inner.set_wallet_index_disabled(*args)
+        return True
+
+
+@broken
+class RedisablesALink(Tx):
+    """``disable_payment_link`` moves ``disabled_at`` of a link disabled already."""
+
+    def disable_payment_link(self, link_id: str, owner: str, now: int) -> Any:
+        found = self.inner.disable_payment_link(link_id, owner, now)
+        return None if found is None else attrs.evolve(found, disabled_at=now)
+
+
+@broken
+class UnparksTheUnknown(Tx):
+    """``unpark_deposit`` says it forgot a deposit that was never parked."""
+
+    def unpark_deposit(self, deposit: Any) -> bool:
+        self.inner.unpark_deposit(deposit)
+        return True
+
+
+@broken
+class ListsParkedTokensUnsorted(Tx):
+    """``parked_tokens`` lists the tokens in reverse order."""
+
+    def parked_tokens(self) -> list[str]:
+        return sorted(self.inner.parked_tokens(), reverse=True)
+
+
+@broken
+class PrunesLiveChallenges(Tx):
+    """``prune_challenges`` deletes challenges that have not expired."""
+
+    def prune_challenges(self, expired_before: int, limit: int) -> int:
+        return int(self.inner.prune_challenges(2**62, limit))
+
+
+@broken
+class PrunesFreshIdempotencyKeys(Tx):
+    """``prune_idempotency_keys`` deletes keys younger than ``created_before`` too."""
+
+    def prune_idempotency_keys(self, created_before: int, limit: int) -> int:
+        return int(self.inner.prune_idempotency_keys(2**62, limit))
+
+
+@broken
+class ReleasesAnotherHoldersLease(Tx):
+    """``release_chain`` releases the lease whoever holds it."""
+
+    def release_chain(self, chain_id: int, holder: str) -> None:
+        current = self.inner.get_chain_cursor(chain_id)
+        holder = current.holder if current is not None and current.holder else holder
+        self.inner.release_chain(chain_id, holder)
+
+
+@broken
+class RedeliversPendingOnes(Tx):
+    """``redeliver_failed`` counts pending deliveries of the owner as redelivered too."""
+
+    def redeliver_failed(self, owner: str, since: int, now: int) -> int:
+        done = int(self.inner.redeliver_failed(owner, since, now))
+        return done + len(self.inner.list_deliveries(owner, status="pending")[0]) - done
+
+
+@broken
+class MovesAQueueFromAnywhere(Tx):
+    """``move_queue`` moves a queue's position whatever ``start`` says."""
+
+    def move_queue(self, consumer: str, start: int, to: int) -> bool:
+        read = self.inner.read_outbox(consumer, 1)
+        if read is None:
+            return False
+        return bool(self.inner.move_queue(consumer, read.position, to))
+
+
+@broken
+class KeepsStaleDetections(Tx):
+    """``replace_detected`` adds to a chain's detected transfers without dropping the rest."""
+
+    def replace_detected(self, chain_id: int, found: Sequence[Any]) -> None:
+        guids = sorted({d.guid for d in found} | self.store.kept.get(("det", chain_id), set()))
+        old = [d for d in self.inner.detected_of(guids) if d.chain_id == chain_id]
+        self.store.kept[("det", chain_id)] = set(guids)
+        keep = {(d.tx_hash, d.log_index, d.token) for d in found}
+        self.inner.replace_detected(
+            chain_id,
+            [d for d in old if (d.tx_hash, d.log_index, d.token) not in keep] + list(found),
+        )
+
+
+@broken
+class ReadsTheQuotesOfOneInvoice(Tx):
+    """``get_quotes_of`` leaves out all but the first invoice's quotes."""
+
+    def get_quotes_of(self, guids: Sequence[str]) -> list[Any]:
+        return list(self.inner.get_quotes_of(list(guids)[:1]))
+
+
+@broken
+class StartsWatchingTooLate(Tx):
+    """``earliest_watched`` answers the newest watched invoice's creation, not the oldest."""
+
+    def earliest_watched(self, chain_id: int, deadline_after: int) -> int | None:
+        first = self.inner.earliest_watched(chain_id, deadline_after)
+        return None if first is None else first + 1
+
+
 # -- rollback ---------------------------------------------------------------------------------
 
 
