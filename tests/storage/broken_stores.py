@@ -648,6 +648,139 @@ class StartsWatchingTooLate(Tx):
         return None if first is None else first + 1
 
 
+@broken
+class LosesTheEndOfAKeyset(Tx):
+    """``invoices_after`` answers ``[]`` rather than ``None`` for an ``after`` it does not
+    know."""
+
+    def invoices_after(self, **kw: Any) -> Any:
+        found = self.inner.invoices_after(**kw)
+        return [] if found is None else found
+
+
+@broken
+class ListsReorgedTransfers(Tx):
+    """``list_transactions`` still shows the rows flagged reorged."""
+
+    def mark_reorged(self, *key: Any) -> Any:
+        flagged = self.inner.mark_reorged(*key)
+        if flagged is not None:
+            self.store.kept.setdefault("reorged", []).append(flagged)
+        return flagged
+
+    def list_transactions(self, owner: str, **kw: Any) -> Any:
+        rows, total = self.inner.list_transactions(owner, **kw)
+        known = {(r.chain_id, r.tx_hash, r.log_index, r.token) for r in rows}
+        extra = [
+            r
+            for r in self.store.kept.get("reorged", [])
+            if r.owner == owner and (r.chain_id, r.tx_hash, r.log_index, r.token) not in known
+        ]
+        return rows + extra, total
+
+
+@broken
+class ExportsPastTheEnd(Tx):
+    """``export_invoices`` ignores ``end``."""
+
+    def export_invoices(self, owner: str, *, end: int | None, **kw: Any) -> Any:
+        return self.inner.export_invoices(owner, end=None, **kw)
+
+
+@broken
+class ClaimsACappedOwner(Tx):
+    """``claim_deliveries`` ignores ``skip_owners``."""
+
+    def claim_deliveries(self, *args: Any, skip_owners: Any = (), **kw: Any) -> Any:
+        return self.inner.claim_deliveries(*args, **kw)
+
+
+@broken
+class LogsAttemptsNewestFirst(Tx):
+    """``list_deliveries`` gives each delivery's attempt log newest first."""
+
+    def list_deliveries(self, owner: str, **kw: Any) -> Any:
+        rows, total = self.inner.list_deliveries(owner, **kw)
+        return [attrs.evolve(d, log=tuple(reversed(d.log))) for d in rows], total
+
+
+@broken
+class IgnoresStrictNonces(Tx):
+    """``accept_nonce`` treats ``strict`` as the window rule."""
+
+    def accept_nonce(self, address: str, nonce: int, digest: str, **kw: Any) -> bool:
+        kw.pop("strict", None)
+        return bool(self.inner.accept_nonce(address, nonce, digest, **kw))
+
+    def spend_nonce(self, address: str, nonce: int, digest: str, **kw: Any) -> Any:
+        kw.pop("strict", None)
+        return self.inner.spend_nonce(address, nonce, digest, **kw)
+
+
+@broken
+class OverwritesADuplicateRefund(Tx):
+    """``insert_refund`` of an id stored already overwrites it instead of raising."""
+
+    def insert_refund(self, refund: Refund) -> None:
+        if self.inner.get_refund(refund.id) is None:
+            self.inner.insert_refund(refund)
+
+
+@broken
+class PendsEveryOwnersRefunds(Tx):
+    """``pending_refunds`` ignores ``owners``."""
+
+    def pending_refunds(self, chain_id: int, owners: Sequence[str]) -> list[Refund]:
+        everyone = self.inner.refunds_of(self.store.kept.get("guids", []))
+        found = [r for r in everyone if r.chain_id == chain_id and r.status == "pending"]
+        return found or list(self.inner.pending_refunds(chain_id, owners))
+
+    def insert_refund(self, refund: Refund) -> None:
+        self.inner.insert_refund(refund)
+        self.store.kept.setdefault("guids", []).append(refund.guid)
+
+
+@broken
+class DeletesNothingButSaysSo(Tx):
+    """``delete_webhook`` says a webhook was there when there was none."""
+
+    def delete_webhook(self, owner: str) -> bool:
+        self.inner.delete_webhook(owner)
+        return True
+
+
+@broken
+class ExpiresPastTheLimit(Tx):
+    """``due_for_expiry`` returns more guids than ``limit``."""
+
+    def due_for_expiry(self, now: int, limit: int) -> list[str]:
+        return list(self.inner.due_for_expiry(now, limit + 1))
+
+
+@broken
+class SharesWalletIndexesAcrossChains(Tx):
+    """``allocate_wallet_index`` counts one sequence per owner, whatever the chain."""
+
+    def allocate_wallet_index(self, owner: str, chain_id: int) -> int:
+        return int(self.inner.allocate_wallet_index(owner, 1))
+
+
+@broken
+class PrunesUndrainedEvents(Tx):
+    """``prune_events`` deletes old events a queue has not drained yet."""
+
+    def prune_events(self, created_before: int, queue_cap: int, after: int, limit: int) -> Any:
+        return self.inner.prune_events(created_before, 0, after, limit)
+
+
+@broken
+class SortsRecordedDepositsOldestFirst(Tx):
+    """``recorded_deposits`` lists the oldest block first."""
+
+    def recorded_deposits(self, chain_id: int, from_block: int) -> list[Any]:
+        return list(reversed(self.inner.recorded_deposits(chain_id, from_block)))
+
+
 # -- rollback ---------------------------------------------------------------------------------
 
 

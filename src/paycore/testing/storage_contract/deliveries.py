@@ -146,14 +146,19 @@ def test_log_lists_attempts_oldest_first_per_owner(storage: Storage) -> None:
     mine = _enqueue(storage, "g1", 1)
     _enqueue(storage, "g2", 2, owner=OTHER)
     assert mine is not None
-    for now, token in ((0, "a"), (10_000, "b")):
+    for now, token, code in ((0, "a", 500), (10_000, "b", 503)):
         _claim(storage, now, token)
-        _finish(storage, mine, token, Settlement(DeliveryStatus.PENDING, now + 1))
+        attempt = DeliveryAttempt(mine, now + 5, "u", code, None, 7)
+        with storage.transaction() as tx:
+            assert tx.finish_delivery(
+                mine, token, attempt, Settlement(DeliveryStatus.PENDING, now + 1)
+            )
     with storage.transaction() as tx:
         [item], total = tx.list_deliveries(OWNER)
         others, _ = tx.list_deliveries(OTHER)
         failed, none = tx.list_deliveries(OWNER, status=DeliveryStatus.FAILED)
-    assert total == 1 and [a.status_code for a in item.log] == [500, 500]
+    assert total == 1 and [a.status_code for a in item.log] == [500, 503]
+    assert [a.attempted_at for a in item.log] == [5, 10_005]  # oldest attempt first
     assert item.log[0].to_wire() == {
         "attemptedAt": 5,
         "url": "u",
