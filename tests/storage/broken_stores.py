@@ -10,6 +10,7 @@ against every store of ``BROKEN`` and asserts each one fails at least one test.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -811,3 +812,30 @@ class KeepsRefundsOfARolledBackTransaction(FaithfulStorage):
 
 
 BROKEN[KeepsRefundsOfARolledBackTransaction.__name__] = KeepsRefundsOfARolledBackTransaction
+
+
+class SpendsANonceInTwoSteps(FaithfulStorage):
+    """``Storage.spend_nonce`` checks the message in one transaction and records it in
+    another: one at a time it refuses every replay, but two requests that carry one message
+    at the same moment both pass the check (the race the threaded tests exist for)."""
+
+    def spend_nonce(
+        self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False, now: int
+    ) -> SessionKey | None:
+        with self.inner.transaction() as tx:
+            key = tx.get_session_key(address)
+            if key is None or not now < key.expires_at:
+                return None
+            if (address, nonce, digest) in self.kept:
+                return None
+            if nonce <= key.last_seen_nonce - window or (strict and nonce <= key.last_seen_nonce):
+                return None
+        time.sleep(0.002)  # the gap between the check and the write
+        with self.inner.transaction() as tx:
+            self.kept[(address, nonce, digest)] = True
+            tx.accept_nonce(address, nonce, digest, window=window, strict=strict)
+            found: SessionKey | None = tx.get_session_key(address)
+            return found
+
+
+BROKEN[SpendsANonceInTwoSteps.__name__] = SpendsANonceInTwoSteps

@@ -140,3 +140,13 @@ def test_every_broken_store_fails_the_suite(outcomes: dict[str, dict[str, object
 def test_the_docs_count_the_broken_stores(page: str) -> None:
     text = " ".join((HERE.parent.parent / "docs" / page).read_text().split())
     assert f"{len(BROKEN)} deliberately broken stores" in text
+
+
+def test_a_race_only_threads_can_see_is_caught_by_a_threaded_test(
+    outcomes: dict[str, dict[str, object]],
+) -> None:
+    """SpendsANonceInTwoSteps refuses every replay one at a time: what fails it is a test
+    that spends one message from many threads at once."""
+    failed = outcomes["SpendsANonceInTwoSteps"]["failed"]
+    assert isinstance(failed, list) and failed
+    assert any(word in failed[0] for word in ("concurrent", "parallel")), failed
