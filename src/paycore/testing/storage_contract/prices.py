@@ -35,14 +35,14 @@ def deposit(n: int, chain_id: int = 1, token: str = "0x" + "aa" * 20) -> Deposit
     )
 
 
-def test_prices_are_upserted_per_token_and_currency(price_storage: Storage) -> None:
-    with price_storage.transaction() as tx:
+def test_prices_are_upserted_per_token_and_currency(storage: Storage) -> None:
+    with storage.transaction() as tx:
         tx.put_prices(
             [price(ETH, "usd", "3000"), price(ETH, "eur", "2800"), price(USDT, "usd", "1")]
         )
-    with price_storage.transaction() as tx:
+    with storage.transaction() as tx:
         tx.put_prices([price(ETH, "usd", "3100.123456789012345678", at=200, source="coingecko")])
-    with price_storage.transaction() as tx:
+    with storage.transaction() as tx:
         assert tx.get_prices("usd") == [
             price(ETH, "usd", "3100.123456789012345678", at=200, source="coingecko"),
             price(USDT, "usd", "1"),
@@ -54,37 +54,46 @@ def test_prices_are_upserted_per_token_and_currency(price_storage: Storage) -> N
         ]
         assert tx.get_price(ETH, "eur") == price(ETH, "eur", "2800")
         assert tx.get_price(ETH, "gbp") is None
+    # A price read once and then refreshed: the next read is the new one, never the first.
+    with storage.transaction() as tx:
+        assert tx.get_price(ETH, "usd") == price(
+            ETH, "usd", "3100.123456789012345678", at=200, source="coingecko"
+        )
+        tx.put_prices([price(ETH, "usd", "3200", at=300)])
+        assert tx.get_price(ETH, "usd") == price(ETH, "usd", "3200", at=300)
+    with storage.transaction() as tx:
+        assert tx.get_price(ETH, "usd") == price(ETH, "usd", "3200", at=300)
 
 
-def test_a_failed_unit_of_work_writes_no_price(price_storage: Storage) -> None:
-    with pytest.raises(RuntimeError), price_storage.transaction() as tx:
+def test_a_failed_unit_of_work_writes_no_price(storage: Storage) -> None:
+    with pytest.raises(RuntimeError), storage.transaction() as tx:
         tx.put_prices([price(ETH, "usd", "3000")])
         raise RuntimeError("boom")
-    with price_storage.transaction() as tx:
+    with storage.transaction() as tx:
         assert tx.get_prices() == []
 
 
-def test_locked_quotes_belong_to_their_invoice(price_storage: Storage) -> None:
+def test_locked_quotes_belong_to_their_invoice(storage: Storage) -> None:
     quotes = [
         LockedQuote(GUID, USDT, "usd", Decimal("0.9998"), 100, "coingecko"),
         LockedQuote(GUID, ETH, "usd", Decimal("3000.5"), 90, "chainlink"),
     ]
-    with price_storage.transaction() as tx:
+    with storage.transaction() as tx:
         tx.put_quotes(quotes)
         tx.put_quotes([LockedQuote("other", ETH, "usd", Decimal(1), 1, "static")])
-    with price_storage.transaction() as tx:
+    with storage.transaction() as tx:
         assert tx.get_quotes(GUID) == sorted(quotes, key=lambda q: q.token)
         assert tx.get_quotes("nobody") == []
 
 
-def test_parked_deposits_keep_their_order_and_park_once(price_storage: Storage) -> None:
+def test_parked_deposits_keep_their_order_and_park_once(storage: Storage) -> None:
     first, second, elsewhere = deposit(1), deposit(2, token="0x" + "bb" * 20), deposit(3, 56)
-    with price_storage.transaction() as tx:
+    with storage.transaction() as tx:
         assert tx.park_deposit(ParkedDeposit(second, "no usd price", 5))
         assert tx.park_deposit(ParkedDeposit(first, "no usd price", 6))
         assert tx.park_deposit(ParkedDeposit(elsewhere, "stale", 7))
         assert not tx.park_deposit(ParkedDeposit(first, "again", 8))
-    with price_storage.transaction() as tx:
+    with storage.transaction() as tx:
         assert tx.parked_deposits(1, 10) == [
             ParkedDeposit(second, "no usd price", 5),
             ParkedDeposit(first, "no usd price", 6),
@@ -95,5 +104,5 @@ def test_parked_deposits_keep_their_order_and_park_once(price_storage: Storage) 
         )
         assert tx.unpark_deposit(second)
         assert not tx.unpark_deposit(second)
-    with price_storage.transaction() as tx:
+    with storage.transaction() as tx:
         assert tx.parked_deposits(1, 10) == [ParkedDeposit(first, "no usd price", 6)]
