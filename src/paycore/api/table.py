@@ -285,6 +285,7 @@ ROUTES: list[Route] = [
         errors=(400, 401, 403),
         session="owner",
         soft_mode="session",
+        idempotent=True,
     ),
     Route(
         ("GET",),
