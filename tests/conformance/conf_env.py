@@ -41,6 +41,7 @@ INVOICE_FIELDS = {
     "acceptedTokens",
     "paymentUrl",
     "tokenInfo",
+    "vsCurrency",
 }
 
 

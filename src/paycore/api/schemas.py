@@ -109,6 +109,10 @@ INVOICE = obj(
     refundedAmount={**DECIMAL, "description": "the sum of the confirmed refunds' vsValue"},
     refunds={"type": "array", "items": REFUND},
     acceptedTokens={"type": "array", "items": TOKEN_ID},
+    vsCurrency={
+        "type": "string",
+        "description": "the currency of value, paidAmount and every vsValue (lowercase code)",
+    },
     paymentUrl=STRING,
     redirectUrl={**STRING, "description": "where the checkout page leads back to the shop"},
     redirectAutomatically={
