@@ -249,6 +249,7 @@ def test_every_outcome_is_explained_with_whom_to_contact(framework: str) -> None
     )
     assert found["reversed"]["badge"] == "Awaiting payment"  # and the page asks for all of it
     assert found["reversed"]["amountToken"] == "0.0125 ETH"
+    assert {kind: seen["after"] for kind, seen in found.items()} == {kind: kind for kind in guids}
     no_violations(step["audits"], [f"outcome-{kind}" for kind in guids])
     assert gateway.get_invoice(reversed_.guid).paid_amount == 0
 

@@ -573,8 +573,11 @@ async function tronLink() {
     tx: await attr(page, "#wallet-status", "data-tx"),
     status: await text(page, "#wallet-status"),
     calls: await page.evaluate(() => window.__tronCalls.splice(0)),
+    blocked: await page.locator("#tronlink-pay").isDisabled(),
   };
 
+  // A second payment is the payer's explicit choice.
+  await page.locator("#pay-again").click();
   await page.getByLabel("USDT", { exact: true }).check();
   await page.waitForFunction(() => document.getElementById("amount-token").textContent.includes("USDT"));
   const usdtAmount = await text(page, "#amount-token");
@@ -736,6 +739,7 @@ async function outcomes() {
     await chooseLanguage(page, "en");
     await shot(page, `outcome-${kind}`);
     await audit(page, `outcome-${kind}`, AUDIT_LANGUAGES);
+    found[kind].after = await attr(page, "#checkout", "data-outcome"); // polls later: still said
     await page.close();
   }
   emit("outcomes", { found, audits });

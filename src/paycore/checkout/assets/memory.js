@@ -61,11 +61,16 @@ export function rememberSent(guid, tx, chainId, now = Date.now()) {
   return memory;
 }
 
-/** Remember the payments of the record just read (only what names and shows one). */
+/** Add the payments of the record just read to those seen before (only what names and
+ * shows one). None is forgotten: one that leaves the record stays named as reversed. */
 export function rememberSeen(guid, payments) {
   const memory = recall(guid);
   const pick = ({ txHash, logIndex, chainId, token, amount }) => ({ txHash, logIndex, chainId, token, amount });
-  memory.seen = (Array.isArray(payments) ? payments : []).map(pick);
+  const name = (p) => `${p.chainId}:${String(p.txHash).toLowerCase()}:${p.logIndex}`;
+  const known = new Set(memory.seen.map(name));
+  const fresh = (Array.isArray(payments) ? payments : []).filter((p) => p && !known.has(name(p)));
+  if (!fresh.length) return memory;
+  memory.seen.push(...fresh.map(pick));
   keep(guid, memory);
   return memory;
 }

@@ -25,16 +25,19 @@ export function paymentKey(payment) {
  */
 export function outcome(invoice, seen = []) {
   const payments = Array.isArray(invoice.payments) ? invoice.payments : [];
-  const now = new Set(payments.map(paymentKey));
-  const gone = seen.filter((p) => p && !now.has(paymentKey(p)));
-  if (gone.length) {
-    return { kind: "reversed", amount: String(gone[0].amount), txHash: String(gone[0].txHash), token: gone[0].token, chainId: gone[0].chainId };
-  }
   const value = parseDecimal(invoice.value) || ZERO;
   const paid = parseDecimal(invoice.paidAmount) || ZERO;
   const tip = value.units === 0n;
-  if (invoice.status === "paid" && !tip && compare(paid, value) > 0) {
+  if (invoice.status === "paid") {
+    // paid is paid, whatever was reversed on the way
+    if (tip || compare(paid, value) <= 0) return null;
     return { kind: "overpaid", excess: formatDecimal(subtract(paid, value)), value: formatDecimal(value) };
+  }
+  const now = new Set(payments.map(paymentKey));
+  const gone = seen.filter((p) => p && !now.has(paymentKey(p)));
+  if (gone.length) {
+    const last = gone[gone.length - 1];
+    return { kind: "reversed", amount: String(last.amount), txHash: String(last.txHash), token: last.token, chainId: last.chainId };
   }
   if (invoice.status === "expired" && paid.units > 0n) {
     const late = payments.some((p) => Number(p.timestamp) > Number(invoice.deadline));
