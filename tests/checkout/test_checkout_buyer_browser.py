@@ -15,7 +15,7 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 import pytest
-from checkout_browser_driver import ARTIFACTS, Browser, require_browser, serve
+from checkout_browser_driver import ARTIFACTS, Browser, has_event_stream, require_browser, serve
 from checkout_helpers import (
     CHAIN,
     ETH,
@@ -288,3 +288,27 @@ def test_the_buyer_sees_what_they_send_to_on_any_screen(framework: str) -> None:
     # The receipt of a paid invoice with redirectAutomatically stays to be read and printed.
     assert "view=receipt" in receipt["url"] and receipt["receiptVisible"]
     assert not receipt["noteVisible"] and receipt["width"]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_page_follows_the_invoice_by_push_or_else_by_polling(framework: str) -> None:
+    """With the invoice's event stream on the server, an update reaches the page with no
+    read of the invoice; without it (404) the page polls every 2.5 s and still updates."""
+    gateway = make_gateway()
+    invoice = new_invoice(gateway)
+    with browsing(framework, gateway, "following", guid=invoice.guid) as (browser, _):
+        idle = browser.step("idle")
+        pay(gateway, "0.0125", tx=31)
+        browser.next()
+        paid = browser.step("paid")
+        assert browser.step("done")["problems"] == []
+    assert paid["badge"] == "Paid"
+    if has_event_stream():
+        assert idle["stream"]["status"] == 200
+        assert idle["stream"]["type"].startswith("text/event-stream")
+        assert idle["idleReads"] <= 2  # the first read, and at most one safety poll
+        assert paid["readsWhileWaiting"] <= 1 and paid["latencyMs"] < 2000
+    else:
+        assert idle["stream"]["status"] == 404  # asked for, refused: polling alone
+        assert idle["idleReads"] >= 3  # the first read and a poll every 2.5 s
+        assert paid["readsWhileWaiting"] >= 1 and paid["latencyMs"] < 8000

@@ -805,7 +805,33 @@ async function trust() {
   emit("receipt", { stayed });
 }
 
+/** How the page follows an invoice: the event stream where the server has one (an update
+ * arrives without a read), else polling. Counts the page's reads of the invoice and notes
+ * the stream's answer and every read's status (200, or 304 to a revalidation). */
+async function following() {
+  const page = await context.newPage();
+  watch(page, { expect404: false });
+  const reads = [];
+  let stream = null;
+  page.on("response", (response) => {
+    const url = response.url();
+    if (/\/invoice\/[^/?]+\/events$/.test(url)) stream = { status: response.status(), type: response.headers()["content-type"] || "" };
+    else if (/\/invoice\/[^/?]+$/.test(url)) reads.push({ at: Date.now(), status: response.status() });
+  });
+  await page.goto(`${config.base}/checkout/?invoice=${config.guid}`);
+  await rendered(page);
+  await page.waitForTimeout(6000); // idle: what does the page do meanwhile?
+  const idle = reads.length;
+  emit("idle", { stream, idleReads: idle, statuses: reads.map((r) => r.status) });
+  await proceed(); // the test records the whole payment
+  const started = Date.now();
+  const before = reads.length;
+  await waitStatus(page, "paid", 15000);
+  emit("paid", { latencyMs: Date.now() - started, readsWhileWaiting: reads.length - before, stream, badge: await text(page, "#status-badge") });
+}
+
 const SCENARIOS = {
+  following,
   currencies,
   safety,
   outcomes,
