@@ -56,6 +56,7 @@ from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
 from .notify import Notifier
+from .ops.idempotency import Idempotency
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
 from .ops.retention import Retention
@@ -150,6 +151,8 @@ class Gateway:
         )
         #: The merchant's identity on the checkout page (POST/GET /merchant/profile).
         self.merchant = MerchantProfiles(units, self.now)
+        #: Idempotency keys of creating writes (``Idempotency-Key``; docs/decisions.md).
+        self.idempotency = Idempotency(units, self.now)
         self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:

@@ -132,6 +132,7 @@ from paycore.webhooks.records import (
 
 from .decimals import exact_text
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
+from .idempotency import IdempotencyStatements
 from .migrations import migrate
 from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
 from .outbox_signal import PostgresListen, SqliteDataVersion
@@ -621,7 +622,7 @@ class SqlStorage:
         self.engine.dispose()
 
 
-class SqlTx(RefundStatements):
+class SqlTx(RefundStatements, IdempotencyStatements):
     """One unit of work on one connection; only valid inside its ``with`` block (the refund
     rows' statements are ``refunds.RefundStatements``)."""
 

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Dialect,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     Numeric,
     String,
@@ -474,4 +475,22 @@ refunds = Table(
     Index(None, "guid", "seq"),
     Index(None, "chain_id", "status", "seq"),
     sqlite_autoincrement=True,
+)
+
+#: Idempotency keys (revision 0016): the first answer to a creating write, per (owner,
+#: endpoint, key), kept for a day (``paycore.storage.idempotency``). The primary key is what
+#: makes concurrent claims of one key wait for each other; ``created_at`` is what retention
+#: prunes by.
+idempotency_keys = Table(
+    "paycore_idempotency_keys",
+    metadata,
+    Column("scope", Key(), primary_key=True),
+    Column("route", Key(64), primary_key=True),
+    Column("key", Key(), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("content_type", String(100), nullable=False),
+    Column("body", LargeBinary, nullable=False),
+    Index(None, "created_at"),
 )

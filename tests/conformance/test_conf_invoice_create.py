@@ -171,3 +171,24 @@ def test_soft_mode_creates_for_the_owner_named_in_the_body(make_env: MakeEnv) ->
     assert created["owner"] == owner.address
     # soft mode still needs to know whose invoice it is
     env.api.post("/invoice", invoice_body()).error(400, prefix="invalid request: owner: ")
+
+
+def test_a_retry_under_an_idempotency_key_is_answered_again_through_each_adapter(
+    env: Env,
+) -> None:
+    """The header reaches the core through both frameworks, in any case; a retry signed
+    anew gets the first answer, marked, and the owner still has one invoice."""
+    owner, [key] = env.merchant("m", "k")
+    body = invoice_body(deposit_address("a1"), value="3")
+    first = env.api.post("/invoice", body, session=key, headers={"Idempotency-Key": "o-17"})
+    retry = env.api.post("/invoice", body, session=key, headers={"idempotency-key": "o-17"})
+    assert retry.ok(201) == first.ok(201)
+    assert retry.headers["idempotent-replayed"] == "true"
+    other = env.api.post(
+        "/invoice",
+        invoice_body(deposit_address("a1"), value="4"),
+        session=key,
+        headers={"Idempotency-Key": "o-17"},
+    )
+    other.error(409, "idempotency-key: already used with a different request; use a new key")
+    assert len(env.api.get("/invoices", f"owner={owner.address}", session=key).ok()) == 1

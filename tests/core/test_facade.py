@@ -37,6 +37,7 @@ STORAGE_HOLDERS = {
     "paycore/prices/parking.py",
     "paycore/prices/service.py",
     "paycore/ops/retention.py",
+    "paycore/ops/idempotency.py",
     "paycore/accounting/service.py",
     "paycore/links/service.py",
     "paycore/merchant/service.py",

@@ -142,7 +142,7 @@ def test_paycore_prune_runs_one_round(tmp_path: Path, capsys: pytest.CaptureFixt
     seeded.close()
     assert main(["prune", "--database-url", url]) == 0
     assert capsys.readouterr().out == (
-        "pruned 3 events, 0 webhook deliveries, 0 signatures, 1 challenges\n"
+        "pruned 3 events, 0 webhook deliveries, 0 signatures, 1 challenges, 0 idempotency keys\n"
     )
     assert main(["prune", "--database-url", url]) == 0
     assert capsys.readouterr().out.startswith("pruned 0 events,")

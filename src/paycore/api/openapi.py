@@ -66,6 +66,19 @@ SESSION_HEADERS = [
 ]
 
 
+IDEMPOTENCY_HEADER = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
+    "description": (
+        "a key of the client's choosing (a UUID): a retry with the same key and the same "
+        "request is answered with the first answer (header idempotent-replayed: true) and "
+        "creates nothing; the same key with another request is a 409. Kept 24 hours, per owner"
+    ),
+}
+
+
 def document(
     routes: Sequence[Route], server_url: str = "", chain_ids: Sequence[int] = ()
 ) -> dict[str, Any]:
@@ -104,6 +117,9 @@ def operation(route: Route, method: str, chains: Sequence[int] = ()) -> dict[str
     if route.session != "none":
         params += SESSION_HEADERS
     errors = set(route.errors)
+    if route.idempotent:
+        params.append(IDEMPOTENCY_HEADER)
+        errors.add(409)
     if route.request is not None:
         errors.add(400)  # every field is parsed, and a malformed one is refused
     if not as_query:

@@ -9,6 +9,7 @@ it once per request, so Flask and Litestar cannot drift apart.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +28,7 @@ from ..errors import (
     PayloadTooLarge,
     StorageUnavailable,
 )
+from ..ops.idempotency import check_key
 from . import wire
 from .http import MAX_BODY, Request, Response, check_text, json_response, text_response
 
@@ -112,6 +114,10 @@ class Route:
     #: commit instead of two; docs/decisions.md, "One transaction per request"). Only for
     #: handlers that do nothing slow inside it, since the key's row stays locked meanwhile.
     one_transaction: bool = False
+    #: A creating write that honours an ``Idempotency-Key`` header (docs/decisions.md,
+    #: "Idempotency keys"): with one, the request runs in one transaction that also stores
+    #: its answer, and a retry with the same key and request gets that answer again.
+    idempotent: bool = False
 
     @property
     def name(self) -> str:
@@ -197,7 +203,11 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
                 raise InvalidInput(
                     "body", "required with session headers (the signature covers the body)"
                 )
-        if (
+        idempotency_key = request.headers.get("idempotency-key") if route.idempotent else None
+        if idempotency_key is not None:
+            once = attrs.evolve(route, handler=_idempotently(route, check_key(idempotency_key)))
+            result, caller = _in_one_transaction(gateway, once, request, params)
+        elif (
             route.one_transaction
             and route.session != "none"
             and sends_session_headers(request.headers)
@@ -261,6 +271,34 @@ def _in_one_transaction(
             with contextlib.suppress(PaycoreError):
                 _authenticate(gateway, request)
         raise
+
+
+def _idempotently(route: Route, key: str) -> Handler:
+    """``route``'s handler behind ``key``: the stored answer when the key has one, else the
+    handler's answer, stored under the key in the same transaction (``Gateway.idempotency``).
+    Keys are the signing owner's own; unsigned requests (soft mode) share one key space."""
+
+    def run(call: Call) -> Response:
+        scope = call.caller.owner if call.caller is not None else ""
+        request = call.request
+        signed = request.uri.encode() if request.reads_uri else request.body
+        fingerprint = hashlib.sha256(
+            request.method.upper().encode() + b" " + request.path.encode() + b"\n" + signed
+        ).hexdigest()
+        idempotency = call.gateway.idempotency
+        found = idempotency.begin(scope, route.name, key, fingerprint)
+        if found is not None:
+            return Response(
+                found.status, found.body, found.content_type, {"idempotent-replayed": "true"}
+            )
+        result = route.handler(call)
+        answer = result if isinstance(result, Response) else json_response(result, route.status)
+        answer = answer.joined()
+        idempotency.finish(scope, route.name, key, answer.status, answer.content_type, answer.body)
+        return answer
+
+    run.__name__ = route.handler.__name__
+    return run
 
 
 def _storage_unavailable(gateway: Gateway, exc: StorageUnavailable) -> Response:

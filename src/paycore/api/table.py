@@ -37,6 +37,7 @@ ROUTES: list[Route] = [
         response=schemas.INVOICE,
         errors=(400, 401, 403),
         session="owner",
+        idempotent=True,
         one_transaction=True,
     ),
     Route(
@@ -98,6 +99,7 @@ ROUTES: list[Route] = [
         response=schemas.REFUND_BUILT,
         errors=(400, 401, 403, 404, 409, 502),
         session="owner",
+        idempotent=True,
     ),
     Route(
         ("POST",),
@@ -274,6 +276,7 @@ ROUTES: list[Route] = [
         response=schemas.PAYMENT_LINK,
         errors=(400, 401, 403),
         session="owner",
+        idempotent=True,
     ),
     Route(
         ("GET",),

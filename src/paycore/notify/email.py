@@ -39,7 +39,7 @@ from ..config import Settings
 from ..domain.records import Json
 from ..domain.registry import describe
 from ..domain.tokens import NATIVE
-from ..plugins.hookspecs import hookimpl
+from ..plugins.hookspecs import RegisterNotifier, hookimpl
 from .contract import BaseNotifier
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ class EmailNotifier(BaseNotifier):
 
 
 @hookimpl
-def paycore_notifiers(settings: Settings, register: Callable[[Any], None]) -> None:
+def paycore_notifiers(settings: Settings, register: RegisterNotifier) -> None:
     """Mail notices only where an SMTP server is configured."""
     if settings.smtp_host:
         register(EmailNotifier(settings))

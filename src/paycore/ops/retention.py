@@ -1,6 +1,6 @@
 """Retention: ``Gateway.retention`` deletes what nothing can use any more, so that the outbox,
-the webhook delivery log, the remembered salt signatures and the proof-of-work challenges do
-not grow for ever (docs/operations.md §Retention).
+the webhook delivery log, the remembered salt signatures, the proof-of-work challenges and
+the idempotency keys' answers do not grow for ever (docs/operations.md §Retention).
 
 Each kind is pruned in batches of ``retention_batch`` rows, every batch its own short
 transaction, so a round never holds a lock for long and a busy web process waits for at
@@ -24,6 +24,7 @@ import attrs
 
 from ..config import Settings
 from ..storage import PruneBatch, Storage, StorageTx
+from .idempotency import KEY_TTL
 
 
 @attrs.frozen
@@ -34,10 +35,17 @@ class PruneReport:
     deliveries: int = 0
     signatures: int = 0
     challenges: int = 0
+    idempotency_keys: int = 0
 
     @property
     def total(self) -> int:
-        return self.events + self.deliveries + self.signatures + self.challenges
+        return (
+            self.events
+            + self.deliveries
+            + self.signatures
+            + self.challenges
+            + self.idempotency_keys
+        )
 
 
 class Retention:
@@ -75,7 +83,10 @@ class Retention:
         expired_before = int(now) - settings.retention_expired_grace
         signatures = self._until_short(lambda tx: tx.prune_signatures(expired_before, batch), stop)
         challenges = self._until_short(lambda tx: tx.prune_challenges(expired_before, batch), stop)
-        return PruneReport(events, deliveries, signatures, challenges)
+        # A key is replayed for KEY_TTL; past that it is as good as absent, so it can go.
+        keys_before = int(now) - KEY_TTL
+        keys = self._until_short(lambda tx: tx.prune_idempotency_keys(keys_before, batch), stop)
+        return PruneReport(events, deliveries, signatures, challenges, keys)
 
     def _resumable(
         self, step: Callable[[StorageTx, int], PruneBatch], stop: threading.Event

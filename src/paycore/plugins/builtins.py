@@ -3,12 +3,11 @@ WebSocket Hub (the notifier behind GET /ws)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..config import Settings
 from ..prices.pricing import StaticPriceSource
-from .hookspecs import hookimpl
+from .hookspecs import RegisterNotifier, RegisterPriceSource, hookimpl
 
 
 @hookimpl(trylast=True)
@@ -21,7 +20,7 @@ def paycore_storage(settings: Settings) -> Any:
 
 
 @hookimpl(trylast=True)
-def paycore_price_sources(settings: Settings, register: Callable[[Any], None]) -> None:
+def paycore_price_sources(settings: Settings, register: RegisterPriceSource) -> None:
     if settings.prices or settings.prices_by_currency or settings.price_pegs:
         register(
             StaticPriceSource(
@@ -34,7 +33,7 @@ def paycore_price_sources(settings: Settings, register: Callable[[Any], None]) -
 
 
 @hookimpl(trylast=True)
-def paycore_notifiers(settings: Settings, register: Callable[[Any], None]) -> None:
+def paycore_notifiers(settings: Settings, register: RegisterNotifier) -> None:
     """The WebSocket Hub, in every process: web workers push to their sockets, and any
     process with ``redis_url`` set (``paycore worker`` too) publishes for the others."""
     from ..realtime.hub import Hub

@@ -7,15 +7,12 @@ The static source is a built-in (``paycore.plugins.builtins``) and comes last un
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from ..config import Settings
-from ..plugins.hookspecs import hookimpl
+from ..plugins.hookspecs import RegisterPriceSource, hookimpl
 
 
 @hookimpl
-def paycore_price_sources(settings: Settings, register: Callable[[Any], None]) -> None:
+def paycore_price_sources(settings: Settings, register: RegisterPriceSource) -> None:
     if settings.chainlink_feeds:
         from .chainlink import ChainlinkSource
 

@@ -43,7 +43,9 @@ class PriceSource(Protocol):
     out, so that the next source in the configured order gets its turn.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The source's name in ``Settings.price_sources`` and in a price's ``source``."""
 
     def fetch(self, vs_currency: str, tokens: Sequence[str]) -> dict[str, Decimal]:
         """Prices for as many of ``tokens`` as this source knows; unknown ones are omitted."""

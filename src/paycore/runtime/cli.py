@@ -173,7 +173,8 @@ def prune(gateway: Gateway) -> int:
         gateway.close()
     print(
         f"pruned {report.events} events, {report.deliveries} webhook deliveries, "
-        f"{report.signatures} signatures, {report.challenges} challenges"
+        f"{report.signatures} signatures, {report.challenges} challenges, "
+        f"{report.idempotency_keys} idempotency keys"
     )
     return 0
 

@@ -105,11 +105,13 @@ def prune_on_schedule(gateway: Gateway, halt: threading.Event) -> None:
             guard.succeeded()
             if report.total:
                 log.info(
-                    "pruned %d events, %d webhook deliveries, %d signatures, %d challenges",
+                    "pruned %d events, %d webhook deliveries, %d signatures, %d challenges, "
+                    "%d idempotency keys",
                     report.events,
                     report.deliveries,
                     report.signatures,
                     report.challenges,
+                    report.idempotency_keys,
                 )
         halt.wait(settings.worker_prune_interval)
 

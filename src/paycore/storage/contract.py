@@ -63,6 +63,7 @@ from ..webhooks.records import (
     NewDelivery,
     Settlement,
 )
+from .idempotency import IdempotencyKeys
 
 #: (chain_id, tx_hash, log_index, token): one transfer, the transaction rows' unique key.
 TransferKey = tuple[int, str, int, str]
@@ -84,7 +85,7 @@ class PruneBatch:
     resume_after: int | None
 
 
-class StorageTx(Protocol):
+class StorageTx(IdempotencyKeys, Protocol):
     """One open unit of work: what ``Storage.transaction()`` yields.
 
     Everything done through one ``StorageTx`` commits together when the ``with`` block ends

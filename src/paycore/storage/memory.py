@@ -57,6 +57,8 @@ from ..webhooks.records import (
     Settlement,
 )
 from .contract import PruneBatch, StorageTx, TransferPlace
+from .idempotency import IdempotentAnswer
+from .memory_idempotency import IdemKey, MemoryIdempotency
 
 log = logging.getLogger("paycore.events")
 
@@ -129,6 +131,7 @@ class _Tables:
     parked: dict[TxKey, ParkedDeposit] = attrs.field(factory=dict)  # in parking order
     payment_links: dict[str, _LinkRow] = attrs.field(factory=dict)
     refunds: dict[str, Refund] = attrs.field(factory=dict)  # by id, in insertion order
+    idempotency: dict[IdemKey, IdempotentAnswer] = attrs.field(factory=dict)
     last_event_id: int = 0
     last_invoice_seq: int = 0
     last_delivery_id: int = 0
@@ -230,7 +233,7 @@ class MemoryStorage:
         """Nothing to release; present because the protocol asks for it."""
 
 
-class _MemoryTx:
+class _MemoryTx(MemoryIdempotency):
     """One unit of work; only valid inside its ``with`` block (the lock is held there)."""
 
     def __init__(self, tables: _Tables, clock: Callable[[], float]) -> None:

@@ -41,6 +41,7 @@ from paycore.domain.records import (
 )
 from paycore.merchant.profile import MerchantProfile
 from paycore.storage import Storage
+from paycore.storage.idempotency import IdempotentAnswer
 from paycore.testing.storage_records import (
     BIG,
     DEPOSIT,
@@ -587,6 +588,77 @@ def test_merchant_profiles_put_get_replace(storage: Storage) -> None:
         assert tx.get_merchant_profile(OTHER_OWNER) == MerchantProfile(
             OTHER_OWNER, "Other", None, None, 1001
         )
+
+
+def test_idempotency_keys_claim_answer_expire_and_prune(storage: Storage) -> None:
+    """A claim is this transaction's until it ends: stored with its answer on commit, gone on
+    rollback; a stored key answers every later claim unchanged, per (scope, route, key),
+    until it is older than ``expires_before``; pruning takes only the old ones."""
+    with storage.transaction() as tx:
+        assert (
+            tx.claim_idempotency_key(
+                OWNER, "create_invoice", "k1", "fp1", now=1000, expires_before=0
+            )
+            is None
+        )
+        tx.store_idempotent_answer(
+            OWNER,
+            "create_invoice",
+            "k1",
+            status=201,
+            content_type="application/json",
+            body=b'{"a":1}',
+        )
+    with pytest.raises(RuntimeError), storage.transaction() as tx:
+        assert (
+            tx.claim_idempotency_key(
+                OWNER, "create_invoice", "k2", "fp2", now=1000, expires_before=0
+            )
+            is None
+        )
+        raise RuntimeError("roll back")
+    with storage.transaction() as tx:
+        claim = tx.claim_idempotency_key(
+            OWNER, "create_invoice", "k1", "other", now=1500, expires_before=0
+        )
+        assert claim == IdempotentAnswer("fp1", 1000, 201, "application/json", b'{"a":1}')
+        # The rolled-back claim left nothing: k2 is free; other scopes and routes are apart.
+        assert (
+            tx.claim_idempotency_key(
+                OWNER, "create_invoice", "k2", "fp2", now=1500, expires_before=0
+            )
+            is None
+        )
+        assert (
+            tx.claim_idempotency_key(
+                OTHER_OWNER, "create_invoice", "k1", "fp9", now=1500, expires_before=0
+            )
+            is None
+        )
+        assert (
+            tx.claim_idempotency_key(OWNER, "create_link", "k1", "fp8", now=1500, expires_before=0)
+            is None
+        )
+        partial_claim = tx.claim_idempotency_key(
+            OWNER, "create_invoice", "k2", "fp2", now=1500, expires_before=0
+        )
+        assert partial_claim is not None and partial_claim.status == 0  # claimed, no answer yet
+    with storage.transaction() as tx:
+        # k1 (made at 1000) is past its time at expires_before=1001: claimed anew.
+        assert (
+            tx.claim_idempotency_key(
+                OWNER, "create_invoice", "k1", "fp3", now=90000, expires_before=1001
+            )
+            is None
+        )
+        assert tx.prune_idempotency_keys(1501, 10) == 3  # the three claims made at 1500
+    with storage.transaction() as tx:
+        again = tx.claim_idempotency_key(
+            OWNER, "create_invoice", "k1", "x", now=90001, expires_before=0
+        )
+        assert again is not None and again.fingerprint == "fp3" and again.created_at == 90000
+        assert tx.prune_idempotency_keys(90001, 10) == 1
+        assert tx.prune_idempotency_keys(90001, 10) == 0
 
 
 def test_webhooks_put_get_replace_delete(storage: Storage) -> None:

@@ -6,17 +6,14 @@ block it by that name (``PAYCORE_BLOCKED_PLUGINS=evm_chains``) like any other pl
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from paycore.chains.common import configured
 from paycore.config import Settings
 from paycore.domain.tokens import ChainKind
-from paycore.plugins.hookspecs import hookimpl
+from paycore.plugins.hookspecs import RegisterChainBackend, hookimpl
 
 
 @hookimpl
-def paycore_chain_backends(settings: Settings, register: Callable[[Any], None]) -> None:
+def paycore_chain_backends(settings: Settings, register: RegisterChainBackend) -> None:
     configs = configured(settings, ChainKind.EVM)
     if configs:
         from .backend import EvmBackend  # web3 is imported only where a chain is configured

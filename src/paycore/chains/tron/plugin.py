@@ -7,17 +7,14 @@ is imported only when a Tron chain is configured: it is the optional ``tron`` ex
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from paycore.chains.common import configured
 from paycore.config import Settings
 from paycore.domain.tokens import ChainKind
-from paycore.plugins.hookspecs import hookimpl
+from paycore.plugins.hookspecs import RegisterChainBackend, hookimpl
 
 
 @hookimpl
-def paycore_chain_backends(settings: Settings, register: Callable[[Any], None]) -> None:
+def paycore_chain_backends(settings: Settings, register: RegisterChainBackend) -> None:
     configs = configured(settings, ChainKind.TRON)
     if configs:
         from .backend import TronBackend
