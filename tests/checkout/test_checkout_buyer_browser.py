@@ -130,11 +130,10 @@ def test_an_invoice_in_eur_or_jpy_is_quoted_and_paid_in_its_own_currency(framewo
 def test_a_sent_payment_is_not_paid_twice_by_accident(framework: str) -> None:
     gateway = make_gateway(chains={CHAIN: explorer_chain()})
     invoice = new_invoice(gateway)
+    other = new_invoice(gateway, address=ADDRESSES[0])
     sent_hash = tx_hash(201)
-    with browsing(framework, gateway, "safety", guid=invoice.guid, hashes=[sent_hash]) as (
-        browser,
-        _,
-    ):
+    extra = {"guid": invoice.guid, "other": other.guid, "hashes": [sent_hash]}
+    with browsing(framework, gateway, "safety", **extra) as (browser, _):
         step = browser.step("sent")
         pay(gateway, ether(step["sent"]["wallet"]["sent"][0]), tx=201)
         browser.next()
@@ -178,6 +177,9 @@ def test_a_sent_payment_is_not_paid_twice_by_accident(framework: str) -> None:
             "false",
             False,
         )
+    fresh = done["other"]
+    assert (fresh["badge"], fresh["inflight"]) == ("Awaiting payment", "false")
+    assert fresh["payVisible"] and fresh["walletVisible"] and not fresh["walletDisabled"]
     assert gateway.get_invoice(invoice.guid).paid_amount == Decimal(25)
 
 

@@ -710,7 +710,10 @@ async function safety() {
   const paid = await flight(page);
   await page.reload();
   await waitStatus(page, "paid");
-  emit("paid", { paid, reloaded: await flight(page) });
+  const reloadedPaid = await flight(page);
+  // What this browser remembers is per invoice: another invoice's page knows of no payment.
+  const other = await openInvoice(config.other);
+  emit("paid", { paid, reloaded: reloadedPaid, other: await flight(other) });
 }
 
 /** Every outcome that is not plain paid, each on its own page: what the payer reads, and
@@ -830,7 +833,40 @@ async function following() {
   emit("paid", { latencyMs: Date.now() - started, readsWhileWaiting: reads.length - before, stream, badge: await text(page, "#status-badge") });
 }
 
+/** "Payment detected, confirming (n of m)": the wallet sends, the watcher sees the transfer
+ * mined (the record's provisional `detected` list) and deeper, a reload in between, then it
+ * is confirmed and counted. The worker's passes are the test's, between the steps. */
+async function confirming() {
+  await fakeWallet(context, { chain: "0x7a69", hashes: config.hashes });
+  const page = await openInvoice(config.guid);
+  await page.locator("#wallet-pay").click();
+  await page.waitForFunction(() => document.getElementById("checkout").dataset.inflight === "true");
+  emit("sent", { sent: await flight(page), tx: (await walletOf(page)).sent[0] });
+
+  await proceed(); // mined: 1 of 3
+  const stage = (s) =>
+    page.waitForFunction((want) => document.querySelector("#inflight-list li")?.dataset.stage === want, s, { timeout: 15000 });
+  await stage("confirming");
+  const first = await flight(page);
+  await page.reload();
+  await stage("confirming");
+  const reloaded = await flight(page);
+  await shot(page, "confirming");
+  await audit(page, "confirming", AUDIT_LANGUAGES);
+  emit("confirming", { first, reloaded, audits });
+
+  await proceed(); // one block deeper: 2 of 3
+  await page.waitForFunction(() => document.getElementById("inflight-title").textContent.includes("2 of 3"), null, { timeout: 15000 });
+  const deeper = await flight(page);
+  emit("deeper", { deeper });
+
+  await proceed(); // confirmed: the payment is counted, the detected list is empty
+  await waitStatus(page, "paid");
+  emit("paid", { paid: await flight(page) });
+}
+
 const SCENARIOS = {
+  confirming,
   following,
   currencies,
   safety,
