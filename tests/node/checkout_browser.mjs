@@ -647,7 +647,6 @@ async function flight(page) {
     ...(await snapshot(page)),
     inflight: await attr(page, "#checkout", "data-inflight"),
     inflightVisible: await page.locator("#inflight").isVisible(),
-    inflightTitle: await page.locator("#inflight-title").textContent(),
     inflightItems: await page.locator("#inflight-list li").evaluateAll((lis) => lis.map((li) => ({ tx: li.dataset.tx, stage: li.dataset.stage, text: li.innerText }))),
     payAgain: await page.locator("#pay-again").isVisible() ? await text(page, "#pay-again") : null,
     payVisible: await page.locator("#pay").isVisible(),
@@ -856,7 +855,7 @@ async function confirming() {
   emit("confirming", { first, reloaded, audits });
 
   await proceed(); // one block deeper: 2 of 3
-  await page.waitForFunction(() => document.getElementById("inflight-title").textContent.includes("2 of 3"), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById("status-badge").textContent.includes("2 of 3"), null, { timeout: 15000 });
   const deeper = await flight(page);
   emit("deeper", { deeper });
 

@@ -416,8 +416,6 @@ function renderInflight(invoice, moving) {
   checkout.dataset.again = state.payAgain ? "true" : "false";
   $("inflight").hidden = moving.length === 0;
   if (!moving.length) return;
-  const confirming = moving.filter((m) => m.detected);
-  $("inflight-title").textContent = confirming.length ? t("statusDetected", progress(confirming)) : t("statusSent");
   const chains = config.chains || {};
   $("inflight-list").replaceChildren(
     ...moving.map((item) => {
