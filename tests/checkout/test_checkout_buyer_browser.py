@@ -283,6 +283,7 @@ def test_the_buyer_sees_what_they_send_to_on_any_screen(framework: str) -> None:
     assert contract["href"] == f"https://scan.example/address/{USDT_ADDRESS}"
     assert contract["clipboard"] == USDT_ADDRESS
     assert not contract["nativeRowVisible"]  # the coin has no contract to show
+    no_violations(opened["audits"], ["token"])
     switched = opened["switched"]
     assert "lang=ja" in switched["url"] and switched["badge"] == "支払い待ち"
     assert switched["marker"] == "no reload" and len(switched["options"]) == 9

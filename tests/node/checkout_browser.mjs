@@ -756,6 +756,7 @@ async function trust() {
   const page = await openInvoice(config.guid);
   await page.getByLabel("USDT", { exact: true }).check();
   await page.waitForFunction(() => document.getElementById("amount-token").textContent.includes("USDT"));
+  await audit(page, "token", AUDIT_LANGUAGES); // the contract's link and copy button included
   const widths = {};
   const layout = {};
   for (const [name, size] of Object.entries(VIEWPORTS)) {
@@ -788,7 +789,7 @@ async function trust() {
     marker: await page.evaluate(() => window.__paycoreMarker ?? null),
   };
   await page.close();
-  emit("open", { widths, layout, contract, switched });
+  emit("open", { widths, layout, contract, switched, audits });
 
   await proceed(); // the test pays the invoice in full
   const receipt = await context.newPage();
