@@ -211,6 +211,10 @@ class ChainConfig:
     reorg_depth: int = attrs.field(default=1000, converter=int)
     #: Scan full blocks for native-coin transfers (off: tokens only, far fewer RPC bytes).
     scan_native: bool = attrs.field(default=True, converter=_flag)
+    #: Report transfers mined but not yet ``confirmations`` deep as the invoice's provisional
+    #: ``detected`` list ("payment detected, confirming"): each pass also reads the
+    #: unconfirmed head blocks (docs/chains.md, Detection). Off: no read, the list stays empty.
+    detect_unconfirmed: bool = attrs.field(default=True, converter=_flag)
     # -- EVM node access (docs/chains.md) ------------------------------------------------------
     #: More JSON-RPC URLs, tried in order after ``rpc_url`` when it fails or rate-limits
     #: (``rpc_url`` may be left unset: the first of these stands in). EVM only.

@@ -32,6 +32,18 @@ class InvalidInput(PaycoreError):
         super().__init__(f"invalid request: {field}: {reason}")
 
 
+class NoAddressDeriver(InvalidInput):
+    """No chain backend derives deposit addresses on a chain: the invoice (or link) needs
+    one, and the text says which settings make one (docs/chains.md)."""
+
+    def __init__(self, field: str, chain_id: int, reason: str) -> None:
+        super().__init__(
+            field,
+            f"{reason}: no chain backend derives deposit addresses on {chain_id} "
+            f"(give chain {chain_id} a factory and an rpc_url in PAYCORE_CHAINS, docs/chains.md)",
+        )
+
+
 class AuthError(PaycoreError):
     """A session or wallet signature that cannot be honoured. Text: ``session signature: ...``."""
 

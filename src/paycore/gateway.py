@@ -26,10 +26,12 @@ from .config import Settings
 from .domain import machine
 from .domain import refunds as refund_rules
 from .domain.changes import EventType
+from .domain.detected import STALE_AFTER, Detected
 from .domain.invoices import (
     NewInvoice,
     attribute_deposit,
     attribute_deposits,
+    detected_transfers,
     parse_new_invoice,
     reorg_deposit,
 )
@@ -49,7 +51,15 @@ from .domain.records import (
 from .domain.refunds import BuiltRefund, NewRefund
 from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
-from .errors import Conflict, Forbidden, InvalidInput, InvoiceNotFound, NotFound, PaycoreError
+from .errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    InvoiceNotFound,
+    NoAddressDeriver,
+    NotFound,
+    PaycoreError,
+)
 from .events.queues import EventQueues
 from .events.signals import Handler, SignalConsumer, Signals, default_signals
 from .links.service import Links
@@ -314,9 +324,7 @@ class Gateway:
         def derive(chain_id: int) -> str:
             backend = self.chains.get(chain_id)
             if backend is None:
-                raise InvalidInput(
-                    "address", f"required: no chain backend derives addresses on {chain_id}"
-                )
+                raise NoAddressDeriver("address", chain_id, "required")
             return backend.deposit_address(
                 owner, chain_id, tx.allocate_wallet_index(owner, chain_id)
             )
@@ -328,7 +336,7 @@ class Gateway:
         refunds."""
         with self._storage.transaction() as tx:
             invoice = tx.get_invoice(guid)
-            if invoice is not None and invoice.payments:
+            if invoice is not None:
                 invoice = self._with_refunds(tx, [invoice])[0]
         if invoice is None:
             raise InvoiceNotFound(guid)
@@ -711,19 +719,45 @@ class Gateway:
         return cancelled, announced
 
     def _with_refunds(self, tx: StorageTx, invoices: list[Invoice]) -> list[Invoice]:
-        """``invoices`` with their refunds, read in ``tx`` at once. Only an invoice with
-        payments can have been refunded, so the others cost no read."""
+        """``invoices`` with their refunds and their detected transfers, read in ``tx`` at
+        once. Only an invoice with payments can have been refunded, so the others cost no
+        refunds read; the detected transfers are one indexed read by guid."""
+        if not invoices:
+            return invoices
         wanted = [i.guid for i in invoices if i.payments]
         found: dict[str, list[Refund]] = {}
         if wanted:
             for refund in tx.refunds_of(wanted):
                 found.setdefault(refund.guid, []).append(refund)
+        detected: dict[str, list[Detected]] = {}
+        fresh = self.now() - STALE_AFTER  # older: no watcher keeps it current any more
+        for transfer in tx.detected_of([i.guid for i in invoices]):
+            if transfer.seen_at >= fresh:
+                detected.setdefault(transfer.guid, []).append(transfer)
         return [
-            attrs.evolve(i, refunds=tuple(found.get(i.guid, ())))
-            if i.guid in found or i.refunds
+            attrs.evolve(
+                i,
+                refunds=tuple(found.get(i.guid, ())),
+                detected=tuple(detected.get(i.guid, ())),
+            )
+            if i.guid in found or i.refunds or i.guid in detected or i.detected
             else i
             for i in invoices
         ]
+
+    # -- detection (docs/chains.md, Detection) ---------------------------------------------
+    def record_detected(
+        self, chain_id: int, transfers: Sequence[Deposit], depth: Mapping[int, int], required: int
+    ) -> list[Detected]:
+        """Make ``transfers`` -- what a watcher's pass found mined in the chain's blocks
+        not yet ``required`` deep, ``depth`` giving each block's confirmations -- the
+        chain's detected transfers, replacing the last pass's (a transfer a reorg dropped
+        or that reached its depth leaves the list). Provisional: no invoice changes, no
+        event is written (docs/decisions.md, Detected transfers). Returns what was stored."""
+        with self._storage.transaction() as tx:
+            found = detected_transfers(tx, chain_id, transfers, depth, required, self.now())
+            tx.replace_detected(chain_id, found)
+        return found
 
     def _refunds_paid(
         self, tx: StorageTx, chain_id: int, withdrawals: Sequence[Transaction]

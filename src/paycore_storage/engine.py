@@ -42,7 +42,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
-from paycore.errors import StorageUnavailable
+from paycore.errors import PaycoreError, StorageUnavailable
 
 SUPPORTED = ("sqlite", "postgresql")
 #: Seconds a SQLite writer waits for the lock before giving up.
@@ -110,7 +110,13 @@ def make_engine(url: str | URL, **options: Any) -> Engine:
         defaults: dict[str, Any] = {"isolation_level": "READ COMMITTED"}
         connect_args = {"connect_timeout": POSTGRES_CONNECT_TIMEOUT}
         connect_args.update(options.pop("connect_args", {}))
-        engine = create_engine(parsed, connect_args=connect_args, **{**defaults, **options})
+        try:
+            engine = create_engine(parsed, connect_args=connect_args, **{**defaults, **options})
+        except ImportError:  # psycopg is an extra: say which, not a 60-line traceback
+            raise PaycoreError(
+                "PostgreSQL needs its driver, which is not installed: "
+                "pip install 'paycore[postgres]'"
+            ) from None
         event.listen(engine, "checkout", _drop_if_closed_by_server)
         return engine
     raise ValueError(f"paycore_storage supports {', '.join(SUPPORTED)}, not {backend!r}")

@@ -131,6 +131,7 @@ from paycore.webhooks.records import (
 )
 
 from .decimals import exact_text
+from .detected import DetectedStatements
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .idempotency import IdempotencyStatements
 from .migrations import migrate
@@ -622,9 +623,10 @@ class SqlStorage:
         self.engine.dispose()
 
 
-class SqlTx(RefundStatements, IdempotencyStatements):
+class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
     """One unit of work on one connection; only valid inside its ``with`` block (the refund
-    rows' statements are ``refunds.RefundStatements``)."""
+    rows' statements are ``refunds.RefundStatements``, the detected transfers'
+    ``detected.DetectedStatements``)."""
 
     def __init__(self, connection: Connection, clock: Callable[[], float]) -> None:
         self._connection: Connection | None = connection

@@ -494,3 +494,26 @@ idempotency_keys = Table(
     Column("body", LargeBinary, nullable=False),
     Index(None, "created_at"),
 )
+
+#: Detected transfers (revision 0018): mined, not yet ``confirmations`` deep, provisional
+#: (``paycore.domain.detected``). The watcher replaces a chain's rows each pass; a read of
+#: an invoice asks for its own by ``guid``.
+detected_transfers = Table(
+    "paycore_detected_transfers",
+    metadata,
+    Column("chain_id", BigInteger, primary_key=True),
+    Column("tx_hash", Key(), primary_key=True),
+    Column("log_index", BigInteger, primary_key=True),
+    Column("token", Key(), primary_key=True),
+    Column("guid", Key(64), nullable=False),
+    Column("from_address", Key(), nullable=False),
+    Column("to_address", Key(), nullable=False),
+    Column("amount", Money, nullable=False),
+    Column("block_number", BigInteger, nullable=False),
+    Column("block_hash", Key(66), nullable=False),
+    Column("timestamp", BigInteger, nullable=False),
+    Column("confirmations", BigInteger, nullable=False),
+    Column("required", BigInteger, nullable=False),
+    Column("seen_at", BigInteger, nullable=False),
+    Index(None, "guid", "block_number"),
+)

@@ -239,3 +239,24 @@ def test_worker_and_watcher_modules_still_run_as_scripts() -> None:
         )
         assert done.returncode == 0, done.stderr
         assert "--database-url" in done.stdout and "--log-level" in done.stdout
+
+
+def test_version() -> None:
+    from paycore import __version__
+
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"paycore {__version__}\n"
+
+
+def test_a_missing_postgresql_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without psycopg (an extra), migrate says what to install in one line, exit 2."""
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now fails
+    monkeypatch.setitem(sys.modules, "psycopg2", None)
+    url = "postgresql://paycore:hunter22@127.0.0.1:5432/paycore"
+    result = CliRunner().invoke(cli, ["migrate", "--database-url", url])
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        "paycore: PostgreSQL needs its driver, which is not installed: "
+        "pip install 'paycore[postgres]'\n"
+    )

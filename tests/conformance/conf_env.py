@@ -39,6 +39,7 @@ INVOICE_FIELDS = {
     "refundedAmount",
     "refunds",
     "acceptedTokens",
+    "detected",
     "paymentUrl",
     "tokenInfo",
     "vsCurrency",

@@ -255,3 +255,17 @@ def test_an_illegal_move_names_the_move_and_the_status(gw: Gateway, clock: Clock
     with pytest.raises(IllegalTransition) as err:
         expire(gw.get_invoice(guid))
     assert str(err.value) == "deadline passed unpaid is not allowed in status paid"
+
+
+def test_a_reorg_of_a_deposit_never_recorded_changes_nothing(gw: Gateway) -> None:
+    """The watcher may report a replaced block's transfer that was never attributed (it
+    reached no watched invoice, or another process already took it back): nothing is
+    changed, no event is written, nothing raises."""
+    from paycore.domain.records import Transaction, TxType
+
+    stranger = Transaction(
+        TxType.DEPOSIT, "0x" + "ef" * 32, 0, CHAIN, USDC_ADDRESS, "0x" + "22" * 20,
+        Decimal(5), Decimal(5), 1_700_000_000, OWNER, to=ADDRESS,
+    )  # fmt: skip
+    assert gw.reorg_deposit(stranger) == []
+    assert gw.reorg_deposits([stranger, stranger]) == []

@@ -163,7 +163,8 @@ def test_without_an_address_or_a_backend_to_derive_one_the_request_is_refused() 
     with pytest.raises(InvalidInput) as err:
         parse_new_invoice(Settings(database_url="memory://"), request, OWNER, NOW, None)
     assert err.value.text == (
-        "invalid request: address: required: no chain backend derives addresses on 31337"
+        "invalid request: address: required: no chain backend derives deposit addresses on "
+        "31337 (give chain 31337 a factory and an rpc_url in PAYCORE_CHAINS, docs/chains.md)"
     )
 
 
@@ -182,6 +183,9 @@ def test_return_links_are_kept_and_shown_on_the_record(gw: Gateway) -> None:
         ),
     )
     assert invoice.redirect_url == "https://shop.example/thanks?order=42#done"
+    # "~" (126, just below DEL) is an ordinary URL character.
+    tilde = gw.create_invoice(OWNER, fields(redirectUrl="https://shop.example/~ann/thanks"))
+    assert tilde.redirect_url == "https://shop.example/~ann/thanks"
     wire = gw.invoice_wire(invoice)
     assert wire["redirectUrl"] == "https://shop.example/thanks?order=42#done"
     assert wire["cancelUrl"] == "http://localhost:8080/cart"
@@ -200,6 +204,10 @@ def test_return_links_are_kept_and_shown_on_the_record(gw: Gateway) -> None:
         ({"redirectUrl": "https://x.example:99999/"}, "redirectUrl: must be an http or https URL"),
         (
             {"redirectUrl": "https://shop.example/a b"},
+            "redirectUrl: must be an http or https URL without spaces",
+        ),
+        (
+            {"redirectUrl": "https://shop.example/a\x7fb"},  # DEL, the one control above 31
             "redirectUrl: must be an http or https URL without spaces",
         ),
         (

@@ -278,3 +278,16 @@ def test_open_statuses_are_those_with_a_deadline_move() -> None:
 
     assert {Status.INIT, Status.PARTIAL_PAID} == OPEN
     assert set(Status) == OPEN | SETTLED and not OPEN & SETTLED
+
+
+def test_a_payment_in_the_deadlines_own_second_still_counts_after_a_reorg() -> None:
+    """ "By the deadline" includes its last second, after a reorg as at attribution: the
+    payment left was made at ``deadline`` exactly, so the invoice stays paid."""
+    inv, _ = run(make_invoice("100"), [(Decimal(30), 1_500), (Decimal(100), DEADLINE)])
+    assert inv.status is Status.PAID
+    [back] = remove_payment(inv, payment_key(pay("30", ts=1_500, n=0)), now=DEADLINE + 10)
+    assert (back.status, back.paid_amount) == (Status.PAID, Decimal(100))
+    # One second later is late: the same reorg leaves the invoice expired.
+    inv, _ = run(make_invoice("100"), [(Decimal(30), 1_500), (Decimal(100), DEADLINE + 1)])
+    changes = remove_payment(inv, payment_key(pay("30", ts=1_500, n=0)), now=DEADLINE + 10)
+    assert changes[-1].status is Status.EXPIRED

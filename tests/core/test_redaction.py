@@ -7,6 +7,7 @@ output is searched for the configured secrets -- is tests/ops/test_ops_secrets.p
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -161,3 +162,35 @@ def test_the_log_formatter_redacts_messages_and_tracebacks() -> None:
     line = formatter.format(record)
     assert "TopS3cret99" not in line and WEBHOOK_SECRET not in line
     assert "postgresql://app:***@db/pay" in line and f"at whsec_{MASK}" in line
+
+
+@pytest.fixture
+def forget_afterwards() -> Iterator[None]:
+    """Known secrets are process-wide: put back what the process knew before the test."""
+    from paycore.ops import redaction
+
+    before = redaction._known
+    yield
+    redaction._known = before
+
+
+def test_a_database_url_shows_all_but_its_password(forget_afterwards: None) -> None:
+    """The newcomer's URL, whose user and database share the password's spelling: only the
+    password is masked, in the URL and in the text around it only as a word of its own."""
+    url = "postgresql://paycore:paycore@127.0.0.1:5432/paycore"
+    remember_secrets(url_secrets(url))
+    assert redact(url) == "postgresql://paycore:***@127.0.0.1:5432/paycore"
+    assert redact(f"migrating {url}: password paycore refused; paycore_prod is fine") == (
+        "migrating postgresql://paycore:***@127.0.0.1:5432/paycore: password *** refused; "
+        "paycore_prod is fine"
+    )
+
+
+def test_a_known_key_in_a_url_without_a_password_is_still_masked(
+    forget_afterwards: None,
+) -> None:
+    remember_secrets(["Zq81kd01x"])  # short, not key-like: only the known value finds it
+    assert redact("https://rpc.example/v1/Zq81kd01x/eth?id=Zq81kd01x&chain=1") == (
+        "https://rpc.example/v1/***/eth?id=***&chain=1"
+    )
+    assert redact("node said: bad key Zq81kd01x") == "node said: bad key ***"

@@ -80,3 +80,4 @@ def test_the_documented_paycore_chains_example_parses() -> None:
     assert found[8453].token_info[found[8453].tokens[1]].symbol == "DAI"
     assert found[728126428].rate_limit == 10 and found[728126428].name == "tron-mainnet"
     assert found[31337].faucet_key is not None and 56 not in found
+    assert found[8453].detect_unconfirmed is True

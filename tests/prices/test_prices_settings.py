@@ -118,3 +118,10 @@ def test_a_deposit_sighted_again_is_parked_once_with_its_newest_block() -> None:
     assert not parking.park(gw, moved, "no usd price")
     with gw.storage.transaction() as tx:
         assert [p.deposit for p in tx.parked_deposits(1, 10)] == [moved]
+
+
+def test_a_token_priced_only_in_another_currency_is_known_so_it_is_refreshed() -> None:
+    """The refresher asks for the tokens a source knows; a token whose only price is in
+    another currency's table must be among them, or it is never refreshed."""
+    static = StaticPriceSource({}, vs_currency="usd", by_currency={"eur": {ETH: Decimal(2800)}})
+    assert static.known_tokens() == [ETH]

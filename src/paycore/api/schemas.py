@@ -74,6 +74,29 @@ REFUND = obj(
     logIndex=NULLABLE_INTEGER,
     settledAt={**NULLABLE_INTEGER, "description": "confirmed: block time; cancelled: when"},
 )
+DETECTED = obj(
+    [
+        "txHash",
+        "logIndex",
+        "chainId",
+        "token",
+        "from",
+        "amount",
+        "blockNumber",
+        "confirmations",
+        "required",
+    ],
+    txHash=STRING,
+    logIndex=INTEGER,
+    chainId=STRING,
+    token={**STRING, "description": "the token's address (the native coin: the zero address)"},
+    amount=DECIMAL,
+    blockNumber=INTEGER,
+    confirmations={**INTEGER, "description": "blocks deep now: 1 in the head block"},
+    **{"from": STRING},
+)
+# ``required`` is also the name of obj()'s own parameter.
+DETECTED["properties"]["required"] = {**INTEGER, "description": "the chain's confirmations"}
 INVOICE = obj(
     [
         "guid",
@@ -92,6 +115,7 @@ INVOICE = obj(
         "refundedAmount",
         "refunds",
         "acceptedTokens",
+        "detected",
     ],
     guid=STRING,
     createdAt=INTEGER,
@@ -112,6 +136,12 @@ INVOICE = obj(
     vsCurrency={
         "type": "string",
         "description": "the currency of value, paidAmount and every vsValue (lowercase code)",
+    },
+    detected={
+        "type": "array",
+        "items": DETECTED,
+        "description": "transfers mined but not yet confirmations deep: provisional, never"
+        " counted in paidAmount",
     },
     paymentUrl=STRING,
     redirectUrl={**STRING, "description": "where the checkout page leads back to the shop"},

@@ -33,6 +33,12 @@ Attribution. A range's deposits go to ``Gateway.ingest`` in batches of
 moves the cursor, in the statement that proves the lease (docs/decisions.md, Batched
 ingest).
 
+Detection. After the scan, a pass also reads the blocks above the safe head and makes
+their transfers to watched addresses the chain's detected transfers
+(``Gateway.record_detected``, replaced whole): the invoices' provisional ``detected`` list,
+"payment detected, confirming", never counted (docs/chains.md, Detection). A read that
+cannot be stood behind leaves the list as it was.
+
 Why one place: the lease and cursor protocol is what makes a watcher safe to kill and to run
 twice; two copies of it could drift apart and only one chain would then count a deposit
 twice or lose one.
@@ -93,6 +99,8 @@ class StepReport:
     parked: int = 0
     #: Recorded deposits taken back this pass because a reorg replaced their block.
     reorged: int = 0
+    #: Transfers detected above the safe head (provisional, not counted); None: not read.
+    detected: int | None = None
 
 
 ChainT = TypeVar("ChainT", bound=ChainBase)
@@ -183,6 +191,8 @@ class ChainWatcher(Generic[ChainT]):
         self._reorged = 0  # deposits taken back during the current pass
         #: The highest head any node has answered: a node answering less is behind.
         self._seen_head = -1
+        #: Whether this watcher has emptied the chain's detected list since detection is off.
+        self._detect_cleared = False
 
     # -- what the chain provides -------------------------------------------------------------
     def _head(self) -> int:
@@ -364,7 +374,54 @@ class ChainWatcher(Generic[ChainT]):
         # Deposits above the cursor were recorded by a watcher that died before advancing
         # it; the scan will meet the blocks again, but a replaced one would go unnoticed.
         self._check_recorded(last + 1)
-        return self._scan(last, last_hash, safe, stop)
+        report = self._scan(last, last_hash, safe, stop)
+        if report.held and not (stop is not None and stop.is_set()):
+            detected = self._detect(safe, head)
+            if detected is not None:
+                report = attrs.evolve(report, detected=detected)
+        return report
+
+    # -- detection (docs/chains.md, Detection) ----------------------------------------------
+    def _detect(self, safe: int, head: int) -> int | None:
+        """Read the blocks above ``safe`` up to ``head`` -- mined, not yet deep enough to be
+        attributed -- and make their transfers to watched addresses the chain's detected
+        transfers (``Gateway.record_detected``), replacing the last pass's: a transfer a
+        reorg dropped is gone from the new read, one that reached its depth was attributed
+        by this pass's scan and is below the range. Returns how many were stored; None when
+        detection is off or the node's answers could not be stood behind (the list stays as
+        it was: it is provisional, and the next pass reads it again)."""
+        required = self.config.confirmations
+        if required <= 0 or not self.config.detect_unconfirmed:
+            if not self._detect_cleared:  # a list kept from when it was on goes at once
+                self.gateway.record_detected(self.chain.chain_id, [], {}, required)
+                self._detect_cleared = True
+            return None
+        self._detect_cleared = False
+        if head <= safe:
+            return None
+        try:
+            transfers, decimals, timestamps = self._unconfirmed(safe + 1, head)
+        except Inconsistent as exc:
+            log.info("chain %d: unconfirmed blocks not read: %s", self.chain.chain_id, exc)
+            return None
+        except Exception as exc:
+            if self._node_trouble(exc) is None:
+                raise
+            log.info("chain %d: unconfirmed blocks not read: %s", self.chain.chain_id, exc)
+            return None
+        deposits = [self._deposit(t, decimals, timestamps) for t in transfers]
+        depth = {t.block_number: head - t.block_number + 1 for t in transfers}
+        return len(self.gateway.record_detected(self.chain.chain_id, deposits, depth, required))
+
+    def _unconfirmed(
+        self, start: int, end: int
+    ) -> tuple[list[Transfer], dict[str, int], dict[int, int]]:
+        """The transfers to watched addresses in blocks ``start..end`` (above the safe
+        head), in chain order, with the decimals of their tokens and their blocks' times.
+        What a chain keeps from an earlier pass it uses only while the block is still the
+        one on the chain (a reorg must show); raises :class:`Inconsistent` when the read
+        cannot be stood behind."""
+        raise NotImplementedError
 
     def _first_cursor(self, safe: int) -> tuple[int, str | None]:
         """Where a watcher with no cursor and no ``start_block`` begins, set as its cursor:

@@ -10,7 +10,7 @@ A batch decides deposit by deposit exactly as single attribution does (one share
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,12 +18,13 @@ from urllib.parse import urlsplit
 import attrs
 
 from ..config import Settings
-from ..errors import InvalidInput, PriceUnavailable
+from ..errors import InvalidInput, NoAddressDeriver, PriceUnavailable
 from ..prices.pricing import DepositValuer, value_at
 from ..storage import StorageTx
 from ..storage.contract import TransferKey
 from . import machine
 from .aliases import resolve_token
+from .detected import Detected
 from .fields import Address, Amount, ChainId, Token, Uint
 from .money import parse_amount
 from .records import Deposit, Invoice, Payment, Status, Transaction, Valuation
@@ -137,7 +138,7 @@ def parse_new_invoice(
     if request.address is not None:
         address = normalize_address(chain_id, request.address, "address")
     elif derive_address is None:
-        raise InvalidInput("address", f"required: no chain backend derives addresses on {chain_id}")
+        raise NoAddressDeriver("address", chain_id, "required")
     else:
         address = derive_address(chain_id)
 
@@ -236,6 +237,48 @@ def attribute_deposit(
     changes = machine.attribute(target, payment, tolerance)
     tx.update_invoice(changes[-1])
     return changes
+
+
+def detected_transfers(
+    tx: StorageTx,
+    chain_id: int,
+    transfers: Sequence[Deposit],
+    depth: Mapping[int, int],
+    required: int,
+    now: int,
+) -> list[Detected]:
+    """The transfers of ``chain_id`` mined but not yet ``required`` deep, as the detected
+    transfers of the invoices they would pay (``paycore.domain.detected``): each goes to
+    the invoice attribution would pick now (:func:`pick_invoice`), and only when that
+    invoice accepts its token -- a transfer that would not count is not "confirming".
+    ``depth`` is each block's confirmations (1: the head). Reads, never locks: nothing
+    here changes an invoice."""
+    wanted = sorted({t.to for t in transfers if t.chain_id == chain_id})
+    at = tx.invoices_at_addresses(chain_id, wanted) if wanted else {}
+    found: list[Detected] = []
+    for transfer in transfers:
+        target = pick_invoice(at.get(transfer.to, []), transfer)
+        if target is None or f"{chain_id}:{transfer.token}" not in target.accepted_tokens:
+            continue
+        found.append(
+            Detected(
+                chain_id=chain_id,
+                tx_hash=transfer.tx_hash,
+                log_index=transfer.log_index,
+                token=transfer.token,
+                from_=transfer.from_,
+                to=transfer.to,
+                amount=transfer.amount,
+                block_number=transfer.block_number,
+                block_hash=transfer.block_hash,
+                timestamp=transfer.timestamp,
+                confirmations=depth[transfer.block_number],
+                required=required,
+                guid=target.guid,
+                seen_at=now,
+            )
+        )
+    return found
 
 
 def transfer_key(deposit: Deposit) -> TransferKey:

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from .detected import Detected
 from .money import MONEY_CONTEXT, to_text
 
 Json = dict[str, Any]
@@ -180,7 +181,9 @@ class Invoice:
 
     ``refunds`` are not part of the invoice's stored row: storage keeps them as rows of
     their own and returns invoices without them; the gateway attaches them to every
-    invoice it hands out or announces (``Gateway.refund_invoice``).
+    invoice it hands out or announces (``Gateway.refund_invoice``). ``detected`` likewise:
+    the transfers the watcher saw mined but not yet deep enough (``paycore.domain.detected``),
+    provisional, never part of ``paid_amount`` nor of the record's value.
     """
 
     guid: str
@@ -214,6 +217,9 @@ class Invoice:
     #: reply, event and webhook builds ``paymentUrl`` from it, whichever process sends it.
     #: None on invoices stored before it was kept; the gateway's default applies to them.
     checkout_url: str | None = None
+    #: Transfers mined but not yet ``confirmations`` deep, oldest first: provisional, so
+    #: ignored by ``==`` and never stored with the invoice (``StorageTx.detected_of``).
+    detected: tuple[Detected, ...] = attrs.field(default=(), eq=False, repr=False, kw_only=True)
 
     def checkout_json(self) -> Json | None:
         """The checkout fields as stored in one JSON column; None when none is set."""
@@ -265,6 +271,7 @@ class Invoice:
             "refunds": [r.to_wire() for r in self.refunds],
             "acceptedTokens": list(self.accepted_tokens),
             "vsCurrency": self.vs_currency,
+            "detected": self.detected_wire(),
         }
         page = self.checkout_url or checkout_url
         if page is not None:
@@ -275,6 +282,12 @@ class Invoice:
         if self.cancel_url is not None:
             wire["cancelUrl"] = self.cancel_url
         return wire
+
+    def detected_wire(self) -> list[Json]:
+        """``detected`` as the record shows it: a transfer already among ``payments`` (it
+        reached its depth since the list was read) is left out, so it is never shown twice."""
+        paid = {(p.chain_id, p.tx_hash, p.log_index, p.token) for p in self.payments}
+        return [d.to_wire() for d in self.detected if d.key not in paid]
 
     @classmethod
     def from_wire(cls, data: Json, vs_currency: str = "usd") -> Invoice:
@@ -300,6 +313,10 @@ class Invoice:
             redirect_url=data.get("redirectUrl"),
             cancel_url=data.get("cancelUrl"),
             redirect_automatically=bool(data.get("redirectAutomatically", False)),
+            detected=tuple(
+                Detected.from_wire(d, guid=data["guid"], to=data["address"])
+                for d in data.get("detected", [])
+            ),
         )
 
 

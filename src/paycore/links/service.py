@@ -17,7 +17,7 @@ from ..config import Settings
 from ..domain.fields import Amount, ChainId, Token, Uint
 from ..domain.invoices import NewInvoice, parse_new_invoice
 from ..domain.records import Invoice
-from ..errors import Gone, InvalidInput, NotFound, PaycoreError
+from ..errors import Gone, InvalidInput, NoAddressDeriver, NotFound, PaycoreError
 from ..storage import Storage, StorageTx
 from .records import LinkUse, PaymentLink
 from .requests import NewLink
@@ -98,10 +98,8 @@ class Links:
         )
         checked = parse_new_invoice(self._settings, sample, owner, now, lambda _chain: "")
         if not self._derives(checked.chain_id):
-            raise InvalidInput(
-                "chainId",
-                f"no chain backend derives deposit addresses on {checked.chain_id}, "
-                "which every invoice of a link needs",
+            raise NoAddressDeriver(
+                "chainId", checked.chain_id, "every invoice of a link needs a deposit address"
             )
         if request.expires_at is not None and request.expires_at <= now:
             raise InvalidInput("expiresAt", "must be in the future")

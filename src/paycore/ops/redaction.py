@@ -102,37 +102,67 @@ def _split_url(url: str) -> tuple[str, str, str, str, str]:
     return scheme, userinfo, host, tail[:path_end], tail[path_end:]
 
 
-def _redact_url(match: re.Match[str]) -> str:
-    scheme, userinfo, host, path, rest = _split_url(match.group(0))
+def _redact_url(url: str, known: frozenset[str]) -> str:
+    """``url`` with its credentials masked, by its structure: the password, a key-like user,
+    path segment or query value, a query value named like a credential, and a known secret
+    standing as a whole path segment or query value. A URL that carries its credential as a
+    password (a database's, Redis') has a resource name for a path (the database), which
+    stays readable even when it happens to spell a known secret; host and user always do."""
+    scheme, userinfo, host, path, rest = _split_url(url)
+    has_password = False
     if userinfo:
         user, colon, _password = userinfo.partition(":")
         if colon:
             userinfo = f"{user}:{MASK}"
+            has_password = True
         elif looks_like_key(unquote(user)):  # https://<key>@host
             userinfo = MASK
         userinfo += "@"
-    path = "/".join(MASK if looks_like_key(unquote(s)) else s for s in path.split("/"))
+
+    def secret(part: str) -> bool:
+        return looks_like_key(unquote(part)) or part in known or unquote(part) in known
+
+    path = "/".join(
+        MASK if looks_like_key(unquote(s)) or (not has_password and secret(s)) else s
+        for s in path.split("/")
+    )
     query, hash_mark, fragment = rest.partition("#")
     if query.startswith("?"):
         pairs = []
         for pair in query[1:].split("&"):
             name, equals, value = pair.partition("=")
-            if equals and value and (_secret_name(name) or looks_like_key(unquote(value))):
+            if equals and value and (_secret_name(name) or secret(value)):
                 value = MASK
             pairs.append(name + equals + value)
         query = "?" + "&".join(pairs)
     return scheme + userinfo + host + path + query + hash_mark + fragment
 
 
+def _known_out(text: str, known: frozenset[str]) -> str:
+    """``text`` with each known secret replaced where it stands as a word of its own: a
+    password ``paycore`` is masked in ``auth paycore failed`` and ``paycore.api``, but a
+    database ``paycore_prod`` or a name ``mypaycore`` keeps its letters."""
+    for found in sorted((s for s in known if s in text), key=len, reverse=True):
+        text = re.sub(rf"(?<!\w){re.escape(found)}(?!\w)", MASK, text)
+    return text
+
+
 def redact(text: str) -> str:
     """``text`` with every secret it may hold replaced by ``***``. Idempotent; cheap on
-    text with nothing to hide (no ``://``, no known secret)."""
+    text with nothing to hide (no ``://``, no known secret). URLs are masked by their
+    structure (:func:`_redact_url`), the text around them by the known values."""
     known = _known
-    if known:
-        for secret in sorted((s for s in known if s in text), key=len, reverse=True):
-            text = text.replace(secret, MASK)
     if "://" in text:
-        text = _URL.sub(_redact_url, text)
+        pieces: list[str] = []
+        last = 0
+        for match in _URL.finditer(text):
+            pieces.append(_known_out(text[last : match.start()], known))
+            pieces.append(_redact_url(match.group(0), known))
+            last = match.end()
+        pieces.append(_known_out(text[last:], known))
+        text = "".join(pieces)
+    elif known:
+        text = _known_out(text, known)
     if "whsec_" in text:
         text = _WHSEC.sub("whsec_" + MASK, text)
     if "=" in text:

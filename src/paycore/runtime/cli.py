@@ -223,6 +223,12 @@ def _start(source: CommandSource) -> Callable[[], None]:
 _SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
 @click.group(
     name="paycore",
     context_settings=_SETTINGS,
@@ -230,6 +236,7 @@ _SETTINGS = {"help_option_names": ["-h", "--help"]}
     "environment variables (under `flask paycore` / `litestar paycore`: from the app); a "
     "flag on the command line wins.",
 )
+@click.version_option(_version(), "--version", prog_name="paycore", message="%(prog)s %(version)s")
 def cli() -> None:
     _start(CommandSource())()
 

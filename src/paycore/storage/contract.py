@@ -35,6 +35,7 @@ import attrs
 
 from ..chains.records import ChainCursor
 from ..domain.changes import UPDATED
+from ..domain.detected import Detected
 from ..domain.paging import TxPosition
 from ..domain.records import (
     Deposit,
@@ -688,6 +689,22 @@ class StorageTx(IdempotencyKeys, Protocol):
         the refund of the same ``id`` -- only while that one is still ``pending``, as one
         compare-and-set: of concurrent settles (the watcher confirming it, the merchant
         cancelling it) exactly one wins. ``False``, changing nothing, otherwise."""
+
+    # -- detected transfers (docs/chains.md, Detection) ---------------------------------------
+    # Transfers mined but not yet ``confirmations`` deep, provisional: rows of their own,
+    # never part of an invoice's row. The watcher replaces a chain's whole set each pass; a
+    # public read asks for one invoice's (an indexed lookup by guid).
+
+    def replace_detected(self, chain_id: int, found: Sequence[Detected]) -> None:
+        """Make ``found`` the detected transfers of ``chain_id``: every row of that chain
+        not in it is dropped, every one in it stored with every field as given, keyed by
+        (chain_id, tx_hash, log_index, token) -- a key given twice keeps the last. Other
+        chains' rows are left alone (and a row of another chain in ``found`` is ignored).
+        Doing it twice with the same list changes nothing."""
+
+    def detected_of(self, guids: Sequence[str]) -> list[Detected]:
+        """The detected transfers of these invoices, by guid, then oldest first (block
+        number, then tx hash, log index and token)."""
 
 
 @runtime_checkable

@@ -26,6 +26,7 @@ import attrs
 
 from ..chains.records import ChainCursor
 from ..domain.changes import UPDATED
+from ..domain.detected import Detected, DetectedKey
 from ..domain.machine import OPEN as _OPEN_STATUSES
 from ..domain.paging import TxPosition, tx_position
 from ..domain.records import (
@@ -132,6 +133,8 @@ class _Tables:
     payment_links: dict[str, _LinkRow] = attrs.field(factory=dict)
     refunds: dict[str, Refund] = attrs.field(factory=dict)  # by id, in insertion order
     idempotency: dict[IdemKey, IdempotentAnswer] = attrs.field(factory=dict)
+    #: chain -> its detected transfers by key; each chain's dict is replaced whole.
+    detected: dict[int, dict[DetectedKey, Detected]] = attrs.field(factory=dict)
     last_event_id: int = 0
     last_invoice_seq: int = 0
     last_delivery_id: int = 0
@@ -151,7 +154,9 @@ class _Tables:
 def _detached(invoice: Invoice) -> Invoice:
     """A copy whose ``data`` dict is not shared with the caller's, without ``refunds``:
     those are rows of their own, as in a database (``StorageTx.insert_refund``)."""
-    return attrs.evolve(invoice, data=copy.deepcopy(invoice.data), refunds=(), change=None)
+    return attrs.evolve(
+        invoice, data=copy.deepcopy(invoice.data), refunds=(), detected=(), change=None
+    )
 
 
 def _detached_event(event: OutboxEvent) -> OutboxEvent:
@@ -1162,3 +1167,18 @@ class _MemoryTx(MemoryIdempotency):
             settled_at=refund.settled_at,
         )
         return True
+
+    # -- detected transfers -------------------------------------------------------------------
+    def replace_detected(self, chain_id: int, found: Sequence[Detected]) -> None:
+        rows = {d.key: d for d in found if d.chain_id == chain_id}
+        if rows:
+            self._t.detected[chain_id] = rows
+        else:
+            self._t.detected.pop(chain_id, None)
+
+    def detected_of(self, guids: Sequence[str]) -> list[Detected]:
+        wanted = set(guids)
+        found = [d for rows in self._t.detected.values() for d in rows.values() if d.guid in wanted]
+        return sorted(
+            found, key=lambda d: (d.guid, d.block_number, d.tx_hash, d.log_index, d.token)
+        )

@@ -40,6 +40,8 @@ class FakeChain:
         self._owners: dict[str, str] = {}  # tx hash -> owner of the invoice it paid
         self._tx = itertools.count(1)
         self._block = itertools.count(1)
+        #: Mined, not yet confirmed: tx hash -> the transfer and its confirmations.
+        self._unconfirmed: dict[str, tuple[Deposit, int]] = {}
 
     @property
     def asset(self) -> str:
@@ -67,6 +69,13 @@ class FakeChain:
         """Send ``amount`` tokens (default: what is left to pay, or 1 on a tip jar or a
         paid invoice) to the invoice's address, mined at ``at`` (default: the gateway's
         now); returns the deposit."""
+        deposit = self._transfer(invoice, amount, at)
+        self.gateway.ingest(DepositBatch(self.chain_id, [deposit]))
+        return deposit
+
+    def _transfer(
+        self, invoice: Invoice | str, amount: str | Decimal | None, at: int | None
+    ) -> Deposit:
         current = self._invoice(invoice)
         if amount is None:
             left = max(current.value - current.paid_amount, Decimal(0))
@@ -85,8 +94,53 @@ class FakeChain:
             "0x" + f"{n:064x}"[::-1],
         )
         self._owners[deposit.tx_hash] = current.owner
-        self.gateway.ingest(DepositBatch(self.chain_id, [deposit]))
         return deposit
+
+    # -- mined, not yet confirmed (docs/chains.md, Detection) -----------------------------------
+    @property
+    def required(self) -> int:
+        """The chain's ``confirmations``: how deep a transfer must be to be attributed."""
+        return self.gateway.settings.chain(self.chain_id).confirmations
+
+    def mine(
+        self, invoice: Invoice | str, amount: str | Decimal | None = None, *, at: int | None = None
+    ) -> Deposit:
+        """Send a transfer that is mined but not yet deep enough: one confirmation, shown in
+        the invoice's provisional ``detected`` list, not paid (``paidAmount`` and status stay).
+        :meth:`bury` mines blocks on top of it until it is attributed; :meth:`drop` is a
+        reorg that removes it. Reported as the watcher reports it
+        (``Gateway.record_detected``)."""
+        deposit = self._transfer(invoice, amount, at)
+        self._unconfirmed[deposit.tx_hash] = (deposit, 1)
+        self._report()
+        return deposit
+
+    def bury(self, blocks: int = 1) -> list[Deposit]:
+        """Mine ``blocks`` blocks: every unconfirmed transfer is that much deeper, and one
+        deeper than ``required`` is attributed (it leaves ``detected`` for ``payments``).
+        Returns the deposits attributed now."""
+        confirmed: list[Deposit] = []
+        for tx_hash, (deposit, depth) in list(self._unconfirmed.items()):
+            if depth + blocks > self.required:
+                del self._unconfirmed[tx_hash]
+                confirmed.append(deposit)
+            else:
+                self._unconfirmed[tx_hash] = (deposit, depth + blocks)
+        if confirmed:
+            self.gateway.ingest(DepositBatch(self.chain_id, confirmed))
+        self._report()
+        return confirmed
+
+    def drop(self, deposit: Deposit) -> None:
+        """A reorg dropped the block of ``deposit`` before it was confirmed: it leaves the
+        detected list, and nothing else changes."""
+        self._unconfirmed.pop(deposit.tx_hash, None)
+        self._report()
+
+    def _report(self) -> None:
+        pending = [deposit for deposit, _depth in self._unconfirmed.values()]
+        depth = {d.block_number: n for d, n in self._unconfirmed.values()}
+        self.gateway.record_detected(self.chain_id, pending, depth, self.required)
 
     def pay_exact(self, invoice: Invoice | str) -> Deposit:
         return self.pay(invoice)

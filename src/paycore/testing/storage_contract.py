@@ -929,3 +929,7 @@ def test_tip_jar_and_tron_sized_values_survive(storage: Storage) -> None:
         assert stored == tron and stored.is_tip_jar
         [row], _ = tx.list_transactions(OWNER, chain_id=3448148188)
         assert row.log_index == -1
+
+
+# The detected transfers' part of the contract, kept in a module of its own.
+from paycore.testing.storage_detected import *  # noqa: E402, F403

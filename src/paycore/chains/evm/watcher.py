@@ -50,6 +50,7 @@ import logging
 import signal
 import threading
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from paycore.chains.watching import (
@@ -91,6 +92,13 @@ class EvmWatcher(ChainWatcher[EvmChain]):
 
     #: One JSON-RPC batch of headers per round of the first pass's search.
     _probes = 15
+
+    def __init__(self, gateway: Gateway, chain: EvmChain, *, holder: str | None = None) -> None:
+        super().__init__(gateway, chain, holder=holder)
+        #: The unconfirmed blocks read by the last pass, by hash: their matched transfers
+        #: and time; valid for the watched set they were matched against (``_head_scope``).
+        self._head_blocks: dict[str, tuple[list[scan.Transfer], int]] = {}
+        self._head_scope: tuple[frozenset[str], frozenset[tuple[str, int]]] | None = None
 
     # -- one pass -------------------------------------------------------------------------
     def _head(self) -> int:
@@ -152,6 +160,45 @@ class EvmWatcher(ChainWatcher[EvmChain]):
             tokens,
             waiting,
         )
+
+    def _unconfirmed(
+        self, start: int, end: int
+    ) -> tuple[list[scan.Transfer], dict[str, int], dict[int, int]]:
+        """The unconfirmed blocks, each read as a range is (``_fetch``: logs, the full block
+        for native coin, traces) once per block hash: a pass asks for the headers of the
+        whole range in one batch, checks they make one chain, and reads only the blocks it
+        has not read before with that hash and the same watched set -- usually the one mined
+        since the last pass. A reorg changes the hashes, so a replaced block is read
+        again and a dropped transfer is gone."""
+        watched = scan.watch_keys(self._watched_addresses())
+        tokens = self._token_decimals()
+        if not watched:
+            return [], tokens, {}
+        numbers = list(range(start, end + 1))
+        headers = self._headers(numbers)
+        for number in numbers[1:]:
+            if headers[number]["parentHash"] != headers[number - 1]["hash"]:
+                raise _Inconsistent(f"block {number} changed while reading the unconfirmed ones")
+        scope = (frozenset(watched), frozenset(tokens.items()))
+        if scope != self._head_scope:
+            self._head_blocks = {}
+            self._head_scope = scope
+        kept: dict[str, tuple[list[scan.Transfer], int]] = {}
+        transfers: list[scan.Transfer] = []
+        timestamps: dict[int, int] = {}
+        for number in numbers:
+            block_hash = headers[number]["hash"]
+            found = self._head_blocks.get(block_hash)
+            if found is None:
+                fetched = asked_again(partial(self._fetch, number, number, watched, tokens))
+                if fetched.end_hash != block_hash:
+                    raise _Inconsistent(f"block {number} changed while reading it")
+                found = (fetched.transfers, int(headers[number]["timestamp"], 16))
+            kept[block_hash] = found
+            transfers += found[0]
+            timestamps[number] = found[1]
+        self._head_blocks = kept
+        return transfers, tokens, timestamps
 
     def _replaced_cursor(self, last: int, last_hash: str) -> bool:
         """Whether the cursor's block was replaced. The head and the block are asked in

@@ -97,8 +97,13 @@ class RangeReader:
     #: Seconds unfinished digests are kept for a later pass.
     carry_for = 120.0
 
-    def __init__(self, chain: TronChain, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, chain: TronChain, *, clock: Callable[[], float] = time.time, reports: bool = True
+    ) -> None:
         self.chain = chain
+        #: Whether this reader's state is the chain's ``watch_status`` (the scan's reader;
+        #: not the one that reads the unconfirmed head for detection).
+        self.reports = reports
         self.node = chain.node
         config = chain.config
         self.window = BlockWindow(config.rpc_batch, config.response_bytes)
@@ -113,7 +118,8 @@ class RangeReader:
         self._stop: threading.Event | None = None
         self._renew: Callable[[], bool] | None = None
         self.status = self._status(OK, "")
-        chain.watch_status = self.status
+        if reports:
+            chain.watch_status = self.status
 
     @property
     def timeout(self) -> float:
@@ -127,7 +133,8 @@ class RangeReader:
     def _set(self, state: str, detail: str) -> None:
         since = self.status.since if state == self.status.state else self._clock()
         self.status = attrs.evolve(self._status(state, detail), since=since)
-        self.chain.watch_status = self.status
+        if self.reports:
+            self.chain.watch_status = self.status
 
     def history_blocked(self) -> bool:
         """Whether the node was found without history less than ``no_history_retry`` ago:
@@ -211,6 +218,11 @@ class RangeReader:
                 log.info("chain %d: the node has transaction history again", self.chain.chain_id)
             self._set(OK, "")
         return Read(got, stopped)
+
+    def forget(self) -> None:
+        """Drop every digest kept from earlier reads: the next read asks the node for all
+        (the unconfirmed head is read afresh each pass, or a reorg would not show)."""
+        self._carry.clear()
 
     def _keep_carry(self, start: int, tokens: frozenset[str]) -> None:
         """Forget digests below the range (attributed), of another token set, or too old.

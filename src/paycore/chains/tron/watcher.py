@@ -94,6 +94,11 @@ class TronWatcher(ChainWatcher[TronChain]):
     def __init__(self, gateway: Gateway, chain: TronChain, *, holder: str | None = None) -> None:
         super().__init__(gateway, chain, holder=holder)
         self.reader = RangeReader(chain)
+        #: Reads the blocks above the safe head for detection, afresh each pass; its state
+        #: is not the chain's status (the scan's reader is).
+        self.head_reader = RangeReader(chain, reports=False)
+        #: The highest head the node answered, and its blockID.
+        self._head_block: tuple[int, str] = (-1, "")
         self._leased_at = 0.0
 
     @property
@@ -118,7 +123,11 @@ class TronWatcher(ChainWatcher[TronChain]):
         return answer
 
     def _head(self) -> int:
-        return scan.number(self._ask("wallet/getnowblock"))
+        block = self._ask("wallet/getnowblock")
+        number = scan.number(block)
+        if number >= self._head_block[0] and isinstance(block, dict) and "blockID" in block:
+            self._head_block = (number, scan.block_id(block))
+        return number
 
     def _block_hash(self, number: int) -> str:
         return scan.block_id(self._block(number))
@@ -150,6 +159,35 @@ class TronWatcher(ChainWatcher[TronChain]):
             None,
         )
 
+    def _unconfirmed(
+        self, start: int, end: int
+    ) -> tuple[list[scan.Transfer], dict[str, int], dict[int, int]]:
+        """The unconfirmed blocks read as a range is, by a reader of their own. Its carry
+        keeps the blocks of the last pass, so a pass asks only for the blocks mined since
+        (and their infos); what it returns is believed only when it is one chain, block
+        after block, ending in the head block the node answered this pass: a fork that
+        replaced a kept block breaks that, the carry is dropped, and the next pass reads
+        the whole range afresh. A read stopped short is not taken either (the list stays as
+        it was rather than lose the transfers of the blocks not read)."""
+        watched = scan.watch_keys(self._watched_addresses())
+        decimals = self._token_decimals()
+        if not watched:
+            return [], decimals, {}
+        tokens = {scan.key(t): t for t in decimals if t != NATIVE}
+        try:
+            fetched = self._fetch(start, end, None, watched, tokens, reader=self.head_reader)
+        except Inconsistent:
+            self.head_reader.forget()
+            raise
+        head_number, head_id = self._head_block
+        if fetched.last_block is not None or fetched.stopped is not None:
+            self.head_reader.forget()
+            raise _Inconsistent(fetched.stopped or "the unconfirmed blocks were read in part")
+        if head_number == end and fetched.end_hash != head_id:
+            self.head_reader.forget()
+            raise _Inconsistent(f"block {end} changed while reading the unconfirmed blocks")
+        return fetched.transfers, decimals, fetched.timestamps
+
     def _block(self, number: int) -> dict[str, Any]:
         block: dict[str, Any] = self._ask("wallet/getblockbynum", {"num": number})
         if not block or "blockID" not in block:
@@ -178,8 +216,11 @@ class TronWatcher(ChainWatcher[TronChain]):
         watched: dict[str, str],
         tokens: dict[str, str],
         stop: threading.Event | None = None,
+        *,
+        reader: RangeReader | None = None,
     ) -> _Range:
-        read = self.reader.read(
+        reader = reader or self.reader
+        read = reader.read(
             start,
             end,
             parent,
@@ -187,7 +228,7 @@ class TronWatcher(ChainWatcher[TronChain]):
             renew=self._renew,
             stop=stop,
         )
-        if read.stopped is not None and self.reader.status.state != NO_HISTORY:
+        if read.stopped is not None and reader.status.state != NO_HISTORY:
             log.warning(
                 "chain %d: read %d of blocks %d..%d: %s",
                 self.chain.chain_id,
