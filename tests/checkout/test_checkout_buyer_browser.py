@@ -29,7 +29,7 @@ from checkout_helpers import (
 )
 from test_checkout_browser import AUDIT_LANGUAGES, explorer_chain
 
-from paycore import Gateway
+from paycore import NATIVE, Deposit, Gateway
 from paycore.merchant import NewProfile
 
 pytestmark = [pytest.mark.node, pytest.mark.browser]
@@ -315,3 +315,51 @@ def test_the_page_follows_the_invoice_by_push_or_else_by_polling(framework: str)
         assert idle["stream"]["status"] == 404  # asked for, refused: polling alone
         assert idle["idleReads"] >= 3  # the first read and a poll every 2.5 s
         assert paid["readsWhileWaiting"] >= 1 and paid["latencyMs"] < 8000
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_mined_payment_shows_as_detected_and_confirming_until_it_counts(framework: str) -> None:
+    """The worker paused between "mined" and "confirmed": the record's provisional detected
+    list (Gateway.record_detected, as a watcher's pass reports it) shows as "Payment
+    detected, confirming (n of m)" with the pay controls put away, across a reload, until
+    the transfer is confirmed and counted."""
+    gateway = make_gateway(chains={CHAIN: explorer_chain()})
+    invoice = new_invoice(gateway)
+    sent_hash = tx_hash(301)
+    extra = {"guid": invoice.guid, "hashes": [sent_hash]}
+    with browsing(framework, gateway, "confirming", **extra) as (browser, _):
+        sent = browser.step("sent")
+        transfer = Deposit(
+            chain_id=CHAIN,
+            tx_hash=sent_hash,
+            log_index=-1,
+            token=NATIVE,
+            from_=PAYER,
+            to=invoice.address,
+            amount=Decimal(ether(sent["tx"])),
+            timestamp=int(gateway.now()),
+            block_number=50,
+            block_hash="0x" + f"{50:064x}",
+        )
+        gateway.record_detected(CHAIN, [transfer], {50: 1}, 3)  # mined, 1 of 3
+        browser.next()
+        step = browser.step("confirming")
+        gateway.record_detected(CHAIN, [transfer], {50: 2}, 3)  # a block deeper
+        browser.next()
+        deeper = browser.step("deeper")["deeper"]
+        gateway.record_deposit(transfer)  # deep enough: counted
+        gateway.record_detected(CHAIN, [], {}, 3)
+        browser.next()
+        paid = browser.step("paid")["paid"]
+        assert browser.step("done")["problems"] == []
+    assert sent["sent"]["badge"] == "Payment sent"
+    item = f"0.0125 ETH on the network, 1 of 3 confirmations: {sent_hash[:6]}…{sent_hash[-4:]}"
+    for seen in (step["first"], step["reloaded"]):
+        assert seen["badge"] == "Payment detected, confirming (1 of 3)"
+        assert seen["inflightItems"] == [{"tx": sent_hash, "stage": "confirming", "text": item}]
+        assert not seen["payVisible"] and not seen["walletVisible"]
+        assert seen["payAgain"] == "Send another payment ($25.00 still due)"
+        assert seen["paidVs"] in ("", None) or not seen["paidVisible"]  # never counted yet
+    assert deeper["badge"] == "Payment detected, confirming (2 of 3)"
+    assert (paid["badge"], paid["inflight"], paid["paidVs"]) == ("Paid", "false", "$25.00")
+    no_violations(step["audits"], ["confirming"])
