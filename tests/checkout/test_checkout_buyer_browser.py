@@ -354,7 +354,7 @@ def test_a_mined_payment_shows_as_detected_and_confirming_until_it_counts(framew
         assert browser.step("done")["problems"] == []
     assert sent["sent"]["badge"] == "Payment sent"
     item = f"0.0125 ETH on the network, 1 of 3 confirmations: {sent_hash[:6]}…{sent_hash[-4:]}"
-    for seen in (step["first"], step["reloaded"]):
+    for seen in (step["first"], step["reloaded"], step["stranger"]):
         assert seen["badge"] == "Payment detected, confirming (1 of 3)"
         assert seen["inflightItems"] == [{"tx": sent_hash, "stage": "confirming", "text": item}]
         assert not seen["payVisible"] and not seen["walletVisible"]

@@ -853,7 +853,19 @@ async function confirming() {
   const reloaded = await flight(page);
   await shot(page, "confirming");
   await audit(page, "confirming", AUDIT_LANGUAGES);
-  emit("confirming", { first, reloaded, audits });
+  // Another browser, which sent nothing (the payer scanned the QR code with a phone):
+  // the server's detected list alone shows the payment on its way.
+  const elsewhere = await chromium.launch({ executablePath: config.chromium, headless: true, args: ARGS });
+  let stranger;
+  try {
+    const fresh = await elsewhere.newContext({ locale: "en-US", timezoneId: "UTC", viewport: VIEWPORTS.desktop });
+    const other = await openInvoice(config.guid, "/checkout/", "", fresh);
+    await other.locator("#inflight").waitFor({ state: "visible" });
+    stranger = await flight(other);
+  } finally {
+    await elsewhere.close();
+  }
+  emit("confirming", { first, reloaded, stranger, audits });
 
   await proceed(); // one block deeper: 2 of 3
   await page.waitForFunction(() => document.getElementById("status-badge").textContent.includes("2 of 3"), null, { timeout: 15000 });
