@@ -56,8 +56,10 @@ function watch(page, { expect404 = false } = {}) {
   page.on("console", (msg) => {
     // Chromium logs the answer to a missing invoice's read as a failed resource
     if (msg.type() !== "error" || (expect404 && /status of 404/.test(msg.text()))) return;
-    // A server without the invoice's event stream answers it 404: the page polls instead.
-    if (config.allowNoStream && /\/invoice\/[^/]+\/events$/.test(msg.location()?.url || "")) return;
+    // A server without the invoice's event stream answers it 404, one with all its streams
+    // taken answers 503: either way the page polls instead.
+    const stream = /\/invoice\/[^/]+\/events$/.test(msg.location()?.url || "");
+    if (stream && (/status of 503/.test(msg.text()) || config.allowNoStream)) return;
     problems.push(`console: ${msg.text()}`);
   });
   page.on("request", (request) => {
