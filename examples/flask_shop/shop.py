@@ -8,17 +8,26 @@ gateway the "buy" route asks for an invoice.
 
 An order is fulfilled when its invoice is paid: a receiver of the ``invoice.paid`` signal
 (``paycore_flask.signals``) ships it. The signal is sent once per change, after commit, by
-the signal consumer (a thread here; ``paycore worker --signals shop`` in production), so an
-overpayment or a late payment, which send ``invoice.overpaid`` and
-``invoice.late_payment``, never ships the order twice.
+the signal consumer: a thread of this process (``python shop.py``), or a separate worker
+process in production, ``flask --app shop paycore worker``, which builds the app and so
+connects the same receiver. An overpayment or a late payment, which send
+``invoice.overpaid`` and ``invoice.late_payment``, never ships the order twice.
+
+The order book (which orders shipped) lives in the shop's database, beside paycore's
+tables, so the web process shows what a worker process shipped. Settings come from
+``create_app({...})`` or ``SHOP_*`` environment variables (``SHOP_DATABASE_URL``).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from decimal import Decimal
 from typing import Any
 
 from flask import Flask, abort, jsonify, redirect, render_template_string
+from sqlalchemy import BigInteger, Column, MetaData, String, Table, create_engine, select
+from sqlalchemy.exc import IntegrityError
 from werkzeug.wrappers import Response
 
 from paycore import NATIVE, InvoiceEvent, Settings  # paycore
@@ -48,6 +57,54 @@ DEFAULTS: dict[str, Any] = {
     "PUBLIC_URL": None,
 }
 
+SHIPMENTS = Table(
+    "shop_shipments",
+    MetaData(),
+    Column("guid", String(64), primary_key=True),
+    Column("event_id", BigInteger, nullable=False),
+    Column("shipped_at", BigInteger, nullable=False),
+)
+
+
+class Orders:
+    """The shop's order book: which orders shipped, in the shop's database (its own table
+    beside paycore's), so every process of the shop agrees; ``memory://`` keeps it in
+    this process only."""
+
+    def __init__(self, database_url: str) -> None:
+        self._memory: dict[str, int] | None = None
+        self._lock = threading.Lock()
+        if database_url.startswith("memory:"):
+            self._memory = {}
+            return
+        self._engine = create_engine(database_url)
+        SHIPMENTS.metadata.create_all(self._engine)
+
+    def ship(self, guid: str, event_id: int) -> bool:
+        """Mark ``guid`` shipped; False if it already was (a repeat changes nothing)."""
+        if self._memory is not None:
+            with self._lock:
+                if guid in self._memory:
+                    return False
+                self._memory[guid] = event_id
+                return True
+        try:
+            with self._engine.begin() as db:
+                row = {"guid": guid, "event_id": event_id, "shipped_at": int(time.time())}
+                db.execute(SHIPMENTS.insert().values(row))
+        except IntegrityError:
+            return False
+        return True
+
+    def shipped(self) -> dict[str, int]:
+        """Every shipped order's guid, with the id of the event that shipped it."""
+        if self._memory is not None:
+            with self._lock:
+                return dict(self._memory)
+        with self._engine.connect() as db:
+            return {r.guid: r.event_id for r in db.execute(select(SHIPMENTS))}
+
+
 INDEX = """<!doctype html><title>{{ name }}</title><h1>{{ name }}</h1>
 <ul>{% for slug, p in products.items() %}
 <li><a href="{{ url_for('product', slug=slug) }}">{{ p.name }}</a> - {{ p.price }} USD
@@ -58,6 +115,7 @@ INDEX = """<!doctype html><title>{{ name }}</title><h1>{{ name }}</h1>
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.from_mapping(DEFAULTS)
+    app.config.from_prefixed_env("SHOP")  # SHOP_DATABASE_URL=... in production
     app.config.update(config or {})
 
     # paycore: one line mounts the whole interface under /paycore.
@@ -70,15 +128,23 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         ),
     )
 
-    # paycore: the shop's own order book; a real shop keeps it in its database.
-    shipped: dict[str, int] = {}
-    app.extensions["shop.shipped"] = shipped
+    # paycore: the shop's order book, and the receiver that ships a paid order. Whichever
+    # process runs the signal consumer (a thread of this one, or `flask --app shop paycore
+    # worker`) calls it, once per change.
+    orders = Orders(app.config["DATABASE_URL"])
+    app.extensions["shop.orders"] = orders
     connect_signals(app, state(app).gateway)
 
     def ship(sender: Flask, event: InvoiceEvent) -> None:
-        # At least once: a repeat after a crash must not ship twice, so key by invoice.
-        if event.guid not in shipped:
-            shipped[event.guid] = event.id
+        # Once per change; keyed by invoice all the same, so that the one call a killed
+        # worker may repeat (docs/signals.md) ships nothing twice.
+        shipped = orders.ship(event.guid, event.id)
+        sender.logger.info(
+            "order %s paid (event %d): %s",
+            event.guid,
+            event.id,
+            "shipped" if shipped else "already shipped",
+        )
 
     invoice_signal("invoice.paid").connect(ship, sender=app, weak=False)
 
@@ -129,7 +195,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             status=wire["status"],
             paid=wire["paidAmount"],
             of=wire["value"],
-            shipped=guid in shipped,
+            shipped=guid in orders.shipped(),
         )
 
     @app.errorhandler(404)

@@ -429,12 +429,44 @@ def _export_batch(raw: int | str) -> int:
     return _count(raw, "export_batch")
 
 
+def _per_minute(raw: int | str, name: str) -> int:
+    """A rate per minute: 0 turns the limit off."""
+    value = int(raw)
+    if value < 0:
+        raise InvalidInput(name, "must be 0 (no limit) or more")
+    return value
+
+
+def _ip_challenge_limit(raw: int | str) -> int:
+    return _per_minute(raw, "ip_challenge_limit")
+
+
+def _ip_registration_limit(raw: int | str) -> int:
+    return _per_minute(raw, "ip_registration_limit")
+
+
 def _link_open_limit(raw: int | str) -> int:
     return _count(raw, "link_open_limit")
 
 
 def _link_open_window(raw: int | str) -> int:
     return _count(raw, "link_open_window")
+
+
+def _webhook_owner_concurrency(raw: int | str) -> int:
+    return _count(raw, "webhook_owner_concurrency")
+
+
+def _webhook_url_concurrency(raw: int | str) -> int:
+    return _count(raw, "webhook_url_concurrency")
+
+
+def _webhook_redeliver_limit(raw: int | str) -> int:
+    return _count(raw, "webhook_redeliver_limit")
+
+
+def _webhook_redeliver_window(raw: int | str) -> int:
+    return _count(raw, "webhook_redeliver_window")
 
 
 def _schedule(raw: Iterable[float | str] | str) -> tuple[float, ...]:
@@ -531,7 +563,8 @@ class Settings:
     #: Names of plugins not to load, even when installed (``PAYCORE_BLOCKED_PLUGINS=a,b``).
     blocked_plugins: tuple[str, ...] = ()
     # -- webhook delivery and the worker (docs/interface.md §Webhook deliveries) ---------------
-    #: Seconds a webhook receiver has to answer; anything but a 2xx in time is a failure.
+    #: Seconds one webhook attempt may take in all -- connecting, sending, and the whole
+    #: answer, however slowly it comes; anything but a 2xx in time is a failure.
     webhook_timeout: float = attrs.field(default=10.0, converter=_positive)
     #: Allow webhook URLs that resolve to private, loopback or link-local addresses. Off,
     #: they are refused when set and again at each delivery (DNS answers change).
@@ -553,9 +586,23 @@ class Settings:
     webhook_lease: float = attrs.field(default=60.0, converter=_positive)
     #: Concurrent POSTs of one dispatcher (events of one invoice always go one at a time).
     webhook_concurrency: int = attrs.field(default=8, converter=int)
+    #: Of those, how many one owner's deliveries may hold at once, so that a slow or
+    #: hostile receiver delays only its own merchant's events (``webhooks.fairness``).
+    webhook_owner_concurrency: int = attrs.field(default=4, converter=_webhook_owner_concurrency)
+    #: And how many may go to one webhook URL at once, whichever owners point at it.
+    webhook_url_concurrency: int = attrs.field(default=4, converter=_webhook_url_concurrency)
+    #: Redelivery calls (``/webhook/redeliver``, ``/webhook/redeliver-failed``) one owner may
+    #: make per ``webhook_redeliver_window`` seconds in one server process; more are 429.
+    webhook_redeliver_limit: int = attrs.field(default=10, converter=_webhook_redeliver_limit)
+    #: Seconds of that window.
+    webhook_redeliver_window: int = attrs.field(default=60, converter=_webhook_redeliver_window)
     #: Seconds the worker waits when nothing is due; changes made in its own process wake
     #: it at once.
     worker_poll_interval: float = attrs.field(default=1.0, converter=_positive)
+    #: Seconds a signal consumer's lease on a handler's queue lasts unless renewed (it is
+    #: renewed every third of it while a handler runs): after a consumer is killed, the
+    #: handler it was running is taken over by another consumer after at most this long.
+    signal_lease: float = attrs.field(default=30.0, converter=_positive)
     #: Seconds between the worker's expiry sweeps (``Gateway.expire_due``).
     worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
     #: Deposits a chain watcher attributes per storage transaction: a range of
@@ -679,6 +726,13 @@ class Settings:
     link_open_limit: int = attrs.field(default=30, converter=_link_open_limit)
     #: Seconds of a payment link's rate window.
     link_open_window: int = attrs.field(default=60, converter=_link_open_window)
+    # -- per-client limits on unauthenticated writes (paycore.ops.limits) ------------------------
+    #: POST /invoice/challenge per client IP per minute (all at once at most); more are
+    #: answered 429 with Retry-After. 0 turns the limit off.
+    ip_challenge_limit: int = attrs.field(default=120, converter=_ip_challenge_limit)
+    #: POST /auth/register-pubkey per client IP per minute, the same way: each makes a
+    #: session key and a poll queue, and a wallet costs nothing to make. 0 turns it off.
+    ip_registration_limit: int = attrs.field(default=30, converter=_ip_registration_limit)
     #: Base of each payment link's ``url`` (``{payment_link_url}/{id}``); unset, it is the
     #: checkout page's address with its last path segment replaced by ``link``, which is
     #: where paycore serves GET /link/{id} when the checkout page is its own.

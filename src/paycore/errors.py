@@ -86,6 +86,16 @@ class Gone(PaycoreError):
     status = 410
 
 
+class TooManyRequests(PaycoreError):
+    """A client over its rate limit (``paycore.ops.limits``): 429 with ``Retry-After``."""
+
+    status = 429
+
+    def __init__(self, reason: str, retry_after: int) -> None:
+        self.headers = {"retry-after": str(retry_after)}
+        super().__init__(f"too many requests: {reason}, retry in {retry_after} s")
+
+
 class PayloadTooLarge(PaycoreError):
     status = 413
 

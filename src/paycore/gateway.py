@@ -25,15 +25,17 @@ from .chains.records import DepositBatch, Ingested, LeaseLost
 from .config import Settings
 from .domain import machine
 from .domain import refunds as refund_rules
-from .domain.changes import EventType
+from .domain.changes import EventPayload, EventType
 from .domain.detected import STALE_AFTER, Detected
 from .domain.invoices import (
+    AttributionRace,
     NewInvoice,
-    attribute_deposit,
     attribute_deposits,
+    checked_deposit,
     detected_transfers,
     parse_new_invoice,
     reorg_deposit,
+    transfer_key,
 )
 from .domain.paging import Page, page_from, read_cursor, tx_position
 from .domain.records import (
@@ -61,12 +63,13 @@ from .errors import (
     PaycoreError,
 )
 from .events.queues import EventQueues
-from .events.signals import Handler, SignalConsumer, Signals, default_signals
+from .events.signals import Handler, SignalConsumer, Signals, default_signals, register_gateway
 from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
 from .notify import Notifier
 from .ops.idempotency import Idempotency
+from .ops.limits import client_limits
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
 from .ops.retention import Retention
@@ -140,9 +143,13 @@ class Gateway:
         # The sub-services: every operation a caller needs, over the storage held here.
         self.sessions = Sessions(units, self.settings, self.now)
         self.pow = ProofOfWork(units, self.settings, self.now)
+        #: Per-client-IP limits on unauthenticated writes (routes with ``ip_limit``).
+        self.client_limits = client_limits(self.settings, self.clock)
         self.events = EventQueues(units, self.settings, signal_source(found))
         #: Host handlers of invoice events (``paycore.events.signals``): ``gateway.on``.
         self.signals = Signals()
+        if storage is None:  # on settings.database_url: a worker on that database serves it
+            register_gateway(self.signals, self.settings.database_url)
         self.webhooks = Webhooks(units, self.settings, self.clock)
         self.management = Management(self, units)
         self.chain_ledger = ChainLedger(units)
@@ -405,6 +412,10 @@ class Gateway:
         _, lim = _page(None, limit, INVOICE_PAGE_MAX)
         after = at.position if isinstance(at.position, str) else None
         with self._storage.transaction() as tx:
+            if after is not None and not _in_list(tx.get_invoice(after), owner, address, chain_id):
+                # Another owner's guid is no position in this list: it must not serve as one
+                # (nor tell, by answering, that such an invoice exists).
+                raise InvalidInput("cursor", "no such position in this invoices list")
             fetched = tx.invoices_after(
                 owner=owner,
                 address=address,
@@ -506,15 +517,45 @@ class Gateway:
         return page_from(at, fetched, limit=lim, total=total, position=tx_position)
 
     def record_deposit(self, deposit: Deposit) -> list[Invoice]:
-        """Attribute one confirmed deposit; safe to call again for the same deposit."""
+        """Attribute one confirmed deposit by the rules of the watchers' ``ingest``; returns
+        the invoice changes it made. Safe to call again for the same deposit.
+
+        A counted deposit with no fresh price (``max_price_age``) is parked, as ingest
+        parks it (``paycore.prices.parking``), and so is one to an address where a deposit
+        is parked already (each address's deposits count in order); it then returns ``[]``.
+        The deposits parked at the address are tried first, every time, so recording one
+        again once a price is fresh values it (the chain's watcher retries them too, and
+        ``parking.retry_parked`` does for a chain without one). Every error raised is a
+        ``PaycoreError`` with a one-line text: ``InvalidInput`` for a malformed deposit,
+        ``StorageUnavailable`` while storage is down."""
+        deposit = checked_deposit(deposit)
+        try:
+            return self._record_deposit(deposit)
+        except AttributionRace:  # recorded meanwhile by another writer: now it is known
+            return self._record_deposit(deposit)
+
+    def _record_deposit(self, deposit: Deposit) -> list[Invoice]:
         with self._storage.transaction() as tx:
-            changes = attribute_deposit(
-                tx, deposit, self.pricing, self.settings.underpayment_tolerance
+            parked = [
+                p.deposit
+                for p in tx.parked_deposits(deposit.chain_id, 10**9)
+                if p.deposit.to == deposit.to
+            ]
+            was_parked = {transfer_key(p) for p in parked}
+            if transfer_key(deposit) not in was_parked:
+                parked.append(deposit)  # after the ones parked before it: chain order
+            done = attribute_deposits(
+                tx, parked, self.pricing, self.settings.underpayment_tolerance
             )
-            payloads = self._emit(tx, changes)
-        if changes:
-            self._notify(changes[-1].owner, payloads)
-        return changes
+            for settled in done.done:
+                if transfer_key(settled) in was_parked:
+                    tx.unpark_deposit(settled)
+            now = self.now()
+            for waiting, reason in done.waiting:
+                park_in(tx, ParkedDeposit(waiting, reason, now))
+            payloads = self._emit(tx, done.changes)
+        self._notify_each(done.changes, payloads)
+        return done.changes
 
     def ingest(self, batch: DepositBatch) -> Ingested:
         """Attribute a batch of one chain's deposits (chain order) in one storage
@@ -616,7 +657,9 @@ class Gateway:
         named = [str(type or inv.change or EventType.UPDATED) for inv in changes]
         changes = self._with_refunds(tx, changes)
         now = self.now()
-        payloads = [self.invoice_wire(inv) for inv in changes]
+        payloads: list[Json] = [
+            EventPayload(self.invoice_wire(inv), t) for inv, t in zip(changes, named, strict=True)
+        ]
         events = [
             NewEvent(i.owner, i.guid, p, now, t)
             for i, p, t in zip(changes, payloads, named, strict=True)
@@ -643,7 +686,8 @@ class Gateway:
         it is built is the refund recorded, pending, with its invoice event, in one storage
         transaction that re-checks what is left to refund with the invoice locked; a refusal
         at any step (InvalidInput, Forbidden, Conflict, InvoiceNotFound, a chain node's
-        error) records nothing. The watcher confirms it when the wallet pays it
+        error) records nothing; another owner's invoice is InvoiceNotFound, as a missing
+        one. The watcher confirms it when the wallet pays it
         (:meth:`ingest`).
         """
         if not isinstance(request, NewRefund):
@@ -656,7 +700,9 @@ class Gateway:
             raise Forbidden("owner does not match the session key's owner")
         invoice = self.get_invoice(request.guid)
         if invoice.owner != owner:
-            raise Forbidden(f"invoice {invoice.guid} is another owner's")
+            # The same answer as no invoice at all, as /link/disable and /webhook/redeliver
+            # give: a refusal must not tell which ids are someone else's.
+            raise InvoiceNotFound(invoice.guid)
         refund_rules.check_refundable(invoice)
         token = refund_rules.refund_token(invoice, request.token)
         chain_id = invoice.chain_id
@@ -693,7 +739,7 @@ class Gateway:
         """Withdraw ``owner``'s pending refund ``refund_id`` (its transaction was never
         sent, or will not be): what it held becomes refundable again, and the change goes
         out as an invoice event. Returns the refund and its invoice as they now are.
-        NotFound, Forbidden (another owner's), Conflict (no longer pending: confirmed on
+        NotFound (none, or another owner's), Conflict (no longer pending: confirmed on
         chain, or cancelled already); nothing changes then.
 
         Cancel only a refund whose transaction will never be mined: a withdrawal that
@@ -702,8 +748,8 @@ class Gateway:
             found = tx.get_refund(refund_id)
             if found is None:
                 raise NotFound(f"not found: refund {refund_id[:100]}")
-            if found.owner != owner:
-                raise Forbidden(f"refund {refund_id} is another owner's")
+            if found.owner != owner:  # as if there were none (see refund_invoice)
+                raise NotFound(f"not found: refund {refund_id[:100]}")
             invoice = tx.get_invoice(found.guid, for_update=True)
             if invoice is None:
                 raise InvoiceNotFound(found.guid)
@@ -831,9 +877,11 @@ class Gateway:
         ``paycore.events.signals``."""
         return self.signals.on(*types, name=name)
 
-    def signal_consumer(self, **kwargs: Any) -> SignalConsumer:
-        """The consumer that calls this gateway's handlers and those of ``paycore.on``."""
-        return SignalConsumer(self._storage, [self.signals, default_signals], **kwargs)
+    def signal_consumer(self, *more: Signals, **kwargs: Any) -> SignalConsumer:
+        """The consumer that calls this gateway's handlers, those of ``paycore.on`` and
+        those of ``more`` registries, under leases of ``signal_lease`` seconds."""
+        kwargs.setdefault("lease", self.settings.signal_lease)
+        return SignalConsumer(self._storage, [self.signals, default_signals, *more], **kwargs)
 
     def open_queue(self, consumer: str, owner: str) -> None:
         """``Gateway.events.open``, kept for callers that know it here."""
@@ -846,6 +894,19 @@ class Gateway:
     def drain_events(self, consumer: str) -> list[OutboxEvent]:
         """``Gateway.events.drain``, kept for callers that know it here."""
         return self.events.drain(consumer)
+
+
+def _in_list(
+    invoice: Invoice | None, owner: str | None, address: str | None, chain_id: int | None
+) -> bool:
+    """Whether ``invoice`` is a row of the list these filters select (a cursor's position
+    must be one)."""
+    return (
+        invoice is not None
+        and (owner is None or invoice.owner == owner)
+        and (address is None or invoice.address == address)
+        and (chain_id is None or invoice.chain_id == chain_id)
+    )
 
 
 def _page(offset: int | None, limit: int | None, ceiling: int) -> tuple[int, int]:

@@ -9,10 +9,13 @@ for each event's type inside an app context, with the app as sender::
     @invoice_signal("invoice.paid").connect
     def fulfil(app, event): ...
 
-So receivers run after commit, once per change while they return normally, and again at
-the next pass when one raises (at least once: make them idempotent). The consumer runs
-where the gateway's ``signal_consumer()`` runs: a thread of the web process
-(``start_signal_thread``) or ``paycore worker`` given the app's module (``--signals``).
+So receivers run after commit, once per change while they return normally and no process
+dies mid-handler (``paycore.events.signals``), and again at the next pass when one raises.
+They run where a consumer runs: a thread of the web process (``start_signal_thread``), or
+a worker process that built the app too -- ``flask --app shop paycore worker``, or
+``paycore worker --signals shop:create_app`` -- which serves the handlers of the app's
+gateway because it is on the worker's database. Any number of these at once: each change
+is sent once.
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ def invoice_signal(type: str) -> NamedSignal:
 
 
 def connect_signals(app: Flask, gateway: Gateway, registry: Signals | None = None) -> None:
-    """Send ``app``'s blinker signals from ``gateway``'s consumer (or ``registry``'s:
-    ``paycore.events.signals.default_signals`` for a worker in another process). A receiver
-    that raises makes the whole event be sent again later, to every receiver."""
+    """Send ``app``'s blinker signals from the consumers of ``gateway``'s handlers: its own
+    (``gateway.signal_consumer()``) and those of a worker on the same database that built
+    the app. ``registry`` puts the handler in another registry instead (rarely needed). A
+    receiver that raises makes the whole event be sent again later, to every receiver."""
 
     def send(event: InvoiceEvent) -> None:
         signal = paycore_signals.signal(event.type)

@@ -28,6 +28,9 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"]
 EXTENSION_KEY = "paycore"
 
 _READ_CHUNK = 16 * 1024
+#: How much of a body over MAX_BODY is read and dropped so its connection stays usable
+#: (:func:`_discard`); past it the server closes the connection after the 413.
+DISCARD_LIMIT = 1024 * 1024
 
 
 def paycore_view(subpath: str = "") -> FlaskResponse:
@@ -85,16 +88,18 @@ def current_gateway() -> Gateway:
 def read_capped_body(environ: dict[str, object]) -> bytes | None:
     """The body, or ``None`` once it is known to exceed MAX_BODY.
 
-    A declared Content-Length over the limit is refused before a single byte is read. A
+    A declared Content-Length over the limit is refused without keeping a byte of it. A
     chunked body (no Content-Length, server-terminated input) is read in slices and dropped
     as soon as it passes the limit, so a client cannot make us buffer more than 64 KiB + one
-    slice. The host's MAX_CONTENT_LENGTH is deliberately not applied: paycore's limit and
+    slice. Either way the rest is read and dropped up to DISCARD_LIMIT (:func:`_discard`).
+    The host's MAX_CONTENT_LENGTH is deliberately not applied: paycore's limit and
     its 413 text are the same under every framework.
     """
     declared = get_content_length(environ)
-    if declared is not None and declared > MAX_BODY:
-        return None
     stream: IO[bytes] = get_input_stream(environ, max_content_length=None)
+    if declared is not None and declared > MAX_BODY:
+        _discard(stream, 0)
+        return None
     chunks: list[bytes] = []
     total = 0
     while True:
@@ -103,8 +108,24 @@ def read_capped_body(environ: dict[str, object]) -> bytes | None:
             return b"".join(chunks)
         total += len(chunk)
         if total > MAX_BODY:
+            _discard(stream, total)
             return None
         chunks.append(chunk)
+
+
+def _discard(stream: IO[bytes], read: int) -> None:
+    """Read and drop the rest of a refused body, up to DISCARD_LIMIT bytes in all.
+
+    The 413 goes out with ``Connection: keep-alive`` (gunicorn decides that header, and a
+    WSGI app may not send hop-by-hop headers), and gunicorn then drains only 64 KiB of what
+    is left before it closes the connection: a client that sent a body somewhat over the
+    limit would find its kept-alive connection gone. Reading the rest here, to a bound,
+    keeps the announcement true for every body under the bound."""
+    while read < DISCARD_LIMIT:
+        chunk = stream.read(min(_READ_CHUNK, DISCARD_LIMIT - read))
+        if not chunk:
+            return
+        read += len(chunk)
 
 
 def to_paycore(
@@ -121,6 +142,8 @@ def to_paycore(
         raw_uri=raw_uri(environ),
         root_url=root_url.rstrip("/"),
         prefix=prefix,
+        # REMOTE_ADDR as the WSGI server set it, or as a ProxyFix the host installed rewrote it
+        client=str(environ.get("REMOTE_ADDR") or ""),
     )
 
 

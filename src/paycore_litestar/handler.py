@@ -310,6 +310,8 @@ def to_paycore(request: AnyRequest, body: bytes, prefix: str = "") -> PaycoreReq
         # when the host turned it on), with the app's root path.
         root_url=str(request.base_url).rstrip("/"),
         prefix=prefix,
+        # the ASGI scope's client (the server's proxy-headers handling applied, if on)
+        client=request.client.host if request.client else "",
     )
 
 

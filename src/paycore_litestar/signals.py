@@ -13,8 +13,10 @@ after commit, once per change::
 
 paycore moves past an event once ``app.emit`` took it: Litestar runs listeners on its own
 and does not report their failure back, so retrying a failed listener is Litestar's (or
-the listener's) business; use ``gateway.on`` for handlers paycore retries. An event type
-no listener is registered for is skipped.
+the listener's) business; use ``gateway.on`` for handlers paycore retries (those are also
+served by ``litestar paycore worker``). An event type no listener is registered for is
+skipped. Several app processes each run an emitter: the queue's lease in storage makes
+each event emitted by one of them, once.
 """
 
 from __future__ import annotations

@@ -233,6 +233,7 @@ def delivery_from_row(row: Row) -> Delivery:
         created_at=row["created_at"],
         next_attempt_at=row["next_attempt_at"],
         retry_from=row["retry_from"],
+        endpoint_id=row.get("endpoint_id"),
     )
 
 
@@ -249,6 +250,7 @@ def claimed_from_row(row: Row, url: str, secret: str) -> ClaimedDelivery:
         lease_until=row["lease_until"],
         url=url,
         secret=secret,
+        endpoint_id=row.get("endpoint_id"),
     )
 
 

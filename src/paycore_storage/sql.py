@@ -60,7 +60,7 @@ import re
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -74,6 +74,7 @@ from sqlalchemy import (
     Select,
     Table,
     Text,
+    and_,
     any_,
     bindparam,
     case,
@@ -122,6 +123,7 @@ from paycore.prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from paycore.storage import OutboxSignal, PruneBatch, StorageTx
 from paycore.storage.contract import TransferPlace
 from paycore.webhooks.records import (
+    DEFAULT_ENDPOINT,
     ClaimedDelivery,
     Delivery,
     DeliveryAttempt,
@@ -132,6 +134,7 @@ from paycore.webhooks.records import (
 
 from .decimals import exact_text
 from .detected import DetectedStatements
+from .endpoints import EndpointStatements
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .idempotency import IdempotencyStatements
 from .migrations import migrate
@@ -156,6 +159,7 @@ from .rows import (
     transaction_from_row,
     transaction_row,
 )
+from .signal_leases import SignalLeaseStatements
 from .tables import (
     app_keys,
     chain_cursors,
@@ -180,6 +184,7 @@ from .tables import (
     wallet_indexes,
     webhook_attempts,
     webhook_deliveries,
+    webhook_endpoints,
     webhooks,
 )
 
@@ -623,10 +628,19 @@ class SqlStorage:
         self.engine.dispose()
 
 
-class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
+class SqlTx(
+    RefundStatements,
+    IdempotencyStatements,
+    DetectedStatements,
+    SignalLeaseStatements,
+    EndpointStatements,
+):
     """One unit of work on one connection; only valid inside its ``with`` block (the refund
-    rows' statements are ``refunds.RefundStatements``, the detected transfers'
-    ``detected.DetectedStatements``)."""
+    rows' statements are ``refunds.RefundStatements``, the idempotency keys'
+    ``idempotency.IdempotencyStatements``, the detected transfers'
+    ``detected.DetectedStatements``, the host-signal leases'
+    ``signal_leases.SignalLeaseStatements``, the webhook endpoints'
+    ``endpoints.EndpointStatements``)."""
 
     def __init__(self, connection: Connection, clock: Callable[[], float]) -> None:
         self._connection: Connection | None = connection
@@ -1389,17 +1403,23 @@ class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
         return delivery_id
 
     def enqueue_deliveries(self, deliveries: Sequence[NewDelivery]) -> int:
-        if len(deliveries) < 2:
+        if len(deliveries) < 2 and all(d.endpoint_id is None for d in deliveries):
             queued = [
                 self.enqueue_delivery(d.event_id, d.owner, d.guid, d.webhook_id, d.body, d.now)
                 for d in deliveries
             ]
             return sum(1 for delivery_id in queued if delivery_id is not None)
-        owners = sorted({d.owner for d in deliveries})
-        with_url = set(
-            self._c.execute(
-                select(webhooks.c.owner).where(webhooks.c.owner.in_(owners), webhooks.c.url != "")
-            ).scalars()
+        owners = sorted({d.owner for d in deliveries if d.endpoint_id is None})
+        with_url = (
+            set(
+                self._c.execute(
+                    select(webhooks.c.owner).where(
+                        webhooks.c.owner.in_(owners), webhooks.c.url != ""
+                    )
+                ).scalars()
+            )
+            if owners
+            else set()
         )
         rows = [
             {
@@ -1413,22 +1433,50 @@ class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
                 "created_at": d.now,
                 "next_attempt_at": d.now,
                 "retry_from": d.now,
+                "endpoint_id": d.endpoint_id,
             }
             for d in deliveries
-            if d.owner in with_url
+            if d.endpoint_id is not None or d.owner in with_url
         ]
         if rows:  # one row at a time, in order: an invoice's deliveries keep their order
             self._c.execute(insert(webhook_deliveries), rows)
         return len(rows)
 
     def claim_deliveries(
-        self, now: int, lease_ms: int, token: str, limit: int
+        self,
+        now: int,
+        lease_ms: int,
+        token: str,
+        limit: int,
+        *,
+        skip_owners: Collection[str] = (),
+        skip_urls: Collection[str] = (),
     ) -> list[ClaimedDelivery]:
         d = webhook_deliveries
+        skipped: list[ColumnElement[bool]] = []  # the capped owners and URLs, passed over
+        if skip_owners:
+            skipped.append(d.c.owner.not_in(sorted(skip_owners)))
+        if skip_urls:
+            # The target is the delivery's endpoint when it names one, else the owner's URL.
+            urls = sorted(skip_urls)
+            e = webhook_endpoints
+            owner_at_url = select(webhooks.c.owner).where(webhooks.c.url.in_(urls))
+            endpoint_at_url = select(e.c.id).where(e.c.owner == d.c.owner, e.c.url.in_(urls))
+            skipped.append(
+                or_(
+                    and_(d.c.endpoint_id.is_(None), d.c.owner.not_in(owner_at_url)),
+                    and_(d.c.endpoint_id.is_not(None), d.c.endpoint_id.not_in(endpoint_at_url)),
+                )
+            )
         earlier = d.alias("earlier")
         earlier_pending = (
             select(earlier.c.id)
-            .where(earlier.c.guid == d.c.guid, earlier.c.status == _PENDING, earlier.c.id < d.c.id)
+            .where(
+                earlier.c.guid == d.c.guid,
+                earlier.c.status == _PENDING,
+                earlier.c.id < d.c.id,
+                earlier.c.endpoint_id.is_not_distinct_from(d.c.endpoint_id),
+            )
             .exists()
         )
         due = (
@@ -1438,6 +1486,7 @@ class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
                 d.c.next_attempt_at <= now,
                 or_(d.c.lease_until.is_(None), d.c.lease_until <= now),
                 ~earlier_pending,
+                *skipped,
             )
             .order_by(d.c.next_attempt_at, d.c.id)
             .limit(limit)
@@ -1454,11 +1503,18 @@ class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
         )
         rows = sorted((r._mapping for r in leased), key=lambda r: ids.index(r["id"]))
         owners = {r["owner"] for r in rows}
-        targets = {
-            t["owner"]: (t["url"], t["secret"])
+        targets: dict[tuple[str, str | None], tuple[str, str]] = {
+            (t["owner"], None): (t["url"], t["secret"])
             for t in self._all(select(webhooks).where(webhooks.c.owner.in_(owners)))
         }
-        return [claimed_from_row(r, *targets.get(r["owner"], ("", ""))) for r in rows]
+        if any(r["endpoint_id"] is not None for r in rows):
+            for endpoint in self.webhook_endpoints(sorted(owners)):
+                if endpoint.enabled:
+                    targets[(endpoint.owner, endpoint.id)] = (endpoint.url, endpoint.secret)
+        return [
+            claimed_from_row(r, *targets.get((r["owner"], r["endpoint_id"]), ("", "")))
+            for r in rows
+        ]
 
     def finish_delivery(
         self, delivery_id: int, token: str, attempt: DeliveryAttempt, settlement: Settlement
@@ -1486,6 +1542,7 @@ class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
         guid: str | None = None,
         offset: int = 0,
         limit: int = 50,
+        endpoint_id: str | None = None,
     ) -> tuple[list[Delivery], int]:
         d = webhook_deliveries
         where = [d.c.owner == owner]
@@ -1493,6 +1550,10 @@ class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
             where.append(d.c.status == status.value)
         if guid is not None:
             where.append(d.c.guid == guid)
+        if endpoint_id == DEFAULT_ENDPOINT:
+            where.append(d.c.endpoint_id.is_(None))
+        elif endpoint_id is not None:
+            where.append(d.c.endpoint_id == endpoint_id)
         page = [
             delivery_from_row(r)
             for r in self._all(
@@ -1755,6 +1816,7 @@ class SqlTx(RefundStatements, IdempotencyStatements, DetectedStatements):
             invoices,
             session_keys,
             webhooks,
+            webhook_endpoints,
             merchant_profiles,
             app_keys,
             email_settings,

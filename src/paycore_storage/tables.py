@@ -216,6 +216,20 @@ webhooks = Table(
     Column("secret", String(255), nullable=False),
 )
 
+#: An owner's webhook endpoints besides the ``/webhook/set`` URL (revision 0017):
+#: ``paycore.webhooks.endpoints``. ``types``: the event types it is sent, space-separated.
+webhook_endpoints = Table(
+    "paycore_webhook_endpoints",
+    metadata,
+    Column("owner", Key(), primary_key=True),
+    Column("id", Key(40), primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("secret", String(255), nullable=False),
+    Column("types", Text, nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
 #: An owner's identity on the checkout page (revision 0014): ``paycore.merchant``.
 merchant_profiles = Table(
     "paycore_merchant_profiles",
@@ -297,6 +311,8 @@ webhook_deliveries = Table(
     Column("retry_from", BigInteger, nullable=False),
     Column("lease_token", String(64), nullable=True),
     Column("lease_until", BigInteger, nullable=True),
+    #: Revision 0017: the endpoint it goes to; NULL: the owner's ``/webhook/set`` URL.
+    Column("endpoint_id", Key(40), nullable=True),
     Index(None, "status", "next_attempt_at"),
     Index(None, "guid", "status", "id"),
     Index(None, "owner", "id"),
@@ -326,6 +342,17 @@ chain_cursors = Table(
     Column("chain_id", BigInteger, primary_key=True, autoincrement=False),
     Column("block_number", BigInteger, nullable=True),
     Column("block_hash", Key(66), nullable=True),
+    Column("holder", Key(), nullable=True),
+    Column("lease_until", BigInteger, nullable=False),
+)
+
+#: Host-signal leases (revision 0015): which consumer process is running a handler's queue
+#: (``event_queues`` row ``signal:<name>``) until ``lease_until`` (unix ms). Only the holder
+#: may move that queue's position (``paycore.events.signals``); a lapsed lease is taken over.
+signal_leases = Table(
+    "paycore_signal_leases",
+    metadata,
+    Column("consumer", Key(), primary_key=True),
     Column("holder", Key(), nullable=True),
     Column("lease_until", BigInteger, nullable=False),
 )

@@ -57,10 +57,35 @@ def make_env(transport_name: str) -> Iterator[MakeEnv]:
         yield make
 
 
-def salted(env: Env, signer: LocalAccount, salt: Any = None, **fields: Any) -> dict[str, Any]:
+#: The test's app keys by address, so a body naming one can carry its consent.
+APP_KEYS: dict[str, LocalAccount] = {}
+#: ``appKeySignature=CONSENT``: :func:`salted` writes the named key's consent there.
+CONSENT = object()
+
+
+def app_key(label: str) -> LocalAccount:
+    key = account(label)
+    APP_KEYS[key.address.lower()] = key
+    return key
+
+
+def consent(owner: str, key: LocalAccount, salt: int) -> str:
+    """The app key's agreement to act for ``owner`` (docs/management.md §App keys)."""
+    return sign_text(key, f"accept-app-key:{owner.lower()}:{key.address.lower()}:{salt}")
+
+
+def salted(
+    env: Env, signer: LocalAccount, salt: Any = None, owner: str | None = None, **fields: Any
+) -> dict[str, Any]:
     """``{salt, ...fields, signature}`` as a browser builds it (JSON.stringify == compact
-    json.dumps for these ASCII bodies)."""
+    json.dumps for these ASCII bodies). ``appKeySignature=CONSENT`` becomes the consent of
+    ``appKeyAddress`` (one of :data:`APP_KEYS`) to act for ``owner`` (default: the body's
+    ``ownerAddress``, else the signer)."""
     body = {"salt": int(env.clock.now) if salt is None else salt, **fields}
+    if body.get("appKeySignature") is CONSENT:
+        key = APP_KEYS[str(fields["appKeyAddress"]).lower()]
+        meant = owner or fields.get("ownerAddress") or signer.address
+        body["appKeySignature"] = consent(meant, key, int(body["salt"]))
     body["signature"] = sign_text(signer, json.dumps(body, separators=(",", ":")))
     return body
 
@@ -91,7 +116,7 @@ SALTED = {
     "/setEmailNotifications": {"emailAddress": "shop@example.com", "chainId": 1},
     "/disableWalletIndex": {"chainId": 1, "walletIndex": 3},
     "/enableWalletIndex": {"chainId": 1, "walletIndex": 3},
-    "/addNewAppKey": {"appKeyAddress": account("app:new").address},
+    "/addNewAppKey": {"appKeyAddress": app_key("app:new").address, "appKeySignature": CONSENT},
     "/removeAppKey": {"appKeyAddress": account("app:new").address},
 }
 PATHS = sorted(SALTED)
@@ -103,7 +128,8 @@ PATHS = sorted(SALTED)
 @pytest.mark.parametrize("path", PATHS)
 def test_missing_salt_or_signature_is_400(env: Env, path: str) -> None:
     owner, _ = known_owner(env, "m")
-    fields = SALTED[path]
+    # These bodies are refused before any signature is read: a consent's text is a stand-in.
+    fields = {k: "0x" + "11" * 65 if v is CONSENT else v for k, v in SALTED[path].items()}
     no_salt = {**fields, "signature": sign_text(owner, json.dumps(fields, separators=(",", ":")))}
     env.api.post(path, no_salt).error(400, "invalid request: salt: required")
     env.api.post(path, {"salt": int(env.clock.now), **fields}).error(
@@ -358,11 +384,14 @@ def test_wallet_index_must_be_an_index(env: Env, path: str, index: Any, reason: 
 def test_app_key_lifecycle(env: Env) -> None:
     schemas = Schemas(env)
     owner, _ = known_owner(env, "m")
-    first, second = account("app:1"), account("app:2")
+    first, second = app_key("app:1"), app_key("app:2")
 
     def call(path: str, signer: LocalAccount, key: str, **extra: Any) -> Answer:
         env.clock.advance(1)
-        return env.api.post(path, salted(env, signer, appKeyAddress=key, **extra))
+        if path == "/addNewAppKey":
+            extra["appKeySignature"] = CONSENT
+        body = salted(env, signer, owner=owner.address, appKeyAddress=key, **extra)
+        return env.api.post(path, body)
 
     added = schemas.check("/addNewAppKey", call("/addNewAppKey", owner, first.address))
     assert added == {
@@ -406,7 +435,7 @@ def test_app_key_lifecycle(env: Env) -> None:
     }
     call("/removeAppKey", owner, second.address).error(404, f"app key {second.address} not found")
     # A removed key is nobody's again: paycore no longer knows it.
-    call("/addNewAppKey", second, account("app:3").address).error(
+    call("/addNewAppKey", second, app_key("app:3").address).error(
         403, prefix=f"forbidden: the signer {second.address} is neither"
     )
     listed = env.api.post("/getAppKeys", {"ownerAddress": owner.address}).ok()
@@ -419,9 +448,12 @@ def test_app_key_rules(env: Env) -> None:
 
     def add(signer: LocalAccount, key: Any) -> Answer:
         env.clock.advance(1)
-        return env.api.post("/addNewAppKey", salted(env, signer, appKeyAddress=key))
+        # Keys refused before their consent is read get a stand-in signature.
+        known = str(key).lower() in APP_KEYS
+        extra = {"appKeySignature": CONSENT if known else "0x" + "11" * 65}
+        return env.api.post("/addNewAppKey", salted(env, signer, appKeyAddress=key, **extra))
 
-    keys = [account(f"app:{n}").address for n in range(11)]
+    keys = [app_key(f"app:{n}").address for n in range(11)]
     for key in keys[:10]:
         add(owner, key).ok()
     add(owner, keys[10]).error(409, "Conflict: an owner has at most 10 app keys")
@@ -526,3 +558,64 @@ def test_get_faucet_is_for_dev_chains_with_a_backend(env: Env) -> None:
         400, "invalid request: chainId: no smart-wallet backend is configured for chain 1337"
     )
     env.api.post("/getFaucet", {"to": to}).error(400, "invalid request: chainId: required")
+
+
+# -- consent: an address becomes an app key only when its holder agrees --------------------------
+
+
+def test_an_app_key_needs_its_own_consent(env: Env) -> None:
+    """App-key squatting: B names A's wallet as its app key. Without A's consent it is
+    refused, and A's own calls keep acting for A."""
+    victim, _ = known_owner(env, "victim")
+    squatter, _ = known_owner(env, "squatter")
+    key = APP_KEYS.setdefault(victim.address.lower(), victim)
+
+    def add(**fields: Any) -> Answer:
+        env.clock.advance(1)
+        body = salted(env, squatter, appKeyAddress=victim.address, **fields)
+        return env.api.post("/addNewAppKey", body)
+
+    add().error(400, "invalid request: appKeySignature: required")
+    wanted = f"accept-app-key:{squatter.address.lower()}:{victim.address.lower()}:"
+    # the squatter's own signature, the victim's consent to someone else, an old salt's
+    for forged in (
+        consent(squatter.address, squatter, int(env.clock.now) + 1),
+        consent(account("third").address, key, int(env.clock.now) + 1),
+        consent(squatter.address, key, int(env.clock.now) - 5),
+    ):
+        text = add(appKeySignature=forged).error(401, prefix="app key signature: not signed by ")
+        assert wanted in text, text
+    add(appKeySignature="0x12").error(401, prefix="app key signature: ")
+    assert env.api.post("/getAppKeys", {"ownerAddress": squatter.address}).ok() == []
+    # The victim's call without ownerAddress, as docs/management.md shows it, is the victim's.
+    env.clock.advance(1)
+    moved = env.api.post("/changeCallbackUrl", salted(env, victim, newCallbackUrl=HOOK, chainId=1))
+    assert moved.ok()["ownerAddress"] == victim.address
+
+
+def test_a_signer_that_is_an_owner_and_an_app_key_must_name_the_owner(env: Env) -> None:
+    owner, _ = known_owner(env, "boss")
+    both, _ = known_owner(env, "both")  # a merchant of its own ...
+    APP_KEYS.setdefault(both.address.lower(), both)
+    env.clock.advance(1)
+    body = salted(env, owner, appKeyAddress=both.address, appKeySignature=CONSENT)
+    env.api.post("/addNewAppKey", body).ok()  # ... that agreed to be boss's app key too
+    for path, fields in (
+        ("/changeCallbackUrl", {"newCallbackUrl": HOOK, "chainId": 1}),
+        ("/setEmailNotifications", {"emailAddress": "both@example.com", "chainId": 1}),
+        ("/disableWalletIndex", {"chainId": 1, "walletIndex": 4}),
+    ):
+        env.clock.advance(1)
+        env.api.post(path, salted(env, both, **fields)).error(
+            400,
+            f"invalid request: ownerAddress: required: the signer {both.address} is an owner "
+            f"and an app key of {owner.address}; name the owner this call is for",
+        )
+        for meant in (both.address, owner.address):
+            env.clock.advance(1)
+            answer = env.api.post(path, salted(env, both, ownerAddress=meant, **fields))
+            assert answer.ok()["ownerAddress"] == meant
+    # Nothing was written by the refused calls: the e-mail setting is the named ones' only.
+    with env.gateway.storage.transaction() as tx:
+        assert tx.get_email(both.address, 1) is not None
+        assert tx.get_email(owner.address, 1) is not None

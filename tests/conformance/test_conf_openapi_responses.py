@@ -47,6 +47,11 @@ WALKED_ELSEWHERE = {
     "/links",
     "/link/disable",
     "/link/{id}",
+    # Webhook endpoints, in test_conf_webhook_endpoints.py (real receivers on each store).
+    "/webhook/endpoints",
+    "/webhook/endpoints/update",
+    "/webhook/endpoints/rotate-secret",
+    "/webhook/endpoints/delete",
 }
 #: Not JSON at all: the WebSocket stream (tests/realtime) and the checkout page and its
 #: files (tests/checkout) are checked where their protocol is.

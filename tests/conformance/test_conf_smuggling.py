@@ -87,6 +87,10 @@ POST_BODIES: dict[str, Body] = {
     "/getFaucet": lambda owner, key: {"chainId": 31337, "to": owner.address},
     "/webhook/redeliver": lambda owner, key: {"id": 1},
     "/webhook/redeliver-failed": lambda owner, key: {"since": 0},
+    "/webhook/endpoints": lambda owner, key: {"url": GOOD_URL, "types": ["invoice.paid"]},
+    "/webhook/endpoints/update": lambda owner, key: {"id": "ep_none", "url": GOOD_URL},
+    "/webhook/endpoints/rotate-secret": lambda owner, key: {"id": "ep_none"},
+    "/webhook/endpoints/delete": lambda owner, key: {"id": "ep_none"},
     "/link": lambda owner, key: {
         "chainId": 1,
         "description": "d",
@@ -126,6 +130,7 @@ GET_QUERIES: dict[str, Query] = {
     "/history": _owner_chain_query,
     "/getFaucet": lambda env, owner: f"chainId=31337&to={owner.address}",
     "/webhook/deliveries": _owner_query,
+    "/webhook/endpoints": _owner_query,
     "/export": _owner_query,
     "/links": _owner_query,
     "/merchant/profile": _owner_query,

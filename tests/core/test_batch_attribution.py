@@ -16,11 +16,13 @@ import pytest
 
 from paycore import NATIVE, Deposit, Gateway, Invoice, Settings, Status
 from paycore.chains.records import CursorMove, DepositBatch, LeaseLost
+from paycore.domain.changes import ALL_TYPES
 from paycore.domain.invoices import BEHIND, AttributionRace
 from paycore.domain.records import WebhookConfig
 from paycore.domain.tokens import to_checksum
 from paycore.prices.records import StoredPrice
 from paycore.storage import Storage
+from paycore.webhooks.records import WebhookEndpoint
 from paycore_storage import SqlStorage
 
 CHAIN = 31337
@@ -119,7 +121,8 @@ def state(gateway: Gateway, guids: list[str]) -> tuple[Any, ...]:
         stored = [tx.get_invoice(g) for g in guids]
         rows, total = tx.list_transactions(OWNER, limit=1000)
         hooks, _ = tx.list_deliveries(OWNER, limit=1000)
-    events = [e.payload for e in gateway.drain_events("test")]
+    # The whole outbox, every type (a poll queue hands out the status changes only).
+    events = [(e.type, e.payload) for e in gateway.events.outbox_since(0, 10_000, OWNER).events]
     return stored, sorted(rows, key=lambda r: r.key), total, events, [d.body for d in hooks]
 
 
@@ -128,6 +131,11 @@ def setup(gateway: Gateway, made: list[Invoice], before: list[Deposit]) -> None:
         for invoice in made:
             tx.insert_invoice(invoice)
         tx.put_webhook(WebhookConfig(OWNER, "https://merchant.example.test/h", "whsec_A"))
+        # An endpoint sent every type, beside the URL that is sent the status changes.
+        every = WebhookEndpoint(
+            "ep_" + "0" * 24, OWNER, "https://books.example.test/h", "whsec_B", ALL_TYPES, True, 0
+        )
+        tx.put_webhook_endpoint(every)
     for deposit in before:
         gateway.record_deposit(deposit)
     gateway.open_queue("test", OWNER)
@@ -153,7 +161,7 @@ def test_a_batch_ends_where_one_deposit_at_a_time_ends(
     expected, got = state(one, guids), state(batch, guids)
     assert got == expected
     stored, rows, _total, events, hooks = got
-    assert len(events) > 10 and len(hooks) > len(events)  # hooks: the earlier deposits' too
+    assert len(events) > 10 and len(hooks) > len(events)  # every type, and the status changes
     assert any(i is not None and i.status is Status.PAID for i in stored)
     assert any(not r.counted for r in rows)  # a foreign token, recorded at no value
 

@@ -32,6 +32,7 @@ STORAGE_HOLDERS = {
     "paycore/events/signals.py",
     "paycore/webhooks/service.py",
     "paycore/webhooks/dispatcher.py",
+    "paycore/webhooks/endpoints.py",
     "paycore/management/service.py",
     "paycore/chains/ledger.py",
     "paycore/prices/parking.py",

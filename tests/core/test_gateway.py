@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from paycore import NATIVE, Deposit, Gateway, Settings, Status
-from paycore.errors import InvalidInput, InvoiceNotFound, PaycoreError, PriceUnavailable
+from paycore.errors import InvalidInput, InvoiceNotFound, PaycoreError
 from paycore.notify import BaseNotifier
 from paycore.plugins.hookspecs import hookimpl
 
@@ -80,13 +80,14 @@ def test_token_outside_accepted_is_recorded_not_counted(gw: Gateway, clock: Cloc
     assert total == 1 and items[0].guid == guid and items[0].vs_value == Decimal("2000")
 
 
-def test_counted_deposit_without_price_writes_nothing(clock: Clock) -> None:
+def test_counted_deposit_without_price_is_parked_and_counts_nothing(clock: Clock) -> None:
     gw = Gateway(Settings(database_url="memory://"), entry_points=False, clock=clock)
     guid = new_invoice(gw)
-    with pytest.raises(PriceUnavailable):
-        gw.record_deposit(deposit(1, "5", clock.t))
+    assert gw.record_deposit(deposit(1, "5", clock.t)) == []
     assert gw.list_transactions(OWNER, offset=None, limit=None)[1] == 0
     assert gw.get_invoice(guid).payments == ()
+    [parked] = gw.parking.of_chain(CHAIN, 10)
+    assert parked.deposit == deposit(1, "5", clock.t) and parked.reason
 
 
 def test_lazy_expiry_once_then_late_payment_recorded(gw: Gateway, clock: Clock) -> None:
@@ -99,7 +100,11 @@ def test_lazy_expiry_once_then_late_payment_recorded(gw: Gateway, clock: Clock) 
     gw.record_deposit(deposit(1, "100", clock.t))
     late = gw.get_invoice(guid)
     assert (late.status, late.paid_amount) == (Status.EXPIRED, Decimal("100"))
-    assert [e["status"] for e in drain(gw)] == ["expired", "expired"]
+    # One event per status change: the late payment is recorded, and queued no second
+    # "expired" (its type, invoice.late_payment, is for those who ask for it).
+    assert [e["status"] for e in drain(gw)] == ["expired"]
+    typed = gw.events.outbox_since(0, 10, OWNER)
+    assert [e.type for e in typed.events] == ["invoice.expired", "invoice.late_payment"]
 
 
 def test_sweeper_expires_without_a_read(gw: Gateway, clock: Clock) -> None:

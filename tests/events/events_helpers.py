@@ -9,11 +9,14 @@ up, and records every request it sees, so tests can count deliveries by ``webhoo
 from __future__ import annotations
 
 import json
+import math
 import secrets
+import select
+import socket
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -22,6 +25,7 @@ import attrs
 from standardwebhooks import Webhook
 
 from paycore import Deposit, Gateway, Settings
+from paycore.domain.changes import ALL_TYPES
 from paycore.storage import Storage
 from paycore.webhooks.config import set_webhook
 
@@ -204,6 +208,10 @@ class Merchant:
         """Set the webhook URL and return the owner's secret."""
         return set_webhook(self.gateway.storage, self.owner, url, allow_private=True).secret
 
+    def endpoint(self, url: str, types: Iterable[str] = ALL_TYPES) -> str:
+        """Add a webhook endpoint sent ``types`` (every type by default); its secret."""
+        return self.gateway.webhooks.endpoints.create(self.owner, url, types).secret
+
     def invoice(self, **extra: Any) -> tuple[str, str]:
         """(guid, deposit address) of a new 100 USD invoice at its own address."""
         self.count += 1
@@ -247,3 +255,72 @@ class Merchant:
 
 def gateway_on(storage: Storage, settings: Settings | None = None) -> Gateway:
     return Gateway(settings or fast_settings(), storage=storage, entry_points=False)
+
+
+class Dripper:
+    """A hostile webhook target on 127.0.0.1: it answers ``HTTP/1.1 200 OK`` one byte every
+    ``every`` seconds and never finishes -- at most ``most`` bytes, then it hangs up. Each
+    connection's (start, end) is kept, the end being when the client hung up (seen at once
+    with ``select``) or the drip ran out, so tests can tell how many POSTs it held at once
+    and for how long."""
+
+    def __init__(self, every: float = 1.0, most: int = 30) -> None:
+        self.every = every
+        self.most = most
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.lock = threading.Lock()
+        self.spans: list[list[float]] = []  # [start, end or inf] per connection
+        self.closed = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+
+    def _serve(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            span = [time.monotonic(), math.inf]
+            with self.lock:
+                self.spans.append(span)
+            threading.Thread(target=self._drip, args=(conn, span), daemon=True).start()
+
+    def _drip(self, conn: socket.socket, span: list[float]) -> None:
+        answer = (b"HTTP/1.1 200 OK\r\n" * self.most)[: self.most]
+        try:
+            with conn:
+                for byte in answer:
+                    readable, _, _ = select.select([conn], [], [], self.every)
+                    if readable and not conn.recv(65536):
+                        return  # the client hung up
+                    if self.closed.is_set():
+                        return
+                    conn.sendall(bytes([byte]))
+        except OSError:
+            return
+        finally:
+            with self.lock:
+                span[1] = time.monotonic()
+
+    def connections(self) -> int:
+        with self.lock:
+            return len(self.spans)
+
+    def held_at_once(self, slack: float = 0.2) -> int:
+        """The most connections open at one instant (``slack`` s of a hang-up's news allowed
+        to overlap the next connection)."""
+        with self.lock:
+            spans = [(start, end - slack) for start, end in self.spans]
+        return max((sum(1 for s, e in spans if s <= t < e) for t, _ in spans), default=0)
+
+    def durations(self) -> list[float]:
+        """Seconds each finished connection lasted."""
+        with self.lock:
+            return [end - start for start, end in self.spans if end != math.inf]
+
+    def close(self) -> None:
+        self.closed.set()
+        self.server.close()

@@ -14,6 +14,7 @@ import pytest
 from events_helpers import CHAIN, PAYER, TOKEN, Merchant, fast_settings, gateway_on
 
 from paycore import Deposit, InvoiceEvent
+from paycore.domain.changes import ALL_TYPES
 from paycore.events.signals import SignalConsumer, Signals
 from paycore.storage import Storage
 from paycore_storage import SqlStorage
@@ -76,12 +77,16 @@ def test_the_webhook_body_is_the_invoice_plus_its_type(store: Storage) -> None:
     merchant = Merchant(gateway)
     merchant.webhook("http://127.0.0.1:9/hook")
     guid, address = merchant.invoice()
+    every = gateway.webhooks.endpoints.create(merchant.owner, "http://127.0.0.1:9/all", ALL_TYPES)
     merchant.pay(address, "100", 1)
     merchant.pay(address, "1", 2)
     with store.transaction() as tx:
         deliveries, _total = tx.list_deliveries(merchant.owner)
-    bodies = [json.loads(d.body) for d in reversed(deliveries) if d.guid == guid]
+    bodies = [json.loads(d.body) for d in reversed(deliveries) if d.endpoint_id == every.id]
     assert [b["type"] for b in bodies] == ["invoice.paid", "invoice.overpaid"]
+    # The /webhook/set URL is sent the status change only (docs/interface.md §Events).
+    spec = [json.loads(d.body)["type"] for d in deliveries if d.endpoint_id is None]
+    assert spec == ["invoice.paid"]
     wire = gateway.invoice_wire(gateway.get_invoice(guid))
     assert {k: v for k, v in bodies[-1].items() if k != "type"} == wire
 
@@ -216,3 +221,57 @@ def _opened(gateway: object) -> bool:
     storage = gateway.storage  # type: ignore[attr-defined]
     with storage.transaction() as tx:
         return tx.read_outbox("signal:worker.test", 1) is not None
+
+
+def test_signals_module_factory_is_called_and_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--signals MODULE:FACTORY`` calls the factory, whose handlers are then there to serve;
+    a module found in the current directory imports like ``flask --app`` finds it."""
+    from paycore.events.signals import default_signals
+    from paycore.runtime.worker import import_signals
+
+    (tmp_path / "factory_shop_for_signals.py").write_text(
+        "import paycore\n"
+        "def create_app():\n"
+        "    paycore.on('invoice.paid', name='factory.ship')(lambda event: None)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    try:
+        import_signals("factory_shop_for_signals")
+        assert "factory.ship" not in {s.name for s in default_signals.subscriptions()}
+        import_signals("factory_shop_for_signals:create_app")
+        assert "factory.ship" in {s.name for s in default_signals.subscriptions()}
+        with pytest.raises(ImportError, match="no callable 'make'"):
+            import_signals("factory_shop_for_signals:make")
+    finally:
+        default_signals.unsubscribe("factory.ship")
+
+
+def test_a_halted_consumer_finishes_the_call_in_progress_and_stops(store: Storage) -> None:
+    """A worker told to stop (SIGTERM) lets the running handler return, records it, and
+    calls no further handler: the rest wait for the next consumer, nothing is repeated."""
+    import threading
+
+    gateway = gateway_on(store)
+    merchant = Merchant(gateway)
+    halt = threading.Event()
+    calls: list[int] = []
+
+    def slow(event: InvoiceEvent) -> None:
+        calls.append(event.id)
+        halt.set()  # the stop arrives while this handler runs
+
+    gateway.on("invoice.paid", name="halt.test")(slow)
+    run = consumer(merchant)
+    run.run_once()
+    for _ in range(3):
+        _guid, address = merchant.invoice()
+        merchant.pay(address, "100", merchant.count)
+    assert run.run_once(halt) == 1 and len(calls) == 1
+    halt.clear()
+    assert run.run_once(halt) == 1  # the next one, not the first again
+    halt.clear()
+    assert run.run_once(halt) == 1
+    assert len(calls) == len(set(calls)) == 3
+    assert run.run_once() == 0

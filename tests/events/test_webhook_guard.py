@@ -18,6 +18,7 @@ from paycore.webhooks.delivery import post
 from paycore.webhooks.dispatcher import Dispatcher
 from paycore.webhooks.log import list_deliveries
 from paycore.webhooks.netguard import (
+    V6_REFUSED,
     check_webhook_url,
     is_public,
     literal_address,
@@ -37,6 +38,7 @@ REFUSED = [
     ("100.127.255.254", "carrier-grade NAT"),
     ("127.0.0.1", "loopback"),
     ("127.255.255.254", "loopback"),
+    ("168.63.129.16", "Azure wire server (cloud-internal)"),
     ("169.254.169.254", "link-local"),
     ("172.16.0.1", "private"),
     ("172.31.255.255", "private"),
@@ -126,6 +128,41 @@ def test_every_inside_address_is_refused_when_set_and_when_delivering(
     outcome = post(url, b"{}", {}, timeout=1.0, allow_private=False)
     assert outcome.permanent and outcome.status_code is None
     assert outcome.error is not None and reason in outcome.error
+
+
+def test_azure_wire_server_is_refused_though_its_address_is_public() -> None:
+    """168.63.129.16 is in a public range (``is_global``) yet answers only inside Azure, where
+    it serves the VM agent and the host's metadata: the guard names it, and a POST to it is
+    refused before any connection is made."""
+    wire_server = ipaddress.ip_address("168.63.129.16")
+    assert wire_server.is_global  # so only the guard's own table catches it
+    assert refusal(wire_server) == "Azure wire server (cloud-internal)"
+    for host in ("168.63.129.16", "[::ffff:168.63.129.16]", "2822734096"):  # 2822734096 = it
+        url = f"http://{host}/machine?comp=goalstate"
+        with pytest.raises(InvalidInput, match="Azure wire server"):
+            check_webhook_url(url, allow_private=False)
+        outcome = post(url, b"{}", {}, timeout=1.0, allow_private=False)
+        assert outcome.permanent and outcome.status_code is None and outcome.latency_ms < 1000
+        assert outcome.error is not None and "Azure wire server" in outcome.error
+    assert refusal(ipaddress.ip_address("168.63.129.17")) is None  # one address, not a range
+
+
+@pytest.mark.parametrize("address", ["2001:2::1", "2001:10::1", "2001:20::1"])
+def test_what_no_table_names_is_refused_as_not_globally_routable(address: str) -> None:
+    """The last refusal, beyond the tables: 2001:2::/48 (benchmarking), 2001:10::/28 (ORCHID)
+    and 2001:20::/28 (ORCHIDv2) sit in no range of ``V6_REFUSED`` (2001::/32 is Teredo only),
+    and ``ipaddress`` knows them as special: refused, at set time and at delivery."""
+    ip = ipaddress.ip_address(address)
+    assert not any(ip in network for network, _why in V6_REFUSED)
+    assert refusal(ip) == "not globally routable"
+    url = _url(address)
+    with pytest.raises(InvalidInput, match=f"{address}: not globally routable"):
+        check_webhook_url(url, allow_private=False)
+    outcome = post(url, b"{}", {}, timeout=1.0, allow_private=False)
+    assert outcome.permanent and outcome.status_code is None
+    assert outcome.error is not None and outcome.error.endswith(
+        f"({address}: not globally routable); not retried"
+    )
 
 
 @pytest.mark.parametrize(("host", "address"), NUMERIC_HOSTS)

@@ -158,11 +158,12 @@ def test_worker_refuses_a_database_url_no_plugin_handles(tmp_path: Path) -> None
 
 class DrippingReceiver:
     """A webhook target that never finishes its answer: one byte every 1.5 s, each read
-    within ``webhook_timeout`` (2 s), so only the worker's shutdown bound ends the POST."""
+    within ``webhook_timeout`` (2 s), so only the attempt's total deadline ends the POST."""
 
     def __init__(self) -> None:
         self.server = socket.create_server(("127.0.0.1", 0))
         self.connections = 0
+        self.hung_up = 0  # connections the worker closed while the drip went on
         self.closed = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -188,6 +189,7 @@ class DrippingReceiver:
                 try:
                     conn.sendall(bytes([byte]))
                 except OSError:
+                    self.hung_up += 1
                     return
 
     def close(self) -> None:
@@ -199,8 +201,9 @@ def test_sigterm_during_a_post_that_never_ends_exits_in_time_and_loses_nothing(
     sql_url: URL, receiver: Receiver, start_worker: Start, tmp_path: Path
 ) -> None:
     """The bound a supervisor relies on: exit within webhook_timeout (2 s) + 5 s of SIGTERM
-    even while a receiver holds a POST open for ever; the abandoned delivery's lease lapses
-    and the next worker delivers it."""
+    even while a receiver drips its answer for ever -- the POST's total deadline ends it
+    (not the shutdown bound), the attempt is logged as a timeout, and the next worker
+    delivers it once the owner's endpoint answers."""
     gateway = gateway_on(SqlStorage(sql_url))
     merchant = Merchant(gateway)
     dripping = DrippingReceiver()
@@ -214,10 +217,13 @@ def test_sigterm_during_a_post_that_never_ends_exits_in_time_and_loses_nothing(
         first.send_signal(signal.SIGTERM)
         assert first.wait(timeout=30) == 0, worker_log(tmp_path, "first")
         assert time.monotonic() - sent < 2.0 + 5.0, worker_log(tmp_path, "first")
-        assert "still busy" in worker_log(tmp_path, "first")
+        assert "still busy" not in worker_log(tmp_path, "first")  # the deadline ended it
+        wait_until(lambda: dripping.hung_up >= 1, timeout=10, what="the worker to hang up")
     finally:
         dripping.close()
     assert settled(gateway, merchant.owner, 0)
+    [delivery], _, _, _ = list_deliveries(gateway, merchant.owner)
+    assert [a.error for a in delivery.log] == ["no answer within 2 s"]
 
     receiver.secret = merchant.webhook(receiver.url)  # the same owner's endpoint, now answering
     start_worker(sql_url, "second")

@@ -36,15 +36,28 @@ def env(request: pytest.FixtureRequest, evm: Deployment) -> Iterator[Env]:
 class Signer:
     """Salt-signed bodies of one key, each with a fresh salt (the gateway's clock)."""
 
-    def __init__(self, env: Env, account: LocalAccount) -> None:
+    def __init__(self, env: Env, account: LocalAccount, acts_for: str | None = None) -> None:
         self.env = env
         self.account = account
         self.address = account.address
+        #: the owner an app key's consent names when this key adds one
+        self.acts_for = acts_for or account.address
         self._salt = 0
 
     def body(self, **fields: Any) -> dict[str, Any]:
         # Never the same salt twice: equal bodies sign alike, and a second one is a replay.
         self._salt = max(self.env.gateway.now(), self._salt + 1)
+        key = fields.get("appKeyAddress")
+        if isinstance(key, LocalAccount):
+            # A new app key agrees to act for the owner (docs/management.md §App keys).
+            owner = str(fields.get("ownerAddress") or self.acts_for).lower()
+            text = f"accept-app-key:{owner}:{key.address.lower()}:{int(self._salt)}"
+            consent = key.sign_message(encode_defunct(text=text)).signature
+            fields = {
+                **fields,
+                "appKeyAddress": key.address,
+                "appKeySignature": "0x" + bytes(consent).hex(),
+            }
         body = {"salt": self._salt, **fields}
         text = json.dumps(body, separators=(",", ":"))
         signature = self.account.sign_message(encode_defunct(text=text)).signature
@@ -152,17 +165,17 @@ def test_a_disabled_index_is_left_out_of_withdrawals(env: Env) -> None:
 def test_app_keys_kept_in_step_with_the_wallet(env: Env) -> None:
     owner, _key, wallet = deployed_owner(env)
     first, second, third = funded(env), funded(env), funded(env)
-    me, app = Signer(env, owner), Signer(env, first)
+    me, app = Signer(env, owner), Signer(env, first, acts_for=owner.address)
 
     # The first key comes from the owner: a stranger naming the owner is refused.
     Signer(env, first).post(
-        "/addNewAppKey", appKeyAddress=first.address, chainId=CHAIN_ID, ownerAddress=owner.address
+        "/addNewAppKey", appKeyAddress=first, chainId=CHAIN_ID, ownerAddress=owner.address
     ).error(403, f"forbidden: {first.address} is neither {owner.address} nor one of its app keys")
 
     added = env.checked(
         "POST",
         "/addNewAppKey",
-        me.post("/addNewAppKey", appKeyAddress=first.address, chainId=CHAIN_ID),
+        me.post("/addNewAppKey", appKeyAddress=first, chainId=CHAIN_ID),
     )
     assert added["appKey"]["address"] == first.address
     assert added["appKey"]["addedBy"] == owner.address
@@ -171,7 +184,7 @@ def test_app_keys_kept_in_step_with_the_wallet(env: Env) -> None:
     assert wallet.functions.isAppKey(first.address).call() is True
 
     # Now the app key acts for the owner, and the wallet takes the call from it directly.
-    by_key = app.post("/addNewAppKey", appKeyAddress=second.address, chainId=CHAIN_ID).ok()
+    by_key = app.post("/addNewAppKey", appKeyAddress=second, chainId=CHAIN_ID).ok()
     assert by_key["ownerAddress"] == owner.address
     assert by_key["appKey"]["addedBy"] == first.address
     assert by_key["transaction"]["from"] == first.address
@@ -206,9 +219,9 @@ def test_app_keys_kept_in_step_with_the_wallet(env: Env) -> None:
         (third.address, True, None),
     ]
     env.clock.advance(1)  # "oldest first" ties within one second break on the address
-    adopted = me.post("/addNewAppKey", appKeyAddress=third.address, chainId=CHAIN_ID).ok()
+    adopted = me.post("/addNewAppKey", appKeyAddress=third, chainId=CHAIN_ID).ok()
     assert adopted["transaction"] is None and adopted["onChain"]["inSync"] is True
-    me.post("/addNewAppKey", appKeyAddress=third.address, chainId=CHAIN_ID).error(
+    me.post("/addNewAppKey", appKeyAddress=third, chainId=CHAIN_ID).error(
         409, f"Conflict: {third.address} is already an app key of {owner.address}"
     )
     plain = env.api.post("/getAppKeys", {"ownerAddress": owner.address}).ok()
@@ -231,8 +244,7 @@ def test_a_change_the_wallet_would_refuse_is_refused_whole(env: Env) -> None:
     me = Signer(env, owner)
     for _ in range(10):  # the wallet fills up with keys paycore never heard of
         env.evm.chain.transact(owner, wallet.functions.addAppKey(Account.create().address))
-    extra = Account.create().address
-    me.post("/addNewAppKey", appKeyAddress=extra, chainId=CHAIN_ID).error(
+    me.post("/addNewAppKey", appKeyAddress=Account.create(), chainId=CHAIN_ID).error(
         409, prefix=f"Conflict: the wallet {wallet.address} on chain {CHAIN_ID} refuses addAppKey"
     )
     assert env.api.post("/getAppKeys", {"ownerAddress": owner.address}).ok() == []
@@ -243,12 +255,12 @@ def test_a_wallet_owner_unknown_to_paycore_is_known_by_its_wallet(env: Env) -> N
     env.evm.chain.transact(owner, env.evm.factory.functions.deployWallet(owner.address))
     me = Signer(env, owner)
     # Without a chain to look at, paycore has nothing on this owner.
-    me.post("/addNewAppKey", appKeyAddress=Account.create().address).error(
+    me.post("/addNewAppKey", appKeyAddress=Account.create()).error(
         403, prefix=f"forbidden: the signer {owner.address} is neither an owner known"
     )
-    key = Account.create().address
+    key = Account.create()
     added = me.post("/addNewAppKey", appKeyAddress=key, chainId=CHAIN_ID).ok()
-    assert added["appKey"]["address"] == key
+    assert added["appKey"]["address"] == key.address
     # No wallet, no invoice, no key: nobody paycore acts for.
     stranger = funded(env)
     Signer(env, stranger).post("/disableWalletIndex", chainId=CHAIN_ID, walletIndex=0).error(
@@ -259,7 +271,7 @@ def test_a_wallet_owner_unknown_to_paycore_is_known_by_its_wallet(env: Env) -> N
 def test_before_the_wallet_is_deployed_the_calls_are_storage_only(env: Env) -> None:
     owner, _key = env.merchant()  # known by its session key; no wallet yet
     me = Signer(env, owner)
-    key = Account.create().address
+    key = Account.create()
     not_yet = {
         "chainId": CHAIN_ID,
         "walletAddress": env.evm.wallet_of(owner.address).address,
@@ -269,7 +281,7 @@ def test_before_the_wallet_is_deployed_the_calls_are_storage_only(env: Env) -> N
     added = me.post("/addNewAppKey", appKeyAddress=key, chainId=CHAIN_ID).ok()
     assert (added["transaction"], added["onChain"]) == (None, not_yet)
     me.post("/addNewAppKey", appKeyAddress=key, chainId=CHAIN_ID).error(
-        409, f"Conflict: {key} is already an app key of {owner.address}"
+        409, f"Conflict: {key.address} is already an app key of {owner.address}"
     )
     unknown = Account.create().address
     me.post("/removeAppKey", appKeyAddress=unknown, chainId=CHAIN_ID).error(

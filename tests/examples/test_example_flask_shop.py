@@ -83,9 +83,9 @@ def test_buying_redirects_to_the_payment_page_and_payment_completes_the_order() 
         "of": "25",
         "shipped": True,
     }
-    shipped = dict(browser.application.extensions["shop.shipped"])
+    shipped = browser.application.extensions["shop.orders"].shipped()
     pay("0.001", 0xAC)  # an overpayment: invoice.overpaid, so nothing ships again
     signals.run_once()
-    assert browser.application.extensions["shop.shipped"] == shipped
+    assert browser.application.extensions["shop.orders"].shipped() == shipped
     assert browser.get("/orders/no-such-guid").status_code == 404
     assert browser.post("/buy/nothing").status_code == 404

@@ -25,5 +25,5 @@ def test_an_order_ships_once(paycore_settings: Settings) -> None:
     chain.overpay(guid, "0.001")
     signals.run_once()
     assert app.test_client().get(f"/orders/{guid}").json["shipped"] is True
-    assert len(app.extensions["shop.shipped"]) == 1
+    assert len(app.extensions["shop.orders"].shipped()) == 1
     gateway.close()

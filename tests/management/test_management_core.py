@@ -46,11 +46,17 @@ def _body(gateway: Gateway, signer: Any, **fields: Any) -> dict[str, Any]:
 def test_an_app_key_acts_for_its_owner_unless_the_body_says_otherwise(gateway: Gateway) -> None:
     owner, other, key = account("owner"), account("other"), account("key")
     with gateway.storage.transaction() as tx:
-        tx.allocate_wallet_index(owner.address, 1)  # both are owners paycore knows
-        tx.allocate_wallet_index(key.address, 1)  # ... and so is the key's own address
+        tx.allocate_wallet_index(owner.address, 1)  # paycore knows the owner
         tx.add_app_key(AppKey(key.address, owner.address, NOW, owner.address), 10)
 
     actor = _authenticate(gateway, _body(gateway, key))
+    assert (actor.owner, actor.is_owner) == (owner.address, False)
+    with gateway.storage.transaction() as tx:
+        tx.allocate_wallet_index(key.address, 1)  # now the key's own address is an owner too
+    # Whom it acts for is then ambiguous: the body must say.
+    with pytest.raises(InvalidInput, match="ownerAddress: required: the signer .* is an owner"):
+        _authenticate(gateway, _body(gateway, key))
+    actor = _authenticate(gateway, _body(gateway, key, ownerAddress=owner.address))
     assert (actor.owner, actor.is_owner) == (owner.address, False)
     # Naming itself, the key's address acts as the owner it also is.
     actor = _authenticate(gateway, _body(gateway, key, ownerAddress=key.address))

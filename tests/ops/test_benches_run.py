@@ -116,3 +116,12 @@ def test_ws_outbox_bench(postgres_url: str) -> None:
     assert len(lines) == 2, lines  # one per database
     for line in lines:
         assert line["ceiling"]["what"], line
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_signals_bench(postgres_url: str) -> None:
+    lines = _run("signals_bench.py", "--events", "20", "--reps", "3", "--postgres", postgres_url)
+    assert {line["database"] for line in lines} == {"sqlite", "postgresql"}
+    for line in lines:
+        _positive(line, "figure", "ceiling", "ratio")

@@ -147,7 +147,9 @@ def test_a_sqlite_write_lock_held_elsewhere_is_an_outage_on_every_way_in(
 
 @pytest.fixture
 def down_gateway() -> Iterator[Gateway]:
-    gateway = Gateway(Settings(database_url=_unreachable_url(), storage_retry_after=7))
+    # Proof of work on: only then does POST /invoice/challenge write (a row per challenge).
+    settings = Settings(database_url=_unreachable_url(), storage_retry_after=7, pow_difficulty=4)
+    gateway = Gateway(settings)
     yield gateway
     gateway.close()
 

@@ -17,8 +17,7 @@ from paycore import Deposit, Gateway, Status
 from paycore.api.http import Request
 from paycore.api.routing import dispatch
 from paycore.api.table import build_router
-from paycore.errors import InvalidInput, PriceUnavailable
-from paycore.prices.pricing import StalePrice
+from paycore.errors import InvalidInput
 from paycore.runtime.worker import run_worker
 from paycore_storage import SqlStorage
 
@@ -68,6 +67,8 @@ def test_get_prices_per_vs_currency() -> None:
 
 
 def test_a_deposit_waits_for_a_fresh_price_and_is_valued_at_it() -> None:
+    """record_deposit parks a deposit with a stale price, as the watcher's ingest does,
+    instead of raising; recorded again once the price is fresh, it is valued at it."""
     clock = Clock()
     api = Board("coingecko")
     api.put("usd", USDC, "0.5")  # a rate that will be stale by the time money arrives
@@ -76,22 +77,63 @@ def test_a_deposit_waits_for_a_fresh_price_and_is_valued_at_it() -> None:
     guid = new_invoice(gw)
     api.prices.clear()
     clock.t += 601
-    with pytest.raises(StalePrice, match="601 s old"):
-        gw.record_deposit(deposit(1, "100", clock.t))
+    assert gw.record_deposit(deposit(1, "100", clock.t)) == []
+    [parked] = gw.parking.of_chain(1, 10)
+    assert parked.deposit == deposit(1, "100", clock.t) and "601 s old" in parked.reason
     assert gw.get_invoice(guid).payments == ()
     assert gw.list_transactions(OWNER, offset=None, limit=None)[1] == 0
+    # A later deposit to the same address waits behind it, priced or not.
+    assert gw.record_deposit(deposit(2, "1", clock.t)) == []
+    assert [p.deposit.tx_hash for p in gw.parking.of_chain(1, 10)] == [
+        deposit(1, "100", clock.t).tx_hash,
+        deposit(2, "1", clock.t).tx_hash,
+    ]
     api.put("usd", USDC, "1")
     gw.refresh_prices()
-    (change,) = gw.record_deposit(deposit(1, "100", clock.t))
-    assert change.status is Status.PAID and change.payments[0].vs_value == Decimal(100)
+    paid, overpaid = gw.record_deposit(deposit(1, "100", clock.t))
+    assert paid.status is Status.PAID and paid.payments[0].vs_value == Decimal(100)
+    assert len(overpaid.payments) == 2  # the one parked behind it, in order
+    assert gw.parking.of_chain(1, 10) == []
+    assert gw.record_deposit(deposit(1, "100", clock.t)) == []  # counted once
 
 
-def test_a_token_nobody_prices_is_unavailable_not_zero() -> None:
+def test_a_token_nobody_prices_is_parked_not_zero() -> None:
+    gw = gateway(Board("coingecko"))
+    guid = new_invoice(gw)
+    assert gw.record_deposit(deposit(1, "100", T0)) == []
+    assert [p.deposit.tx_hash for p in gw.parking.of_chain(1, 10)] == [
+        deposit(1, "100", T0).tx_hash
+    ]
+    assert gw.get_invoice(guid).paid_amount == 0
+    assert USDC in gw.pricing.demanded  # the refresher will ask for it
+
+
+@pytest.mark.parametrize(
+    ("change", "text"),
+    [
+        ({"amount": Decimal("-1")}, "invalid request: deposit.amount: must be at least 0"),
+        ({"amount": Decimal("NaN")}, "invalid request: deposit.amount: must be a finite Decimal"),
+        ({"amount": 1.5}, "invalid request: deposit.amount: must be a finite Decimal"),
+        ({"to": "0x1234"}, "invalid request: deposit.to: not a 20-byte hex address"),
+        ({"token": "usdc"}, "invalid request: deposit.token: not a 20-byte hex address"),
+        ({"chain_id": "1"}, "invalid request: deposit.chain_id: must be an integer"),
+        ({"tx_hash": ""}, "invalid request: deposit.tx_hash: must be a non-empty string"),
+    ],
+)
+def test_a_malformed_deposit_is_a_paycore_error_with_one_line(
+    change: dict[str, object], text: str
+) -> None:
+    import attrs
+
+    from paycore.errors import PaycoreError
+
     gw = gateway(Board("coingecko"))
     new_invoice(gw)
-    with pytest.raises(PriceUnavailable):
-        gw.record_deposit(deposit(1, "100", T0))
-    assert USDC in gw.pricing.demanded  # the refresher will ask for it
+    with pytest.raises(PaycoreError) as raised:
+        gw.record_deposit(attrs.evolve(deposit(1, "100", T0), **change))
+    assert raised.value.text.startswith(text) and "\n" not in raised.value.text
+    assert gw.parking.of_chain(1, 10) == []
+    assert gw.list_transactions(OWNER, offset=None, limit=None)[1] == 0
 
 
 def test_the_invoice_vs_currency_picks_the_table() -> None:

@@ -179,11 +179,10 @@ def test_sync_driver_closes_a_client_that_falls_too_far_behind() -> None:
     runner = threading.Thread(target=serve_sync, args=(sock, gateway))
     runner.start()
     _wait_subscribed(gateway)
-    invoice = merchant.invoice(value="1000")
-    merchant.pay(invoice, "0.0001")
+    merchant.pay(merchant.invoice(value="1000"), "0.0001")
     assert sock.stuck.wait(10)  # the first push is being written and does not finish
-    for _ in range(5):  # meanwhile more changes than the queue holds
-        merchant.pay(invoice, "0.0001")
+    for _ in range(5):  # meanwhile more status changes than the queue holds
+        merchant.pay(merchant.invoice(value="1000"), "0.0001")
     sock.moving.set()
     runner.join(10)
     assert not runner.is_alive()
@@ -198,16 +197,16 @@ def test_sync_driver_closes_a_client_that_falls_too_far_behind() -> None:
 
 def test_async_driver_closes_a_client_that_falls_too_far_behind() -> None:
     gateway, key, merchant = _registered_gateway(queue_size=2)
-    invoice = merchant.invoice(value="1000")
+    invoices = [merchant.invoice(value="1000") for _ in range(4)]
     sock = StuckAsyncSocket(key)
 
     async def main() -> None:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(serve_async, sock, gateway)
             await anyio.to_thread.run_sync(_wait_subscribed, gateway)
-            await anyio.to_thread.run_sync(merchant.pay, invoice, "0.0001")
+            await anyio.to_thread.run_sync(merchant.pay, invoices[0], "0.0001")
             await sock.stuck.wait()
-            for _ in range(3):
+            for invoice in invoices[1:]:  # a status change each
                 await anyio.to_thread.run_sync(merchant.pay, invoice, "0.0001")
             sock.moving.set()
 

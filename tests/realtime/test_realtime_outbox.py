@@ -161,19 +161,19 @@ def test_a_socket_resumes_after_the_last_event_id_it_saw(
     merchant = Merchant(other, owner)
     first = Client(base)
     first.register(key, nonces.next())
-    invoice = merchant.invoice(value="1000")
-    merchant.pay(invoice, "0.001")
+    merchant.pay(merchant.invoice(value="1000"), "0.001")
     _, [seen] = pushed(first, 1)
     first.close()
 
-    missed = [merchant.pay(invoice, "0.001")[0] for _ in range(3)]  # while disconnected
+    # While disconnected: three status changes (a further part payment would be none).
+    missed = [merchant.pay(merchant.invoice(value="1000"), "0.001")[0] for _ in range(3)]
     again = Client(base)
     registered = register_after(again, key, nonces.next(), seen)
     assert registered["type"] == "registered"
     events, ids = pushed(again, 3)
     assert [e["paidAmount"] for e in events] == [i.to_wire()["paidAmount"] for i in missed]
     assert ids == sorted(ids) and ids[0] > seen
-    [now] = merchant.pay(invoice, "0.001")  # then live, after the replay, without a gap
+    [now] = merchant.pay(merchant.invoice(value="1000"), "0.001")  # then live, without a gap
     [live], [live_id] = pushed(again, 1)
     assert live_id > ids[-1] and live["paidAmount"] == now.to_wire()["paidAmount"]
     assert again.nothing_within(0.3)  # and without a duplicate
@@ -187,9 +187,8 @@ def test_resume_is_signed_and_bounded(db_url: str, other: Gateway, tmp_path: Pat
             owner, key, nonces = account("cap owner"), account("cap key"), Nonces()
             register_key(base, owner, key)
             merchant = Merchant(other, owner)
-            invoice = merchant.invoice(value="1000")
             for _ in range(5):
-                merchant.pay(invoice, "0.001")
+                merchant.pay(merchant.invoice(value="1000"), "0.001")
             # "after" changed from what was signed: not the register frame the key signed.
             forged = Client(base)
             forged.send(
@@ -205,7 +204,7 @@ def test_resume_is_signed_and_bounded(db_url: str, other: Gateway, tmp_path: Pat
             assert register_after(client, key, nonces.next(), 0)["type"] == "registered"
             resync = client.recv()
             assert resync["type"] == "resync" and "more than 3 events" in resync["message"]
-            [now] = merchant.pay(invoice, "0.001")  # live pushes go on after it
+            [now] = merchant.pay(merchant.invoice(value="1000"), "0.001")  # live pushes go on
             [live], _ = pushed(client, 1)
             assert live["paidAmount"] == now.to_wire()["paidAmount"]
             client.close()

@@ -61,6 +61,28 @@ def test_the_fake_chain_pays_in_every_way(
     assert paycore_gateway.get_invoice(partial.guid).paid_amount == 0
 
 
+@both_backends
+def test_a_handler_registered_late_still_gets_what_happened_since_the_fixture(
+    paycore_gateway: Gateway, paycore_chain: FakeChain, paycore_signals: SignalConsumer
+) -> None:
+    early = paycore_gateway.create_invoice(OWNER, paycore_chain.invoice_fields("10"))
+    paycore_chain.pay_exact(early)
+    paycore_signals.run_once()  # nothing registered yet: no queue, nothing skipped
+    first = listen(paycore_gateway)  # registered after the payment
+    later = paycore_gateway.create_invoice(OWNER, paycore_chain.invoice_fields("10"))
+    paycore_chain.pay_partial(later)
+    paycore_signals.run_once()
+    assert first == [("invoice.paid", "paid"), ("invoice.partially_paid", "partialPaid")]
+    paycore_chain.pay_exact(later)
+    heard: list[str] = []
+    paycore_gateway.on("invoice.paid", name="test.late")(lambda e: heard.append(e.guid))
+    paycore_signals.run_once()
+    assert heard == [early.guid, later.guid]  # every paid since the start, once
+    assert first[-1] == ("invoice.paid", "paid") and len(first) == 3
+    paycore_signals.run_once()
+    assert len(heard) == 2 and len(first) == 3
+
+
 def test_the_client_signs_for_flask_and_litestar(
     paycore_gateway: Gateway,
     paycore_chain: FakeChain,

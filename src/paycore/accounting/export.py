@@ -63,9 +63,10 @@ COLUMNS = (
 )
 
 #: Free-text columns a spreadsheet could take for a formula when they start with one of
-#: ``=+-@`` (or a tab or carriage return): CSV prefixes those with ``'``.
+#: ``=+-@`` (or a tab, carriage return or line feed: a spreadsheet drops a leading line
+#: break and reads what follows): CSV prefixes those with ``'``.
 _TEXT_COLUMNS = ("description", "rate_source", "reference")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 Row = dict[str, Any]
 

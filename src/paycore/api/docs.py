@@ -51,6 +51,7 @@ def docs_routes() -> list[Route]:
             docs_page,
             "The API reference page",
             session="none",
+            soft_mode="public",
             media_type="text/html",
         ),
         Route(
@@ -60,6 +61,7 @@ def docs_routes() -> list[Route]:
             "A file of the API reference page",
             errors=(404,),
             session="none",
+            soft_mode="public",
             media_type="*/*",
         ),
     ]

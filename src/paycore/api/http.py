@@ -48,6 +48,9 @@ class Request:
     #: when no ``public_url`` is configured. Empty: unknown (the gateway's default).
     root_url: str = ""
     prefix: str | None = None
+    #: The client's address as the framework reports it (the host's proxy handling applied,
+    #: if it configured one): what per-client limits count by. Empty: unknown, one key for all.
+    client: str = ""
 
     @property
     def uri(self) -> str:

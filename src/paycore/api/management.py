@@ -17,6 +17,7 @@ from ..management.requests import (
     AppKeyChange,
     AppKeysQuery,
     ChangeCallbackUrl,
+    NewAppKey,
     SetEmailNotifications,
     WalletIndexChange,
 )
@@ -54,7 +55,7 @@ def enable_wallet_index(call: Call) -> Json:
 
 
 def add_app_key(call: Call) -> Json:
-    return call.gateway.management.add_app_key(*_salted(call, AppKeyChange))
+    return call.gateway.management.add_app_key(*_salted(call, NewAppKey))
 
 
 def remove_app_key(call: Call) -> Json:

@@ -170,5 +170,10 @@ def openapi_route() -> Route:
         return document(ROUTES, prefix, tuple(call.gateway.settings.chains))
 
     return Route(
-        ("GET",), "/openapi.json", serve, "The OpenAPI document of every route", session="none"
+        ("GET",),
+        "/openapi.json",
+        serve,
+        "The OpenAPI document of every route",
+        session="none",
+        soft_mode="public",
     )

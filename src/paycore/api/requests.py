@@ -17,6 +17,7 @@ from __future__ import annotations
 import attrs
 
 from ..auth.registry import Deregistration, Registration
+from ..domain.changes import ALL_TYPES
 from ..domain.fields import Address, Amount, BigUint, ChainId, RawTx, Uint
 from ..domain.invoices import NewInvoice
 from ..domain.paging import MAX_CURSOR
@@ -26,11 +27,13 @@ from ..management.requests import (
     AppKeyChange,
     AppKeysQuery,
     ChangeCallbackUrl,
+    NewAppKey,
     SetEmailNotifications,
     WalletIndexChange,
 )
 from ..management.staking import Claim, StakeChange, StakingInfo
 from ..merchant.profile import NewProfile
+from ..webhooks.endpoints import MAX_ID as MAX_ENDPOINT_ID
 from .wire import register
 
 _OWNER = "merchant address; must match the session key's owner"
@@ -175,6 +178,13 @@ class DeliveryQuery:
         default=None, metadata={"doc": "zero-based position of the first item"}
     )
     limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size, at most 50"})
+    endpoint: str | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "one endpoint's deliveries (default: the /webhook/set URL's)",
+            "schema": {"maxLength": MAX_ENDPOINT_ID},
+        },
+    )
 
 
 @register
@@ -190,6 +200,52 @@ class RedeliverFailed:
     since: Uint = attrs.field(
         metadata={"doc": "unix seconds: every failed delivery created since then"}
     )
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+# -- webhook endpoints (session-signed; docs/interface.md §Webhook endpoints) ---------------
+
+_TYPES_SCHEMA = {"items": {"enum": sorted(ALL_TYPES)}, "minItems": 1, "maxItems": len(ALL_TYPES)}
+_ENDPOINT_ID = {"doc": "the endpoint's id", "schema": {"maxLength": MAX_ENDPOINT_ID}}
+
+
+@register
+@attrs.frozen
+class CreateEndpoint:
+    url: str = attrs.field(metadata={"doc": "https URL the endpoint's deliveries go to"})
+    types: tuple[str, ...] | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "event types it is sent (default: the status changes)",
+            "schema": _TYPES_SCHEMA,
+        },
+    )
+    enabled: bool | None = attrs.field(default=None, metadata={"doc": "default true"})
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class EndpointsQuery:
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class UpdateEndpoint:
+    id: str = attrs.field(metadata=_ENDPOINT_ID)
+    url: str | None = attrs.field(default=None, metadata={"doc": "a new URL"})
+    types: tuple[str, ...] | None = attrs.field(
+        default=None, metadata={"doc": "the event types it is sent", "schema": _TYPES_SCHEMA}
+    )
+    enabled: bool | None = attrs.field(default=None, metadata={"doc": "false: send it nothing"})
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@register
+@attrs.frozen
+class EndpointId:
+    id: str = attrs.field(metadata=_ENDPOINT_ID)
     owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
 
 
@@ -276,6 +332,7 @@ for _cls in (
     SetEmailNotifications,
     WalletIndexChange,
     AppKeyChange,
+    NewAppKey,
     AppKeysQuery,
 ):
     register(_cls)
@@ -373,7 +430,10 @@ __all__ = [
     "Claim",
     "CreateInvoice",
     "CreateLink",
+    "CreateEndpoint",
     "DeliveryQuery",
+    "EndpointId",
+    "EndpointsQuery",
     "DisableLink",
     "ExportQuery",
     "CreateRefund",
@@ -385,6 +445,7 @@ __all__ = [
     "InitWithdraw",
     "InvoiceQuery",
     "LinksQuery",
+    "NewAppKey",
     "OpenLink",
     "OwnerChain",
     "OwnerSigned",
@@ -398,6 +459,7 @@ __all__ = [
     "Registration",
     "SetEmailNotifications",
     "SetWebhook",
+    "UpdateEndpoint",
     "StakeChange",
     "StakingInfo",
     "TransactionQuery",

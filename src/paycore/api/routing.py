@@ -38,6 +38,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("paycore.api")
 T = TypeVar("T")
 
+#: What ``auth_mode = "soft"`` allows on a route (docs/decisions.md, "What soft mode allows"),
+#: one value per row of the route table, with no default: a new endpoint states its own.
+#:
+#: - ``claimed``: soft mode takes the owner the request names (reads, and invoice creation
+#:   as docs/interface.md allows); strict mode needs the owner's session.
+#: - ``session``: the call changes an owner's state, so it needs the owner's session in every
+#:   mode; a merely claimed owner is a 401.
+#: - ``signed``: the request proves its owner itself (a wallet or salt signature in the body,
+#:   a poll token), in both modes alike; soft mode changes nothing.
+#: - ``public``: nobody's owner-scoped state: anyone may call it, in both modes.
+SOFT_MODES = ("claimed", "session", "signed", "public")
+
 
 @attrs.frozen
 class Call:
@@ -118,6 +130,12 @@ class Route:
     #: "Idempotency keys"): with one, the request runs in one transaction that also stores
     #: its answer, and a retry with the same key and request gets that answer again.
     idempotent: bool = False
+    #: What soft mode allows here (:data:`SOFT_MODES`). ``None`` only until classified: the
+    #: router refuses to serve an unclassified route, so a new write cannot skip the rule.
+    soft_mode: str | None = None
+    #: The per-client-IP limit this route counts against (``paycore.ops.limits``:
+    #: "challenge", "registration"), for unauthenticated writes; None: no such limit.
+    ip_limit: str | None = None
 
     @property
     def name(self) -> str:
@@ -143,6 +161,11 @@ class Router:
     _compiled: list[tuple[re.Pattern[str], Route]] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
+        unclassified = [r.path for r in self.routes if r.soft_mode not in SOFT_MODES]
+        if unclassified:
+            raise ValueError(
+                f"routes without a soft_mode ({', '.join(SOFT_MODES)}): {', '.join(unclassified)}"
+            )
         # Literal paths before templated ones: /invoice/challenge is that route, never the
         # invoice "challenge" of /invoice/{guid}, whatever the method.
         ordered = sorted(self.routes, key=lambda r: "{" in r.path)
@@ -191,6 +214,8 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
             raise PayloadTooLarge(MAX_BODY)
         route, params = router.match(request.method, request.path)
         plain = route.plain_answer
+        if route.ip_limit is not None:
+            gateway.client_limits.check(route.ip_limit, request.client)
         if route.session != "none":
             if request.reads_uri:
                 request.json()  # a repeated query parameter is refused on every signed read
@@ -216,6 +241,7 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
         else:
             if route.session != "none":
                 caller = _authenticate(gateway, request)
+            _check_soft_mode(route, caller)
             result = route.handler(Call(gateway, request, params, caller))
         response = result if isinstance(result, Response) else json_response(result, route.status)
     except MethodNotAllowed as exc:
@@ -245,6 +271,16 @@ def _authenticate(gateway: Gateway, request: Request) -> SessionKey | None:
     )
 
 
+def _check_soft_mode(route: Route, caller: SessionKey | None) -> None:
+    """A ``session`` route needs the owner's session in every auth mode: in soft mode a
+    merely claimed owner must not change another merchant's state (docs/decisions.md)."""
+    if route.soft_mode == "session" and caller is None:
+        raise AuthError(
+            "missing x-session-nonce and x-session-signature headers "
+            "(this call changes the owner's state: a session is needed in every auth mode)"
+        )
+
+
 def _in_one_transaction(
     gateway: Gateway, route: Route, request: Request, params: Mapping[str, str]
 ) -> tuple[Any, SessionKey | None]:
@@ -260,6 +296,7 @@ def _in_one_transaction(
     try:
         with gateway.one_transaction():
             caller = _authenticate(gateway, request)
+            _check_soft_mode(route, caller)
             return route.handler(Call(gateway, request, params, caller)), caller
     except StorageUnavailable:
         raise

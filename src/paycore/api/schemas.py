@@ -452,9 +452,20 @@ DELIVERY_ATTEMPT = obj(
     latencyMs=INTEGER,
 )
 DELIVERY = obj(
-    ["id", "webhookId", "guid", "status", "attemptCount", "createdAt", "nextAttemptAt", "attempts"],
+    [
+        "id",
+        "webhookId",
+        "endpointId",
+        "guid",
+        "status",
+        "attemptCount",
+        "createdAt",
+        "nextAttemptAt",
+        "attempts",
+    ],
     id=INTEGER,
     webhookId={**STRING, "description": "the webhook-id header: the same on every attempt"},
+    endpointId={**STRING, "description": "the endpoint it goes to; default: /webhook/set's"},
     guid=STRING,
     status={"type": "string", "enum": ["pending", "delivered", "failed"]},
     attemptCount={**INTEGER, "description": "attempts of the current retry schedule"},
@@ -469,6 +480,22 @@ DELIVERY_PAGE = obj(
     offset=INTEGER,
     limit=INTEGER,
 )
+WEBHOOK_ENDPOINT = obj(
+    ["id", "ownerAddress", "url", "secret", "types", "enabled", "createdAt"],
+    id={**STRING, "description": "ep_...; default: the /webhook/set URL"},
+    ownerAddress=ADDRESS,
+    url=STRING,
+    secret={**STRING, "description": "whsec_...: this endpoint's signing secret"},
+    types={"type": "array", "items": STRING, "description": "the event types it is sent"},
+    enabled={"type": "boolean"},
+    createdAt={**NULLABLE_INTEGER, "description": "unix seconds; null for default"},
+)
+WEBHOOK_ENDPOINTS = obj(
+    ["ownerAddress", "items"],
+    ownerAddress=ADDRESS,
+    items={"type": "array", "items": WEBHOOK_ENDPOINT},
+)
+ENDPOINT_REMOVED = obj(["removed", "id"], removed={"type": "boolean"}, id=STRING)
 REDELIVERED = obj(
     ["ownerAddress", "since", "redelivered"],
     ownerAddress=ADDRESS,

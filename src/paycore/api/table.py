@@ -39,6 +39,7 @@ ROUTES: list[Route] = [
         session="owner",
         idempotent=True,
         one_transaction=True,
+        soft_mode="claimed",
     ),
     Route(
         ("POST",),
@@ -47,7 +48,9 @@ ROUTES: list[Route] = [
         "Get a proof-of-work challenge for invoice creation",
         request=rq.ChallengeRequest,
         response=schemas.CHALLENGE,
-        errors=(400,),
+        errors=(400, 429),
+        soft_mode="public",
+        ip_limit="challenge",
     ),
     Route(
         ("GET",),
@@ -57,6 +60,7 @@ ROUTES: list[Route] = [
         response=schemas.INVOICE,
         errors=(401, 404),
         one_transaction=True,
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -67,6 +71,7 @@ ROUTES: list[Route] = [
         response={"oneOf": [{"type": "array", "items": schemas.INVOICE}, schemas.INVOICE_PAGE]},
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("GET",),
@@ -77,6 +82,7 @@ ROUTES: list[Route] = [
         response=schemas.TRANSACTION_PAGE,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("GET",),
@@ -86,6 +92,7 @@ ROUTES: list[Route] = [
         request=rq.PricesQuery,
         response=schemas.PRICES,
         errors=(400,),
+        soft_mode="public",
     ),
     # -- refunds: the unsigned withdrawal to the payer, recorded pending until the watcher
     # sees the owner's wallet pay it ---------------------------------------------------------
@@ -100,6 +107,7 @@ ROUTES: list[Route] = [
         errors=(400, 401, 403, 404, 409, 502),
         session="owner",
         idempotent=True,
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -110,6 +118,7 @@ ROUTES: list[Route] = [
         response=schemas.REFUND_CANCELLED,
         errors=(400, 401, 403, 404, 409),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -121,6 +130,7 @@ ROUTES: list[Route] = [
         errors=(400, 401),
         session="owner",
         signed_empty_body=True,
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -131,6 +141,7 @@ ROUTES: list[Route] = [
         response=schemas.POLL_TOKEN,
         errors=(400, 401),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -139,9 +150,11 @@ ROUTES: list[Route] = [
         "Register a session key",
         request=rq.Registration,
         response=schemas.REGISTERED,
-        errors=(400, 401, 403, 409),
+        errors=(400, 401, 403, 409, 429),
         # optional session headers of the key itself make a refresh (docs/decisions.md)
         plain_answer=True,
+        soft_mode="signed",
+        ip_limit="registration",
     ),
     Route(
         ("POST",),
@@ -151,6 +164,7 @@ ROUTES: list[Route] = [
         request=rq.Deregistration,
         response=schemas.DEREGISTERED,
         errors=(400, 401, 403, 404),
+        soft_mode="signed",
     ),
     Route(
         ("GET",),
@@ -161,6 +175,7 @@ ROUTES: list[Route] = [
         response=schemas.PUBKEYS,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("POST",),
@@ -171,6 +186,7 @@ ROUTES: list[Route] = [
         response=schemas.OWNER_URL,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -181,6 +197,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK,
         errors=(400, 401),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -191,6 +208,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK,
         errors=(400, 401),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -201,6 +219,7 @@ ROUTES: list[Route] = [
         response=schemas.REMOVED,
         errors=(400, 401),
         session="none",
+        soft_mode="signed",
     ),
     # -- the webhook delivery log and redelivery (session-signed) ------------------------------
     Route(
@@ -212,6 +231,7 @@ ROUTES: list[Route] = [
         response=schemas.DELIVERY_PAGE,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("POST",),
@@ -220,8 +240,9 @@ ROUTES: list[Route] = [
         "Send one delivery again, with its webhook-id",
         request=rq.Redeliver,
         response=schemas.DELIVERY,
-        errors=(400, 401, 403, 404),
+        errors=(400, 401, 403, 404, 429),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -230,7 +251,60 @@ ROUTES: list[Route] = [
         "Send every failed delivery since a time again",
         request=rq.RedeliverFailed,
         response=schemas.REDELIVERED,
+        errors=(400, 401, 403, 429),
+        session="owner",
+        soft_mode="session",
+    ),
+    # -- webhook endpoints: several per owner, each with its secret and event types ---------
+    Route(
+        ("POST",),
+        "/webhook/endpoints",
+        webhooks.create_endpoint,
+        "Add a webhook endpoint with its own secret and event types",
+        status=201,
+        request=rq.CreateEndpoint,
+        response=schemas.WEBHOOK_ENDPOINT,
         errors=(400, 401, 403),
+        session="owner",
+    ),
+    Route(
+        ("GET",),
+        "/webhook/endpoints",
+        webhooks.list_endpoints,
+        "The owner's webhook endpoints, the /webhook/set URL first",
+        request=rq.EndpointsQuery,
+        response=schemas.WEBHOOK_ENDPOINTS,
+        errors=(400, 401, 403),
+        session="owner",
+    ),
+    Route(
+        ("POST",),
+        "/webhook/endpoints/update",
+        webhooks.update_endpoint,
+        "Change an endpoint's URL, event types or enabled flag",
+        request=rq.UpdateEndpoint,
+        response=schemas.WEBHOOK_ENDPOINT,
+        errors=(400, 401, 403, 404),
+        session="owner",
+    ),
+    Route(
+        ("POST",),
+        "/webhook/endpoints/rotate-secret",
+        webhooks.rotate_endpoint_secret,
+        "Give an endpoint a new signing secret",
+        request=rq.EndpointId,
+        response=schemas.WEBHOOK_ENDPOINT,
+        errors=(400, 401, 403, 404),
+        session="owner",
+    ),
+    Route(
+        ("POST",),
+        "/webhook/endpoints/delete",
+        webhooks.delete_endpoint,
+        "Remove an endpoint",
+        request=rq.EndpointId,
+        response=schemas.ENDPOINT_REMOVED,
+        errors=(400, 401, 403, 404),
         session="owner",
     ),
     # -- the merchant's identity on the checkout page (session-signed) -------------------------
@@ -243,6 +317,7 @@ ROUTES: list[Route] = [
         response=schemas.MERCHANT_PROFILE,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("GET",),
@@ -253,6 +328,7 @@ ROUTES: list[Route] = [
         response=schemas.MERCHANT_PROFILE,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="claimed",
     ),
     # -- the accounting export (streamed CSV or JSON lines) -----------------------------------
     Route(
@@ -264,6 +340,7 @@ ROUTES: list[Route] = [
         errors=(400, 401, 403),
         session="owner",
         media_type="text/csv",
+        soft_mode="claimed",
     ),
     # -- payment links --------------------------------------------------------------------------
     Route(
@@ -277,6 +354,7 @@ ROUTES: list[Route] = [
         errors=(400, 401, 403),
         session="owner",
         idempotent=True,
+        soft_mode="session",
     ),
     Route(
         ("GET",),
@@ -287,6 +365,7 @@ ROUTES: list[Route] = [
         response=schemas.PAYMENT_LINK_PAGE,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         ("POST",),
@@ -297,6 +376,7 @@ ROUTES: list[Route] = [
         response=schemas.PAYMENT_LINK,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("GET",),
@@ -308,6 +388,7 @@ ROUTES: list[Route] = [
         errors=(400, 404, 410, 429),
         session="none",
         media_type="text/html",
+        soft_mode="public",
     ),
     # -- salt-signed management calls and app keys (docs/management.md) ---------------------
     Route(
@@ -319,6 +400,7 @@ ROUTES: list[Route] = [
         response=schemas.CALLBACK_CHANGED,
         errors=(400, 401, 403),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -329,6 +411,7 @@ ROUTES: list[Route] = [
         response=schemas.EMAIL_SETTING,
         errors=(400, 401, 403),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -339,6 +422,7 @@ ROUTES: list[Route] = [
         response=schemas.WALLET_INDEX_SET,
         errors=(400, 401, 403, 409, 502),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -349,16 +433,18 @@ ROUTES: list[Route] = [
         response=schemas.WALLET_INDEX_SET,
         errors=(400, 401, 403, 409, 502),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
         "/addNewAppKey",
         management.add_app_key,
-        "Let a new key act for the owner (the owner adds the first; at most 10)",
-        request=rq.AppKeyChange,
+        "Let a new key act for the owner, with the key's consent (the owner adds the first)",
+        request=rq.NewAppKey,
         response=schemas.APP_KEY_ADDED,
         errors=(400, 401, 403, 409, 502),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -369,6 +455,7 @@ ROUTES: list[Route] = [
         response=schemas.APP_KEY_REMOVED,
         errors=(400, 401, 403, 404, 409, 502),
         session="none",
+        soft_mode="signed",
     ),
     Route(
         ("POST",),
@@ -379,6 +466,7 @@ ROUTES: list[Route] = [
         response=schemas.APP_KEYS,
         errors=(400, 502),
         session="none",
+        soft_mode="public",
     ),
     # -- staking helpers (Ethereum only): GET (query; lists comma-separated) or POST (JSON) --
     Route(
@@ -389,6 +477,7 @@ ROUTES: list[Route] = [
         request=rq.StakingInfo,
         response=schemas.STAKING_INFO,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -398,6 +487,7 @@ ROUTES: list[Route] = [
         request=rq.StakeChange,
         response=schemas.STAKING_TX,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -407,6 +497,7 @@ ROUTES: list[Route] = [
         request=rq.StakeChange,
         response=schemas.STAKING_TX,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -416,6 +507,7 @@ ROUTES: list[Route] = [
         request=rq.Claim,
         response=schemas.STAKING_TX,
         errors=(400, 502),
+        soft_mode="public",
     ),
     # -- smart-wallet and withdrawal helpers: GET (query) or POST (JSON body) -----------------
     Route(
@@ -426,6 +518,7 @@ ROUTES: list[Route] = [
         request=rq.GetAddress,
         response=schemas.DEPOSIT_ADDRESS,
         errors=(400,),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -435,6 +528,7 @@ ROUTES: list[Route] = [
         request=rq.OwnerChain,
         response=schemas.INIT_WALLET_TX,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -444,6 +538,7 @@ ROUTES: list[Route] = [
         request=rq.DeployWallet,
         response=schemas.DEPLOYED,
         errors=(400, 502),
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -454,6 +549,7 @@ ROUTES: list[Route] = [
         response=schemas.BALANCES,
         errors=(400, 401, 403, 502),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         GET_POST,
@@ -464,6 +560,7 @@ ROUTES: list[Route] = [
         response=schemas.INIT_WITHDRAW_TX,
         errors=(400, 401, 403, 502),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         GET_POST,
@@ -474,6 +571,7 @@ ROUTES: list[Route] = [
         response=schemas.HISTORY,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="claimed",
     ),
     Route(
         GET_POST,
@@ -483,6 +581,7 @@ ROUTES: list[Route] = [
         status=410,
         errors=(410,),
         session="none",  # gone for everyone: nothing to authenticate
+        soft_mode="public",
     ),
     Route(
         GET_POST,
@@ -492,6 +591,7 @@ ROUTES: list[Route] = [
         request=rq.Faucet,
         response=schemas.FAUCET_SENT,
         errors=(400, 502),
+        soft_mode="public",
     ),
     # -- GET /ws is served by each adapter's WebSocket route; a plain request lands here --
     Route(
@@ -501,6 +601,7 @@ ROUTES: list[Route] = [
         "WebSocket event stream (the same events as polling); plain HTTP gets 426",
         errors=(426,),
         session="none",
+        soft_mode="public",
     ),
     # -- the hosted checkout page (public, HTML): paymentUrl is {checkout_url}/?invoice=<guid> --
     Route(
@@ -510,6 +611,7 @@ ROUTES: list[Route] = [
         "The checkout page (HTML)",
         session="none",
         media_type="text/html",
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -518,6 +620,7 @@ ROUTES: list[Route] = [
         "The same page",
         session="none",
         media_type="text/html",
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -527,6 +630,7 @@ ROUTES: list[Route] = [
         errors=(404,),
         session="none",
         media_type="*/*",
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -537,6 +641,7 @@ ROUTES: list[Route] = [
         errors=(400,),
         session="none",
         media_type="image/svg+xml",
+        soft_mode="public",
     ),
 ]
 

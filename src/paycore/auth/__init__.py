@@ -33,15 +33,18 @@ from .signatures import (
     recover_address,
 )
 from .wallet import (
+    accept_app_key_message,
     clear_webhook_message,
     deregister_pubkey_message,
     get_webhook_message,
     poll_register_message,
     set_webhook_message,
+    verify_app_key_consent,
     verify_wallet_signature,
 )
 
 __all__ = [
+    "accept_app_key_message",
     "NONCE_HEADER",
     "PUBKEY_HEADER",
     "SIGNATURE_HEADER",
@@ -66,6 +69,7 @@ __all__ = [
     "registration_wire",
     "session_message",
     "set_webhook_message",
+    "verify_app_key_consent",
     "signed_payload",
     "signed_text",
     "solve",

@@ -48,7 +48,8 @@ def solve(challenge: str, difficulty: int) -> int:
 def issue_challenge(
     storage: Storage, settings: Settings, address: object, *, now: int
 ) -> PowChallenge:
-    """POST /invoice/challenge: a fresh random challenge for ``address``, stored until expiry.
+    """POST /invoice/challenge: a fresh random challenge for ``address``, stored until expiry
+    when proof of work is on (``pow_difficulty`` > 0); with it off, answered and not stored.
 
     Raises InvalidInput when address is missing or not an address.
     """
@@ -60,8 +61,11 @@ def issue_challenge(
         difficulty=settings.pow_difficulty,
         expires_at=now + settings.challenge_ttl,
     )
-    with storage.transaction() as tx:
-        tx.put_challenge(challenge)
+    if challenge.difficulty > 0:
+        # Off, POST /invoice asks for no proof: a challenge nobody will spend is not stored,
+        # or every call of this public endpoint would leave a row behind.
+        with storage.transaction() as tx:
+            tx.put_challenge(challenge)
     return challenge
 
 

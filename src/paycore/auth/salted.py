@@ -49,6 +49,11 @@ def _salt(body: Mapping[str, Any]) -> float:
     raise InvalidInput("salt", "must be a unix timestamp in seconds")
 
 
+def salt_seconds(body: Mapping[str, Any]) -> int:
+    """The body's salt in whole seconds (what texts that name the call's salt carry)."""
+    return math.floor(_salt(body))
+
+
 def verify_salted(
     storage: Storage, settings: Settings, body: Mapping[str, Any], *, now: int
 ) -> str:

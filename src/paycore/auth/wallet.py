@@ -21,6 +21,25 @@ def set_webhook_message(owner: str, url: str) -> str:
     return f"set-webhook:{_owner_lower(owner)}:{url}"
 
 
+def accept_app_key_message(owner: str, app_key: str, salt: int) -> str:
+    """What an app key signs to agree to act for ``owner`` (POST /addNewAppKey): the owner,
+    the key itself and the call's salt in whole seconds, so the consent names whom it is
+    for and is good for that one call only."""
+    return f"accept-app-key:{_owner_lower(owner)}:{app_key.lower()}:{salt}"
+
+
+def verify_app_key_consent(owner: str, app_key: str, salt: int, signature: object) -> None:
+    """Check that ``app_key`` signed :func:`accept_app_key_message`: an address becomes an
+    app key only when its holder agrees, or anyone could make another merchant's wallet
+    an app key of theirs. 401 ``app key signature: ...`` otherwise."""
+    prefix = "app key signature"
+    message = accept_app_key_message(owner, app_key, salt)
+    if recover_address(message, signature, prefix=prefix) != app_key:
+        raise AuthError(
+            f"not signed by {app_key}: the app key signs {message!r} (EIP-191)", prefix=prefix
+        )
+
+
 def get_webhook_message(owner: str) -> str:
     return f"get-webhook:{_owner_lower(owner)}"
 

@@ -131,6 +131,11 @@ _HASHES_PER_BATCH = 16
 #: Seconds before the oldest watched invoice's creation a new watcher begins: room for the
 #: gateway host's clock to run ahead of the block producers' (docs/chains.md).
 FIRST_PASS_MARGIN = 600
+#: The longest wait between passes while the node fails: each failed pass doubles the wait
+#: from ``poll_interval`` up to this, so a dead node is asked once a minute, not every 2 s.
+NODE_BACKOFF_CAP = 60.0
+#: A node outage is said when it starts and again every this many failed passes.
+NODE_REMIND_EVERY = 30
 
 
 class Inconsistent(Exception):
@@ -225,6 +230,18 @@ class ChainWatcher(Generic[ChainT]):
         """Scan the blocks after ``last`` (whose hash the cursor holds, if any) up to
         ``safe``, attributing what they hold and advancing the cursor range by range."""
         raise NotImplementedError
+
+    def _node_failed(self, exc: Exception, failures: int) -> None:
+        """Say a node outage once, as it starts, and again every ``NODE_REMIND_EVERY``
+        failed passes, instead of a line (or a traceback) every pass while it lasts."""
+        level = logging.WARNING if failures % NODE_REMIND_EVERY == 1 else logging.DEBUG
+        log.log(
+            level,
+            "chain %d: watcher pass failed: %s (%d in a row; backing off)",
+            self.chain.chain_id,
+            exc,
+            failures,
+        )
 
     def _node_trouble(self, exc: Exception) -> float | None:
         """Seconds to wait before the next pass when ``exc`` is the node failing (no answer,
@@ -657,6 +674,7 @@ class ChainWatcher(Generic[ChainT]):
             self.gateway.settings,
             pace=self.config.poll_interval,
         )
+        node_failures = 0  # passes in a row the node failed: the outage's length
         try:
             while not stop.is_set():
                 try:
@@ -668,12 +686,23 @@ class ChainWatcher(Generic[ChainT]):
                     pause = self._node_trouble(exc)
                     if pause is None:
                         log.exception("chain %d: watcher pass failed", self.chain.chain_id)
-                    else:  # the node's trouble, already worded: one line, then wait it out
-                        log.warning("chain %d: watcher pass failed: %s", self.chain.chain_id, exc)
-                        stop.wait(max(0.0, pause - self.config.poll_interval))
+                    else:  # the node's trouble, already worded: said once, then backed off
+                        node_failures += 1
+                        self._node_failed(exc, node_failures)
+                        backoff = min(
+                            self.config.poll_interval * 2 ** (node_failures - 1), NODE_BACKOFF_CAP
+                        )
+                        stop.wait(max(0.0, max(pause, backoff) - self.config.poll_interval))
                     report = StepReport(held=True, error="exception")
                 else:
                     guard.succeeded()
+                    if node_failures:
+                        log.info(
+                            "chain %d: the node answers again after %d failed passes",
+                            self.chain.chain_id,
+                            node_failures,
+                        )
+                        node_failures = 0
                 if report.caught_up or not report.held or report.error:
                     stop.wait(self.config.poll_interval)
         finally:

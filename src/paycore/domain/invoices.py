@@ -26,9 +26,9 @@ from . import machine
 from .aliases import resolve_token
 from .detected import Detected
 from .fields import Address, Amount, ChainId, Token, Uint
-from .money import parse_amount
+from .money import MAX_AMOUNT, parse_amount
 from .records import Deposit, Invoice, Payment, Status, Transaction, Valuation
-from .tokens import normalize_address
+from .tokens import normalize_address, normalize_token_address
 
 MAX_ACCEPTED_TOKENS = 20
 MAX_DESCRIPTION = 2000
@@ -214,6 +214,36 @@ def pick_invoice(candidates: list[Invoice], deposit: Deposit) -> Invoice | None:
         if invoice.status in machine.OPEN:
             return invoice
     return before[-1] if before else None
+
+
+def checked_deposit(deposit: Deposit) -> Deposit:
+    """A deposit a host hands to ``Gateway.record_deposit``, checked and normalised at the
+    edge (the watchers build theirs from chain data): ``InvalidInput`` with a one-line text
+    for a field of the wrong type or out of range; the deposit address and token in their
+    canonical form."""
+    for field, value in (
+        ("chain_id", deposit.chain_id),
+        ("log_index", deposit.log_index),
+        ("timestamp", deposit.timestamp),
+        ("block_number", deposit.block_number),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidInput(f"deposit.{field}", "must be an integer")
+    if deposit.chain_id < 1 or deposit.timestamp < 0 or deposit.log_index < -1:
+        raise InvalidInput("deposit", "chain_id, timestamp or log_index out of range")
+    for field, text in (("tx_hash", deposit.tx_hash), ("from_", deposit.from_)):
+        if not isinstance(text, str) or not text or len(text) > 128:
+            raise InvalidInput(f"deposit.{field}", "must be a non-empty string")
+    amount = deposit.amount
+    if not isinstance(amount, Decimal) or not amount.is_finite():
+        raise InvalidInput("deposit.amount", "must be a finite Decimal")
+    if amount < 0 or amount >= MAX_AMOUNT:
+        raise InvalidInput("deposit.amount", "must be at least 0 and below 10^30")
+    return attrs.evolve(
+        deposit,
+        to=normalize_address(deposit.chain_id, deposit.to, "deposit.to"),
+        token=normalize_token_address(deposit.chain_id, deposit.token, "deposit.token"),
+    )
 
 
 def attribute_deposit(

@@ -106,7 +106,10 @@ def _payment_event(before: Status, move: Move) -> EventType:
     not fulfil twice), so a deposit on a settled invoice is named for the status it met."""
     if move is Move.SETTLED_DEPOSIT:
         return EventType.OVERPAID if before is Status.PAID else EventType.LATE_PAYMENT
-    return EventType.PAID if move is Move.FULL else EventType.PARTIALLY_PAID
+    if move is Move.FULL:
+        return EventType.PAID
+    # partialPaid -> partialPaid is money in, but no status change (docs/interface.md §Events).
+    return EventType.FURTHER_PAYMENT if before is Status.PARTIAL_PAID else EventType.PARTIALLY_PAID
 
 
 def _reaches_value(invoice: Invoice, paid: Decimal, tolerance: Decimal) -> bool:

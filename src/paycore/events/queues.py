@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 
 from ..config import Settings
+from ..domain.changes import STATUS_CHANGES
 from ..domain.records import OutboxEvent, OutboxRead, PollToken
 from ..storage import OutboxSignal, SignalledStorage, Storage
 
@@ -56,9 +57,15 @@ class EventQueues:
 
     def drain(self, consumer: str) -> list[OutboxEvent]:
         """Take the events queued for ``consumer``, oldest first, at most the newest
-        ``event_retention``; each is returned once, whoever drains concurrently."""
+        ``event_retention``; each is returned once, whoever drains concurrently.
+
+        Only status changes (``STATUS_CHANGES``) are returned: a poll payload is the plain
+        Invoice record with no type (docs/interface.md §Events), so an overpayment's second ``paid``
+        record would read as a second payment. The queue still moves past the other types,
+        so its position, its cap and the outbox's pruning stay those of the whole outbox."""
         with self._storage.transaction() as tx:
-            return tx.drain_queue(consumer, self._settings.event_retention)
+            drained = tx.drain_queue(consumer, self._settings.event_retention)
+        return [event for event in drained if event.type in STATUS_CHANGES]
 
     def register_token(self, owner: str, now: int) -> PollToken:
         """A new legacy poll token for ``owner`` with its queue, in one transaction."""

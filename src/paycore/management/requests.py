@@ -59,6 +59,26 @@ class AppKeyChange:
 
 
 @attrs.frozen
+class NewAppKey:
+    """POST /addNewAppKey: the owner's (or an app key's) salt-signed body, which carries the
+    new key's own consent (docs/management.md §App keys)."""
+
+    salt: Salt = attrs.field(metadata={"doc": _SALT})
+    signature: str = attrs.field(metadata={"doc": _SALTED})
+    app_key_address: Address = attrs.field(metadata={"doc": "an EVM account"})
+    app_key_signature: str = attrs.field(
+        metadata={
+            "doc": "the app key's EIP-191 signature of "
+            "accept-app-key:{ownerAddressLower}:{appKeyAddressLower}:{salt}: its holder agrees"
+        }
+    )
+    chain_id: ChainId | None = attrs.field(
+        default=None, metadata={"doc": "also build the wallet's transaction there"}
+    )
+    owner_address: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+
+
+@attrs.frozen
 class AppKeysQuery:
     owner_address: Address = attrs.field()
     chain_id: ChainId | None = attrs.field(

@@ -3,7 +3,9 @@ e-mail switch. docs/management.md is the merchant-facing account of the same dec
 
 Who may call. A salt-signed body carries no owner (docs/interface.md §Salt-signed calls):
 the owner is found from the signer. An app key acts for the owner whose key it is (an
-address is the app key of one owner at most); any other signer acts for itself, provided paycore
+address is the app key of one owner at most, and becomes one only with its own consent,
+``appKeySignature``) -- unless it is also an owner paycore knows, when the body must say
+which with ``ownerAddress`` (400 otherwise); any other signer acts for itself, provided paycore
 knows it as an owner (it has invoices, a session key, a webhook, an e-mail setting, an allocated
 deposit index, app keys, or a deployed wallet on the chain named in the body). A body may add
 ``ownerAddress`` -- it is signed along with the rest -- to say outright which owner it means;
@@ -30,7 +32,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from ..auth import verify_salted
+from ..auth import verify_app_key_consent, verify_salted
+from ..auth.salted import salt_seconds
 from ..chains.admin import (
     ADD_APP_KEY,
     DISABLE_INDEX,
@@ -49,6 +52,7 @@ from .requests import (
     AppKeyChange,
     AppKeysQuery,
     ChangeCallbackUrl,
+    NewAppKey,
     SetEmailNotifications,
     WalletIndexChange,
 )
@@ -203,12 +207,20 @@ class Management:
                 if key is None or key.owner != owner:
                     raise Forbidden(f"{signer} is neither {owner} nor one of its app keys")
                 return Actor(signer, owner, key)
-            if owner is None and key is not None:
-                return Actor(signer, key.owner, key)
             known = tx.owner_is_known(signer)
         backend = _admin_backend(gateway, chain_id)
         if not known and backend is not None and chain_id is not None:
             known = backend.wallet_deployed(chain_id, signer)
+        if owner is None and key is not None:
+            if known:
+                # Whom would it act for? Guessing either way lets one owner's record decide
+                # what another's signature does (docs/management.md §Whom a call acts for).
+                raise InvalidInput(
+                    "ownerAddress",
+                    f"required: the signer {signer} is an owner and an app key of "
+                    f"{key.owner}; name the owner this call is for",
+                )
+            return Actor(signer, key.owner, key)
         if not known:
             raise Forbidden(
                 f"the signer {signer} is neither an owner known to paycore nor an app key of one"
@@ -350,22 +362,28 @@ class Management:
             return set(tx.disabled_wallet_indexes(owner, chain_id))
 
     def add_app_key(
-        self, request: AppKeyChange | Mapping[str, Any], signed: Mapping[str, Any] | None = None
+        self, request: NewAppKey | Mapping[str, Any], signed: Mapping[str, Any] | None = None
     ) -> Json:
-        """/addNewAppKey: let ``appKeyAddress`` act for the owner.
+        """/addNewAppKey: let ``appKeyAddress`` act for the owner, with its consent.
+
+        The key itself signs ``accept-app-key:{owner}:{appKey}:{salt}`` (EIP-191,
+        ``appKeySignature``): without it anyone could name another merchant's wallet as an
+        app key of theirs and have that merchant's own calls act for them.
 
         The owner adds the first key; after that the owner or any of its app keys may add more,
         up to MAX_APP_KEYS (409 beyond) -- the wallet contract's own rules. A key already in
         paycore's records is accepted again only to get the transaction for a chain where the
         wallet lacks it.
         """
-        typed, body = _salted(AppKeyChange, request, signed)
+        typed, body = _salted(NewAppKey, request, signed)
         gateway = self._gateway
         address = _evm_address(typed.app_key_address, "appKeyAddress")
         chain_id = chain_field(gateway, typed.chain_id)
+        salt = salt_seconds(body)
         actor = self.authenticate(typed.owner_address, body, chain_id)
         if address == actor.owner:
             raise InvalidInput("appKeyAddress", "is the owner itself, which needs no app key")
+        verify_app_key_consent(actor.owner, address, salt, typed.app_key_signature)
         with self._storage.transaction() as tx:
             existing = tx.get_app_key(address)
             count = len(tx.app_keys_of(actor.owner))

@@ -25,6 +25,9 @@ MAX_URL = 500
 _EMAIL = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
 #: Characters that would split a CSP source list or an HTML attribute.
 _UNSAFE = set(" \t\r\n;,'\"<>\\`")
+#: One DNS label: what a CSP host-source may hold besides dots (no ``*``, no ``%``, no
+#: brackets), so the logo's origin is one host and never a wildcard like ``https://*``.
+_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
 
 @attrs.frozen
@@ -117,9 +120,17 @@ def _https_url(raw: str | None, field: str) -> str | None:
         raise InvalidInput(field, "must be an https URL") from None
     if parts.scheme.lower() != "https" or not parts.hostname:
         raise InvalidInput(field, "must be an https URL")
+    if not _hostname(parts.hostname) or parts.netloc.endswith(":"):
+        raise InvalidInput(field, "must name one valid host name (no wildcard)")
     if parts.username is not None or parts.password is not None:
         raise InvalidInput(field, "must not carry a user name or password")
     return text
+
+
+def _hostname(host: str) -> bool:
+    """A plain host name (or dotted IPv4): labels of letters, digits and inner hyphens."""
+    labels = host.lower().split(".")
+    return len(host) <= 253 and all(_LABEL.match(label) for label in labels)
 
 
 def _support(raw: str | None) -> str | None:

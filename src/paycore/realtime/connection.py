@@ -26,6 +26,7 @@ from anyio import to_thread
 
 from ..auth.session import is_active, is_revoked
 from ..crypto import ecies
+from ..domain.changes import UPDATED
 from ..domain.records import SessionKey
 from ..errors import AuthError, StorageUnavailable
 from ..gateway import Gateway
@@ -123,7 +124,7 @@ class SocketSession:
         # key that registered an encryption key, unless the client opts out; pushes are
         # owner-scoped answers.
         self._encrypt_to = None if frame.plaintext else key.encryption_public_key
-        self.subscription = self.hub.subscribe(key.owner, wake)
+        self.subscription = self.hub.subscribe(key.owner, wake, frame.types)
         self._next_check = time.monotonic() + self.gateway.settings.ws_recheck_interval
         registered = self.conversation.accept(key.owner, encrypted=self._encrypt_to is not None)
         if frame.after is not None:
@@ -155,7 +156,10 @@ class SocketSession:
             )
             wake()
             return
-        replayed = [(e.id, encode_event(e.payload)) for e in read.events]
+        wanted = self.subscription
+        replayed = [
+            (e.id, encode_event(e.payload), e.type) for e in read.events if wanted.wants(e.type)
+        ]
         self.subscription.resume(replayed, read.upto)
 
     def pending(self) -> list[str] | Close:
@@ -169,11 +173,15 @@ class SocketSession:
             # A control frame, like the error frames: never encrypted, it holds no data.
             frames.append(self.conversation.resync(self._resync))
             self._resync = None
-        taken = subscription.take_with_ids()
+        taken = subscription.take_typed()
         if taken:
-            ids = [i for i, _ in taken]
+            ids = [i for i, _, _ in taken]
             known = None if None in ids else [i for i in ids if i is not None]
-            frames.append(self._sealed(self.conversation.push([e for _, e in taken], known)))
+            # A typed subscription is told each event's type (an untyped one from another
+            # process's Hub is a status change: its record's status names it).
+            types = [t or UPDATED for _, _, t in taken] if subscription.typed else None
+            events = [e for _, e, _ in taken]
+            frames.append(self._sealed(self.conversation.push(events, known, types)))
         return frames
 
     def _sealed(self, frame: str) -> str:

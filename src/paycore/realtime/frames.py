@@ -9,10 +9,10 @@ below is testable without a server.
 
     server  {"type":"challenge","challenge":"<64 hex>"}
     client  {"type":"register","nonce":N,"signature":"0x.."}         (optional "publicKey",
-                                              optional "encryption":"none", optional "after":ID)
+                  optional "encryption":"none", optional "after":ID, optional "events":[TYPE])
     server  {"type":"registered","ownerAddress":"0x..","encryption":"none"|"ecies-secp256k1"}
     server  {"ownerAddress":"0x..","events":[Invoice, ...],"eventIds":[ID, ...]}
-                                                                    (repeated, one per batch)
+                                    (repeated, one per batch; "eventTypes" too when subscribed)
     server  {"type":"resync","message":".."}        (instead of a replay that would be too long)
 
 The register signature covers ``sess:{nonce}:{sha256hex(challenge)}``, where the hashed input
@@ -20,7 +20,10 @@ is the challenge text exactly as the server sent it (its ASCII bytes, as an HTTP
 would be): the same session message, nonce counter and verifier as the HTTP scheme. A
 register frame with ``"after"`` (resume: send the owner's events after that event id first)
 signs ``{challenge}:after={ID}`` instead, so the position is covered by the signature like
-every other parameter of a signed request.
+every other parameter of a signed request. A register frame with ``"events"`` (the event
+types to push instead of the status changes: ``paycore.domain.changes``) appends
+``:events={TYPE,TYPE,...}`` (as listed, joined by commas) to what it signs, after any
+``:after=``; its push frames then carry ``eventTypes`` beside ``events``.
 
 ``eventIds`` is there when the server reads its pushes from the outbox (a SQL store, every
 production setup); the in-memory store pushes changes as they are made, without ids, and
@@ -45,6 +48,9 @@ import secrets
 from collections.abc import Sequence
 
 import attrs
+
+from ..domain.changes import parse_types
+from ..errors import InvalidInput
 
 #: A frame that does not fit the protocol at this point.
 CLOSE_BAD_FRAME = 4400
@@ -90,6 +96,8 @@ class Register:
     plaintext: bool
     #: Resume: replay the owner's events after this event id first (None: from now on).
     after: int | None = None
+    #: The event types to push (None: the status changes, ``STATUS_CHANGES``).
+    types: tuple[str, ...] | None = None
 
 
 @attrs.frozen
@@ -199,7 +207,15 @@ class Conversation:
             isinstance(after, bool) or not isinstance(after, int) or not 0 <= after < 2**63
         ):
             return "after must be an event id (a non-negative integer)", None
+        types = frame.get("events")
+        if types is not None:
+            try:
+                parse_types(types, "events")
+            except InvalidInput as exc:
+                return f"events {exc.reason}", None
         signed = self.challenge if after is None else f"{self.challenge}:after={after}"
+        if types is not None:
+            signed += ":events=" + ",".join(types)
         return "", Register(
             nonce=str(nonce),
             signature=signature,
@@ -207,6 +223,7 @@ class Conversation:
             payload=signed.encode("ascii"),
             plaintext=encryption == ENCRYPTION_NONE,
             after=after,
+            types=None if types is None else tuple(types),
         )
 
     def timed_out(self, seconds: float) -> Close:
@@ -238,9 +255,15 @@ class Conversation:
             "too_slow", CLOSE_TOO_SLOW, f"too slow: more than {limit} events waiting"
         )
 
-    def push(self, events: Sequence[str], ids: Sequence[int] | None = None) -> str:
+    def push(
+        self,
+        events: Sequence[str],
+        ids: Sequence[int] | None = None,
+        types: Sequence[str] | None = None,
+    ) -> str:
         """One push frame for ``events`` (each an Invoice already encoded as JSON text),
-        with their outbox ``ids`` when known (a client resumes after the last one).
+        with their outbox ``ids`` when known (a client resumes after the last one), and
+        their ``types`` for a socket that subscribed to types.
 
         Events arrive pre-encoded so that a change is serialised once for every socket it
         goes to; several waiting events for a socket go out as one frame, the poll shape.
@@ -248,9 +271,11 @@ class Conversation:
         self._move("push")
         assert self.owner is not None  # REGISTERED implies accept() set it
         head = f'{{"ownerAddress":{json.dumps(self.owner)},"events":[{",".join(events)}]'
-        if ids is None:
-            return head + "}"
-        return head + f',"eventIds":[{",".join(str(i) for i in ids)}]}}'
+        if ids is not None:
+            head += f',"eventIds":[{",".join(str(i) for i in ids)}]'
+        if types is not None:
+            head += f',"eventTypes":{_dump(list(types))}'
+        return head + "}"
 
     def resync(self, message: str) -> str:
         """Instead of a replay past its cap: the client reads current state (GET, poll)."""

@@ -27,9 +27,10 @@ import logging
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from ..domain.changes import STATUS_CHANGES, EventPayload
 from ..domain.records import Json, OutboxEvent
 from ..events.queues import EventQueues
 from ..notify.contract import BaseNotifier
@@ -68,28 +69,46 @@ class Subscription:
     up must not grow the server's memory, and it can catch up by reading.
     """
 
-    def __init__(self, owner: str, limit: int, wake: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        owner: str,
+        limit: int,
+        wake: Callable[[], None],
+        types: Iterable[str] | None = None,
+    ) -> None:
         self.owner = owner
         self.limit = limit
         self._wake = wake
+        #: Whether the socket listed its event types (its push frames then say each type).
+        self.typed = types is not None
+        #: The event types it is pushed: the status changes unless it listed others.
+        self.types: frozenset[str] = STATUS_CHANGES if types is None else frozenset(types)
         self._lock = threading.Lock()
-        # (event id, encoded event); the id is None for a change pushed directly (no feed).
-        self._events: deque[tuple[int | None, str]] = deque()
+        # (event id, encoded event, type); the id is None for a change pushed directly (no
+        # feed), the type None for one from another process's Hub (Redis: status changes).
+        self._events: deque[tuple[int | None, str, str | None]] = deque()
         #: Events with an id at or below this were replayed already (``resume``): skipped.
         self.floor = 0
         self.overflowed = False
 
-    def offer(self, event: str, event_id: int | None = None) -> None:
+    def wants(self, type: str | None) -> bool:
+        """Whether an event of ``type`` is pushed here (an untyped one counts as a status
+        change: only status changes travel untyped, from another process's Hub)."""
+        return type in self.types if type is not None else bool(self.types & STATUS_CHANGES)
+
+    def offer(self, event: str, event_id: int | None = None, type: str | None = None) -> None:
+        if not self.wants(type):
+            return
         with self._lock:
             if self.overflowed or (event_id is not None and event_id <= self.floor):
                 return
             if len(self._events) >= self.limit:
                 self._overflow()
             else:
-                self._events.append((event_id, event))
+                self._events.append((event_id, event, type))
         self._call_wake()
 
-    def resume(self, replayed: list[tuple[int, str]], upto: int) -> None:
+    def resume(self, replayed: Sequence[tuple[int, str, str | None]], upto: int) -> None:
         """Put ``replayed`` (what a reconnecting socket missed, read from the outbox up to
         id ``upto``) before anything queued meanwhile, dropping what both hold: the feed
         may have queued an event the replay read too, and only one copy may go out."""
@@ -97,7 +116,7 @@ class Subscription:
             if self.overflowed:
                 return
             self.floor = max(self.floor, upto)
-            later = [(i, e) for i, e in self._events if i is None or i > upto]
+            later = [(i, e, t) for i, e, t in self._events if i is None or i > upto]
             self._events = deque([*replayed, *later])
             if len(self._events) > self.limit:
                 self._overflow()
@@ -119,6 +138,10 @@ class Subscription:
 
     def take_with_ids(self) -> list[tuple[int | None, str]]:
         """``take`` with each event's outbox id (None for a direct push)."""
+        return [(i, event) for i, event, _type in self.take_typed()]
+
+    def take_typed(self) -> list[tuple[int | None, str, str | None]]:
+        """``take`` with each event's outbox id and type (None where not known)."""
         with self._lock:
             if not self._events:
                 return []
@@ -168,14 +191,17 @@ class Hub(BaseNotifier):
         return cls(queue_size=settings.ws_queue_size, fanout=fanout)
 
     # -- sockets --------------------------------------------------------------------------
-    def subscribe(self, owner: str, wake: Callable[[], None]) -> Subscription:
-        """Follow ``owner``'s changes from now on. May block briefly the first time, while
-        the fan-out starts listening, so that "registered" means "receiving"."""
+    def subscribe(
+        self, owner: str, wake: Callable[[], None], types: Iterable[str] | None = None
+    ) -> Subscription:
+        """Follow ``owner``'s changes of ``types`` (the status changes when None) from now
+        on. May block briefly the first time, while the fan-out starts listening, so that
+        "registered" means "receiving"."""
         if self.feed is not None:
             self.feed.listen()
         elif self.fanout is not None:
             self.fanout.listen(self.deliver)
-        subscription = Subscription(owner, self.queue_size, wake)
+        subscription = Subscription(owner, self.queue_size, wake, types)
         with self._lock:
             self._by_owner.setdefault(owner.lower(), set()).add(subscription)
         return subscription
@@ -201,39 +227,50 @@ class Hub(BaseNotifier):
         """The Notifier entry point: one committed change, pushed here and published.
 
         With no fan-out and no socket for ``owner`` this costs one dict lookup, which is
-        what every process that serves no sockets pays per change.
+        what every process that serves no sockets pays per change. The gateway's payload
+        says its event type (``EventPayload``): sockets get the types they follow, and only
+        status changes are published to other processes, whose Hubs cannot tell types apart.
         """
+        type = payload.type if isinstance(payload, EventPayload) else None
+        published = self.fanout is not None and (type is None or type in STATUS_CHANGES)
         if self.feed is not None:
             # The feed pushes it, from the outbox, in every process (this one included).
             # Still published when Redis is configured, for web processes of an older
             # release listening there during a rolling upgrade.
-            if self.fanout is not None:
+            if published and self.fanout is not None:
                 self.fanout.publish(owner, encode_event(payload))
             return
         if self.fanout is None and not self.subscribers(owner):
             return
         event = encode_event(payload)
-        self.deliver(owner, event)
-        if self.fanout is not None:
+        self._offer(owner, event, None, type)
+        if published and self.fanout is not None:
             self.fanout.publish(owner, event)
 
     def deliver(self, owner: str, event: str) -> int:
-        """Queue one encoded event on this process's sockets for ``owner``; how many."""
-        with self._lock:
-            targets = list(self._by_owner.get(owner.lower(), ()))
-        for subscription in targets:
-            subscription.offer(event)
-        return len(targets)
+        """Queue one encoded event (a status change another process published) on this
+        process's sockets for ``owner``; how many."""
+        return self._offer(owner, event, None, None)
 
     def deliver_event(self, event: OutboxEvent) -> int:
-        """Queue one outbox event, with its id, on this process's sockets for its owner."""
+        """Queue one outbox event, with its id, on this process's sockets for its owner
+        that follow its type."""
         with self._lock:
             targets = list(self._by_owner.get(event.owner.lower(), ()))
-        if targets:
+        wanting = [s for s in targets if s.wants(event.type)]
+        if wanting:
             text = encode_event(event.payload)
-            for subscription in targets:
-                subscription.offer(text, event.id)
-        return len(targets)
+            for subscription in wanting:
+                subscription.offer(text, event.id, event.type)
+        return len(wanting)
+
+    def _offer(self, owner: str, event: str, event_id: int | None, type: str | None) -> int:
+        with self._lock:
+            targets = list(self._by_owner.get(owner.lower(), ()))
+        wanting = [s for s in targets if s.wants(type)]
+        for subscription in wanting:
+            subscription.offer(event, event_id, type)
+        return len(wanting)
 
     def close(self) -> None:
         """Stop listening to other processes (the sockets end on their own)."""

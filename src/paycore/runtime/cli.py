@@ -343,7 +343,9 @@ def serve_command(
     "--signals",
     multiple=True,
     metavar="MODULE",
-    help="import MODULE (repeatable), whose @paycore.on handlers this worker then calls",
+    help="import MODULE (repeatable; MODULE:FACTORY also calls FACTORY(), e.g. an app "
+    "factory), then call the handlers it registered: @paycore.on, and gateway.on or "
+    "connect_signals on gateways of this worker's database",
 )
 @click.option("--no-signals", is_flag=True, help="call no host handlers")
 @click.option("--log-level", default="INFO", help="logging level on stderr; default INFO")

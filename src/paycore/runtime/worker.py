@@ -5,7 +5,10 @@ Three ways to run it, all the same loops:
 
 - ``paycore worker --database-url URL`` (or ``python -m paycore.runtime.worker``): its own process,
   stopped by SIGTERM or SIGINT. Start as many as you like against one database: they share
-  the deliveries through storage leases, and expiry is idempotent.
+  the deliveries and the host-signal handlers through storage leases, and expiry is
+  idempotent. ``--signals MODULE[:FACTORY]`` imports the shop's handlers; the worker serves
+  those of ``paycore.on`` and of every gateway in the process on its database, and logs
+  their names at start.
 - In a thread of the web app: ``threading.Thread(target=run_worker, args=(gateway,),
   kwargs={"stop_event": stop}).start()``, then ``stop.set()`` and ``join()`` at shutdown.
 - In an anyio/ASGI lifespan: ``task_group.start_soon(worker_task, gateway)``; cancelling
@@ -36,6 +39,7 @@ import attrs
 from ..chains import WatchingBackend
 from ..domain.records import Json
 from ..errors import PaycoreError, StorageUnavailable
+from ..events.signals import Signals, every_registry, hosted_on
 from ..gateway import Gateway
 from ..notify import BaseNotifier
 from ..ops.outages import LoopGuard
@@ -126,14 +130,16 @@ def run_worker(
     prices: bool = True,
     prune: bool = True,
     signals: bool = True,
+    handlers: Sequence[Signals] = (),
 ) -> list[str]:
     """Run the host signal consumer (``paycore.events.signals``), the dispatcher, the
     sweeper, the chain watchers, the price refresher (``paycore.prices.refresher``) and the
-    pruner until ``stop_event`` is set; blocks.
+    pruner until ``stop_event`` is set; blocks. The consumer calls the gateway's handlers,
+    ``paycore.on``'s and those of ``handlers`` (the host's own gateways, ``start``).
 
     In-flight POSTs are allowed to finish before this returns, but not for ever:
-    ``webhook_timeout`` bounds each connect and each read, not a receiver that drips its
-    answer a byte at a time, and an RPC call may be retried for ``rpc_max_wait``. So the
+    ``webhook_timeout`` bounds each POST as a whole (a receiver that drips its answer a byte
+    at a time included), and an RPC call may be retried for ``rpc_max_wait``. So the
     threads get ``webhook_timeout`` + :data:`SHUTDOWN_GRACE` seconds in all; the names of
     those still running then are returned (they are daemon threads, left to die with the
     process). What they held is leased, not lost: a delivery's lease lapses and another
@@ -171,7 +177,7 @@ def run_worker(
     if prune:
         loops.append(functools.partial(prune_on_schedule, gateway, halt_prune))
     if signals:
-        consumer = gateway.signal_consumer()
+        consumer = gateway.signal_consumer(*handlers)
         interval = gateway.settings.worker_poll_interval
         loops.append(functools.partial(consumer.run, halt_signals, interval))
     if watch:
@@ -268,14 +274,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     return paycore(["worker", *(sys.argv[1:] if argv is None else argv)])
 
 
+def import_signals(spec: str) -> None:
+    """``--signals MODULE`` imports MODULE, from the current directory or the Python path
+    (as ``flask --app`` does); ``MODULE:FACTORY`` also calls FACTORY() (an app factory such
+    as a Flask shop's ``create_app``), whose app registers its handlers."""
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    module_name, _, factory = spec.partition(":")
+    module = importlib.import_module(module_name)
+    if factory:
+        make = getattr(module, factory, None)
+        if not callable(make):
+            raise ImportError(f"{module_name} has no callable {factory!r}")
+        make()
+
+
+def _count_handlers() -> int:
+    return sum(len(registry.subscriptions()) for registry in every_registry())
+
+
+def serving(gateway: Gateway) -> tuple[list[Signals], list[str], int]:
+    """The registries of the host's gateways on ``gateway``'s database, the names of every
+    handler the worker's consumer will call, and how many handlers sit on gateways of
+    another database (not served: their events are in another database)."""
+    same, other = hosted_on(gateway.settings.database_url)
+    same = [registry for registry in same if registry is not gateway.signals]
+    consumer = gateway.signal_consumer(*same)
+    names = sorted(sub.name for sub in consumer.subscriptions())
+    elsewhere = sum(len(r.subscriptions()) for r in other if r is not gateway.signals)
+    return same, names, elsewhere
+
+
 def start(args: WorkerArgs, open_gateway: Callable[[str | None], Gateway]) -> int:
     """The ``paycore worker`` process: the loops until SIGTERM or SIGINT; ``open_gateway``
     builds the gateway for ``--database-url`` (None: the configured database)."""
     # Every line redacted (paycore.ops.redaction): tracebacks quote URLs and driver messages.
     configure_logging(args.log_level.upper())
+    empty: list[str] = []
     try:
-        for module in args.signals:
-            importlib.import_module(module)
+        for spec in args.signals:
+            before = _count_handlers()
+            import_signals(spec)
+            if _count_handlers() == before:
+                empty.append(spec)
     except ImportError as exc:
         print(f"paycore worker: --signals: {exc}", file=sys.stderr)
         return 2
@@ -298,6 +340,24 @@ def start(args: WorkerArgs, open_gateway: Callable[[str | None], Gateway]) -> in
         not args.no_dispatch,
         not args.no_sweep,
     )
+    hosted, names, elsewhere = serving(gateway)
+    if args.no_signals:
+        log.info("signal handlers: none served (--no-signals)")
+    else:
+        log.info("signal handlers: %d served (%s)", len(names), ", ".join(names) or "none")
+    for spec in empty:
+        log.warning(
+            "--signals %s registered no handler (an app factory registers its handlers "
+            "only when called: pass MODULE:FACTORY, or run `flask --app MODULE paycore "
+            "worker`)",
+            spec,
+        )
+    if elsewhere:
+        log.warning(
+            "%d signal handlers are registered on gateways of another database and are not "
+            "served here",
+            elsewhere,
+        )
     stuck: list[str] = []
     try:
         stuck = run_worker(
@@ -309,6 +369,7 @@ def start(args: WorkerArgs, open_gateway: Callable[[str | None], Gateway]) -> in
             prices=not args.no_prices,
             prune=not args.no_prune,
             signals=not args.no_signals,
+            handlers=hosted,
         )
     finally:
         if not stuck:  # a stuck thread may hold a connection that close() would wait for

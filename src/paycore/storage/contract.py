@@ -20,6 +20,8 @@ several threads and processes (row locks / atomic statements), because the core 
 - ``claim_chain`` gives a chain's scanning lease to one holder at a time, and
   ``advance_chain`` moves the cursor only while that holder still has it.
 - ``settle_refund`` moves a refund out of ``pending`` once: of concurrent settles, one wins.
+- ``claim_signal`` gives a host-signal queue's lease to one holder at a time, and
+  ``move_signal`` moves that queue's position only while that holder still has it.
 
 Addresses and owners arrive already normalised (checksummed / base58); storage compares them
 as plain strings. Exceptions raised inside the ``with`` block roll everything back.
@@ -27,7 +29,7 @@ as plain strings. Exceptions raised inside the ``with`` block roll everything ba
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, cast, runtime_checkable
 
@@ -63,6 +65,7 @@ from ..webhooks.records import (
     DeliveryStatus,
     NewDelivery,
     Settlement,
+    WebhookEndpoint,
 )
 from .idempotency import IdempotencyKeys
 
@@ -308,6 +311,23 @@ class StorageTx(IdempotencyKeys, Protocol):
     def delete_webhook(self, owner: str) -> bool:
         """Remove ``owner``'s webhook; ``False`` if there was none."""
 
+    # -- webhook endpoints (revision 0017) ------------------------------------------------
+    # An owner's endpoints besides the ``/webhook/set`` URL, each with its own URL, secret
+    # and event types (``paycore.webhooks.endpoints``).
+
+    def put_webhook_endpoint(self, endpoint: WebhookEndpoint) -> None:
+        """Insert, or replace every field of the endpoint with the same id and owner."""
+
+    def get_webhook_endpoint(self, owner: str, endpoint_id: str) -> WebhookEndpoint | None:
+        """``owner``'s endpoint ``endpoint_id``, or ``None`` (another owner's is ``None``)."""
+
+    def webhook_endpoints(self, owners: Sequence[str]) -> list[WebhookEndpoint]:
+        """Every endpoint of ``owners``, enabled or not, by owner then creation (id) order."""
+
+    def delete_webhook_endpoint(self, owner: str, endpoint_id: str) -> bool:
+        """Remove ``owner``'s endpoint; ``False`` if there was none. Its deliveries stay in
+        the log; pending ones fail at their next try (no URL to deliver to)."""
+
     # -- merchant profiles ------------------------------------------------------------------
     def get_merchant_profile(self, owner: str) -> MerchantProfile | None:
         """``owner``'s name, logo and support contact for the checkout page, or ``None``."""
@@ -369,6 +389,29 @@ class StorageTx(IdempotencyKeys, Protocol):
         """Set ``consumer``'s position to ``to`` if it is still ``start``; False if another
         consumer moved it meanwhile (or it is gone)."""
 
+    # -- host-signal leases -----------------------------------------------------------------
+    # One lease per host-signal queue (``signal:<handler name>``, opened with ``open_queue``
+    # for ``ALL_OWNERS``), so that one consumer at a time runs a handler, however many
+    # processes run consumers (``paycore.events.signals``). Times are unix milliseconds.
+
+    def claim_signal(self, consumer: str, holder: str, now: int, lease_ms: int) -> bool:
+        """Take or renew ``consumer``'s lease for ``holder`` -- when nobody holds it, it has
+        lapsed (``lease_until <= now``), or it is ``holder``'s already -- until ``now +
+        lease_ms``. ``False`` while another holder's lease is live. Atomic against
+        concurrent claims: one winner."""
+
+    def move_signal(
+        self, consumer: str, holder: str, start: int, to: int, now: int, lease_ms: int
+    ) -> bool:
+        """``move_queue(consumer, start, to)`` and renew the lease to ``now + lease_ms``,
+        only while ``holder`` still holds ``consumer``'s lease (a lapsed lease nobody took
+        over is still its own). ``False``, changing nothing, once another holder claimed it
+        or the position is no longer ``start``."""
+
+    def release_signal(self, consumer: str, holder: str) -> None:
+        """Give up ``holder``'s lease (the position stays), so another consumer need not
+        wait for it to lapse. A no-op when ``holder`` does not hold it."""
+
     # -- webhook deliveries -----------------------------------------------------------------
     # A delivery is one outbox event queued for the owner's webhook. ``enqueue_delivery`` runs
     # inside the invoice change's own transaction, so the change, its event and its delivery
@@ -387,10 +430,18 @@ class StorageTx(IdempotencyKeys, Protocol):
     def enqueue_deliveries(self, deliveries: Sequence[NewDelivery]) -> int:
         """``enqueue_delivery`` for each (the same rule: only for an owner with a non-empty
         webhook URL as read in this transaction), ids increasing in the order given;
-        returns how many were queued."""
+        returns how many were queued. A delivery with an ``endpoint_id`` is queued for that
+        endpoint as it is (its caller read the endpoint in this transaction)."""
 
     def claim_deliveries(
-        self, now: int, lease_ms: int, token: str, limit: int
+        self,
+        now: int,
+        lease_ms: int,
+        token: str,
+        limit: int,
+        *,
+        skip_owners: Collection[str] = (),
+        skip_urls: Collection[str] = (),
     ) -> list[ClaimedDelivery]:
         """Lease up to ``limit`` deliveries that are pending, due (``next_attempt_at <= now``),
         not under a live lease, and the lowest-id pending delivery of their invoice -- so a
@@ -398,7 +449,14 @@ class StorageTx(IdempotencyKeys, Protocol):
         delivery gets ``lease_until = now + lease_ms``, lease ``token`` and one more attempt
         counted. Atomic against concurrent claims from any thread or process: no delivery is
         ever under two live leases (PostgreSQL: ``FOR UPDATE SKIP LOCKED``). Oldest due
-        first. The owner's current webhook URL and secret come back with each claim."""
+        first. The owner's current webhook URL and secret come back with each claim: of its
+        endpoint when it has one (empty when the endpoint is gone or disabled). "Of their
+        invoice" is per endpoint: one endpoint's retries never hold up another's.
+        Deliveries of an owner in ``skip_owners``, or whose target URL (the endpoint's, else
+        the owner's webhook URL) is in ``skip_urls``, are passed over as if they were not due
+        (the dispatcher's caps on deliveries in flight per owner and per URL,
+        ``paycore.webhooks.fairness``): the ones after them are claimed instead, so a capped
+        owner holds back no one else."""
 
     def finish_delivery(
         self, delivery_id: int, token: str, attempt: DeliveryAttempt, settlement: Settlement
@@ -416,9 +474,12 @@ class StorageTx(IdempotencyKeys, Protocol):
         guid: str | None = None,
         offset: int = 0,
         limit: int = 50,
+        endpoint_id: str | None = None,
     ) -> tuple[list[Delivery], int]:
-        """A page of ``owner``'s deliveries (of invoice ``guid`` only, when given), newest
-        first, each with its attempt log (oldest attempt first), and the match count."""
+        """A page of ``owner``'s deliveries (of invoice ``guid`` only, when given; of one
+        endpoint only when ``endpoint_id`` is given, ``DEFAULT_ENDPOINT`` naming the
+        ``/webhook/set`` URL's), newest first, each with its attempt log (oldest attempt
+        first), and the match count."""
 
     def redeliver(self, delivery_id: int, owner: str, now: int) -> Delivery | None:
         """Make ``owner``'s delivery pending again, due at ``now``, with its attempt count

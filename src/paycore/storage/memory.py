@@ -18,7 +18,7 @@ import heapq
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -50,12 +50,14 @@ from ..management.records import AppKey, AppKeyAdd, EmailSetting
 from ..merchant.profile import MerchantProfile
 from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from ..webhooks.records import (
+    DEFAULT_ENDPOINT,
     ClaimedDelivery,
     Delivery,
     DeliveryAttempt,
     DeliveryStatus,
     NewDelivery,
     Settlement,
+    WebhookEndpoint,
 )
 from .contract import PruneBatch, StorageTx, TransferPlace
 from .idempotency import IdempotentAnswer
@@ -116,11 +118,15 @@ class _Tables:
     challenges: dict[str, PowChallenge] = attrs.field(factory=dict)
     signatures: dict[str, int] = attrs.field(factory=dict)  # digest -> expires_at
     webhooks: dict[str, WebhookConfig] = attrs.field(factory=dict)
+    #: (owner, id) -> endpoint, in creation order (revision 0017).
+    endpoints: dict[tuple[str, str], WebhookEndpoint] = attrs.field(factory=dict)
     merchant_profiles: dict[str, MerchantProfile] = attrs.field(factory=dict)
     events: list[OutboxEvent] = attrs.field(factory=list)  # ascending id
     queues: dict[str, _Queue] = attrs.field(factory=dict)
     poll_tokens: dict[str, PollToken] = attrs.field(factory=dict)
     chain_cursors: dict[int, ChainCursor] = attrs.field(factory=dict)
+    #: host-signal queue -> (holder, lease_until ms); holder None when released.
+    signal_leases: dict[str, tuple[str | None, int]] = attrs.field(factory=dict)
     deliveries: dict[int, _DeliveryRow] = attrs.field(factory=dict)  # ascending id
     attempts: list[DeliveryAttempt] = attrs.field(factory=list)
     app_keys: dict[str, AppKey] = attrs.field(factory=dict)  # by key address
@@ -565,6 +571,21 @@ class _MemoryTx(MemoryIdempotency):
     def delete_webhook(self, owner: str) -> bool:
         return self._t.webhooks.pop(owner, None) is not None
 
+    # -- webhook endpoints ------------------------------------------------------------------
+    def put_webhook_endpoint(self, endpoint: WebhookEndpoint) -> None:
+        self._t.endpoints[(endpoint.owner, endpoint.id)] = endpoint
+
+    def get_webhook_endpoint(self, owner: str, endpoint_id: str) -> WebhookEndpoint | None:
+        return self._t.endpoints.get((owner, endpoint_id))
+
+    def webhook_endpoints(self, owners: Sequence[str]) -> list[WebhookEndpoint]:
+        wanted = set(owners)
+        found = [e for (owner, _id), e in self._t.endpoints.items() if owner in wanted]
+        return sorted(found, key=lambda e: (e.owner, e.id))
+
+    def delete_webhook_endpoint(self, owner: str, endpoint_id: str) -> bool:
+        return self._t.endpoints.pop((owner, endpoint_id), None) is not None
+
     # -- merchant profiles ------------------------------------------------------------------
     def get_merchant_profile(self, owner: str) -> MerchantProfile | None:
         return self._t.merchant_profiles.get(owner)
@@ -640,6 +661,28 @@ class _MemoryTx(MemoryIdempotency):
         self._t.queues[consumer] = attrs.evolve(queue, cursor=to)
         return True
 
+    # -- host-signal leases ----------------------------------------------------------------
+    def claim_signal(self, consumer: str, holder: str, now: int, lease_ms: int) -> bool:
+        held, until = self._t.signal_leases.get(consumer, (None, 0))
+        if held not in (None, holder) and until > now:
+            return False
+        self._t.signal_leases[consumer] = (holder, now + lease_ms)
+        return True
+
+    def move_signal(
+        self, consumer: str, holder: str, start: int, to: int, now: int, lease_ms: int
+    ) -> bool:
+        held, _until = self._t.signal_leases.get(consumer, (None, 0))
+        if held != holder:
+            return False
+        self._t.signal_leases[consumer] = (holder, now + lease_ms)
+        return self.move_queue(consumer, start, to)
+
+    def release_signal(self, consumer: str, holder: str) -> None:
+        held, _until = self._t.signal_leases.get(consumer, (None, 0))
+        if held == holder:
+            self._t.signal_leases[consumer] = (None, 0)
+
     # -- webhook deliveries -----------------------------------------------------------------
     def enqueue_delivery(
         self, event_id: int, owner: str, guid: str, webhook_id: str, body: str, now: int
@@ -647,52 +690,71 @@ class _MemoryTx(MemoryIdempotency):
         config = self._t.webhooks.get(owner)
         if config is None or not config.url:
             return None
+        return self._queue_delivery(NewDelivery(event_id, owner, guid, webhook_id, body, now))
+
+    def _queue_delivery(self, new: NewDelivery) -> int:
+        now = new.now
         self._t.last_delivery_id += 1
         delivery = Delivery(
             id=self._t.last_delivery_id,
-            webhook_id=webhook_id,
-            event_id=event_id,
-            owner=owner,
-            guid=guid,
-            body=body,
+            webhook_id=new.webhook_id,
+            event_id=new.event_id,
+            owner=new.owner,
+            guid=new.guid,
+            body=new.body,
             status=DeliveryStatus.PENDING,
             attempts=0,
             created_at=now,
             next_attempt_at=now,
             retry_from=now,
+            endpoint_id=new.endpoint_id,
         )
         self._t.deliveries[delivery.id] = _DeliveryRow(delivery)
         return delivery.id
 
     def enqueue_deliveries(self, deliveries: Sequence[NewDelivery]) -> int:
         queued = [
-            self.enqueue_delivery(d.event_id, d.owner, d.guid, d.webhook_id, d.body, d.now)
+            self._queue_delivery(d)
+            if d.endpoint_id is not None
+            else self.enqueue_delivery(d.event_id, d.owner, d.guid, d.webhook_id, d.body, d.now)
             for d in deliveries
         ]
         return sum(1 for delivery_id in queued if delivery_id is not None)
 
     def claim_deliveries(
-        self, now: int, lease_ms: int, token: str, limit: int
+        self,
+        now: int,
+        lease_ms: int,
+        token: str,
+        limit: int,
+        *,
+        skip_owners: Collection[str] = (),
+        skip_urls: Collection[str] = (),
     ) -> list[ClaimedDelivery]:
         """The lock held for the whole transaction is what makes the claim exclusive."""
-        earliest_pending: dict[str, int] = {}
+        skipped_owners = set(skip_owners)
+        skipped_urls = set(skip_urls)
+        earliest_pending: dict[tuple[str, str | None], int] = {}
         for row in self._t.deliveries.values():  # ascending id, so the first seen is lowest
             if row.delivery.status is DeliveryStatus.PENDING:
-                earliest_pending.setdefault(row.delivery.guid, row.delivery.id)
+                key = (row.delivery.guid, row.delivery.endpoint_id)
+                earliest_pending.setdefault(key, row.delivery.id)
         due = [
             row
             for row in self._t.deliveries.values()
             if row.delivery.status is DeliveryStatus.PENDING
-            and earliest_pending[row.delivery.guid] == row.delivery.id
+            and earliest_pending[(row.delivery.guid, row.delivery.endpoint_id)] == row.delivery.id
             and (row.delivery.next_attempt_at or 0) <= now
             and (row.lease_until is None or row.lease_until <= now)
+            and row.delivery.owner not in skipped_owners
+            and not (skipped_urls and self._target_url(row.delivery) in skipped_urls)
         ]
         due.sort(key=lambda row: (row.delivery.next_attempt_at or 0, row.delivery.id))
         claimed: list[ClaimedDelivery] = []
         for row in due[:limit]:
             delivery = attrs.evolve(row.delivery, attempts=row.delivery.attempts + 1)
             self._t.deliveries[delivery.id] = _DeliveryRow(delivery, token, now + lease_ms)
-            config = self._t.webhooks.get(delivery.owner)
+            config = self._target(delivery)
             claimed.append(
                 ClaimedDelivery(
                     id=delivery.id,
@@ -706,9 +768,21 @@ class _MemoryTx(MemoryIdempotency):
                     lease_until=now + lease_ms,
                     url=config.url if config else "",
                     secret=config.secret if config else "",
+                    endpoint_id=delivery.endpoint_id,
                 )
             )
         return claimed
+
+    def _target_url(self, delivery: Delivery) -> str:
+        target = self._target(delivery)
+        return target.url if target is not None else ""
+
+    def _target(self, delivery: Delivery) -> WebhookConfig | WebhookEndpoint | None:
+        """Where ``delivery`` goes now: its endpoint while enabled, else the owner's URL."""
+        if delivery.endpoint_id is None:
+            return self._t.webhooks.get(delivery.owner)
+        endpoint = self._t.endpoints.get((delivery.owner, delivery.endpoint_id))
+        return endpoint if endpoint is not None and endpoint.enabled else None
 
     def finish_delivery(
         self, delivery_id: int, token: str, attempt: DeliveryAttempt, settlement: Settlement
@@ -730,6 +804,7 @@ class _MemoryTx(MemoryIdempotency):
         guid: str | None = None,
         offset: int = 0,
         limit: int = 50,
+        endpoint_id: str | None = None,
     ) -> tuple[list[Delivery], int]:
         matches = [
             row.delivery
@@ -737,6 +812,9 @@ class _MemoryTx(MemoryIdempotency):
             if row.delivery.owner == owner
             and (status is None or row.delivery.status is status)
             and (guid is None or row.delivery.guid == guid)
+            and (
+                endpoint_id is None or (row.delivery.endpoint_id or DEFAULT_ENDPOINT) == endpoint_id
+            )
         ]
         page = _page(matches, offset, limit)
         wanted = {d.id for d in page}
@@ -959,6 +1037,7 @@ class _MemoryTx(MemoryIdempotency):
             any(inv.owner == owner for inv in t.invoices.values())
             or any(key.owner == owner for key in t.session_keys.values())
             or owner in t.webhooks
+            or any(o == owner for o, _id in t.endpoints)
             or owner in t.merchant_profiles
             or any(key.owner == owner for key in t.app_keys.values())
             or any(o == owner for o, _chain in t.emails)

@@ -8,8 +8,8 @@ one by asking for it. docs/testing.md shows them at work.
 - ``paycore_settings``, ``paycore_storage``, ``paycore_gateway``: a gateway on that storage,
   with the fake chain's token priced 1 and no entry-point plugins (no chain node is asked).
 - ``paycore_chain``: a ``FakeChain`` paying invoices through ``Gateway.ingest``.
-- ``paycore_signals``: the gateway's signal consumer, opened, so ``run_once()`` calls the
-  handlers registered so far for what happened since.
+- ``paycore_signals``: the gateway's signal consumer: ``run_once()`` calls every handler
+  registered so far, whenever it was registered, for each event since the fixture started.
 - ``paycore_client``: a factory wrapping a Flask or Litestar test client in a
   session-signing ``PaycoreClient``.
 """
@@ -91,9 +91,10 @@ def paycore_chain(paycore_gateway: Gateway) -> FakeChain:
 
 @pytest.fixture
 def paycore_signals(paycore_gateway: Gateway) -> SignalConsumer:
-    consumer = paycore_gateway.signal_consumer()
-    consumer.run_once()
-    return consumer
+    """A consumer whose handler queues open where the outbox stood when the fixture started,
+    not at the newest event: a handler registered mid-test still gets what came before."""
+    start = paycore_gateway.events.outbox_since(None, 1).position
+    return paycore_gateway.signal_consumer(open_at=start)
 
 
 @pytest.fixture

@@ -932,4 +932,7 @@ def test_tip_jar_and_tron_sized_values_survive(storage: Storage) -> None:
 
 
 # The detected transfers' part of the contract, kept in a module of its own.
+# Webhook endpoints (revision 0017): a module of their own, run with the rest of the suite.
+from paycore.testing.storage_contract_endpoints import *  # noqa: E402, F403
+from paycore.testing.storage_contract_signals import *  # noqa: E402, F403 - host-signal leases
 from paycore.testing.storage_detected import *  # noqa: E402, F403

@@ -6,6 +6,13 @@ every retry, for deduplication), ``webhook-timestamp`` (unix seconds of this att
 can refuse replays of old requests) and ``webhook-signature: v1,<base64 HMAC-SHA256>`` over
 ``"{id}.{timestamp}.{body}"`` keyed with the base64-decoded part of the ``whsec_`` secret.
 
+One attempt has one deadline: ``webhook_timeout`` bounds the whole of it -- resolving,
+connecting, the TLS handshake, sending, and reading the status line, the headers and the
+body -- not each read. A receiver that answers ``200 OK`` and then drips a byte every
+second would otherwise hold a delivery thread for as long as it likes, each read well
+inside a per-read timeout. Every socket operation gets what is left of the budget as its
+timeout (``_Budget``), and once nothing is left the next one fails at once.
+
 The POST uses the standard library's ``http.client`` rather than a client library, because
 the connection must go to the address ``netguard`` approved (connect by IP, with the host
 name kept for the ``Host`` header and for TLS), which is one small override here. Redirects
@@ -23,6 +30,7 @@ import base64
 import hashlib
 import hmac
 import http.client
+import io
 import random
 import socket
 import ssl
@@ -80,19 +88,77 @@ class Outcome:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
+class _Budget:
+    """What is left of one attempt's time: each socket operation gets the rest as its
+    timeout, and none starts once it is spent."""
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def left(self) -> float:
+        """Seconds left; ``TimeoutError`` when none are."""
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the attempt's deadline has passed")
+        return remaining
+
+
+class _BudgetedReader(io.RawIOBase):
+    """The socket's raw reader (``socket.makefile``), every read timed by the budget."""
+
+    def __init__(self, sock: socket.socket, budget: _Budget) -> None:
+        super().__init__()
+        self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)
+        self._budget = budget
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int | None:  # type: ignore[override]
+        self._sock.settimeout(self._budget.left())
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()  # the socket closes once the connection has let go of it too
+        super().close()
+
+
+class _BudgetedSocket:
+    """The connection's socket as ``http.client`` uses it -- ``sendall``, ``makefile`` and
+    ``close`` -- with every operation's timeout cut to what is left of the budget."""
+
+    def __init__(self, sock: socket.socket, budget: _Budget) -> None:
+        self._sock = sock
+        self._budget = budget
+
+    def sendall(self, data: bytes) -> None:
+        self._sock.settimeout(self._budget.left())  # bounds the whole sendall (Python >= 3.5)
+        self._sock.sendall(data)
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        assert mode == "rb"  # http.client reads its answer this way only
+        return io.BufferedReader(_BudgetedReader(self._sock, self._budget))
+
+    def close(self) -> None:
+        self._sock.close()
+
+
 class _PinnedHTTP(http.client.HTTPConnection):
     """Talks to the checked ``addresses`` (the first that accepts, in resolver order, as a
-    dual-stack client would) while naming ``host`` in the request, as if DNS had answered."""
+    dual-stack client would) while naming ``host`` in the request, as if DNS had answered;
+    every step within ``budget``."""
 
-    def __init__(self, host: str, port: int, addresses: list[IPAddress], timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
+    def __init__(self, host: str, port: int, addresses: list[IPAddress], budget: _Budget) -> None:
+        super().__init__(host, port, timeout=budget.left())
         self.addresses = addresses
+        self.budget = budget
 
     def _open(self) -> socket.socket:
         failure: OSError | None = None
         for address in self.addresses:
             try:
-                sock = socket.create_connection((str(address), self.port), self.timeout)
+                sock = socket.create_connection((str(address), self.port), self.budget.left())
             except OSError as exc:
                 failure = exc
                 continue
@@ -101,8 +167,11 @@ class _PinnedHTTP(http.client.HTTPConnection):
         assert failure is not None  # netguard never returns an empty list
         raise failure
 
+    def _secure(self, sock: socket.socket) -> socket.socket:
+        return sock
+
     def connect(self) -> None:
-        self.sock = self._open()
+        self.sock = _BudgetedSocket(self._secure(self._open()), self.budget)
 
 
 class _PinnedHTTPS(_PinnedHTTP):
@@ -111,8 +180,9 @@ class _PinnedHTTPS(_PinnedHTTP):
     default_port = 443
     tls = ssl.create_default_context()
 
-    def connect(self) -> None:
-        self.sock = self.tls.wrap_socket(self._open(), server_hostname=self.host)
+    def _secure(self, sock: socket.socket) -> socket.socket:
+        sock.settimeout(self.budget.left())  # the handshake as a whole, not per read
+        return self.tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def post(
@@ -120,9 +190,11 @@ def post(
 ) -> Outcome:
     """POST ``body`` to ``url``, checking the target's addresses first (``netguard``).
 
-    ``timeout`` bounds each connect and each read.
+    ``timeout`` bounds the whole attempt, from resolving the host to the last byte of the
+    answer that is read.
     """
     started = time.monotonic()
+    budget = _Budget(timeout)
 
     def outcome(status: int | None, error: str | None, *, permanent: bool = False) -> Outcome:
         return Outcome(status, error, round((time.monotonic() - started) * 1000), permanent)
@@ -135,7 +207,10 @@ def post(
     except Unresolvable as exc:
         return outcome(None, str(exc))
     https = urlsplit(url).scheme == "https"
-    connection = (_PinnedHTTPS if https else _PinnedHTTP)(host, port, addresses, timeout)
+    try:
+        connection = (_PinnedHTTPS if https else _PinnedHTTP)(host, port, addresses, budget)
+    except TimeoutError:  # resolving took the whole budget
+        return outcome(None, f"no answer within {timeout:g} s")
     try:
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -14,6 +14,10 @@ Why it is built this way:
   so a later event waits while an earlier one is retried; different invoices go in
   parallel, up to ``webhook_concurrency`` POSTs at a time on a thread pool (storage and
   ``http.client`` are blocking, and the core is sync).
+- Fair shares. Of those slots, one owner's deliveries hold at most
+  ``webhook_owner_concurrency`` and one URL's ``webhook_url_concurrency``; the claim passes
+  over an owner or URL at its cap, so a slow or hostile receiver delays only its own
+  merchant's events (``fairness``), and each attempt ends by ``webhook_timeout`` in all.
 - Few transactions: the loop settles every finished attempt and claims the next work in one
   transaction per round, which matters most on SQLite, where write transactions are serial.
 - Prompt without busy polling: the loop sleeps ``worker_poll_interval`` when idle, but a
@@ -38,17 +42,20 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from ..config import Settings
+from ..domain.changes import STATUS_CHANGES
 from ..domain.records import Json, NewEvent
 from ..errors import StorageUnavailable
 from ..ops.outages import LoopGuard
 from ..storage import Storage, StorageTx
 from .delivery import Outcome, post, settle, signed_headers
+from .fairness import InFlight, claim_fairly
 from .records import (
     ClaimedDelivery,
     DeliveryAttempt,
     DeliveryStatus,
     NewDelivery,
     Settlement,
+    WebhookEndpoint,
 )
 
 log = logging.getLogger("paycore.webhooks")
@@ -73,41 +80,57 @@ def new_webhook_id() -> str:
 
 
 def enqueue_webhook(tx: StorageTx, event_id: int, event: NewEvent, now_ms: int) -> int | None:
-    """Queue the event for its owner's webhook in the caller's transaction, if a URL is set."""
-    return tx.enqueue_delivery(
-        event_id,
-        event.owner,
-        event.guid,
-        new_webhook_id(),
-        webhook_body(event.payload, event.type),
-        now_ms,
-    )
+    """Queue the event for its owner's webhook targets in the caller's transaction: the
+    ``/webhook/set`` URL if set and the event is a status change, and each enabled endpoint
+    whose types include it (``targets_of``). Returns the ``/webhook/set`` URL's delivery id."""
+    first: int | None = None
+    if event.type in STATUS_CHANGES:
+        first = tx.enqueue_delivery(
+            event_id,
+            event.owner,
+            event.guid,
+            new_webhook_id(),
+            webhook_body(event.payload, event.type),
+            now_ms,
+        )
+    enqueue_webhooks(tx, [(event_id, event)], now_ms, endpoints_only=True)
+    return first
 
 
-def enqueue_webhooks(tx: StorageTx, events: Sequence[tuple[int, NewEvent]], now_ms: int) -> int:
+def enqueue_webhooks(
+    tx: StorageTx,
+    events: Sequence[tuple[int, NewEvent]],
+    now_ms: int,
+    *,
+    endpoints_only: bool = False,
+) -> int:
     """``enqueue_webhook`` for a batch of (event id, event) in the caller's transaction:
-    bodies are only built for owners whose webhook is set, and queued at once."""
+    bodies are only built for events some target of their owner wants, and queued at once.
+    Each target is sent only the types it asks for: the ``/webhook/set`` URL the status
+    changes of the interface (``STATUS_CHANGES``), an endpoint its ``types``."""
+    owners = sorted({event.owner for _id, event in events})
+    endpoints: dict[str, list[WebhookEndpoint]] = {}
+    for endpoint in tx.webhook_endpoints(owners):
+        if endpoint.enabled:
+            endpoints.setdefault(endpoint.owner, []).append(endpoint)
     hooked = set()
-    for owner in sorted({event.owner for _id, event in events}):
-        config = tx.get_webhook(owner)
-        if config is not None and config.url:
-            hooked.add(owner)
-    if not hooked:
-        return 0
-    return tx.enqueue_deliveries(
-        [
-            NewDelivery(
-                event_id,
-                e.owner,
-                e.guid,
-                new_webhook_id(),
-                webhook_body(e.payload, e.type),
-                now_ms,
-            )
-            for event_id, e in events
-            if e.owner in hooked
+    if not endpoints_only:
+        for owner in owners:
+            config = tx.get_webhook(owner)
+            if config is not None and config.url:
+                hooked.add(owner)
+    queued: list[NewDelivery] = []
+    for event_id, e in events:
+        targets: list[str | None] = [None] if e.owner in hooked and e.type in STATUS_CHANGES else []
+        targets += [ep.id for ep in endpoints.get(e.owner, ()) if e.type in ep.types]
+        if not targets:
+            continue
+        body = webhook_body(e.payload, e.type)
+        queued += [
+            NewDelivery(event_id, e.owner, e.guid, new_webhook_id(), body, now_ms, target)
+            for target in targets
         ]
-    )
+    return tx.enqueue_deliveries(queued) if queued else 0
 
 
 class Dispatcher:
@@ -136,6 +159,7 @@ class Dispatcher:
         self._busy = 0
         self._busy_lock = threading.Lock()  # guards _busy and _done
         self._done: list[_Done] = []  # finished attempts the loop has yet to settle
+        self.in_flight = InFlight.from_settings(settings)  # POSTs under way, by owner and URL
         self.guard = LoopGuard.from_settings(
             "webhook dispatcher", log, settings, pace=settings.worker_poll_interval
         )
@@ -195,6 +219,7 @@ class Dispatcher:
     def _start(self, pool: ThreadPoolExecutor, delivery: ClaimedDelivery) -> None:
         with self._busy_lock:
             self._busy += 1
+        self.in_flight.started(delivery)
         pool.submit(self._attempt_for_loop, delivery)
 
     def _attempt_for_loop(self, delivery: ClaimedDelivery) -> None:
@@ -203,6 +228,7 @@ class Dispatcher:
         except Exception:  # a bug, not a receiver's failure: let the lease lapse and retry
             log.exception("webhook delivery %d: attempt crashed", delivery.id)
             result = None
+        self.in_flight.finished(delivery)
         with self._busy_lock:
             self._busy -= 1
             if result is not None:
@@ -240,11 +266,7 @@ class Dispatcher:
                     tx.finish_delivery(d.id, d.lease_token, attempt, settlement)
                     for d, attempt, settlement in done
                 ]
-                claimed = (
-                    tx.claim_deliveries(self.now_ms(), lease_ms, secrets.token_hex(16), limit)
-                    if limit > 0
-                    else []
-                )
+                claimed = self._claim(tx, lease_ms, limit) if limit > 0 else []
         except StorageUnavailable:
             raise
         except Exception:  # a bug: the leases lapse and the deliveries go out again
@@ -254,6 +276,11 @@ class Dispatcher:
         for (delivery, attempt, settlement), ok in zip(done, settled, strict=True):
             self._report(delivery, attempt, settlement, ok)
         return claimed
+
+    def _claim(self, tx: StorageTx, lease_ms: int, limit: int) -> list[ClaimedDelivery]:
+        """Up to ``limit`` due deliveries, none taking its owner or URL past its cap."""
+        token = secrets.token_hex(16)
+        return claim_fairly(tx, self.in_flight, self.now_ms(), lease_ms, token, limit)
 
     # -- one attempt ----------------------------------------------------------------------
     def attempt(self, delivery: ClaimedDelivery) -> tuple[DeliveryAttempt, Settlement]:

@@ -2,7 +2,8 @@
 
 A webhook URL is chosen by a merchant, but the POST comes from inside the operator's
 network, so without this check anyone with a wallet could make the gateway call its
-database, a cloud metadata service (169.254.169.254) or an admin port on localhost (SSRF).
+database, a cloud metadata service (169.254.169.254, or Azure's wire server at the public
+address 168.63.129.16, which every Azure VM reaches) or an admin port on localhost (SSRF).
 The check runs twice: when the URL is set, to tell the merchant early, and before every
 delivery, because a name that resolved to a public address yesterday can resolve to
 127.0.0.1 today. The delivery then connects to the very address that was checked, never
@@ -42,6 +43,7 @@ V4_REFUSED: tuple[tuple[ipaddress.IPv4Network, str], ...] = (
     (_V4("10.0.0.0/8"), "private"),
     (_V4("100.64.0.0/10"), "carrier-grade NAT"),
     (_V4("127.0.0.0/8"), "loopback"),
+    (_V4("168.63.129.16/32"), "Azure wire server (cloud-internal)"),
     (_V4("169.254.0.0/16"), "link-local"),
     (_V4("172.16.0.0/12"), "private"),
     (_V4("192.0.0.0/24"), "IETF protocol assignment"),

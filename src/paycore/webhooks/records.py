@@ -14,6 +14,38 @@ import attrs
 
 from ..domain.records import Json
 
+#: The id the owner's ``/webhook/set`` URL goes by among its endpoints (``endpointId``).
+DEFAULT_ENDPOINT = "default"
+
+
+@attrs.frozen
+class WebhookEndpoint:
+    """One of an owner's webhook endpoints besides the ``/webhook/set`` URL: its own URL,
+    its own signing secret and the event types it is sent (``paycore.domain.changes``).
+    A disabled endpoint is sent nothing; its pending deliveries fail at their next try."""
+
+    id: str  # "ep_" and 24 hex digits
+    owner: str
+    url: str
+    secret: str = attrs.field(repr=False)
+    types: frozenset[str]
+    enabled: bool
+    created_at: int  # unix seconds
+
+    def wants(self, type: str) -> bool:
+        return self.enabled and type in self.types
+
+    def to_wire(self) -> Json:
+        return {
+            "id": self.id,
+            "ownerAddress": self.owner,
+            "url": self.url,
+            "secret": self.secret,
+            "types": sorted(self.types),
+            "enabled": self.enabled,
+            "createdAt": self.created_at,
+        }
+
 
 class DeliveryStatus(StrEnum):
     PENDING = "pending"  # waiting for its first attempt or its next retry
@@ -57,6 +89,8 @@ class NewDelivery:
     webhook_id: str
     body: str
     now: int  # ms: created and first due
+    #: The endpoint it goes to (``WebhookEndpoint.id``); None: the owner's ``/webhook/set`` URL.
+    endpoint_id: str | None = None
 
 
 @attrs.frozen
@@ -76,11 +110,13 @@ class Delivery:
     next_attempt_at: int | None  # ms; None once delivered or failed
     retry_from: int  # ms: when the current retry schedule began (enqueue or redeliver)
     log: tuple[DeliveryAttempt, ...] = ()  # oldest first; filled by ``list_deliveries``
+    endpoint_id: str | None = None  # None: the owner's ``/webhook/set`` URL
 
     def to_wire(self) -> Json:
         return {
             "id": self.id,
             "webhookId": self.webhook_id,
+            "endpointId": self.endpoint_id or DEFAULT_ENDPOINT,
             "guid": self.guid,
             "status": self.status.value,
             "attemptCount": self.attempts,
@@ -107,6 +143,7 @@ class ClaimedDelivery:
     lease_until: int  # ms
     url: str
     secret: str = attrs.field(repr=False)  # the signing key: never in a log or a traceback
+    endpoint_id: str | None = None  # None: the owner's ``/webhook/set`` URL
 
 
 @attrs.frozen

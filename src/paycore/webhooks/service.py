@@ -15,6 +15,8 @@ from ..errors import InvalidInput
 from ..storage import Storage
 from .config import clear_webhook, get_webhook, set_webhook, validate_url
 from .dispatcher import Dispatcher
+from .endpoints import Endpoints
+from .fairness import RedeliveryPace
 from .log import DELIVERY_PAGE_MAX, DeliveryNotFound, parse_status
 from .records import Delivery, DeliveryStatus
 
@@ -27,6 +29,9 @@ class Webhooks:
         self._storage = storage
         self._settings = settings
         self._clock = clock
+        self._pace = RedeliveryPace.from_settings(settings, clock)
+        #: The owner's endpoints besides the ``/webhook/set`` URL (``endpoints``).
+        self.endpoints = Endpoints(storage, settings, clock)
 
     def set(self, owner: str, url: object) -> WebhookConfig:
         """Point ``owner``'s webhook at ``url`` (validated and checked against private
@@ -50,10 +55,11 @@ class Webhooks:
         guid: str | None = None,
         offset: int | None = None,
         limit: int | None = None,
+        endpoint: str | None = None,
     ) -> tuple[list[Delivery], int, int, int]:
         """(items newest first, total, offset, limit) of ``owner``'s deliveries, each with
-        its attempts; ``status`` and ``guid`` (one invoice) filter; ``limit`` is clamped
-        to 50."""
+        its attempts; ``status``, ``guid`` (one invoice) and ``endpoint`` (one endpoint's
+        id, ``default`` for the ``/webhook/set`` URL) filter; ``limit`` is clamped to 50."""
         off = 0 if offset is None else offset
         lim = DELIVERY_PAGE_MAX if limit is None else limit
         if off < 0:
@@ -64,12 +70,14 @@ class Webhooks:
         wanted = parse_status(status)
         with self._storage.transaction() as tx:
             items, total = tx.list_deliveries(
-                owner, status=wanted, guid=guid, offset=off, limit=lim
+                owner, status=wanted, guid=guid, offset=off, limit=lim, endpoint_id=endpoint
             )
         return items, total, off, lim
 
     def redeliver(self, owner: str, delivery_id: int) -> Delivery:
-        """Queue ``owner``'s delivery again, due now; another owner's id is "not found"."""
+        """Queue ``owner``'s delivery again, due now; another owner's id is "not found".
+        429 (``TooManyRedeliveries``) past the owner's pace, before anything is written."""
+        self._pace.take(owner)
         with self._storage.transaction() as tx:
             delivery = tx.redeliver(delivery_id, owner, round(self._clock() * 1000))
         if delivery is None:
@@ -79,9 +87,10 @@ class Webhooks:
     def redeliver_failed(self, owner: str, since: int) -> int:
         """Queue again, due now, every failed delivery of ``owner`` created at or after
         ``since`` (unix seconds), each with its webhook id; returns how many. One statement:
-        all of them or none."""
+        all of them or none. 429 past the owner's pace, as ``redeliver``."""
         if since < 0:
             raise InvalidInput("since", "must not be negative")
+        self._pace.take(owner)
         now_ms = round(self._clock() * 1000)
         since_ms = min(since * 1000, 2**63 - 1)  # a far-future since must not overflow BIGINT
         with self._storage.transaction() as tx:

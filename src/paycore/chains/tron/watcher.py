@@ -63,7 +63,7 @@ from paycore.domain.tokens import NATIVE
 from . import scan
 from .address import to_evm
 from .chain import TronChain
-from .node import RateLimited
+from .node import NodeError, RateLimited
 from .reader import NO_HISTORY, RangeReader, WatchStatus
 
 if TYPE_CHECKING:
@@ -117,6 +117,14 @@ class TronWatcher(ChainWatcher[TronChain]):
             return StepReport(
                 held=True, caught_up=False, error=f"rate limited by the node: {exc.detail}"
             )
+
+    def _node_trouble(self, exc: Exception) -> float | None:
+        """The node failing (refused, unreachable, timed out, an answer too large): one
+        line and a back-off (``ChainWatcher.run``), never a traceback every pass."""
+        if not isinstance(exc, NodeError):
+            return None
+        retry_after = getattr(exc, "retry_after", None)
+        return float(retry_after) if retry_after else self.config.poll_interval
 
     def _ask(self, path: str, body: dict[str, Any] | None = None) -> Any:
         answer, _size = self.chain.node.fetch(path, body, max_wait=self.reader.max_wait)

@@ -4,7 +4,7 @@ One row per (owner, endpoint, key), written in the transaction of the write it a
 (``paycore.storage.idempotency``). A new table only.
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 Create Date: 2026-11-28
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
-down_revision = "0014"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 

@@ -6,7 +6,7 @@ each pass, and a read of an invoice looks its own up by guid. A new table only, 
 revision applies on top of any other that leaves it alone.
 
 Revision ID: 0018
-Revises: 0016
+Revises: 0017
 Create Date: 2026-11-28
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0018"
-down_revision = "0016"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
