@@ -1,21 +1,24 @@
 """The http bench's ceilings: bare apps of the same framework, under the same server.
 
-``paycore serve`` runs its app under gunicorn (Litestar in uvicorn's worker class, Flask in
-``gthread`` workers); this module builds two plain apps of the same framework and runs them
+``paycore serve`` runs its app under gunicorn (paycore's uvicorn worker class; Flask behind
+its ASGI front); this module builds two plain apps of the same framework and runs them
 under that very server, built by the same ``paycore.runtime.serve.gunicorn_server``, so the
 ratio paycore / ceiling is what paycore itself costs on that server.
 
 - ``bare``: the two measured endpoints answered with fixed bytes -- the very bodies paycore
   answered them with, captured by ``http_bench.py`` -- and nothing else: no signature check,
   no storage.
-- ``floor``: the same two endpoints doing the least any replay-proof signed request must do,
+- ``floor``: the same endpoints doing the least any replay-proof signed request must do,
   written directly against the libraries: read the session headers, hash what was signed,
   recover the secp256k1 key (coincurve), derive its address, and record the nonce durably in
   one statement on the same database (``INSERT`` of (address, nonce) whose primary key
   refuses a replay; for the POST, the body stored in the same transaction), then answer the
   same bytes. It runs in the framework's thread pool as paycore's handlers do. The gap
   between ``bare`` and ``floor`` is the price of signing and durability on this machine, the
-  gap between ``floor`` and paycore is paycore's own.
+  gap between ``floor`` and paycore is paycore's own. An unsigned ``GET`` (no session
+  headers: the checkout page's poll) is the public read's floor: one indexed ``SELECT`` of the
+  invoice's row by guid on the same driver, autocommitted (no ``BEGIN``/``COMMIT`` round
+  trips, no write lock), then the same bytes.
 
     python bench/bare_app.py --framework litestar --port 8001 --bodies bodies.json \\
         [--floor DATABASE_URL]
@@ -128,6 +131,16 @@ class Floor:
             raise
         return True
 
+    def read(self, guid: str) -> bool:
+        """The public read's floor: the invoice's row by its unique guid, one autocommitted
+        statement on a connection of this thread; whether it was found."""
+        connection = self._connection()
+        placeholder = "?" if self._sqlite else "%s"
+        row = connection.execute(
+            f"SELECT * FROM paycore_invoices WHERE guid = {placeholder}", (guid,)
+        ).fetchone()
+        return row is not None
+
 
 # -- the apps ----------------------------------------------------------------------------------
 def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> Any:
@@ -136,7 +149,9 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> An
     if floor is None:
 
         @get(PREFIX + "/invoice/{guid:str}")
-        async def read(guid: str) -> Response[bytes]:
+        async def read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
+            if "if-none-match" in request.headers:  # a conditional poll: unchanged
+                return Response(b"", status_code=304)
             return Response(get_body, media_type="application/json")
 
         @post(PREFIX + "/invoice")
@@ -145,10 +160,16 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> An
             return Response(post_body, media_type="application/json", status_code=201)
 
     else:
-        spend = floor.spend
+        spend, lookup = floor.spend, floor.read
 
         @get(PREFIX + "/invoice/{guid:str}", sync_to_thread=True)
         def read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
+            if "x-session-signature" not in request.headers:  # public: one SELECT
+                if not lookup(guid):
+                    return Response(b"not found", status_code=404)
+                if "if-none-match" in request.headers:
+                    return Response(b"", status_code=304)
+                return Response(get_body, media_type="application/json")
             target = request.scope["raw_path"] + (
                 b"?" + request.scope["query_string"] if request.scope["query_string"] else b""
             )
@@ -186,6 +207,12 @@ def flask_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> Any:
 
     @app.get(PREFIX + "/invoice/<guid>")
     def read(guid: str) -> Response:
+        if "x-session-signature" not in request.headers:
+            if floor is not None and not floor.read(guid):  # public: one SELECT
+                return Response(b"not found", status=404)
+            if "if-none-match" in request.headers:  # a conditional poll: unchanged
+                return Response(b"", status=304)
+            return Response(get_body, mimetype="application/json")
         if not signed(None):
             return Response(b"refused", status=401)
         return Response(get_body, mimetype="application/json")

@@ -1,13 +1,15 @@
 """Signed requests per second through ``paycore serve``, next to bare apps on the same server.
 
 For each framework (Litestar and Flask, under gunicorn as ``paycore serve`` runs them:
-uvicorn's worker class, ``gthread`` workers) and each database (a fresh SQLite file, a fresh
-PostgreSQL schema), the bench starts ``paycore serve`` and two apps of ``bench/bare_app.py``
-under the very same server (``paycore.runtime.serve.gunicorn_server``), one worker process
-each, and measures, repetition by repetition, interleaved:
+paycore's uvicorn worker class, Flask behind its ASGI front) and each database (a fresh
+SQLite file, a fresh PostgreSQL schema), the bench starts ``paycore serve`` and two apps of
+``bench/bare_app.py`` under the very same server (``paycore.runtime.serve.gunicorn_server``),
+one worker process each, and measures, repetition by repetition, interleaved:
 
 - ``GET /paycore/invoice/{guid}``, session-signed over the URI;
 - ``POST /paycore/invoice``, session-signed over the body (one new invoice per request);
+- ``GET /paycore/invoice/{guid}`` unsigned (``public``): the checkout page's poll, and the
+  same with ``If-None-Match`` naming the current ``ETag`` (``poll``: answered ``304``);
 
 against three servers:
 
@@ -18,7 +20,9 @@ against three servers:
 - ``floor``: the least a replay-proof signed request can do on that server and database,
   written straight against the libraries: the key recovered from the signature and the nonce
   recorded by one durable statement (and the POST's body in the same transaction), then the
-  same bytes (see ``bare_app.py``). It gets fresh nonces as paycore does.
+  same bytes (see ``bare_app.py``). It gets fresh nonces as paycore does. For the public
+  read the floor is the same framework answering from one indexed ``SELECT`` of the
+  invoice's row on the same driver, autocommitted.
 
 The load client is ``--clients`` processes, each on one keep-alive connection, sending
 prepared request bytes and reading the answers with a minimal HTTP/1.1 reader (no HTTP
@@ -32,6 +36,7 @@ Each line of stdout is one JSON object: figure, value, ceiling, ratio (medians o
 
     python bench/http_bench.py [--seconds 3] [--reps 3] [--clients 4]
                                [--only litestar|flask] [--db sqlite|postgresql]
+                               [--kinds get,post,public,poll]
 """
 
 from __future__ import annotations
@@ -82,12 +87,31 @@ INVOICE_BODY = json.dumps(
     },
     separators=(",", ":"),
 ).encode()
+#: The ETag paycore answered for an invoice URI, set before the client processes fork.
+ETAGS: dict[str, str] = {}
 #: Nonces each client process may spend per measured case; more than it can send in time.
 POOL = 4000
 #: Distinct requests a client cycles through against the bare app (it checks nothing).
 BARE_POOL = 64
-ENDPOINTS = {"get": "GET /invoice/{guid}", "post": "POST /invoice"}
-TARGETS = {"get": ">= 0.5", "post": ">= 0.35"}
+ENDPOINTS = {
+    "get": "GET /invoice/{guid}",
+    "post": "POST /invoice",
+    "public": "GET /invoice/{guid} (unsigned)",
+    "poll": "GET /invoice/{guid} (unsigned, If-None-Match: 304)",
+}
+KINDS = tuple(ENDPOINTS)
+#: Issue 30's targets, against the floor measured in the same run.
+TARGETS = {"get": ">= 0.8", "post": ">= 0.8", "public": ">= 0.7", "poll": ">= 0.7"}
+#: What each kind answers, and whether it is signed (a fresh nonce per request).
+EXPECT = {"get": 200, "post": 201, "public": 200, "poll": 304}
+SIGNED = {"get": True, "post": True, "public": False, "poll": False}
+_SIGNED_FLOOR = "floor: key recovery and one durable nonce write, nothing else"
+FLOOR_NOTES = {
+    "get": _SIGNED_FLOOR,
+    "post": _SIGNED_FLOOR,
+    "public": "floor: one indexed, autocommitted SELECT of the invoice row, nothing else",
+    "poll": "floor: the same SELECT, then 304 with no body",
+}
 
 
 def _log(text: str) -> None:
@@ -109,7 +133,13 @@ def _session_key(index: int) -> PrivateKey:
 
 
 def _raw_request(host: str, kind: str, uri: str, key: PrivateKey, nonce: int) -> bytes:
-    """One complete HTTP/1.1 request, signed as a client would sign it."""
+    """One complete HTTP/1.1 request, signed as a client would sign it (``public``: not
+    signed at all, as the checkout page sends it)."""
+    if kind == "public":
+        return f"GET {uri} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    if kind == "poll":  # the tag is paycore's, for the invoice as the bench created it
+        tag = ETAGS.get(uri, '"*"')
+        return f"GET {uri} HTTP/1.1\r\nHost: {host}\r\nIf-None-Match: {tag}\r\n\r\n".encode()
     signed = uri.encode() if kind == "get" else INVOICE_BODY
     digest = hashlib.sha256(signed).hexdigest()
     lines = [
@@ -129,7 +159,7 @@ def _raw_request(host: str, kind: str, uri: str, key: PrivateKey, nonce: int) ->
 @dataclass
 class Job:
     port: int
-    kind: str  # get | post
+    kind: str  # get | post | public
     uri: str
     key_index: int
     first_nonce: int
@@ -162,6 +192,8 @@ def _read_answer(sock: socket.socket, buffer: bytearray) -> tuple[int, bool]:
             close = value.strip().lower() == "close"
         elif name.strip().lower() == "transfer-encoding":
             raise RuntimeError("chunked answer: the bench client reads Content-Length only")
+    if length is None and status in (204, 304):
+        length = 0  # no body by definition
     if length is None:
         raise RuntimeError(f"answer without Content-Length: {head[:200]}")
     total = end + 4 + length
@@ -437,6 +469,12 @@ def _bench_pair(
         nonces[0] += 1
         if status != 200:
             raise RuntimeError(f"GET {uri}: {status} {read[:200]!r}")
+        public = http.client.HTTPConnection("127.0.0.1", paycore_port, timeout=30)
+        public.request("GET", uri)
+        answer = public.getresponse()
+        answer.read()
+        ETAGS[uri] = answer.getheader("etag") or '"*"'
+        public.close()
         bodies = folder / f"bodies-{framework}-{db}.json"
         bodies.write_text(json.dumps({"get": read.decode(), "post": created.decode()}))
         bare = [
@@ -462,27 +500,30 @@ def _bench_pair(
                 _load(pid, port, "get", uri, args.clients, 0.5, signed, 200)
             samples: dict[tuple[str, str], list[dict[str, float]]] = {}
             for rep in range(args.reps):
-                for kind in ("get", "post"):
+                for kind in args.kinds:
                     for side, (pid, port, signed) in targets.items():
-                        path = uri if kind == "get" else PREFIX + "/invoice"
-                        expect = 200 if kind == "get" else 201
+                        path = PREFIX + "/invoice" if kind == "post" else uri
                         result = _load(
-                            pid, port, kind, path, args.clients, args.seconds, signed, expect
-                        )
+                            pid, port, kind, path, args.clients, args.seconds,
+                            signed if SIGNED[kind] else None, EXPECT[kind],
+                        )  # fmt: skip
                         samples.setdefault((kind, side), []).append(result)
                         _log(
                             f"{framework}/{db} rep {rep + 1}: {kind} {side} "
                             f"{result['req_per_s']:.0f} req/s, server "
                             f"{result['server_cpu_ms']:.2f} ms CPU/req"
                         )
-            # The client check: twice the client processes against the bare GET.
+            # The client check: twice the client processes against the bare app.
+            check = "get" if "get" in args.kinds else "public"
+            check_path = uri
+            twice = 2 * args.clients
             doubled = [
-                _load(bare_pid, bare_port, "get", uri, 2 * args.clients, args.seconds, None, 200)
+                _load(bare_pid, bare_port, check, check_path, twice, args.seconds, None, 200)
                 for _ in range(args.reps)
             ]
     common = {
         "bench": "http", "framework": framework,
-        "server": "gunicorn+uvicorn-worker" if framework == "litestar" else "gunicorn-gthread",
+        "server": "gunicorn+uvicorn-worker" if framework == "litestar" else "gunicorn+asgi-front",
         "db": db, "clients": args.clients, "seconds": args.seconds, "reps": args.reps,
         "stat": "median", "server_processes": 1,
     }  # fmt: skip
@@ -490,7 +531,7 @@ def _bench_pair(
     def median(kind: str, side: str, field: str) -> float:
         return statistics.median(s[field] for s in samples[(kind, side)])
 
-    for kind in ("get", "post"):
+    for kind in args.kinds:
         ours, ceiling = median(kind, "paycore", "req_per_s"), median(kind, "bare", "req_per_s")
         rows.append(
             {
@@ -501,7 +542,6 @@ def _bench_pair(
                 "ceiling": "bare_req_per_s",
                 "ceiling_value": round(ceiling, 1),
                 "ratio": round(ours / ceiling, 3),
-                "target": TARGETS[kind],
                 "server_cpu_ms_per_req": round(median(kind, "paycore", "server_cpu_ms"), 3),
                 "bare_server_cpu_ms_per_req": round(median(kind, "bare", "server_cpu_ms"), 3),
                 "client_cpu_ms_per_req": round(median(kind, "paycore", "client_cpu_ms"), 3),
@@ -517,17 +557,18 @@ def _bench_pair(
                 "ceiling": "floor_req_per_s",
                 "ceiling_value": round(floor, 1),
                 "ratio": round(ours / floor, 3),
-                "note": "floor: key recovery and one durable nonce write, nothing else",
+                "target": TARGETS[kind],
+                "note": FLOOR_NOTES[kind],
                 "floor_over_bare": round(floor / ceiling, 3),
                 "floor_server_cpu_ms_per_req": round(median(kind, "floor", "server_cpu_ms"), 3),
             }
         )
-    single = median("get", "bare", "req_per_s")
+    single = median(check, "bare", "req_per_s")
     double = statistics.median(d["req_per_s"] for d in doubled)
     rows.append(
         {
             **common,
-            "endpoint": ENDPOINTS["get"] + " (bare)",
+            "endpoint": ENDPOINTS[check] + " (bare)",
             "figure": "client_check",
             "value": round(double, 1),
             "ceiling": f"bare_req_per_s_with_{args.clients}_clients",
@@ -535,8 +576,8 @@ def _bench_pair(
             "ratio": round(double / single, 3),
             "note": f"bare GET with {2 * args.clients} client processes over "
             f"{args.clients}: near 1 means the server, not the client, was the limit",
-            "client_cpu_ms_per_req": round(median("get", "bare", "client_cpu_ms"), 3),
-            "bare_server_cpu_ms_per_req": round(median("get", "bare", "server_cpu_ms"), 3),
+            "client_cpu_ms_per_req": round(median(check, "bare", "client_cpu_ms"), 3),
+            "bare_server_cpu_ms_per_req": round(median(check, "bare", "server_cpu_ms"), 3),
         }
     )
     return rows
@@ -550,6 +591,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=("litestar", "flask"), help="one framework")
     parser.add_argument("--db", choices=("sqlite", "postgresql"), help="one database")
     parser.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"comma-separated cases to run, of {','.join(KINDS)}",
+    )
+    parser.add_argument(
         "--postgres",
         default=os.environ.get("PAYCORE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES),
         help="PostgreSQL server URL (env PAYCORE_BENCH_POSTGRES_URL)",
@@ -557,6 +603,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.reps < 3:
         parser.error("--reps must be at least 3: one repetition's figure is noise")
+    args.kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    if not args.kinds or set(args.kinds) - set(KINDS) or args.kinds == ("post",):
+        parser.error(f"--kinds takes some of {','.join(KINDS)}, one of them a GET")
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="paycore-http-bench-") as folder:

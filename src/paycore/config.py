@@ -136,6 +136,14 @@ def _decimal(raw: object) -> Decimal:
     return Decimal(str(raw))
 
 
+def _at_least_one(raw: int | str) -> int:
+    """A count that must be at least 1 (a cap of 0 would refuse every socket)."""
+    value = int(raw)
+    if value < 1:
+        raise InvalidInput("settings", f"expected a whole number of at least 1, got {raw!r}")
+    return value
+
+
 def _queue_size(raw: int | str) -> int:
     value = int(raw)
     if value < 1:
@@ -386,6 +394,13 @@ def _default_chains() -> dict[int, ChainConfig]:
     return chains
 
 
+def _stream_cap(raw: int | str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise InvalidInput("settings", f"expected a count of streams (0 or more), got {raw!r}")
+    return value
+
+
 def _positive(raw: float | str) -> float:
     """Seconds from a number or an environment string; zero or less makes no schedule."""
     value = float(raw)
@@ -620,11 +635,29 @@ class Settings:
     #: Events waiting to be written to one socket. A client that falls this far behind is
     #: disconnected (close 1013, it catches up by reading) instead of growing our memory.
     ws_queue_size: int = attrs.field(default=256, converter=_queue_size)
+    #: Seconds between heartbeat comments on an idle invoice event stream
+    #: (GET /invoice/{guid}/events), so proxies and the browser see it alive.
+    event_stream_heartbeat: float = attrs.field(default=15.0, converter=_positive)
+    #: Invoice event streams one process holds open on an event loop (Litestar): each a
+    #: coroutine, no thread. Past it a new stream is answered 503 (the page polls).
+    event_streams_max: int = attrs.field(default=10_000, converter=_stream_cap)
+    #: Invoice event streams one process holds open where each holds a thread (Flask under
+    #: gthread): kept below the worker's threads (``paycore serve --threads``, 8), so plain
+    #: requests still find one. Past it a new stream is answered 503 (the page polls).
+    event_streams_threaded_max: int = attrs.field(default=4, converter=_stream_cap)
     #: Seconds a new socket has to send its register frame before it is closed (4401).
     ws_register_timeout: float = attrs.field(default=30.0, converter=_positive)
     #: Seconds between re-reads of a registered socket's session key, so a deregistered
     #: key stops receiving pushes; an expiring one is cut at its ``expiresAt`` regardless.
     ws_recheck_interval: float = attrs.field(default=60.0, converter=_positive)
+    #: Open sockets one client address may hold per web process; past it an upgrade is
+    #: answered 429 with ``Retry-After`` (paycore.realtime.limits).
+    ws_max_per_ip: int = attrs.field(default=256, converter=_at_least_one)
+    #: Of those, sockets that have not yet sent a register frame that verified.
+    ws_max_unregistered_per_ip: int = attrs.field(default=32, converter=_at_least_one)
+    #: Registered sockets one owner may hold per web process; past it the register frame
+    #: is answered with close 4429.
+    ws_max_per_owner: int = attrs.field(default=64, converter=_at_least_one)
     # -- e-mail notifications (POST /setEmailNotifications; docs/management.md) -----------------
     #: SMTP server for deposit and withdrawal notices; unset, no e-mail is ever sent.
     smtp_host: str | None = attrs.field(default=None, converter=_optional_text)

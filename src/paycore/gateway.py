@@ -64,6 +64,7 @@ from .errors import (
 )
 from .events.queues import EventQueues
 from .events.signals import Handler, SignalConsumer, Signals, default_signals, register_gateway
+from .invoice_views import InvoiceView, InvoiceViews, salt_of
 from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
@@ -157,6 +158,19 @@ class Gateway:
         self.retention = Retention(units, self.settings, self.clock)
         #: The accounting export (GET /export): invoices, payments, refunds, withdrawals.
         self.accounting = Accounting(units, self.settings, self.clock)
+        #: GET /invoice/{guid}: one statement a read, ETag / 304, a body per version.
+        self.invoice_views = InvoiceViews(
+            units.read_invoice, self._expire, self.now, self.invoice_wire, self._view_salt
+        )
+        from . import __version__  # here: the package has finished importing by now
+
+        self._token_salt = salt_of(
+            __version__,
+            sorted(
+                (chain_id, c.native_symbol, c.native_decimals, sorted(c.token_info.items()))
+                for chain_id, c in self.settings.chains.items()
+            ),
+        )
         #: Payment links (POST /link, GET /links, POST /link/disable, GET /link/{id}).
         self.links = Links(
             units,
@@ -350,6 +364,16 @@ class Gateway:
         if machine.is_due(invoice, self.now()):
             invoice = self._expire(guid) or invoice
         return invoice
+
+    def invoice_view(self, guid: str) -> InvoiceView:
+        """The invoice as ``GET /invoice/{guid}`` answers it: one storage statement (none
+        of them a write unless the invoice is due to expire: then lazy expiry, as
+        :meth:`get_invoice` does it), an entity tag of the stored version, the body
+        encoded once per version (``paycore.invoice_views``)."""
+        return self.invoice_views.view(guid)
+
+    def _view_salt(self) -> str:
+        return f"{self._token_salt}:{self.checkout_url_for()}"
 
     def _expire(self, guid: str) -> Invoice | None:
         """Expire under a row lock, re-checking, so a racing read or sweep emits one event."""

@@ -14,6 +14,7 @@ request to ``paycore.api.handle_streamed``, and a catch-all rule for paycore's 4
 from __future__ import annotations
 
 from .app import create_app
+from .asgi import create_asgi_app
 from .extension import PayCore, PayCoreState, settings_from_config, state
 from .view import checkout_url, current_gateway
 
@@ -22,6 +23,7 @@ __all__ = [
     "PayCoreState",
     "checkout_url",
     "create_app",
+    "create_asgi_app",
     "current_gateway",
     "settings_from_config",
     "state",

@@ -20,6 +20,7 @@ from werkzeug.wsgi import get_content_length, get_input_stream
 from paycore import Gateway
 from paycore.api import MAX_BODY, Request, Response, Route, handle_streamed
 from paycore.api.http import text_response
+from paycore.api.streams import for_server
 from paycore.errors import PayloadTooLarge
 
 #: Every method reaches paycore, which answers 404/405 itself with its own one-line texts.
@@ -56,7 +57,7 @@ def answer(path: str) -> FlaskResponse:
     if body is None:
         return to_flask(payload_too_large())
     plain = to_paycore(request.environ, path, body, request.root_url, mount_prefix())
-    return to_flask(handle_streamed(current_gateway(), plain))
+    return to_flask(for_server(handle_streamed(current_gateway(), plain), threaded=True))
 
 
 def checkout_url() -> str:

@@ -13,11 +13,11 @@ import contextlib
 import socket
 from typing import Any
 
-from flask import Blueprint, current_app
+from flask import Blueprint, current_app, request
 from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 
-from paycore.realtime import Disconnected, serve_sync
+from paycore.realtime import Disconnected, serve_sync_counted
 
 from .view import EXTENSION_KEY
 
@@ -30,7 +30,9 @@ CLOSE_WAIT = 2.0
 def add_websocket_route(blueprint: Blueprint) -> None:
     @_sock.route("/ws", bp=blueprint, endpoint="ws")  # type: ignore[untyped-decorator]
     def paycore_ws(ws: Any) -> None:
-        serve_sync(FlaskSocket(ws), current_app.extensions[EXTENSION_KEY].gateway)
+        gateway = current_app.extensions[EXTENSION_KEY].gateway
+        # flask-sock has switched to WebSocket already: a socket past a cap is closed 4429.
+        serve_sync_counted(FlaskSocket(ws), gateway, request.remote_addr)
 
 
 class FlaskSocket:

@@ -30,11 +30,12 @@ from litestar.types import Guard, Method, Middleware, OperationIDCreator
 from litestar.types.internal_types import PathParameterDefinition
 
 from paycore import Gateway
-from paycore.api import MAX_BODY, Route, handle_streamed, routes
+from paycore.api import MAX_BODY, Route, handle_inline, handle_streamed, routes
 from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api.http import text_response
 from paycore.api.openapi import operation, operation_id
+from paycore.api.streams import for_server
 from paycore.errors import PayloadTooLarge
 
 from .ws import websocket_handler
@@ -105,7 +106,7 @@ def build_router(
                 opt={ROUTE_OPT: row.name},
                 status_code=row.status,
                 request_max_body_size=None,
-            )(core_call(gateway, prefix))
+            )(core_call(gateway, prefix, inline=row.inline))
         )
         if "GET" in methods and "HEAD" not in taken[path]:
             taken[path].add("HEAD")  # paycore answers HEAD as GET: guarded alike, not listed
@@ -209,11 +210,23 @@ def _plain(
 
 
 def core_call(
-    gateway: Gateway, prefix: str
+    gateway: Gateway, prefix: str, *, inline: bool = False
 ) -> Callable[[AnyRequest], Coroutine[Any, Any, LitestarResponse[Any]]]:
-    """A fresh handler function (Litestar keeps per-function state) making the one core call."""
+    """A fresh handler function (Litestar keeps per-function state) making the one core call.
+
+    A GET or HEAD is read without its body (paycore never reads a GET's body); for a row
+    marked ``inline`` the core answers it on the event loop when it can do so without
+    waiting (``paycore.api.handle_inline``: the checkout page's poll), with no hop to a
+    worker thread and back."""
 
     async def paycore_handler(request: AnyRequest) -> LitestarResponse[Any]:
+        if request.method in _BODILESS:
+            plain = to_paycore(request, b"", prefix)
+            if inline:
+                answered = handle_inline(gateway, plain)
+                if answered is not None:
+                    return to_litestar(answered)
+            return to_litestar(await to_thread.run_sync(handle_streamed, gateway, plain))
         body = await read_capped_body(request)
         if body is None:
             return to_litestar(payload_too_large())
@@ -227,6 +240,7 @@ def core_call(
     return paycore_handler
 
 
+_BODILESS = frozenset(("GET", "HEAD"))
 _HANDLER_ANNOTATIONS: dict[str, Any] = {"request": AnyRequest, "return": LitestarResponse[Any]}
 
 
@@ -361,7 +375,15 @@ def to_litestar(response: PaycoreResponse) -> LitestarResponse[Any]:
     ``Stream`` fed by :func:`in_threads`, whose pieces are made in a worker thread, as the
     rest of the call.
     """
+    response = for_server(response, threaded=False)
     headers = {**response.headers, "content-type": response.content_type}
+    if response.stream is not None:  # an event stream: a coroutine on the loop, no thread
+        return Stream(
+            response.stream.async_chunks(),
+            status_code=response.status,
+            media_type=response.content_type,
+            headers=headers,
+        )
     if response.chunks is not None:
         return Stream(
             in_threads(response.chunks),

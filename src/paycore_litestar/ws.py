@@ -1,7 +1,9 @@
 """GET {prefix}/ws for Litestar: a native websocket handler that ``paycore.realtime`` runs.
 
-Litestar accepts the socket; everything after (frames, auth, pushes, closes) is the core's
-``serve_async``, the same protocol the Flask adapter serves.
+The core admits the upgrade against the socket caps (``paycore.realtime.asgi``: a refused
+one gets 429 with ``Retry-After`` and is never switched), the handler accepts it, and
+everything after (frames, auth, pushes, closes) is the core's ``serve_async``, the same
+protocol the Flask adapter serves.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.handlers import WebsocketRouteHandler
 
 from paycore import Gateway
-from paycore.realtime import Disconnected, hub_for, serve_async
+from paycore.realtime import Disconnected, hub_for
+from paycore.realtime.asgi import serve_asgi_socket
 
 AnySocket = WebSocket[Any, Any, Any]
 WS_PATH = "/ws"
@@ -28,8 +31,11 @@ def websocket_handler(gateway: Gateway) -> WebsocketRouteHandler:
 
     @websocket(WS_PATH, name="paycore-ws", include_in_schema=False)
     async def paycore_ws(socket: AnySocket) -> None:
-        await socket.accept()
-        await serve_async(LitestarSocket(socket), gateway, hub)
+        # socket.receive/send are Litestar's wrappers around the raw ASGI callables: they
+        # pass messages through, keeping Litestar's idea of the connection's state.
+        await serve_asgi_socket(
+            socket.scope, socket.receive, socket.send, gateway, hub, LitestarSocket(socket)
+        )
 
     return paycore_ws
 

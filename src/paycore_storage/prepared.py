@@ -24,7 +24,7 @@ import attrs
 from sqlalchemy import Column, Connection, Dialect
 from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.expression import ClauseElement
+from sqlalchemy.sql.expression import ClauseElement, Label
 
 Process = Callable[[Any], Any]
 
@@ -53,7 +53,9 @@ class Prepared:
     ``columns`` are the ones it returns, in order (none for a statement without rows)."""
 
     def __init__(
-        self, build: Callable[[Dialect], ClauseElement], columns: Iterable[Column[Any]] = ()
+        self,
+        build: Callable[[Dialect], ClauseElement],
+        columns: Iterable[Column[Any] | Label[Any]] = (),
     ) -> None:
         self._build = build
         self._columns = tuple(columns)
@@ -95,6 +97,34 @@ class Prepared:
             }
             for row in fetched
         ]
+
+    def raw(
+        self,
+        dialect: Dialect,
+        dbapi: Any,
+        invalidate: Callable[[BaseException], None],
+        params: Mapping[str, Any],
+    ) -> list[Any]:
+        """Run it on a DBAPI connection (in whatever transaction, or autocommit, that
+        connection is in); the rows as the driver returned them, each turned into column
+        -> value by :meth:`convert` when the caller needs it -- and only then."""
+        compiled = self._for(dialect)
+        first = compiled.results is None
+        fetched, description = on_dbapi(
+            dialect, dbapi, compiled.sql, compiled.arguments(params), invalidate,
+            fetch=True, describe=first,
+        )  # fmt: skip
+        if fetched and first:
+            compiled.results = self._results(dialect, description)
+        return fetched
+
+    def convert(self, dialect: Dialect, row: Sequence[Any]) -> dict[str, Any]:
+        """One row of :meth:`raw` as :meth:`rows` would have returned it."""
+        results = self._for(dialect).results or ()
+        return {
+            name: (value if process is None else process(value))
+            for (name, process), value in zip(results, row, strict=True)
+        }
 
     def run_many(self, connection: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
         """Run it once per row of ``rows`` (the driver's ``executemany``: sqlite3 loops in C,

@@ -370,7 +370,7 @@ def refund_row(refund: Refund) -> dict[str, Any]:
     }
 
 
-def refund_from_row(row: Row) -> Refund:
+def refund_from_row(row: Row | Mapping[str, Any]) -> Refund:
     return Refund(
         id=row["id"],
         guid=row["guid"],

@@ -122,6 +122,7 @@ from paycore.merchant.profile import MerchantProfile
 from paycore.prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from paycore.storage import OutboxSignal, PruneBatch, StorageTx
 from paycore.storage.contract import TransferPlace
+from paycore.storage.invoice_read import InvoiceRead, refuse_blocking
 from paycore.webhooks.records import (
     DEFAULT_ENDPOINT,
     ClaimedDelivery,
@@ -137,6 +138,7 @@ from .detected import DetectedStatements
 from .endpoints import EndpointStatements
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .idempotency import IdempotencyStatements
+from .invoice_read import read_on
 from .migrations import migrate
 from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
 from .outbox_signal import PostgresListen, SqliteDataVersion
@@ -506,7 +508,8 @@ class SqlStorage:
         self._postgres = self.url.get_backend_name() == "postgresql"
         self._shared_connection = threading.Lock() if sqlite else None
         #: Whether ``outbox_signal`` has anything to offer: not for an in-memory database.
-        self.has_outbox_signal = not is_memory_sqlite(self.url)
+        self._memory = is_memory_sqlite(self.url)
+        self.has_outbox_signal = not self._memory
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision now."""
@@ -582,6 +585,37 @@ class SqlStorage:
                     if pooled.is_valid and dbapi.in_transaction:
                         dbapi.execute("COMMIT" if spent else "ROLLBACK")
                 return spent
+        except Exception as error:
+            outage = unavailable(error)
+            if outage is None:
+                raise
+            raise outage from error
+
+    def read_invoice(self, guid: str) -> InvoiceRead | None:
+        """One autocommitted ``SELECT`` on a pooled DBAPI connection (``invoice_read``):
+        on PostgreSQL one round trip, no ``BEGIN`` or ``COMMIT``; on a SQLite file a read
+        that takes neither ``BEGIN IMMEDIATE`` nor this process's writer lock (WAL lets it
+        run beside a writer). An in-memory SQLite database has one connection, shared: the
+        lock is taken there."""
+        # Not on an event loop: a round trip to PostgreSQL (the loop would wait it out,
+        # one request at a time, where worker threads overlap their waits), a shared lock
+        # to wait for, a migration, a connection to open. A SQLite file's WAL read is none.
+        pool: Any = self.engine.pool
+        if self._postgres or self._memory or not self._migrated or pool.checkedin() == 0:
+            refuse_blocking()
+        try:
+            self._ensure_schema()
+            shared = self._shared_connection if self._memory else None
+            with shared or nullcontext(), self._pooled() as (pooled, _run):
+                dbapi: Any = pooled.dbapi_connection
+                if not self._postgres:
+                    return read_on(self.engine.dialect, dbapi, pooled.invalidate, guid)
+                dbapi.autocommit = True
+                try:
+                    return read_on(self.engine.dialect, dbapi, pooled.invalidate, guid)
+                finally:
+                    if pooled.is_valid:
+                        dbapi.autocommit = False
         except Exception as error:
             outage = unavailable(error)
             if outage is None:
@@ -740,6 +774,11 @@ class SqlTx(
         query = _INVOICE_FOR_UPDATE if for_update else _INVOICE
         rows = query.rows(self._c, {"guid": guid})
         return invoice_from_row(rows[0]) if rows else None
+
+    def read_invoice(self, guid: str) -> InvoiceRead | None:
+        connection = self._c
+        dbapi = connection.connection.dbapi_connection
+        return read_on(connection.dialect, dbapi, connection.invalidate, guid)
 
     def update_invoice(self, invoice: Invoice) -> None:
         """Raises ``KeyError`` for an unknown guid: an update that silently did nothing

@@ -44,7 +44,25 @@ ENDPOINTS: dict[str, Call] = {
         session=key,
     ),
     "GET /prices": lambda env, owner, key: env.api.get("/prices", session=key),
+    "POST /webhook/endpoints": lambda env, owner, key: env.api.post(
+        "/webhook/endpoints",
+        {"url": "https://merchant.example.test/h", "ownerAddress": owner.address},
+        session=key,
+    ),
+    "GET /webhook/endpoints": lambda env, owner, key: env.api.get(
+        "/webhook/endpoints", f"owner={owner.address}", session=key
+    ),
+    "POST /webhook/endpoints/update": lambda env, owner, key: env.api.post(
+        "/webhook/endpoints/update",
+        {"id": _endpoint(env, owner), "enabled": False, "ownerAddress": owner.address},
+        session=key,
+    ),
 }
+
+
+def _endpoint(env: Env, owner: LocalAccount) -> str:
+    """An endpoint of ``owner``'s, made directly, for the calls that change one."""
+    return env.gateway.webhooks.endpoints.create(owner.address, "https://hooks.example.test/").id
 
 
 @pytest.mark.parametrize("endpoint", list(ENDPOINTS))

@@ -75,3 +75,56 @@ def test_read_with_headers_in_soft_mode_must_validate_too(make_env: MakeEnv) -> 
     env.api.get(f"/invoice/{guid}", session=session("never-registered")).error(
         401, prefix="session signature: "
     )
+
+
+def test_an_unchanged_invoice_answers_304_to_its_etag(env: Env) -> None:
+    _, [key] = env.merchant("m", "k")
+    guid = env.create(key)["guid"]
+    first = env.api.get(f"/invoice/{guid}")
+    etag = first.headers["etag"]
+    assert etag.startswith('"') and etag.endswith('"') and len(etag) > 2
+    assert first.headers["cache-control"] == "no-cache"
+    again = env.api.get(f"/invoice/{guid}", headers={"if-none-match": etag})
+    assert again.status == 304
+    assert again.body == b""
+    assert again.headers["etag"] == etag
+    # A list naming it, a weak copy of it, and "*" name it too; another tag does not.
+    for named in (f'"x", {etag}', f"W/{etag}", "*"):
+        assert env.api.get(f"/invoice/{guid}", headers={"if-none-match": named}).status == 304
+    other = env.api.get(f"/invoice/{guid}", headers={"if-none-match": '"not-it"'})
+    assert other.ok() == first.ok()
+    assert other.headers["etag"] == etag
+
+
+def test_a_change_changes_the_etag_and_answers_the_new_record(env: Env) -> None:
+    _, [key] = env.merchant("m", "k")
+    created = env.create(key, value="20")
+    guid = created["guid"]
+    etag = env.api.get(f"/invoice/{guid}").headers["etag"]
+    env.deposit(created["address"], "0.005")  # half of it: partially paid
+    changed = env.api.get(f"/invoice/{guid}", headers={"if-none-match": etag})
+    assert changed.ok()["status"] == "partialPaid"
+    assert changed.headers["etag"] != etag
+    assert changed.ok()["paidAmount"] != created["paidAmount"]
+
+
+def test_lazy_expiry_happens_on_a_conditional_read_too(env: Env) -> None:
+    _, [key] = env.merchant("m", "k")
+    guid = env.create(key, deadlineSecs=60)["guid"]
+    etag = env.api.get(f"/invoice/{guid}").headers["etag"]
+    env.clock.advance(61)
+    expired = env.api.get(f"/invoice/{guid}", headers={"if-none-match": etag})
+    assert expired.ok()["status"] == "expired"
+    new_etag = expired.headers["etag"]
+    assert new_etag != etag
+    assert env.api.get(f"/invoice/{guid}", headers={"if-none-match": new_etag}).status == 304
+    events = env.poll(key)
+    assert [(e["guid"], e["status"]) for e in events] == [(guid, "expired")]
+
+
+def test_a_signed_read_carries_the_same_etag(env: Env) -> None:
+    _, [key] = env.merchant("m", "k")
+    guid = env.create(key)["guid"]
+    public = env.api.get(f"/invoice/{guid}").headers["etag"]
+    signed = env.api.get(f"/invoice/{guid}", session=key, headers={"x-encryption": "none"})
+    assert signed.headers["etag"] == public

@@ -52,6 +52,9 @@ WALKED_ELSEWHERE = {
     "/webhook/endpoints/update",
     "/webhook/endpoints/rotate-secret",
     "/webhook/endpoints/delete",
+    # The invoice's Server-Sent Events (text/event-stream): tests/realtime, under both
+    # adapters' real servers.
+    "/invoice/{guid}/events",
 }
 #: Not JSON at all: the WebSocket stream (tests/realtime) and the checkout page and its
 #: files (tests/checkout) are checked where their protocol is.

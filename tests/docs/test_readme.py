@@ -246,10 +246,12 @@ def test_production_block_runs_as_written(tmp_path: Path) -> None:
 @pytest.mark.slow  # gunicorn in subprocesses
 def test_gunicorn_commands_run_as_written(tmp_path: Path) -> None:
     """Each host app under gunicorn directly, as README.md writes the command."""
-    [block] = [b for b in SHELL_BLOCKS if b.lstrip().startswith("# Flask: threaded")]
+    [block] = [
+        b for b in SHELL_BLOCKS if b.lstrip().startswith("# Flask: behind paycore's ASGI front")
+    ]
     commands = _commands(block)
     assert [c.split("'")[1] for c in commands] == [
-        "paycore_flask:create_app()",
+        "paycore_flask:create_asgi_app()",
         "paycore_litestar:create_app()",
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")}

@@ -66,6 +66,7 @@ def test_a_round_keeps_what_is_still_needed_and_deletes_the_rest(
         retention_deliveries=2 * DAY,
         retention_expired_grace=60,
         retention_batch=2,
+        pow_difficulty=4,  # a challenge is stored only while proof of work is on
     )
     gateway = _clocked(store, settings, clock)  # every record below is stamped with it
     merchant = Merchant(gateway)

@@ -93,7 +93,11 @@ def invoice_of(gateway: Gateway, guid: str) -> Invoice:
 
 
 def events(gateway: Gateway) -> list[tuple[str, str]]:
-    return [(e.payload["status"], e.payload["paidAmount"]) for e in gateway.drain_events(CONSUMER)]
+    """Every change queued since the last look, of every type (a poll hands out the status
+    changes only; a reversal is announced as ``invoice.payment_reversed``)."""
+    with gateway.storage.transaction() as tx:
+        queued = tx.drain_queue(CONSUMER, 1000)
+    return [(e.payload["status"], e.payload["paidAmount"]) for e in queued]
 
 
 def stored_rows(storage: Storage, tx_hash: str) -> list[Transaction]:

@@ -70,7 +70,10 @@ def test_http_bench_prints_paycore_bare_and_floor(postgres_url: str) -> None:
     seen = {(line["framework"], line["db"], line["endpoint"], line["ceiling"]) for line in rates}
     for framework in ("litestar", "flask"):
         for db in ("sqlite", "postgresql"):
-            for endpoint in ("GET /invoice/{guid}", "POST /invoice"):
+            for endpoint in (
+                "GET /invoice/{guid}", "POST /invoice", "GET /invoice/{guid} (unsigned)",
+                "GET /invoice/{guid} (unsigned, If-None-Match: 304)",
+            ):  # fmt: skip
                 for ceiling in ("bare_req_per_s", "floor_req_per_s"):
                     assert (framework, db, endpoint, ceiling) in seen
     for line in rates:
@@ -125,3 +128,25 @@ def test_signals_bench(postgres_url: str) -> None:
     assert {line["database"] for line in lines} == {"sqlite", "postgresql"}
     for line in lines:
         _positive(line, "figure", "ceiling", "ratio")
+
+
+def test_endpoints_bench(postgres_url: str) -> None:
+    lines = _run("endpoints_bench.py", "--changes", "10", "--reps", "3", "--postgres", postgres_url)
+    assert [line["database"] for line in lines] == ["sqlite", "postgresql"]
+    for line in lines:
+        _positive(line, "figure", "ceiling", "ratio")
+
+
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_checkout_push_bench(postgres_url: str, db: str) -> None:
+    lines = _run(
+        "checkout_push_bench.py", "--pages", "20", "--changes", "5", "--rate", "10",
+        "--db", db, "--postgres", postgres_url, timeout=600,
+    )  # fmt: skip
+    rungs = [line for line in lines if "mode" in line]
+    assert {line["mode"] for line in rungs} == {"poll", "stream"}
+    for line in rungs:
+        assert line["changes"] == 5 and line["errors"] == [], line
+        _positive(line, "update_p99_s")
+    [stream] = [line for line in rungs if line["mode"] == "stream"]
+    assert stream["missed"] == 0 and stream["refused"] == 0, stream

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..auth.session import sends_session_headers
+from ..storage.invoice_read import WouldBlock, without_blocking
 from .http import MAX_BODY, Request, Response
 from .routing import Route, Router, dispatch
 from .table import ROUTES, build_router
@@ -34,6 +36,24 @@ def handle_streamed(gateway: Gateway, request: Request) -> Response:
     return dispatch(gateway, _shared_router(), request)
 
 
+def handle_inline(gateway: Gateway, request: Request) -> Response | None:
+    """The answer made on the calling thread -- an event loop's -- for a route marked
+    ``inline`` that a request without session headers reaches, or ``None``: then the
+    adapter calls :func:`handle_streamed` in a worker thread as for any other request.
+    ``None`` also when the answer would have to wait after all (an expiry to write, no
+    idle pooled connection): nothing was done, the thread does it all.
+
+    Only for an adapter that knows the request is for such a route (Litestar's handler
+    per row); the answer is the one :func:`handle_streamed` would give."""
+    if sends_session_headers(request.headers):
+        return None
+    try:
+        with without_blocking():
+            return dispatch(gateway, _shared_router(), request)
+    except WouldBlock:
+        return None
+
+
 def _shared_router() -> Router:
     global _router
     if _router is None:
@@ -50,6 +70,7 @@ __all__ = [
     "Router",
     "build_router",
     "handle",
+    "handle_inline",
     "handle_streamed",
     "routes",
 ]

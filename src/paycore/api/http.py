@@ -10,17 +10,21 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 import attrs
 
 from ..auth.session import URI_SIGNED_METHODS
+from ..domain.records import json_bytes
 from ..errors import InvalidInput
 from ..ops.redaction import redact
 
 #: Request bodies above this are refused with 413 before they are read whole.
 MAX_BODY = 64 * 1024
+
+if TYPE_CHECKING:
+    from ..realtime.invoice_stream import EventStream
 
 log = logging.getLogger("paycore.api")
 
@@ -168,8 +172,18 @@ class Response:
     #: memory whole; ``body`` is then empty. Adapters that stream send these pieces as they
     #: come (``paycore.api.handle_streamed``); ``joined`` makes an ordinary response of it.
     chunks: Iterable[bytes] | None = attrs.field(default=None, eq=False, repr=False)
+    #: An open event stream (GET /invoice/{guid}/events): the adapter lets it in with
+    #: ``paycore.api.streams.for_server`` and sends it as its server can, in a thread
+    #: (``sync_chunks``) or on its event loop (``async_chunks``).
+    stream: EventStream | None = attrs.field(default=None, eq=False, repr=False)
 
     def joined(self) -> Response:
+        """The whole body in ``body``; an event stream gives its first message only, and
+        is closed (a caller that cannot stream gets the invoice as it is)."""
+        if self.stream is not None:
+            opening = self.stream.opening()
+            self.stream.close()
+            return attrs.evolve(self, body=opening, stream=None)
         if self.chunks is None:
             return self
         return attrs.evolve(self, body=b"".join(self.chunks), chunks=None)
@@ -183,8 +197,7 @@ class StreamAborted(RuntimeError):
 def json_response(
     data: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
-    body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
-    return Response(status, body, "application/json", dict(headers or {}))
+    return Response(status, json_bytes(data), "application/json", dict(headers or {}))
 
 
 #: Bytes a streamed JSON array gathers before it hands a piece to the server.

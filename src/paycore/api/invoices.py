@@ -7,7 +7,7 @@ from typing import Any
 from ..domain.records import Json, Transaction
 from ..domain.tokens import normalize_address
 from ..errors import InvalidInput
-from .http import json_array_stream, json_response
+from .http import Response, json_array_stream, json_response
 from .requests import ChallengeRequest, CreateInvoice, InvoiceQuery, PricesQuery, TransactionQuery
 from .routing import Call
 
@@ -28,9 +28,31 @@ def invoice_challenge(call: Call) -> Json:
     return challenge.to_wire(gw.now())
 
 
-def get_invoice(call: Call) -> Json:
+def get_invoice(call: Call) -> Response:
+    """The invoice with an ``ETag`` of its stored version; ``304`` with no body when the
+    request's ``If-None-Match`` names it (the checkout page's poll, mostly)."""
+    view = call.gateway.invoice_view(call.params["guid"])
+    headers = {"etag": view.etag, "cache-control": "no-cache"}
+    if view.matches(call.request.headers.get("if-none-match")):
+        return Response(304, b"", "application/json", headers)
+    return Response(200, view.body(), "application/json", headers)
+
+
+def invoice_events(call: Call) -> Response:
+    """The invoice's changes as Server-Sent Events (``paycore.realtime.invoice_stream``);
+    a 404 before any stream starts when there is no such invoice. A HEAD gets the stream's
+    first message and no open stream."""
+    # Here, not at the top: paycore.realtime imports the gateway, which imports this.
+    from ..realtime.hub import hub_for
+    from ..realtime.invoice_stream import open_stream
+
     gw = call.gateway
-    return gw.invoice_wire(gw.get_invoice(call.params["guid"]))
+    stream = open_stream(
+        gw, hub_for(gw), call.params["guid"], call.request.headers.get("last-event-id")
+    )
+    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+    response = Response(200, b"", "text/event-stream", headers, stream=stream)
+    return response.joined() if call.request.method == "HEAD" else response
 
 
 def list_invoices(call: Call) -> Any:

@@ -27,6 +27,7 @@ _BODY: dict[str, dict[str, Any]] = {
     "text/html": {"type": "string"},
     "text/csv": {"type": "string"},
     "image/svg+xml": {"type": "string"},
+    "text/event-stream": {"type": "string"},
     "*/*": {"type": "string", "format": "binary"},
 }
 
@@ -146,6 +147,25 @@ def operation(route: Route, method: str, chains: Sequence[int] = ()) -> dict[str
             },
         },
     }
+    if route.conditional:
+        params.append(
+            {
+                "name": "If-None-Match",
+                "in": "header",
+                "required": False,
+                "description": "the ETag of an earlier answer: 304 if it is still current",
+                "schema": {"type": "string"},
+            }
+        )
+        op["responses"][str(route.status)]["headers"] = {
+            "ETag": {
+                "description": "the stored version of what the answer shows",
+                "schema": {"type": "string"},
+            }
+        }
+        op["responses"]["304"] = {
+            "description": "not modified: the ETag named in If-None-Match is still current"
+        }
     if route.request is not None and not as_query:
         op["requestBody"] = {
             "required": not route.signed_empty_body,

@@ -136,6 +136,13 @@ class Route:
     #: The per-client-IP limit this route counts against (``paycore.ops.limits``:
     #: "challenge", "registration"), for unauthenticated writes; None: no such limit.
     ip_limit: str | None = None
+    #: The answer carries an ``ETag`` and a request naming it in ``If-None-Match`` is
+    #: answered ``304`` with no body (the OpenAPI document says so).
+    conditional: bool = False
+    #: An unsigned request may be answered on the server's event loop, with no hop to a
+    #: worker thread (``paycore.api.handle_inline``): its handler makes one read that
+    #: never waits, and raises ``WouldBlock`` where it would (then a thread answers).
+    inline: bool = False
 
     @property
     def name(self) -> str:

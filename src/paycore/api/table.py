@@ -61,6 +61,24 @@ ROUTES: list[Route] = [
         errors=(401, 404),
         one_transaction=True,
         soft_mode="public",
+        conditional=True,
+        inline=True,
+    ),
+    Route(
+        ("GET",),
+        "/invoice/{guid}/events",
+        invoices.invoice_events,
+        "Follow an invoice's changes as Server-Sent Events (the checkout page's push)",
+        response={
+            "type": "string",
+            "description": "text/event-stream: each message's data is the Invoice JSON "
+            "GET /invoice/{guid} answers, its id that answer's ETag; comment lines are "
+            "heartbeats. Last-Event-ID skips the first message when still current.",
+        },
+        errors=(404, 503),
+        session="none",  # public, like the checkout page that opens it: no session headers
+        media_type="text/event-stream",
+        soft_mode="public",
     ),
     Route(
         ("GET",),
@@ -266,6 +284,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK_ENDPOINT,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("GET",),
@@ -276,6 +295,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK_ENDPOINTS,
         errors=(400, 401, 403),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -286,6 +306,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK_ENDPOINT,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -296,6 +317,7 @@ ROUTES: list[Route] = [
         response=schemas.WEBHOOK_ENDPOINT,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="session",
     ),
     Route(
         ("POST",),
@@ -306,6 +328,7 @@ ROUTES: list[Route] = [
         response=schemas.ENDPOINT_REMOVED,
         errors=(400, 401, 403, 404),
         session="owner",
+        soft_mode="session",
     ),
     # -- the merchant's identity on the checkout page (session-signed) -------------------------
     Route(

@@ -92,7 +92,13 @@ def next_status(status: Status, move: Move) -> Status:
 
 def is_due(invoice: Invoice, now: int) -> bool:
     """Past its deadline and not settled: the next read or sweep expires it."""
-    return invoice.status not in SETTLED and now > invoice.deadline
+    return due(invoice.status, invoice.deadline, now)
+
+
+def due(status: Status, deadline: int, now: int) -> bool:
+    """:func:`is_due` from the two fields it reads, for a read that has not decoded the
+    rest of the invoice (``paycore.storage.invoice_read``)."""
+    return status not in SETTLED and now > deadline
 
 
 def expire(invoice: Invoice) -> Invoice:

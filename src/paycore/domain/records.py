@@ -7,6 +7,7 @@ transition can never leave a half-updated invoice behind. Money is Decimal insid
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal, localcontext
 from enum import StrEnum
 from typing import Any
@@ -17,6 +18,11 @@ from .detected import Detected
 from .money import MONEY_CONTEXT, to_text
 
 Json = dict[str, Any]
+
+
+def json_bytes(data: Any) -> bytes:
+    """``data`` as the HTTP interface sends JSON: compact, UTF-8, non-ASCII kept as is."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 class Status(StrEnum):

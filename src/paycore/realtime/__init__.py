@@ -10,6 +10,9 @@
   SQL store changes are only published there, for older web processes.
 - :mod:`.connection`: ``serve_sync`` / ``serve_async``, one socket from challenge to close,
   behind the two-method socket shapes the adapters wrap their framework's socket in.
+- :mod:`.limits`: ``SocketLimits``, the per-address and per-owner socket caps (the Hub's).
+- :mod:`.asgi`: GET /ws at the level of ASGI messages: a socket past a cap is answered
+  429 with ``Retry-After`` before it is switched.
 
 The built-in plugin registers a Hub for every gateway; ``hub_for(gateway)`` finds it.
 """
@@ -23,6 +26,7 @@ from .connection import (
     SyncSocket,
     serve_async,
     serve_sync,
+    serve_sync_counted,
 )
 from .frames import (
     CLOSE_AUTH,
@@ -53,4 +57,5 @@ __all__ = [
     "hub_for",
     "serve_async",
     "serve_sync",
+    "serve_sync_counted",
 ]

@@ -32,6 +32,7 @@ from ..errors import AuthError, StorageUnavailable
 from ..gateway import Gateway
 from .frames import Close, Conversation, Register, encode_event
 from .hub import Hub, Subscription, hub_for
+from .limits import Admission, Refusal
 
 log = logging.getLogger("paycore.realtime")
 
@@ -74,9 +75,14 @@ class AsyncSocket(Protocol):
 class SocketSession:
     """What one socket knows besides its I/O: its conversation, key and subscription."""
 
-    def __init__(self, gateway: Gateway, hub: Hub | None = None) -> None:
+    def __init__(
+        self, gateway: Gateway, hub: Hub | None = None, admission: Admission | None = None
+    ) -> None:
         self.gateway = gateway
         self.hub = hub or hub_for(gateway)
+        #: The socket's place in the Hub's socket caps (released by :meth:`end`); None for
+        #: a driver that counts nothing.
+        self.admission = admission
         self.conversation = Conversation()
         self.key: SessionKey | None = None
         self.subscription: Subscription | None = None
@@ -119,6 +125,10 @@ class SocketSession:
             # side's 503 does, and the outage is logged once per interval, not per socket.
             self._outage(exc)
             return self.conversation.unavailable(exc.text)
+        if self.admission is not None:
+            refused = self.admission.register(key.owner)
+            if refused is not None:
+                return self.conversation.too_many(refused.message)
         self.key = key
         # docs/interface.md §Encrypted responses: owner-scoped answers are encrypted for a
         # key that registered an encryption key, unless the client opts out; pushes are
@@ -234,16 +244,23 @@ class SocketSession:
         if self.subscription is not None:
             self.hub.unsubscribe(self.subscription)
             self.subscription = None
+        if self.admission is not None:
+            self.admission.release()
 
 
 # -- blocking servers (Flask under werkzeug, gunicorn threads) -----------------------------
 
 
-def serve_sync(socket: SyncSocket, gateway: Gateway, hub: Hub | None = None) -> None:
+def serve_sync(
+    socket: SyncSocket,
+    gateway: Gateway,
+    hub: Hub | None = None,
+    admission: Admission | None = None,
+) -> None:
     """Run one socket on the calling thread until it closes; never raises for the client's
     doings. Pushes wake the thread at once; the client's side is looked at every
-    ``SYNC_POLL`` seconds."""
-    session = SocketSession(gateway, hub)
+    ``SYNC_POLL`` seconds. ``admission`` (released here) counts it against the socket caps."""
+    session = SocketSession(gateway, hub, admission)
     try:
         socket.send(session.opening())
         data = socket.receive(session.register_timeout)
@@ -280,6 +297,19 @@ def serve_sync(socket: SyncSocket, gateway: Gateway, hub: Hub | None = None) -> 
         session.end()
 
 
+def serve_sync_counted(
+    socket: SyncSocket, gateway: Gateway, ip: str | None, hub: Hub | None = None
+) -> None:
+    """``serve_sync`` for a server that switched to WebSocket before paycore could look
+    (flask-sock): the socket caps are applied now, a refused socket closed with 4429."""
+    hub = hub or hub_for(gateway)
+    decided = hub.limits.admit(ip)
+    if isinstance(decided, Refusal):
+        _close_sync(socket, Conversation().too_many(decided.message))
+        return
+    serve_sync(socket, gateway, hub, decided)
+
+
 def _close_sync(socket: SyncSocket, close: Close) -> None:
     try:
         socket.send(close.frame)
@@ -291,11 +321,16 @@ def _close_sync(socket: SyncSocket, close: Close) -> None:
 # -- asyncio servers (Litestar under uvicorn) ----------------------------------------------
 
 
-async def serve_async(socket: AsyncSocket, gateway: Gateway, hub: Hub | None = None) -> None:
+async def serve_async(
+    socket: AsyncSocket,
+    gateway: Gateway,
+    hub: Hub | None = None,
+    admission: Admission | None = None,
+) -> None:
     """Run one socket until it closes. Storage and Redis calls go to worker threads; a
     push wakes the socket's task through the event loop, from whichever thread committed
-    it."""
-    session = SocketSession(gateway, hub)
+    it. ``admission`` (released here) counts it against the socket caps."""
+    session = SocketSession(gateway, hub, admission)
     try:
         await socket.send(session.opening())
         data: str | bytes | None = None

@@ -37,7 +37,7 @@ Every refusal is an error frame ``{"type":"error","message":..}`` followed by a 
 for a frame that is not what the protocol expects at that point, 4401 when the frame is
 well-formed but does not authenticate (or the key stops being valid later), 1013 ("try again
 later") when the client reads too slowly to keep up with its pushes, or when storage is
-down as its register frame comes.
+down as its register frame comes, 4429 past a socket cap (``paycore.realtime.limits``).
 """
 
 from __future__ import annotations
@@ -60,6 +60,10 @@ CLOSE_AUTH = 4401
 #: was down when its register frame came.
 CLOSE_TRY_LATER = 1013
 CLOSE_TOO_SLOW = CLOSE_TRY_LATER
+#: Past a socket cap (``paycore.realtime.limits``): too many sockets from this address, or
+#: for this owner. The HTTP status a refused upgrade gets, in the 4xxx range RFC 6455
+#: leaves to applications.
+CLOSE_TOO_MANY = 4429
 
 #: Client frames are a few hundred bytes; anything far larger is not a register frame.
 MAX_CLIENT_FRAME = 4096
@@ -130,6 +134,8 @@ _TRANSITIONS: dict[tuple[State, str], State] = {
     (State.CHALLENGED, "timeout"): State.CLOSED,
     (State.VERIFYING, "accept"): State.REGISTERED,
     (State.VERIFYING, "reject"): State.CLOSED,
+    (State.CHALLENGED, "limit"): State.CLOSED,
+    (State.VERIFYING, "limit"): State.CLOSED,
     (State.REGISTERED, "push"): State.REGISTERED,
     (State.REGISTERED, "bad_frame"): State.CLOSED,
     (State.REGISTERED, "revoked"): State.CLOSED,
@@ -249,6 +255,11 @@ class Conversation:
         """The register frame could not be checked because storage is down: 1013, come back
         later (the HTTP side's 503); the frame may be valid, so this is not a 4401."""
         return self._refuse("reject", CLOSE_TRY_LATER, reason)
+
+    def too_many(self, reason: str) -> Close:
+        """A socket cap is reached: too many from the client's address (a server that
+        could not answer the upgrade with 429), or for the owner that just registered."""
+        return self._refuse("limit", CLOSE_TOO_MANY, reason)
 
     def too_slow(self, limit: int) -> Close:
         return self._refuse(

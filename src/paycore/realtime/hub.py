@@ -35,6 +35,8 @@ from ..domain.records import Json, OutboxEvent
 from ..events.queues import EventQueues
 from ..notify.contract import BaseNotifier
 from .frames import encode_event
+from .invoice_stream import Watch
+from .limits import SocketLimits
 from .outbox_feed import OutboxFeed
 
 if TYPE_CHECKING:
@@ -159,9 +161,17 @@ class Hub(BaseNotifier):
 
     name = "websocket-hub"
 
-    def __init__(self, *, queue_size: int = 256, fanout: Fanout | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        queue_size: int = 256,
+        fanout: Fanout | None = None,
+        limits: SocketLimits | None = None,
+    ) -> None:
         self.queue_size = queue_size
         self.fanout = fanout
+        #: This process's socket caps per client address and per owner.
+        self.limits = limits or SocketLimits()
         self._lock = threading.Lock()
         self._by_owner: dict[str, set[Subscription]] = {}
         #: The outbox reader once bound to a gateway whose store can signal commits
@@ -169,6 +179,10 @@ class Hub(BaseNotifier):
         self.feed: OutboxFeed | None = None
         #: The bound gateway's outbox readers (replays read them); None while unbound.
         self.events: EventQueues | None = None
+        #: Open invoice event streams by invoice guid (``invoice_stream``), and how many
+        #: hold a thread / a coroutine, against their caps.
+        self._watches: dict[str, set[Watch]] = {}
+        self._places = {True: 0, False: 0}
 
     def bind(self, gateway: Gateway) -> None:
         """Feed this Hub from the gateway's outbox when its store can say when it grew
@@ -188,7 +202,11 @@ class Hub(BaseNotifier):
             from .redis_fanout import RedisFanout
 
             fanout = RedisFanout(settings.redis_url, settings.redis_channel)
-        return cls(queue_size=settings.ws_queue_size, fanout=fanout)
+        return cls(
+            queue_size=settings.ws_queue_size,
+            fanout=fanout,
+            limits=SocketLimits.from_settings(settings),
+        )
 
     # -- sockets --------------------------------------------------------------------------
     def subscribe(
@@ -222,6 +240,50 @@ class Hub(BaseNotifier):
                 return len(self._by_owner.get(owner.lower(), ()))
             return sum(len(subs) for subs in self._by_owner.values())
 
+    # -- invoice event streams (GET /invoice/{guid}/events) -------------------------------
+    def watch(self, guid: str) -> Watch:
+        """Be told of each committed change of invoice ``guid`` from now on (starting the
+        outbox feed, as a socket's subscription does)."""
+        if self.feed is not None:
+            self.feed.listen()
+        watch = Watch(guid)
+        with self._lock:
+            self._watches.setdefault(guid, set()).add(watch)
+        return watch
+
+    def unwatch(self, watch: Watch, threaded: bool | None) -> None:
+        """Forget ``watch``; give back its stream's place (``threaded``: which kind) if
+        it held one."""
+        with self._lock:
+            found = self._watches.get(watch.guid)
+            if found is not None:
+                found.discard(watch)
+                if not found:
+                    del self._watches[watch.guid]
+            if threaded is not None:
+                self._places[threaded] -= 1
+
+    def take_stream_place(self, threaded: bool, cap: int) -> bool:
+        """One more open stream of that kind, unless ``cap`` are open already."""
+        with self._lock:
+            if self._places[threaded] >= cap:
+                return False
+            self._places[threaded] += 1
+            return True
+
+    def streams(self, threaded: bool | None = None) -> int:
+        """Open streams (of one kind, or all): for tests and metrics."""
+        with self._lock:
+            if threaded is None:
+                return sum(self._places.values())
+            return self._places[threaded]
+
+    def _poke(self, guid: object) -> None:
+        with self._lock:
+            targets = list(self._watches.get(guid, ())) if isinstance(guid, str) else []
+        for watch in targets:
+            watch.poke()
+
     # -- changes --------------------------------------------------------------------------
     def invoice_changed(self, owner: str, payload: Json) -> None:
         """The Notifier entry point: one committed change, pushed here and published.
@@ -233,6 +295,8 @@ class Hub(BaseNotifier):
         """
         type = payload.type if isinstance(payload, EventPayload) else None
         published = self.fanout is not None and (type is None or type in STATUS_CHANGES)
+        if self.feed is None:
+            self._poke(payload.get("guid"))
         if self.feed is not None:
             # The feed pushes it, from the outbox, in every process (this one included).
             # Still published when Redis is configured, for web processes of an older
@@ -254,7 +318,8 @@ class Hub(BaseNotifier):
 
     def deliver_event(self, event: OutboxEvent) -> int:
         """Queue one outbox event, with its id, on this process's sockets for its owner
-        that follow its type."""
+        that follow its type; tell the invoice's open event streams."""
+        self._poke(event.guid)
         with self._lock:
             targets = list(self._by_owner.get(event.owner.lower(), ()))
         wanting = [s for s in targets if s.wants(event.type)]

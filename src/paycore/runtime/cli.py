@@ -29,7 +29,7 @@ from ..ops.redaction import install_excepthooks, redact
 from ..plugins.manager import find_storage
 from . import chain_commands
 from .host import CommandSource
-from .serve import DEFAULT_THREADS, FRAMEWORKS
+from .serve import DEFAULT_CONNECTIONS, DEFAULT_THREADS, FRAMEWORKS
 
 DEV_CHAIN = 31337
 MERCHANT = "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359"
@@ -115,11 +115,15 @@ def serve(
     prefix: str,
     workers: int,
     threads: int,
+    connections: int = DEFAULT_CONNECTIONS,
 ) -> int:
     from .serve import serve as run_server
 
-    if workers < 1 or threads < 1:
-        print("paycore serve: --workers and --threads must be at least 1", file=sys.stderr)
+    if workers < 1 or threads < 1 or connections < 1:
+        print(
+            "paycore serve: --workers, --threads and --worker-connections must be at least 1",
+            file=sys.stderr,
+        )
         return 2
     if workers > 1 and _in_process_storage(settings.database_url):
         # Each worker would hold a store of its own: an invoice made in one is unknown
@@ -139,6 +143,7 @@ def serve(
             prefix=prefix,
             workers=workers,
             threads=threads,
+            connections=connections,
         )
     return 0
 
@@ -278,8 +283,8 @@ def migrate_command(database_url: str | None) -> int:
     type=click.Choice(FRAMEWORKS),
     default="litestar",
     envvar="PAYCORE_FRAMEWORK",
-    help="litestar (uvicorn workers) or flask (threaded workers), both under gunicorn; "
-    "env PAYCORE_FRAMEWORK; default litestar",
+    help="litestar or flask, both in uvicorn workers under gunicorn (flask's requests on "
+    "threads behind the event loop); env PAYCORE_FRAMEWORK; default litestar",
 )
 @click.option(
     "--workers",
@@ -294,8 +299,18 @@ def migrate_command(database_url: str | None) -> int:
     type=int,
     default=DEFAULT_THREADS,
     envvar="PAYCORE_THREADS",
-    help="flask only: threads per worker (each holds one request or WebSocket); "
-    f"env PAYCORE_THREADS; default {DEFAULT_THREADS}",
+    help="flask only: threads per worker running requests (idle connections and "
+    f"WebSockets hold none); env PAYCORE_THREADS; default {DEFAULT_THREADS}",
+)
+@click.option(
+    "--worker-connections",
+    "connections",
+    type=int,
+    default=DEFAULT_CONNECTIONS,
+    envvar="PAYCORE_WORKER_CONNECTIONS",
+    help="connections (WebSockets and idle ones included) past which a worker answers "
+    "HTTP requests 503; "
+    f"env PAYCORE_WORKER_CONNECTIONS; default {DEFAULT_CONNECTIONS}",
 )
 @click.option("--host", default="127.0.0.1", envvar="PAYCORE_HOST", help="env PAYCORE_HOST")
 @click.option("--port", type=int, default=8000, envvar="PAYCORE_PORT", help="env PAYCORE_PORT")
@@ -308,6 +323,7 @@ def serve_command(
     framework: str,
     workers: int,
     threads: int,
+    connections: int,
     host: str,
     port: int,
     prefix: str,
@@ -323,6 +339,7 @@ def serve_command(
         prefix=prefix,
         workers=workers,
         threads=threads,
+        connections=connections,
     )
 
 

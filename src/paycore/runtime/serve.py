@@ -3,13 +3,20 @@
 The core imports no web framework, so each framework is imported only when chosen. The
 host apps themselves are the adapters' ``create_app``; this module runs them under one
 process manager, gunicorn's arbiter, for both frameworks (docs/decisions.md §Production
-server): Flask in ``gthread`` workers (threads, which flask-sock's WebSockets need), Litestar
-in uvicorn's worker class (``uvicorn-worker``), one event loop per process. The arbiter
-restarts a worker that dies, and stops them all gracefully on SIGTERM.
+server), each worker one uvicorn event loop (``asgi_worker.PaycoreWorker``). Litestar is
+ASGI itself; Flask runs behind ``paycore_flask.asgi.AsgiFront``: the loop reads every request and
+holds every idle connection and WebSocket, and only complete requests take one of
+``--threads`` threads, so idle sockets and slowloris clients cannot use up the threads. The
+arbiter restarts a worker that dies, and stops them all gracefully on SIGTERM.
 
 Every worker builds its own app, and with it its own gateway and database engine, after the
 fork (``preload_app`` stays off): a connection pool is never shared between processes.
-Flask's gateway is closed in the worker's exit hook, Litestar's in the app's lifespan.
+Each gateway is closed in the app's lifespan shutdown.
+
+Past ``--worker-connections`` open connections a worker answers HTTP requests 503 (upgrades
+are bounded by the socket caps, ``paycore.realtime.limits``), and the server raises its soft
+open-file limit to the hard one at start, so that the limit, not the descriptors, is what
+runs out.
 
 Everything these processes write goes through ``paycore.ops.redaction``: the banner names the
 storage URL without its password, paycore's own log lines reach the redacting root handler
@@ -29,8 +36,11 @@ from ..errors import PaycoreError
 from ..ops.redaction import RedactedFormatter, configure_logging, redact, remember_secrets
 
 FRAMEWORKS = ("flask", "litestar")
-#: Threads per Flask worker: concurrent requests (and open WebSockets) one process serves.
+#: Threads per Flask worker: requests one process runs at once (idle connections and
+#: WebSockets hold none).
 DEFAULT_THREADS = 8
+#: Connections (idle ones and WebSockets included) past which a worker answers HTTP 503.
+DEFAULT_CONNECTIONS = 10_000
 
 
 def create_app(framework: str, settings: Settings, prefix: str) -> Any:
@@ -55,17 +65,26 @@ def serve(
     prefix: str,
     workers: int = 1,
     threads: int = DEFAULT_THREADS,
+    connections: int = DEFAULT_CONNECTIONS,
 ) -> None:
     """Serve until SIGTERM or Ctrl-C, every worker's gateway closed on the way out."""
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
-    if workers < 1 or threads < 1:
-        raise ValueError("workers and threads must be at least 1")
+    if workers < 1 or threads < 1 or connections < 1:
+        raise ValueError("workers, threads and connections must be at least 1")
     remember_secrets(settings.secret_values())
     # Quiet by default (warnings and errors); the workers inherit this root handler.
     configure_logging("WARNING")
+    raise_open_file_limit(connections + 256)
     server = _gunicorn(
-        framework, settings, host=host, port=port, prefix=prefix, workers=workers, threads=threads
+        framework,
+        settings,
+        host=host,
+        port=port,
+        prefix=prefix,
+        workers=workers,
+        threads=threads,
+        connections=connections,
     )
     shown = prefix.strip("/")
     print(
@@ -75,6 +94,32 @@ def serve(
         flush=True,
     )
     server.run()
+
+
+def raise_open_file_limit(wanted: int) -> int:
+    """Raise this process's soft open-file limit towards the hard one (the workers inherit
+    it); the soft limit now. Says so when it stays below ``wanted``: each connection is a
+    descriptor, and a worker out of them refuses connections before its own cap does."""
+    try:
+        import resource
+    except ImportError:  # not on this platform: nothing to raise
+        return wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = max(soft, wanted) if hard == resource.RLIM_INFINITY else max(soft, hard)
+    if target != soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (OSError, ValueError):
+            pass
+    if soft < wanted:
+        logging.getLogger("paycore.serve").warning(
+            "open-file limit %d is below the %d connections a worker may hold: raise it "
+            "(ulimit -n) or lower --worker-connections",
+            soft,
+            wanted,
+        )
+    return int(soft)
 
 
 def _authority(host: str, port: int) -> str:
@@ -90,6 +135,7 @@ def _gunicorn(
     prefix: str,
     workers: int,
     threads: int,
+    connections: int = DEFAULT_CONNECTIONS,
 ) -> Any:
     return gunicorn_server(
         framework,
@@ -98,7 +144,7 @@ def _gunicorn(
         port=port,
         workers=workers,
         threads=threads,
-        worker_exit=_close_flask_gateway if framework == "flask" else None,
+        connections=connections,
     )
 
 
@@ -110,11 +156,13 @@ def gunicorn_server(
     port: int,
     workers: int = 1,
     threads: int = DEFAULT_THREADS,
+    connections: int = DEFAULT_CONNECTIONS,
     worker_exit: Callable[[Any, Any], None] | None = None,
 ) -> Any:
     """The gunicorn application ``paycore serve`` runs (call ``.run()``): ``build`` builds
-    the app in each worker, after the fork. Public so that a benchmark can put its ceiling
-    (a bare app of the same framework) under the very same server and settings."""
+    the app in each worker, after the fork (a Flask app is put behind ``AsgiFront``). Public
+    so that a benchmark can put its ceiling (a bare app of the same framework) under the
+    very same server and settings."""
     try:
         from gunicorn.app.base import BaseApplication
         from gunicorn.glogging import Logger
@@ -143,10 +191,8 @@ def gunicorn_server(
         # server of the user: two paycore servers would fight over it.
         "control_socket_disable": True,
     }
-    if framework == "flask":
-        options.update(worker_class="gthread", threads=threads)
-    else:
-        options["worker_class"] = "uvicorn_worker.UvicornWorker"
+    options["worker_class"] = "paycore.runtime.asgi_worker.PaycoreWorker"
+    options["worker_connections"] = connections
     if worker_exit is not None:
         options["worker_exit"] = worker_exit
 
@@ -158,17 +204,11 @@ def gunicorn_server(
 
         def load(self) -> Any:
             # Runs in the worker, after the fork: the app (and any gateway) is its own.
-            return build()
+            app = build()
+            if framework == "flask":
+                from paycore_flask.asgi import AsgiFront
+
+                return AsgiFront.for_app(app, threads=threads)
+            return app
 
     return _Server()
-
-
-def _close_flask_gateway(_arbiter: object, worker: Any) -> None:
-    """gunicorn's ``worker_exit`` hook, in the worker process as it stops."""
-    app = getattr(worker, "wsgi", None)
-    if app is None:  # the worker died before its app was built
-        return
-    from paycore_flask import state
-
-    state(app).gateway.close()
-    logging.getLogger("paycore.serve").debug("worker %s closed its gateway", worker.pid)

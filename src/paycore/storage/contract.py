@@ -68,6 +68,7 @@ from ..webhooks.records import (
     WebhookEndpoint,
 )
 from .idempotency import IdempotencyKeys
+from .invoice_read import InvoiceRead
 
 #: (chain_id, tx_hash, log_index, token): one transfer, the transaction rows' unique key.
 TransferKey = tuple[int, str, int, str]
@@ -112,6 +113,10 @@ class StorageTx(IdempotencyKeys, Protocol):
         to attribute two deposits to one invoice, or a deposit and an expiry, one after the
         other, never both from the same stale record. Without it, a plain read.
         """
+
+    def read_invoice(self, guid: str) -> InvoiceRead | None:
+        """The invoice ``guid`` with its refunds, as ``Storage.read_invoice`` reads it
+        (the same ``version`` for the same stored state), inside this transaction."""
 
     def update_invoice(self, invoice: Invoice) -> None:
         """Replace the stored invoice with the same guid (status, paid_amount, payments...)."""
@@ -829,6 +834,14 @@ class Storage(Protocol):
         returns: what a transaction doing only that would do. A store may run it in fewer
         round trips than a transaction (``paycore_storage``: one autocommitted statement on
         PostgreSQL), since it is the one storage call every signed request makes."""
+
+    def read_invoice(self, guid: str) -> InvoiceRead | None:
+        """The invoice ``guid`` with its refunds, ``None`` if there is none: the public
+        read of ``GET /invoice/{guid}``, which a checkout page repeats every few seconds.
+        One statement outside any transaction (an autocommitted ``SELECT``: no ``BEGIN``,
+        no ``COMMIT``), taking no write lock; it sees committed state only. Its
+        ``version`` changes whenever anything stored about the invoice changes
+        (``paycore.storage.invoice_read``)."""
 
     def close(self) -> None:
         """Release connections and files; the storage is not used afterwards."""

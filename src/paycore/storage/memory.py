@@ -61,6 +61,7 @@ from ..webhooks.records import (
 )
 from .contract import PruneBatch, StorageTx, TransferPlace
 from .idempotency import IdempotentAnswer
+from .invoice_read import InvoiceRead, read_from
 from .memory_idempotency import IdemKey, MemoryIdempotency
 
 log = logging.getLogger("paycore.events")
@@ -240,6 +241,10 @@ class MemoryStorage:
         with self.transaction() as tx:
             return tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
 
+    def read_invoice(self, guid: str) -> InvoiceRead | None:
+        with self.transaction() as tx:
+            return tx.read_invoice(guid)
+
     def close(self) -> None:
         """Nothing to release; present because the protocol asks for it."""
 
@@ -279,6 +284,9 @@ class _MemoryTx(MemoryIdempotency):
     def get_invoice(self, guid: str, *, for_update: bool = False) -> Invoice | None:
         invoice = self._t.invoices.get(guid)
         return None if invoice is None else _detached(invoice)
+
+    def read_invoice(self, guid: str) -> InvoiceRead | None:
+        return read_from(self.get_invoice(guid), self.refunds_of([guid]))
 
     def update_invoice(self, invoice: Invoice) -> None:
         """Raises ``KeyError`` for an unknown guid: an update that silently did nothing

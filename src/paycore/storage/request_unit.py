@@ -33,6 +33,7 @@ import attrs
 
 from ..domain.records import SessionKey
 from .contract import Storage, StorageTx
+from .invoice_read import InvoiceRead
 
 
 class TaintedUnit(RuntimeError):
@@ -113,6 +114,14 @@ class RequestUnits:
             )
         with self.transaction() as tx:
             return tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+
+    def read_invoice(self, guid: str) -> InvoiceRead | None:
+        """Outside a unit the store's own one-statement read; inside one, the same read
+        in the unit's transaction (it sees what the request wrote)."""
+        if self._open.get() is None:
+            return self._storage.read_invoice(guid)
+        with self.transaction() as tx:
+            return tx.read_invoice(guid)
 
     def close(self) -> None:
         self._storage.close()

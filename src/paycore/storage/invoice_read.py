@@ -1,0 +1,105 @@
+"""One invoice as stored, read whole in one statement and decoded only when needed.
+
+The checkout page asks for its invoice every few seconds, and almost every answer is the
+one it had. ``Storage.read_invoice`` (and ``StorageTx.read_invoice`` inside a transaction)
+return an :class:`InvoiceRead`: the few fields the core decides on (its status and deadline,
+for lazy expiry) and a ``version`` that changes whenever anything stored about the invoice
+changes -- any column of its record, any of its refunds -- so that an unchanged invoice is
+told from a changed one without decoding its JSON or encoding its answer
+(``paycore.invoice_views``: the ``ETag`` of ``GET /invoice/{guid}``).
+
+A store computes ``version`` from what it read, not from a counter its writers keep: a
+column added to the invoice's record later (by a revision of its own) changes it with no
+writer having to remember to bump anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import attrs
+
+from ..domain.records import Invoice, Refund, Status
+
+
+@attrs.frozen
+class InvoiceRead:
+    """An invoice and its refunds as one read found them."""
+
+    guid: str
+    status: Status
+    deadline: int
+    #: Changes whenever anything stored about the invoice changes (opaque text).
+    version: str
+    #: The :class:`Invoice`, its refunds attached, decoded on the first call.
+    _decode: Callable[[], Invoice] = attrs.field(eq=False, repr=False, alias="decode")
+
+    def invoice(self) -> Invoice:
+        return self._decode()
+
+
+def version_of(stored: Any) -> str:
+    """A version of ``stored`` (what a read returned, as plain Python values): equal
+    values give the same text, any difference another."""
+    return hashlib.blake2b(repr(stored).encode(), digest_size=12).hexdigest()
+
+
+def with_refunds(invoice: Invoice, refunds: Sequence[Refund]) -> Invoice:
+    """``invoice`` with ``refunds`` (its own, in their order) attached."""
+    if not refunds and not invoice.refunds:
+        return invoice
+    return attrs.evolve(invoice, refunds=tuple(refunds))
+
+
+def decoded_once(decode: Callable[[], Invoice]) -> Callable[[], Invoice]:
+    """``decode`` run on the first call only; later calls return its result."""
+    done: list[Invoice] = []
+
+    def once() -> Invoice:
+        if not done:
+            done.append(decode())
+        return done[0]
+
+    return once
+
+
+def read_from(invoice: Invoice | None, refunds: Sequence[Refund]) -> InvoiceRead | None:
+    """The :class:`InvoiceRead` of a decoded invoice and its refunds (a store that keeps
+    records, not rows: ``paycore.storage.memory``)."""
+    if invoice is None:
+        return None
+    whole = with_refunds(invoice, refunds)
+    return InvoiceRead(
+        invoice.guid, invoice.status, invoice.deadline, version_of(whole), lambda: whole
+    )
+
+
+class WouldBlock(BaseException):
+    """Raised inside :func:`without_blocking` where a read would have to wait: an expiry
+    to write, no idle pooled connection (a new one would connect). A ``BaseException`` so
+    that no ``except Exception`` on the way turns it into an answer: the caller that asked
+    for a non-blocking answer catches it and answers in a worker thread instead."""
+
+
+_NOT_BLOCKING: ContextVar[bool] = ContextVar("paycore-not-blocking", default=False)
+
+
+@contextmanager
+def without_blocking() -> Iterator[None]:
+    """Mark the calls inside as made on an event loop: a read that would wait raises
+    :class:`WouldBlock` instead of waiting."""
+    token = _NOT_BLOCKING.set(True)
+    try:
+        yield
+    finally:
+        _NOT_BLOCKING.reset(token)
+
+
+def refuse_blocking() -> None:
+    """Raise :class:`WouldBlock` when inside :func:`without_blocking`."""
+    if _NOT_BLOCKING.get():
+        raise WouldBlock

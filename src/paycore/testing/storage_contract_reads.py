@@ -1,0 +1,109 @@
+"""The storage contract's one-statement invoice read (``read_invoice``), as tests.
+
+Kept apart from ``storage_contract`` so a store that predates the method can adopt it on
+its own; run it the same way, with the same ``storage`` fixture::
+
+    from paycore.testing.storage_contract_reads import *  # noqa: F403
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import attrs
+
+from paycore.domain.records import RateSource, Refund, RefundStatus, Status
+from paycore.storage import Storage
+from paycore.testing.storage_records import OWNER, USDT, invoice, payment
+
+__all__ = [
+    "test_read_invoice_of_an_unknown_guid_is_none",
+    "test_read_invoice_reads_the_record_and_its_refunds",
+    "test_read_invoice_version_is_stable_and_follows_every_change",
+]
+
+
+def _refund(guid: str, number: int) -> Refund:
+    return Refund(
+        id=f"refund-{number}",
+        guid=guid,
+        owner=OWNER,
+        chain_id=1,
+        token=USDT,
+        to="0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+        amount=Decimal("1.5"),
+        vs_value=Decimal("1.5"),
+        rate=Decimal("1"),
+        rate_source=RateSource.PAYMENT,
+        status=RefundStatus.PENDING,
+        created_at=1_700_000_100 + number,
+    )
+
+
+def test_read_invoice_of_an_unknown_guid_is_none(storage: Storage) -> None:
+    assert storage.read_invoice("00000000-0000-4000-8000-00000000dead") is None
+    with storage.transaction() as tx:
+        assert tx.read_invoice("00000000-0000-4000-8000-00000000dead") is None
+
+
+def test_read_invoice_reads_the_record_and_its_refunds(storage: Storage) -> None:
+    record = attrs.evolve(invoice(), payments=(payment(),), status=Status.PAID)
+    with storage.transaction() as tx:
+        tx.insert_invoice(record)
+    read = storage.read_invoice(record.guid)
+    assert read is not None
+    assert (read.guid, read.status, read.deadline) == (record.guid, Status.PAID, record.deadline)
+    assert read.invoice() == record
+    first, second = _refund(record.guid, 1), _refund(record.guid, 2)
+    with storage.transaction() as tx:
+        tx.insert_refund(first)
+        tx.insert_refund(second)
+    read = storage.read_invoice(record.guid)
+    assert read is not None
+    assert read.invoice() == attrs.evolve(record, refunds=(first, second))
+    with storage.transaction() as tx:
+        inside = tx.read_invoice(record.guid)
+        assert inside is not None
+        assert inside.invoice() == read.invoice()
+        assert inside.version == read.version
+
+
+def test_read_invoice_version_is_stable_and_follows_every_change(storage: Storage) -> None:
+    record = invoice()
+    with storage.transaction() as tx:
+        tx.insert_invoice(record)
+    versions = []
+
+    def version() -> str:
+        read = storage.read_invoice(record.guid)
+        assert read is not None
+        return read.version
+
+    versions.append(version())
+    assert version() == versions[0]  # nothing changed: the same version
+    changes = [
+        attrs.evolve(record, status=Status.PARTIAL_PAID, payments=(payment(),)),
+        attrs.evolve(record, status=Status.PARTIAL_PAID, payments=(payment(),), data={"a": 2}),
+    ]
+    for changed in changes:
+        with storage.transaction() as tx:
+            tx.update_invoice(changed)
+        versions.append(version())
+    with storage.transaction() as tx:
+        tx.insert_refund(_refund(record.guid, 1))
+    versions.append(version())
+    settled = attrs.evolve(
+        _refund(record.guid, 1), status=RefundStatus.CONFIRMED, tx_hash="0x" + "ab" * 32,
+        log_index=3, settled_at=1_700_000_500,
+    )  # fmt: skip
+    with storage.transaction() as tx:
+        assert tx.settle_refund(settled)
+    versions.append(version())
+    assert len(set(versions)) == len(versions), versions
+    try:
+        with storage.transaction() as tx:
+            tx.update_invoice(attrs.evolve(record, status=Status.EXPIRED))
+            raise RuntimeError("roll it back")
+    except RuntimeError:
+        pass
+    assert version() == versions[-1]  # a rolled-back change changes nothing

@@ -1,0 +1,186 @@
+"""Flask's ASGI front (``paycore_flask.asgi``) under a real uvicorn on loopback: what the WSGI
+app sees (the raw target a signed GET covers), bodies read on the loop and capped, streamed
+answers in batches with ``close()`` called, a crashing app's 500, and a client that stalls
+mid-body holding no thread."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from flask import Flask, Response, request
+
+from paycore import Gateway, Settings
+from paycore.api.http import MAX_BODY
+from paycore_flask import create_app
+from paycore_flask.asgi import AsgiFront, create_asgi_app
+
+pytestmark = pytest.mark.slow  # a real server in a thread
+
+CLOSED: list[str] = []
+
+
+def bare_app() -> Flask:
+    app = Flask("front-test")
+
+    @app.route("/echo/<path:rest>", methods=["GET", "POST"])
+    def echo(rest: str) -> dict[str, Any]:
+        env = request.environ
+        return {
+            "raw": env["RAW_URI"],
+            "path": env["PATH_INFO"],
+            "query": env["QUERY_STRING"],
+            "remote": env["REMOTE_ADDR"],
+            "length": len(request.get_data()),
+            "header": request.headers.get("X-Thing"),
+        }
+
+    @app.get("/stream")
+    def stream() -> Response:
+        def chunks() -> Iterator[bytes]:
+            try:
+                for i in range(3):
+                    yield bytes([65 + i]) * 50_000
+            finally:
+                CLOSED.append("closed")
+
+        return Response(chunks(), mimetype="application/octet-stream")
+
+    @app.get("/boom")
+    def boom() -> Response:
+        raise RuntimeError("boom")
+
+    @app.get("/health")
+    def health() -> dict[str, bool]:
+        return {"ok": True}
+
+    return app
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def running(app: Any) -> Iterator[str]:
+    import uvicorn
+
+    port = _port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(base + "/health", timeout=1).status_code == 200:
+                break
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def front() -> Iterator[str]:
+    with running(AsgiFront(bare_app(), threads=1)) as base:
+        yield base
+
+
+def test_the_app_sees_the_target_as_sent(front: str) -> None:
+    port = int(front.rsplit(":", 1)[1])
+    target = "/echo/a%2Fb/%C3%A9?x=%41&y=1+2"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(
+            f"GET {target} HTTP/1.1\r\nHost: h\r\nX-Thing: one\r\nX-Thing: two\r\n"
+            "X_Thing: smuggled\r\nConnection: close\r\n\r\n".encode()
+        )
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    body = httpx.Response(200, content=data.partition(b"\r\n\r\n")[2]).json()
+    assert body["raw"] == target
+    assert body["query"] == "x=%41&y=1+2"
+    assert body["path"] == "/echo/a/b/é".encode().decode("latin-1")
+    assert body["remote"] == "127.0.0.1"
+    assert body["header"] == "one,two"  # repeated headers joined; X_Thing dropped
+
+
+def test_bodies_are_read_and_capped(front: str) -> None:
+    ok = httpx.post(front + "/echo/x", content=b"a" * 1000)
+    assert ok.json()["length"] == 1000
+
+    def chunked() -> Iterator[bytes]:
+        for _ in range(MAX_BODY // 8192 + 4):
+            yield b"b" * 8192
+
+    # Chunked and over the cap: the app gets at most the cap and one read more.
+    big = httpx.post(front + "/echo/x", content=chunked())
+    assert MAX_BODY < big.json()["length"] <= MAX_BODY + 65536
+
+
+def test_a_streamed_answer_arrives_whole_and_is_closed(front: str) -> None:
+    CLOSED.clear()
+    answer = httpx.get(front + "/stream")
+    assert answer.content == b"A" * 50_000 + b"B" * 50_000 + b"C" * 50_000
+    assert CLOSED == ["closed"]
+
+
+def test_an_app_that_raises_answers_500(front: str) -> None:
+    answer = httpx.get(front + "/boom")
+    assert answer.status_code == 500
+
+
+def test_a_client_stalled_mid_body_holds_no_thread(front: str) -> None:
+    """threads=1: a POST that declares 1000 bytes and sends 10 waits on the loop, so the
+    one thread still answers others."""
+    port = int(front.rsplit(":", 1)[1])
+    stalled = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(5)]
+    try:
+        for conn in stalled:
+            conn.sendall(
+                b"POST /echo/x HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10
+            )
+        started = time.perf_counter()
+        assert httpx.get(front + "/health", timeout=5).status_code == 200
+        assert time.perf_counter() - started < 1.0
+    finally:
+        for conn in stalled:
+            conn.close()
+
+
+def test_paycore_over_the_front_refuses_a_declared_oversize_body_at_once(tmp_path: Any) -> None:
+    app = create_app(gateway=Gateway(Settings(database_url="memory://"), entry_points=False))
+    front = AsgiFront.for_app(app)
+    assert front.ws_path == "/paycore/ws" and front.gateway is not None
+    with running(front) as base:
+        port = int(base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(
+                f"POST /paycore/invoice HTTP/1.1\r\nHost: h\r\nContent-Length: {MAX_BODY + 1}"
+                "\r\nContent-Type: application/json\r\n\r\n".encode()
+            )
+            head = conn.recv(65536)
+        assert head.startswith(b"HTTP/1.1 413"), head
+        assert b"payload too large: the limit is 65536 bytes" in head
+
+
+def test_create_asgi_app_builds_the_standalone_app_behind_the_front() -> None:
+    front = create_asgi_app(Settings(database_url="memory://"), prefix="/pay", threads=3)
+    assert (front.ws_path, front.threads) == ("/pay/ws", 3)
+    assert front.gateway is not None
+    front.gateway.close()
