@@ -43,7 +43,7 @@ def new_invoice(gateway: Gateway, **fields: Any) -> Invoice:
     return gateway.create_invoice(OWNER, body)
 
 
-def pay(gateway: Gateway, amount: str, token: str = NATIVE, tx: int = 1) -> None:
+def pay(gateway: Gateway, amount: str, token: str = NATIVE, tx: int = 1, to: str = DEPOSIT) -> None:
     """A deposit as a chain watcher would report it, straight into the gateway."""
     gateway.record_deposit(
         Deposit(
@@ -52,7 +52,7 @@ def pay(gateway: Gateway, amount: str, token: str = NATIVE, tx: int = 1) -> None
             log_index=-1 if token == NATIVE else 0,
             token=token,
             from_=PAYER,
-            to=DEPOSIT,
+            to=to,
             amount=Decimal(amount),
             timestamp=gateway.now(),
         )

@@ -72,7 +72,65 @@ def test_the_wallet_is_asked_for_the_links_exact_amount() -> None:
             {"fn": "transferData", "to": DEPOSIT, "units": "25000000"},
         ]
     )
-    assert coin == {"from": payer, "to": DEPOSIT, "value": hex(125 * 10**14)}  # 0.0125 ETH
+    # 0.0125 ETH; the transaction names its chain, so a wallet on another one refuses it
+    assert coin == {"from": payer, "to": DEPOSIT, "value": hex(125 * 10**14), "chainId": "0x7a69"}
     assert token["to"] == USDT_ADDRESS and token["value"] == "0x0"
+    assert token["chainId"] == hex(31337)
     assert token["data"] == data
     assert data == "0xa9059cbb" + DEPOSIT[2:].lower().rjust(64, "0") + f"{25_000_000:064x}"
+
+
+def test_every_outcome_beyond_the_status_is_named() -> None:
+    """Overpaid, paid late, part paid then expired, and a payment the page saw that the
+    record no longer has (a reorg): outcome.js names each with the amounts the page words."""
+
+    def payment(tx: str, amount: str, at: int) -> dict[str, object]:
+        return {
+            "txHash": tx,
+            "logIndex": -1,
+            "chainId": "31337",
+            "token": "0x0",
+            "amount": amount,
+            "timestamp": at,
+        }
+
+    one, two = payment("0xA1", "0.01", 50), payment("0xb2", "0.0075", 150)
+    cases = [
+        {
+            "invoice": invoice(status="paid", value="25", paidAmount="27.5", payments=[one]),
+            "seen": [],
+        },
+        {
+            "invoice": invoice(
+                status="expired", value="25", paidAmount="25", payments=[two], deadline=100
+            ),
+            "seen": [],
+        },
+        {
+            "invoice": invoice(
+                status="expired", value="25", paidAmount="10", payments=[one], deadline=100
+            ),
+            "seen": [],
+        },
+        {
+            "invoice": invoice(status="partialPaid", value="25", paidAmount="10", payments=[one]),
+            "seen": [one, two],
+        },
+        {
+            "invoice": invoice(status="paid", value="25", paidAmount="25", payments=[one]),
+            "seen": [one],
+        },
+        {"invoice": invoice(status="paid", value="0", paidAmount="3", payments=[one]), "seen": []},
+    ]
+    answers = node([{"fn": "outcome", **case} for case in cases])
+    assert answers[0] == {"kind": "overpaid", "excess": "2.5", "value": "25"}
+    assert answers[1] == {"kind": "late", "paid": "25"}  # paid in full, after the deadline
+    assert answers[2] == {"kind": "expiredPartial", "paid": "10", "value": "25", "missing": "15"}
+    assert answers[3] == {
+        "kind": "reversed",
+        "amount": "0.0075",
+        "txHash": "0xb2",
+        "token": "0x0",
+        "chainId": "31337",
+    }
+    assert answers[4] is None and answers[5] is None  # exact, and a tip jar is never overpaid

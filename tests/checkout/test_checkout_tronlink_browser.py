@@ -100,6 +100,7 @@ def test_a_tron_invoice_is_paid_with_tronlink_from_a_named_shop() -> None:
     assert trx["calls"][1]["args"] == [DEPOSIT, 208333334]
     assert trx["calls"][1]["types"] == ["string", "number"]
     assert trx["tx"] == TRX_TX and trx["status"].startswith("Sent from your wallet")
+    assert trx["blocked"]  # in flight: a second payment needs "Send another payment"
 
     usdt = sent["usdt"]
     assert usdt["amountToken"] == "25 USDT"

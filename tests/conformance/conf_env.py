@@ -42,6 +42,7 @@ INVOICE_FIELDS = {
     "detected",
     "paymentUrl",
     "tokenInfo",
+    "vsCurrency",
 }
 
 

@@ -56,6 +56,10 @@ function watch(page, { expect404 = false } = {}) {
   page.on("console", (msg) => {
     // Chromium logs the answer to a missing invoice's read as a failed resource
     if (msg.type() !== "error" || (expect404 && /status of 404/.test(msg.text()))) return;
+    // A server without the invoice's event stream answers it 404, one with all its streams
+    // taken answers 503: either way the page polls instead.
+    const stream = /\/invoice\/[^/]+\/events$/.test(msg.location()?.url || "");
+    if (stream && (/status of 503/.test(msg.text()) || config.allowNoStream)) return;
     problems.push(`console: ${msg.text()}`);
   });
   page.on("request", (request) => {
@@ -148,9 +152,32 @@ const VIEWPORTS = { desktop: { width: 1000, height: 860 }, phone: { width: 390, 
  * the first offending element of each, so a failing test says what to fix. */
 const audits = {};
 
+/** Languages every state is audited in: a Latin script, a long-worded one, a CJK one. */
+const AUDIT_LANGUAGES = ["en", "de", "ja"];
+
+/** Switch the page's language with its own switcher (no reload); wait for the words. */
+async function chooseLanguage(page, code) {
+  await page.locator("#language").selectOption(code);
+  await page.waitForFunction((c) => document.documentElement.lang.startsWith(c), code);
+}
+
 /** The page as it is now, on a desktop and a phone, light and dark: a screenshot of each,
- * named state-<state>-<viewport>-<scheme>.png, and axe-core's WCAG 2.1 AA check of each. */
-async function audit(page, state) {
+ * named state-<state>-<viewport>-<scheme>.png, and axe-core's WCAG 2.1 AA check of each.
+ * With `languages`, each language in turn (chosen on the page's switcher), named
+ * state-<state>-<language>-<viewport>-<scheme>; the page is left in English. */
+async function audit(page, state, languages = null) {
+  if (languages) {
+    for (const code of languages) {
+      await chooseLanguage(page, code);
+      await auditOne(page, `${state}-${code}`);
+    }
+    await chooseLanguage(page, "en");
+    return;
+  }
+  await auditOne(page, state);
+}
+
+async function auditOne(page, state) {
   const before = page.viewportSize();
   for (const [viewport, size] of Object.entries(VIEWPORTS)) {
     await page.setViewportSize(size);
@@ -186,7 +213,7 @@ async function deposits() {
   await page.setViewportSize({ width: 1000, height: 860 });
   await shot(page, "init-dark");
   await page.emulateMedia({ colorScheme: "light" });
-  await audit(page, "awaiting");
+  await audit(page, "awaiting", AUDIT_LANGUAGES);
   // The check can fail: a button without a name, added for one run, is found.
   const control = await page.evaluate(async () => {
     const bad = document.createElement("button");
@@ -225,7 +252,7 @@ async function deposits() {
   const partial = { ...(await snapshot(page)), waitedMs: Date.now() - started };
   await shot(page, "partial");
   emit("partial", { partial, url: page.url() });
-  await audit(page, "partial");
+  await audit(page, "partial", AUDIT_LANGUAGES);
 
   await proceed(); // the server records the rest
   started = Date.now();
@@ -233,12 +260,12 @@ async function deposits() {
   const paid = { ...(await snapshot(page)), waitedMs: Date.now() - started };
   await shot(page, "paid");
   emit("paid", { paid, url: page.url() });
-  await audit(page, "paid");
+  await audit(page, "paid", AUDIT_LANGUAGES);
   const receipt = await context.newPage();
   watch(receipt);
   await receipt.goto(`${config.base}/checkout/?invoice=${config.guid}&view=receipt`);
   await receipt.locator("#receipt").waitFor({ state: "visible" });
-  await audit(receipt, "receipt");
+  await audit(receipt, "receipt", AUDIT_LANGUAGES);
   await receipt.close();
 
   // Bad links: a clear message on the page, no invoice section.
@@ -266,7 +293,7 @@ async function deposits() {
   await waitStatus(expiring, "expired", 20000);
   const expired = await snapshot(expiring);
   await shot(expiring, "expired");
-  await audit(expiring, "expired");
+  await audit(expiring, "expired", AUDIT_LANGUAGES);
   emit("expired", { before, expired, audits });
 }
 
@@ -548,8 +575,11 @@ async function tronLink() {
     tx: await attr(page, "#wallet-status", "data-tx"),
     status: await text(page, "#wallet-status"),
     calls: await page.evaluate(() => window.__tronCalls.splice(0)),
+    blocked: await page.locator("#tronlink-pay").isDisabled(),
   };
 
+  // A second payment is the payer's explicit choice.
+  await page.locator("#pay-again").click();
   await page.getByLabel("USDT", { exact: true }).check();
   await page.waitForFunction(() => document.getElementById("amount-token").textContent.includes("USDT"));
   const usdtAmount = await text(page, "#amount-token");
@@ -581,7 +611,281 @@ async function tronLink() {
   });
 }
 
+/** A fake EIP-1193 wallet in every page of `where`: it answers from page-side state
+ * (window.__wallet) and records every request. `chain` is where it starts; a "misreporting"
+ * wallet says yes to wallet_switchEthereumChain but stays where it is. eth_sendTransaction
+ * answers the next hash of `hashes` (the test records the deposit under that hash). */
+async function fakeWallet(where, { chain = "0x1", misreport = false, hashes = [] }) {
+  await where.addInitScript(
+    ({ chain, misreport, hashes, payer }) => {
+      const wallet = { chain, misreport, hashes: [...hashes], calls: [], sent: [] };
+      window.__wallet = wallet;
+      window.ethereum = {
+        request: async ({ method, params = [] }) => {
+          wallet.calls.push(method);
+          if (method === "eth_requestAccounts" || method === "eth_accounts") return [payer];
+          if (method === "eth_chainId") return wallet.chain;
+          if (method === "wallet_switchEthereumChain") {
+            if (!wallet.misreport) wallet.chain = params[0].chainId;
+            return null;
+          }
+          if (method === "eth_sendTransaction") {
+            wallet.sent.push(params[0]);
+            return wallet.hashes.shift();
+          }
+          throw Object.assign(new Error(`unsupported ${method}`), { code: 4200 });
+        },
+      };
+    },
+    { chain, misreport, hashes, payer: config.payer },
+  );
+}
+
+const walletOf = (page) => page.evaluate(() => ({ calls: [...window.__wallet.calls], sent: [...window.__wallet.sent], chain: window.__wallet.chain }));
+
+/** The parts of the page a payment in flight changes. */
+async function flight(page) {
+  return {
+    ...(await snapshot(page)),
+    inflight: await attr(page, "#checkout", "data-inflight"),
+    inflightVisible: await page.locator("#inflight").isVisible(),
+    inflightItems: await page.locator("#inflight-list li").evaluateAll((lis) => lis.map((li) => ({ tx: li.dataset.tx, stage: li.dataset.stage, text: li.innerText }))),
+    payAgain: await page.locator("#pay-again").isVisible() ? await text(page, "#pay-again") : null,
+    payVisible: await page.locator("#pay").isVisible(),
+    walletVisible: await page.locator("#wallet-pay").isVisible(),
+    walletDisabled: await page.locator("#wallet-pay").isDisabled(),
+    walletStatus: await page.locator("#wallet-status").textContent(),
+  };
+}
+
+/** A EUR and a JPY invoice, quoted in their own currency and paid with the wallet button. */
+async function currencies() {
+  await fakeWallet(context, { chain: "0x7a69", hashes: config.hashes });
+  const results = {};
+  for (const [name, guid] of Object.entries(config.guids)) {
+    const page = await openInvoice(guid);
+    await page.waitForFunction(() => document.getElementById("amount-token").textContent.includes("ETH"));
+    const before = await snapshot(page);
+    await shot(page, `currency-${name}`);
+    await page.locator("#wallet-pay").click();
+    await page.waitForFunction(() => window.__wallet.sent.length === 1);
+    const { sent } = await walletOf(page);
+    emit("sent", { name, before, tx: sent[0] });
+    await proceed(); // the test records the deposit the wallet sent
+    await waitStatus(page, "paid");
+    results[name] = await snapshot(page);
+    await shot(page, `currency-${name}-paid`);
+    await page.close();
+  }
+  emit("paid", { results });
+}
+
+/** No second payment by accident: a wallet that misreports its chain switch gets nothing to
+ * send; a sent payment is remembered across a reload and puts the ways to pay away until
+ * the payer explicitly asks to pay again. */
+async function safety() {
+  await fakeWallet(context, { chain: "0x1", misreport: true, hashes: config.hashes });
+  let page = await openInvoice(config.guid);
+  await page.locator("#wallet-pay").click();
+  await page.waitForFunction(() => /chain 1\b/.test(document.getElementById("wallet-status").textContent));
+  const refused = { ...(await walletOf(page)), status: await text(page, "#wallet-status"), disabled: await page.locator("#wallet-pay").isDisabled() };
+  await page.evaluate(() => {
+    window.__wallet.misreport = false;
+  });
+  await page.locator("#wallet-pay").click();
+  await page.waitForFunction(() => document.getElementById("checkout").dataset.inflight === "true");
+  const sent = { ...(await flight(page)), wallet: await walletOf(page) };
+  await shot(page, "sent");
+  await page.reload();
+  await page.locator("#inflight").waitFor({ state: "visible" });
+  const reloaded = await flight(page);
+  await shot(page, "sent-reloaded");
+  await audit(page, "sent", AUDIT_LANGUAGES);
+  await page.locator("#pay-again").click();
+  await page.locator("#pay").waitFor({ state: "visible" });
+  const again = { ...(await flight(page)), focused: await page.evaluate(() => document.activeElement?.id) };
+  emit("sent", { refused, sent, reloaded, again, audits });
+
+  await proceed(); // the test records the transfer the wallet sent
+  await waitStatus(page, "paid");
+  const paid = await flight(page);
+  await page.reload();
+  await waitStatus(page, "paid");
+  const reloadedPaid = await flight(page);
+  // What this browser remembers is per invoice: another invoice's page knows of no payment.
+  const other = await openInvoice(config.other);
+  emit("paid", { paid, reloaded: reloadedPaid, other: await flight(other) });
+}
+
+/** Every outcome that is not plain paid, each on its own page: what the payer reads, and
+ * axe-core's audit of it in three languages. config.guids: {kind: guid}; "reversed" is
+ * opened first with its part payment, and the test takes that payment back after "seen". */
+async function outcomes() {
+  const found = {};
+  const reversed = await openInvoice(config.guids.reversed);
+  await waitStatus(reversed, "partialPaid");
+  emit("seen", {});
+  await proceed(); // the test reorgs the payment away
+  await reversed.waitForFunction(() => document.getElementById("checkout").dataset.outcome === "reversed", null, { timeout: 15000 });
+  const pages = { reversed };
+  for (const kind of Object.keys(config.guids)) {
+    const page = pages[kind] || (await openInvoice(config.guids[kind]));
+    await page.waitForFunction((k) => document.getElementById("checkout").dataset.outcome === k, kind, { timeout: 15000 });
+    found[kind] = {
+      ...(await snapshot(page)),
+      outcome: await attr(page, "#checkout", "data-outcome"),
+      title: await text(page, "#outcome-title"),
+      text: await text(page, "#outcome-text"),
+      contactHref: await page.locator("#outcome-text a").getAttribute("href").catch(() => null),
+    };
+    await chooseLanguage(page, "de");
+    found[kind].de = await text(page, "#outcome-text");
+    await chooseLanguage(page, "en");
+    await shot(page, `outcome-${kind}`);
+    await audit(page, `outcome-${kind}`, AUDIT_LANGUAGES);
+    found[kind].after = await attr(page, "#checkout", "data-outcome"); // polls later: still said
+    await page.close();
+  }
+  emit("outcomes", { found, audits });
+}
+
+/** What the buyer sends to and how the page holds up: the token's contract beside its
+ * symbol, the language switcher, the primary action first on a phone, a long word that
+ * must not widen the page, and a receipt that stays put with redirectAutomatically on. */
+async function trust() {
+  await fakeWallet(context, { chain: "0x7a69" });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+  const page = await openInvoice(config.guid);
+  await page.getByLabel("USDT", { exact: true }).check();
+  await page.waitForFunction(() => document.getElementById("amount-token").textContent.includes("USDT"));
+  await audit(page, "token", AUDIT_LANGUAGES); // the contract's link and copy button included
+  const widths = {};
+  const layout = {};
+  for (const [name, size] of Object.entries(VIEWPORTS)) {
+    await page.setViewportSize(size);
+    widths[name] = await page.evaluate(() => ({ document: document.documentElement.scrollWidth, viewport: window.innerWidth }));
+    layout[name] = await page.evaluate(() => {
+      const box = (id) => document.getElementById(id).getBoundingClientRect();
+      return { wallet: box("wallet-pay").toJSON(), qr: box("qr").toJSON(), height: window.innerHeight };
+    });
+    await shot(page, `trust-${name}`, false);
+  }
+  await page.setViewportSize(VIEWPORTS.desktop);
+  const contract = {
+    label: await text(page, "#contract-label"),
+    shown: await text(page, "#contract"),
+    href: await page.locator("#contract a").getAttribute("href"),
+    title: await page.locator("#contract code").getAttribute("title"),
+  };
+  await page.locator("#copy-contract").click();
+  contract.clipboard = await page.evaluate(() => navigator.clipboard.readText());
+  await page.getByLabel("ETH", { exact: true }).check();
+  await page.waitForFunction(() => document.getElementById("amount-token").textContent.includes("ETH"));
+  contract.nativeRowVisible = await page.locator("#contract-row").isVisible();
+  await page.locator("#language").selectOption("ja");
+  await page.waitForFunction(() => document.documentElement.lang === "ja");
+  const switched = {
+    url: page.url(),
+    badge: await text(page, "#status-badge"),
+    options: await page.locator("#language option").evaluateAll((os) => os.map((o) => o.textContent)),
+    marker: await page.evaluate(() => window.__paycoreMarker ?? null),
+  };
+  await page.close();
+  emit("open", { widths, layout, contract, switched, audits });
+
+  await proceed(); // the test pays the invoice in full
+  const receipt = await context.newPage();
+  watch(receipt);
+  await receipt.goto(`${config.base}/checkout/?invoice=${config.guid}&view=receipt`);
+  await receipt.locator("#receipt").waitFor({ state: "visible" });
+  await receipt.waitForTimeout(7000); // longer than the automatic redirect's countdown
+  const stayed = {
+    url: receipt.url(),
+    receiptVisible: await receipt.locator("#receipt").isVisible(),
+    noteVisible: await receipt.locator("#redirect-note").isVisible(),
+    width: await receipt.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+  };
+  await receipt.emulateMedia({ media: "print" });
+  await shot(receipt, "trust-receipt-print");
+  emit("receipt", { stayed });
+}
+
+/** How the page follows an invoice: the event stream where the server has one (an update
+ * arrives without a read), else polling. Counts the page's reads of the invoice and notes
+ * the stream's answer and every read's status (200, or 304 to a revalidation). */
+async function following() {
+  const page = await context.newPage();
+  watch(page, { expect404: false });
+  const reads = [];
+  let stream = null;
+  page.on("response", (response) => {
+    const url = response.url();
+    if (/\/invoice\/[^/?]+\/events$/.test(url)) stream = { status: response.status(), type: response.headers()["content-type"] || "" };
+    else if (/\/invoice\/[^/?]+$/.test(url)) reads.push({ at: Date.now(), status: response.status() });
+  });
+  await page.goto(`${config.base}/checkout/?invoice=${config.guid}`);
+  await rendered(page);
+  await page.waitForTimeout(6000); // idle: what does the page do meanwhile?
+  const idle = reads.length;
+  emit("idle", { stream, idleReads: idle, statuses: reads.map((r) => r.status) });
+  await proceed(); // the test records the whole payment
+  const started = Date.now();
+  const before = reads.length;
+  await waitStatus(page, "paid", 15000);
+  emit("paid", { latencyMs: Date.now() - started, readsWhileWaiting: reads.length - before, stream, badge: await text(page, "#status-badge") });
+}
+
+/** "Payment detected, confirming (n of m)": the wallet sends, the watcher sees the transfer
+ * mined (the record's provisional `detected` list) and deeper, a reload in between, then it
+ * is confirmed and counted. The worker's passes are the test's, between the steps. */
+async function confirming() {
+  await fakeWallet(context, { chain: "0x7a69", hashes: config.hashes });
+  const page = await openInvoice(config.guid);
+  await page.locator("#wallet-pay").click();
+  await page.waitForFunction(() => document.getElementById("checkout").dataset.inflight === "true");
+  emit("sent", { sent: await flight(page), tx: (await walletOf(page)).sent[0] });
+
+  await proceed(); // mined: 1 of 3
+  const stage = (s) =>
+    page.waitForFunction((want) => document.querySelector("#inflight-list li")?.dataset.stage === want, s, { timeout: 15000 });
+  await stage("confirming");
+  const first = await flight(page);
+  await page.reload();
+  await stage("confirming");
+  const reloaded = await flight(page);
+  await shot(page, "confirming");
+  await audit(page, "confirming", AUDIT_LANGUAGES);
+  // Another browser, which sent nothing (the payer scanned the QR code with a phone):
+  // the server's detected list alone shows the payment on its way.
+  const elsewhere = await chromium.launch({ executablePath: config.chromium, headless: true, args: ARGS });
+  let stranger;
+  try {
+    const fresh = await elsewhere.newContext({ locale: "en-US", timezoneId: "UTC", viewport: VIEWPORTS.desktop });
+    const other = await openInvoice(config.guid, "/checkout/", "", fresh);
+    await other.locator("#inflight").waitFor({ state: "visible" });
+    stranger = await flight(other);
+  } finally {
+    await elsewhere.close();
+  }
+  emit("confirming", { first, reloaded, stranger, audits });
+
+  await proceed(); // one block deeper: 2 of 3
+  await page.waitForFunction(() => document.getElementById("status-badge").textContent.includes("2 of 3"), null, { timeout: 15000 });
+  const deeper = await flight(page);
+  emit("deeper", { deeper });
+
+  await proceed(); // confirmed: the payment is counted, the detected list is empty
+  await waitStatus(page, "paid");
+  emit("paid", { paid: await flight(page) });
+}
+
 const SCENARIOS = {
+  confirming,
+  following,
+  currencies,
+  safety,
+  outcomes,
+  trust,
   deposits,
   "pay-link": payLink,
   languages,

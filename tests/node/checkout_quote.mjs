@@ -11,6 +11,7 @@ const { apiBase, pricesUrl } = await import(new URL("api.js", assets));
 const { chooseLanguage, translator, around } = await import(new URL("i18n.js", assets));
 const { MESSAGES } = await import(new URL("messages.js", assets));
 const { transferData, paymentTransaction } = await import(new URL("wallet.js", assets));
+const { outcome } = await import(new URL("outcome.js", assets));
 
 const plain = (value) =>
   JSON.parse(JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
@@ -45,6 +46,9 @@ const run = {
   },
   catalogues() {
     return MESSAGES;
+  },
+  outcome({ invoice, seen }) {
+    return outcome(invoice, seen);
   },
   transferData({ to, units }) {
     return transferData(to, BigInt(units));

@@ -133,6 +133,10 @@ INVOICE = obj(
     refundedAmount={**DECIMAL, "description": "the sum of the confirmed refunds' vsValue"},
     refunds={"type": "array", "items": REFUND},
     acceptedTokens={"type": "array", "items": TOKEN_ID},
+    vsCurrency={
+        "type": "string",
+        "description": "the currency of value, paidAmount and every vsValue (lowercase code)",
+    },
     detected={
         "type": "array",
         "items": DETECTED,

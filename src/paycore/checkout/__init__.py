@@ -8,9 +8,14 @@ a CDN, and a wheel must carry everything the page needs.
 What the page does (assets/checkout.js): it reads ``{prefix}/invoice/{guid}`` and
 ``{prefix}/prices`` (both public), shows the amount due in vsCurrency and in the chosen
 accepted token (rounded up to at most 8 decimals, so the payer is never short), the deposit
-address, an EIP-681 (``ethereum:``) or ``tron:`` link and its QR code, and a countdown; it
-polls the invoice every 2.5 s until it is paid or expired. The WebSocket is not used: it is
-owner-scoped, and a payer has no session key.
+address, an EIP-681 (``ethereum:``) or ``tron:`` link and its QR code, and a countdown. It
+follows the invoice's public event stream (``{prefix}/invoice/{guid}/events``) where the
+server has one and polls the invoice (every 2.5 s, or 30 s while the stream is open) until it
+is paid or expired. The WebSocket is not used: it is owner-scoped, and a payer has no session
+key. A payment sent from the page's wallet button is remembered in the browser across
+reloads and shown as sent, then detected and confirming (the record's ``detected`` list),
+with the ways to pay put away until the payer asks to pay again; outcomes beyond the status
+(overpaid, late, part paid then expired, reversed) are explained (docs/checkout.md).
 
 Merchant hints, read from the invoice's free-form ``data``: ``decimals`` and ``symbol``, each
 one value for the display token or a map by token id, for example

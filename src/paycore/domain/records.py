@@ -276,6 +276,7 @@ class Invoice:
             "refundedAmount": to_text(self.refunded_amount) if self.refunds else "0",
             "refunds": [r.to_wire() for r in self.refunds],
             "acceptedTokens": list(self.accepted_tokens),
+            "vsCurrency": self.vs_currency,
             "detected": self.detected_wire(),
         }
         page = self.checkout_url or checkout_url
@@ -296,7 +297,8 @@ class Invoice:
 
     @classmethod
     def from_wire(cls, data: Json, vs_currency: str = "usd") -> Invoice:
-        """The record ``to_wire`` wrote (the wire form carries no vsCurrency: pass it)."""
+        """The record ``to_wire`` wrote; ``vs_currency`` applies to a record without its own
+        ``vsCurrency`` (one written before the field was sent)."""
         return cls(
             guid=data["guid"],
             created_at=int(data["createdAt"]),
@@ -312,7 +314,7 @@ class Invoice:
             data=dict(data.get("data") or {}),
             paid_amount=Decimal(data["paidAmount"]),
             payments=tuple(Payment.from_wire(p) for p in data.get("payments", [])),
-            vs_currency=vs_currency,
+            vs_currency=str(data.get("vsCurrency") or vs_currency),
             refunds=tuple(Refund.from_wire(r, data["owner"]) for r in data.get("refunds", [])),
             redirect_url=data.get("redirectUrl"),
             cancel_url=data.get("cancelUrl"),

@@ -21,12 +21,14 @@ export class HttpError extends Error {
 
 /**
  * JSON from `url`, and the server's clock from the Date header (null without one), which the
- * countdown uses so a payer's wrong clock cannot show time that is not there.
+ * countdown uses so a payer's wrong clock cannot show time that is not there. Cache mode
+ * "no-cache": every read goes to the server, which can answer 304 to the ETag of the copy
+ * the browser holds; the answer is then that copy.
  */
 export async function getJson(url, timeoutMs = 8000) {
   const response = await fetch(url, {
     headers: { accept: "application/json" },
-    cache: "no-store",
+    cache: "no-cache",
     credentials: "same-origin",
     signal: AbortSignal.timeout(timeoutMs),
   });

@@ -1,23 +1,33 @@
 /**
  * The checkout page: read the invoice named by ?invoice=<guid>, show what to pay and where,
- * and follow its status by polling the public read until it is paid or expired.
+ * and follow its status until it is paid or expired: pushed by the invoice's public event
+ * stream where the server has one (stream.js), and by polling the public read, slowly while
+ * the stream is open and every 2.5 s (the interface recommends 2 to 5) while it is not.
  *
- * Why polling and not GET /ws: the WebSocket is owner-scoped (it needs a session key), and a
- * payer has none. The interface recommends polling every 2 to 5 seconds during a payment.
+ * Why not GET /ws: the WebSocket is owner-scoped (it needs a session key), and a payer has
+ * none. What could make a payer lose money is guarded here: a transaction sent from this
+ * browser is remembered across reloads (memory.js) and shown as sent, then detected and
+ * confirming, with the pay controls put away until the payer explicitly chooses to pay
+ * again; every outcome that is not plain "paid" is explained (outcome.js).
  */
 
 import { HttpError, apiBase, getJson, invoiceUrl, pricesUrl, qrUrl } from "./api.js";
 import { formatDecimal, parseDecimal } from "./decimal.js";
 import { formatAmount, formatCountdown, formatVs } from "./format.js";
-import { around, chooseLanguage, translator } from "./i18n.js";
+import { LANGUAGES, around, chooseLanguage, translator } from "./i18n.js";
 import { isTron } from "./links.js";
-import { quote, shortAddress, tokenFacts } from "./quote.js";
+import { recall, rememberSeen, rememberSent } from "./memory.js";
+import { outcome } from "./outcome.js";
+import { quote, shortAddress, tokenFacts, vsDue } from "./quote.js";
+import { eventsUrl, follow } from "./stream.js";
 import { injectedTronWeb, payWithTronLink, tronPayment, tronProblem } from "./tron.js";
 import { payWithWallet, walletProblem } from "./wallet.js";
 
 const config = readConfig();
 const base = apiBase(window.location.href);
 const POLL_MS = config.pollMs || 2500;
+/** While the event stream is open a poll is only a safety net. */
+const STREAM_POLL_MS = 30000;
 const MAX_BACKOFF_MS = 30000;
 const PRICES_EVERY_MS = config.pricesMs || 60000;
 /** Seconds between "paid" and following redirectUrl by itself: long enough to read and stop. */
@@ -43,9 +53,30 @@ const REASON_KEYS = {
   other: "reasonOther",
 };
 
+/** Each language's own name, for the switcher. */
+const LANGUAGE_NAMES = {
+  en: "English",
+  de: "Deutsch",
+  es: "Español",
+  fr: "Français",
+  pt: "Português",
+  ru: "Русский",
+  tr: "Türkçe",
+  zh: "中文",
+  ja: "日本語",
+};
+
+const OUTCOME_KEYS = {
+  overpaid: "outcomeOverpaid",
+  late: "outcomeLate",
+  paid: "outcomeLate",
+  expiredPartial: "outcomeExpiredPartial",
+  reversed: "outcomeReversed",
+};
+
 const params = new URL(window.location.href).searchParams;
-const lang = chooseLanguage(params.get("lang"), navigator.languages || [navigator.language]);
-const t = translator(lang.language);
+let lang = chooseLanguage(params.get("lang"), navigator.languages || [navigator.language]);
+let t = translator(lang.language);
 /** vsCurrency money and token amounts in the payer's locale. */
 const money = (decimalText, code) => formatVs(decimalText, code, lang.locale);
 const amount = (decimalText) => formatAmount(decimalText, lang.locale);
@@ -65,6 +96,14 @@ const state = {
   redirectTimer: null,
   redirectLeft: null,
   stayed: false,
+  /** What this browser sent and saw for the invoice (memory.js). */
+  memory: { sent: [], seen: [] },
+  /** The payer chose to send another payment while one is in flight. */
+  payAgain: false,
+  walletBusy: false,
+  streaming: false,
+  closeStream: null,
+  problem: null,
 };
 const view = params.get("view");
 
@@ -83,38 +122,97 @@ function translateStatic() {
   document.documentElement.lang = lang.locale;
   for (const element of document.querySelectorAll("[data-i18n]")) {
     element.textContent = t(element.dataset.i18n);
+    delete element.dataset.label;
   }
+}
+
+/** The language switcher: each language in its own name; a choice re-renders in place and
+ * goes into the URL (?lang=), so a reload or a shared link keeps it. */
+function renderLanguages() {
+  const select = $("language");
+  select.replaceChildren(
+    ...LANGUAGES.map((code) => {
+      const option = document.createElement("option");
+      option.value = code;
+      option.lang = code;
+      option.textContent = LANGUAGE_NAMES[code] || code;
+      option.selected = code === lang.language;
+      return option;
+    }),
+  );
+}
+
+function switchLanguage(code) {
+  if (!LANGUAGES.includes(code)) return;
+  lang = chooseLanguage(code, []);
+  t = translator(lang.language);
+  window.history.replaceState(null, "", withParams({ lang: code }));
+  translateStatic();
+  renderLanguages();
+  renderMerchant(config.merchant);
+  if (state.guid) $("invoice-id").textContent = t("invoiceId", { id: state.guid });
+  if (state.problem) showProblem(...state.problem);
+  else if (state.invoice) {
+    state.lastUri = null; // the QR code's text alternative is in words
+    render();
+  } else $("loading").textContent = t("loading");
 }
 
 function setState(name) {
   $("checkout").dataset.state = name;
 }
 
-function showProblem(text) {
+/** A page that cannot show an invoice: the message `key` of the catalogue, with `vars`. */
+function showProblem(key, vars = {}) {
+  state.problem = [key, vars];
   setState("problem");
   $("loading").hidden = true;
   $("invoice").hidden = true;
   $("problem").hidden = false;
-  $("problem-text").textContent = text;
+  $("problem-text").textContent = t(key, vars);
   document.title = t("unavailableTitle");
 }
 
 async function main() {
   translateStatic();
+  renderLanguages();
   renderMerchant(config.merchant);
   const guid = params.get("invoice");
   if (!guid) {
-    showProblem(t("noGuid"));
+    showProblem("noGuid");
     return;
   }
   state.guid = guid.trim();
   $("invoice-id").textContent = t("invoiceId", { id: state.guid });
   if (!/^[A-Za-z0-9-]{1,100}$/.test(state.guid)) {
-    showProblem(t("notFound", { guid: state.guid.slice(0, 100) }));
+    showProblem("notFound", { guid: state.guid.slice(0, 100) });
     return;
   }
+  state.memory = recall(state.guid);
   refreshPrices();
   await refreshInvoice();
+  if (state.invoice && !FINAL.has(state.invoice.status)) openStream();
+}
+
+/** Follow the invoice's event stream; polling goes on by itself if there is none. */
+function openStream() {
+  state.closeStream = follow(
+    eventsUrl(base, state.guid),
+    (record) => {
+      if (record.guid === state.guid) apply(record, null);
+    },
+    (open) => {
+      const was = state.streaming;
+      state.streaming = open;
+      if (was && !open) schedule(POLL_MS); // the stream went quiet: poll at once at the normal pace
+    },
+  );
+}
+
+function closeStream() {
+  if (state.closeStream) state.closeStream();
+  state.closeStream = null;
+  state.streaming = false;
 }
 
 /** The shop's name, logo and support contact, when its owner set them (POST
@@ -164,29 +262,47 @@ function refreshPrices() {
   return state.pricesLoading;
 }
 
-/** One read of the invoice; schedules the next while the invoice can still change. */
+/** A record read or pushed: the page shows it (and the prices of its currency). */
+async function apply(body, serverTime) {
+  if (serverTime !== null) {
+    const skew = serverTime - Date.now();
+    state.skewMs = Math.abs(skew) > SKEW_TOLERANCE_MS ? skew : 0;
+  }
+  state.failures = 0;
+  $("connection").textContent = "";
+  // The first render waits for the first prices, so the QR code is drawn once, complete.
+  if (!state.invoice && state.pricesLoading) await state.pricesLoading;
+  state.invoice = body;
+  const wanted = invoiceCurrency();
+  if (wanted && state.prices && state.prices.vsCurrency !== wanted) {
+    state.prices = null; // a table in another currency would misstate every amount
+    await refreshPrices();
+  }
+  render();
+  if (FINAL.has(body.status)) {
+    closeStream();
+    window.clearTimeout(state.pollTimer);
+  }
+}
+
+function schedule(delay) {
+  window.clearTimeout(state.pollTimer);
+  if (state.invoice && FINAL.has(state.invoice.status)) return;
+  state.pollTimer = window.setTimeout(refreshInvoice, delay);
+}
+
+/** One read of the invoice; schedules the next while the invoice can still change. The
+ * browser revalidates with the last ETag (cache "no-cache"), so an unchanged record costs
+ * a 304 where the server sends one. */
 async function refreshInvoice() {
   window.clearTimeout(state.pollTimer);
   try {
     const { body, serverTime } = await getJson(invoiceUrl(base, state.guid));
-    if (serverTime !== null) {
-      const skew = serverTime - Date.now();
-      state.skewMs = Math.abs(skew) > SKEW_TOLERANCE_MS ? skew : 0;
-    }
-    state.failures = 0;
-    $("connection").textContent = "";
-    // The first render waits for the first prices, so the QR code is drawn once, complete.
-    if (!state.invoice && state.pricesLoading) await state.pricesLoading;
-    state.invoice = body;
-    const wanted = invoiceCurrency();
-    if (wanted && state.prices && state.prices.vsCurrency !== wanted) {
-      state.prices = null; // a table in another currency would misstate every amount
-      await refreshPrices();
-    }
-    render();
+    await apply(body, serverTime);
   } catch (error) {
     if (error instanceof HttpError && error.status === 404) {
-      showProblem(t("notFound", { guid: state.guid }));
+      closeStream();
+      showProblem("notFound", { guid: state.guid });
       return;
     }
     state.failures += 1;
@@ -198,7 +314,7 @@ async function refreshInvoice() {
   const pricesAge = Date.now() - state.pricesAt;
   if (pricesAge > (state.prices ? PRICES_EVERY_MS : PRICES_RETRY_MS)) refreshPrices();
   const delay = Math.min(POLL_MS * 2 ** state.failures, MAX_BACKOFF_MS);
-  state.pollTimer = window.setTimeout(refreshInvoice, delay);
+  schedule(state.streaming ? STREAM_POLL_MS : delay);
 }
 
 /** The invoice's own vsCurrency when its record names one; otherwise the server default. */
@@ -226,6 +342,7 @@ function choices(invoice) {
 function render() {
   const invoice = state.invoice;
   const status = STATUS_KEYS[invoice.status] ? invoice.status : "init";
+  state.problem = null;
   setState(status);
   $("loading").hidden = true;
   $("problem").hidden = true;
@@ -234,12 +351,22 @@ function render() {
   $("description").textContent = invoice.description || "";
   $("description").hidden = !invoice.description;
 
-  const badge = t(STATUS_KEYS[status]);
+  const moving = FINAL.has(invoice.status) ? [] : inflight(invoice);
+  let badge = t(STATUS_KEYS[status]);
+  let text = t(`${STATUS_KEYS[status]}Text`);
+  if (moving.length) {
+    const confirming = moving.filter((m) => m.detected);
+    badge = confirming.length ? t("statusDetected", progress(confirming)) : t("statusSent");
+    text = t("inflightNote");
+  }
   $("status-badge").textContent = badge;
-  $("status-text").textContent = t(`${STATUS_KEYS[status]}Text`);
+  $("status-text").textContent = text;
   document.title = `${badge}: ${invoice.description || t("title")}`;
 
   renderAmounts(invoice);
+  renderOutcome(invoice);
+  state.memory = rememberSeen(state.guid, invoice.payments);
+  renderInflight(invoice, moving);
   renderPayments(invoice);
   const options = choices(invoice);
   if (!options.some((o) => o.id === state.chosen)) {
@@ -250,8 +377,114 @@ function render() {
   renderQuoteNote(invoice, offer);
   renderReturn(invoice);
   renderReceipt(invoice);
+  renderButtons();
   tick();
   if (!state.clockTimer) state.clockTimer = window.setInterval(tick, 1000);
+}
+
+/** Transfers on their way: the server's provisional `detected` list (mined, not yet
+ * confirmed; absent from a server without it) and the transactions this browser sent that
+ * the record does not count yet. Each is `{tx, chainId, detected}` (detected: the entry). */
+function inflight(invoice) {
+  const lower = (hash) => String(hash).toLowerCase();
+  const counted = new Set((Array.isArray(invoice.payments) ? invoice.payments : []).map((p) => lower(p.txHash)));
+  const detected = (Array.isArray(invoice.detected) ? invoice.detected : []).filter(
+    (d) => d && typeof d.txHash === "string" && !counted.has(lower(d.txHash)),
+  );
+  const moving = detected.map((d) => ({ tx: d.txHash, chainId: d.chainId, detected: d }));
+  for (const sent of state.memory.sent) {
+    const hash = lower(sent.tx);
+    if (counted.has(hash) || moving.some((m) => lower(m.tx) === hash)) continue;
+    moving.push({ tx: sent.tx, chainId: sent.chainId || invoice.chainId, detected: null });
+  }
+  return moving;
+}
+
+/** "n of m" of the least confirmed detected transfer. */
+function progress(confirming) {
+  const least = confirming.reduce((a, b) => (Number(a.detected.confirmations) <= Number(b.detected.confirmations) ? a : b));
+  const m = Math.max(1, Number(least.detected.required) || 1);
+  return { n: Math.min(m, Math.max(0, Number(least.detected.confirmations) || 0)), m };
+}
+
+/** The transfers on their way, and the one way to pay again: a button that says how much
+ * is still due. Until it is pressed the ways to pay are put away (data-inflight). */
+function renderInflight(invoice, moving) {
+  const checkout = $("checkout");
+  checkout.dataset.inflight = moving.length ? "true" : "false";
+  if (!moving.length) state.payAgain = false;
+  checkout.dataset.again = state.payAgain ? "true" : "false";
+  $("inflight").hidden = moving.length === 0;
+  if (!moving.length) return;
+  const chains = config.chains || {};
+  $("inflight-list").replaceChildren(
+    ...moving.map((item) => {
+      const li = document.createElement("li");
+      li.dataset.tx = item.tx;
+      li.dataset.stage = item.detected ? "confirming" : "sent";
+      const words = document.createElement("span");
+      if (item.detected) {
+        const d = item.detected;
+        const facts = tokenFacts(`${d.chainId}:${d.token}`, invoice, chains);
+        const { n, m } = progress([item]);
+        words.textContent = t("inflightDetectedItem", { amount: `${amountOf(d.amount)} ${facts.symbol}`, n, m });
+      } else {
+        words.textContent = t("inflightSentItem");
+      }
+      li.append(words, " ", txElement({ txHash: item.tx, chainId: item.chainId }, shortAddress(String(item.tx))));
+      return li;
+    }),
+  );
+  const due = vsDue(invoice);
+  const again = $("pay-again");
+  again.hidden = state.payAgain;
+  again.textContent = due === null ? t("payAgainAny") : t("payAgain", { due: money(formatDecimal(due), currency()) });
+}
+
+/** What happened beyond the status (outcome.js), in words, with whom to contact. */
+function renderOutcome(invoice) {
+  const found = outcome(invoice, state.memory.seen);
+  const box = $("outcome");
+  box.hidden = found === null;
+  $("checkout").dataset.outcome = found ? found.kind : "";
+  if (!found) return;
+  const key = OUTCOME_KEYS[found.kind];
+  $("outcome-title").textContent = t(`${key}Title`);
+  const vars = {};
+  for (const name of ["excess", "value", "paid", "missing"]) {
+    if (found[name] !== undefined) vars[name] = money(found[name], currency());
+  }
+  if (found.kind === "reversed") {
+    const facts = tokenFacts(`${found.chainId}:${found.token}`, invoice, config.chains || {});
+    vars.amount = `${amountOf(found.amount)} ${facts.symbol}`;
+    vars.tx = shortAddress(found.txHash);
+  }
+  const [before, after] = around(t(key, vars), "contact");
+  $("outcome-text").replaceChildren(before, contactElement(), after);
+}
+
+/** The merchant's support contact as a link (the profile's), else the words "the merchant". */
+function contactElement() {
+  const link = $("merchant-support-link");
+  if ($("merchant-support").hidden || !link.href) return t("contactMerchant");
+  const copy = document.createElement("a");
+  copy.href = link.href;
+  copy.textContent = link.textContent;
+  return copy;
+}
+
+/** The wallet buttons: off while a wallet is asked, and while a payment is in flight unless
+ * the payer chose to pay again. */
+function renderButtons() {
+  const blocked = state.walletBusy || ($("checkout").dataset.inflight === "true" && !state.payAgain);
+  for (const id of ["wallet-pay", "tronlink-pay"]) $(id).disabled = blocked;
+}
+
+function payAgain() {
+  state.payAgain = true;
+  render();
+  const button = $("wallet-pay-line").hidden ? $("copy-address") : $("wallet-pay");
+  button.focus();
 }
 
 function renderAmounts(invoice) {
@@ -324,6 +557,7 @@ function renderPayment(invoice, facts) {
   else if (offer.reason === "tip") amountText = t("anyAmountOf", { symbol: facts.symbol });
   else amountText = t("noPrice", { symbol: facts.symbol, due: money(due, currency()) });
   $("amount-token").textContent = amountText;
+  renderContract(facts);
   $("copy-amount").hidden = offer.amountText === null;
   $("copy-amount").dataset.copy = offer.amountText || "";
 
@@ -359,6 +593,30 @@ function renderPayment(invoice, facts) {
   return offer;
 }
 
+/** The token's contract beside its symbol: shortened, copyable, linked to the explorer
+ * where the chain has one, so the payer can check which token they are sending. */
+function renderContract(facts) {
+  $("contract-row").hidden = facts.native;
+  if (facts.native) return;
+  $("contract-label").textContent = t("tokenContract", { symbol: facts.symbol });
+  const code = document.createElement("code");
+  code.className = "contract-address";
+  code.textContent = shortAddress(facts.address);
+  code.title = facts.address;
+  const href = explorerLink(facts.chainId, "explorerAddress", "{address}", facts.address);
+  let shown = code;
+  if (href) {
+    shown = document.createElement("a");
+    shown.className = "contract-link";
+    shown.href = href;
+    shown.rel = "noopener noreferrer";
+    shown.target = "_blank";
+    shown.append(code);
+  }
+  $("contract").replaceChildren(shown);
+  $("copy-contract").dataset.copy = facts.address;
+}
+
 /** "Pay with TronLink": the exact TRX or TRC20 payment, through the injected TronLink. */
 async function tronLinkPay() {
   const invoice = state.invoice;
@@ -385,15 +643,18 @@ async function walletPay() {
 async function followWallet(send, problemOf) {
   const invoice = state.invoice;
   const status = $("wallet-status");
-  const buttons = [$("wallet-pay"), $("tronlink-pay")];
+  if (state.walletBusy) return;
   state.walletBusy = true;
-  for (const button of buttons) button.disabled = true;
+  renderButtons();
   status.hidden = false;
   status.textContent = t("walletConfirm");
   try {
-    const hash = await send();
-    status.dataset.tx = String(hash);
-    status.textContent = t("walletSent", { tx: shortAddress(String(hash)) });
+    const hash = String(await send());
+    // Remembered before anything else: a reload from here on shows it as sent.
+    state.memory = rememberSent(state.guid, hash, invoice.chainId);
+    state.payAgain = false;
+    status.dataset.tx = hash;
+    status.textContent = t("walletSent", { tx: shortAddress(hash) });
     refreshInvoice(); // look now: the watcher may see it at the next block
   } catch (error) {
     const problem = problemOf(error);
@@ -402,10 +663,12 @@ async function followWallet(send, problemOf) {
         ? t("walletRejected")
         : problem === "network"
           ? t("walletNetwork", { network: chainName(invoice.chainId) })
-          : t("walletFailed", { reason: String((error && error.message) || error).slice(0, 160) });
+          : problem === "chain"
+            ? t("walletChain", { current: String(error.current), network: chainName(invoice.chainId) })
+            : t("walletFailed", { reason: String((error && error.message) || error).slice(0, 160) });
   } finally {
     state.walletBusy = false;
-    for (const button of buttons) button.disabled = false;
+    if (state.invoice) render();
   }
 }
 
@@ -423,7 +686,10 @@ function txElement(payment, shown) {
   link.href = href;
   link.rel = "noopener noreferrer";
   link.target = "_blank";
-  link.setAttribute("aria-label", `${t("viewTx")} ${hash}`);
+  // The link's name is the hash it shows (WCAG 2.5.3, label in name: an aria-label of
+  // other words fails it); what it does is its description.
+  link.title = `${t("viewTx")} ${hash}`;
+  code.removeAttribute("title");
   link.append(code);
   return link;
 }
@@ -462,7 +728,8 @@ function renderReturn(invoice) {
   if (cancel) $("cancel-link").href = cancel;
   $("receipt-line").hidden = invoice.status !== "paid" || view === "receipt";
   $("receipt-link").href = withParams({ view: "receipt" });
-  const auto = invoice.status === "paid" && back && invoice.redirectAutomatically === true;
+  // The receipt view never leaves by itself: it is there to be read and printed.
+  const auto = invoice.status === "paid" && back && invoice.redirectAutomatically === true && view !== "receipt";
   if (auto && !state.stayed && state.redirectTimer === null) startRedirect(back);
 }
 
@@ -622,12 +889,14 @@ function legacyCopy(text) {
   return ok;
 }
 
-for (const id of ["copy-address", "copy-amount"]) {
+for (const id of ["copy-address", "copy-amount", "copy-contract"]) {
   $(id).addEventListener("click", (event) => copy(event.currentTarget));
 }
 $("stay").addEventListener("click", stayHere);
 $("wallet-pay").addEventListener("click", walletPay);
 $("tronlink-pay").addEventListener("click", tronLinkPay);
 $("print").addEventListener("click", () => window.print());
+$("pay-again").addEventListener("click", payAgain);
+$("language").addEventListener("change", (event) => switchLanguage(event.currentTarget.value));
 
 main();

@@ -1,18 +1,16 @@
 /** Text for people: money in the merchant's currency, token amounts, and the time left to pay. */
 
 /**
- * A vsCurrency amount such as "$25.00" (en-US) or "25,00 $" (de). The decimal string goes
- * to Intl as a string, so no digit passes through a double; a currency Intl does not know
- * falls back to "25 XYZ". `locale` is the page's chosen locale (undefined: the browser's).
+ * A vsCurrency amount such as "$25.00" (en-US), "25,00 €" (de) or "¥3,000" (ja): in the
+ * currency's own minor unit (two decimals for USD and EUR, none for JPY), as people read
+ * prices. The decimal string goes to Intl as a string, so no digit passes through a double;
+ * a currency Intl does not know falls back to "25 XYZ". `locale` is the page's chosen
+ * locale (undefined: the browser's).
  */
 export function formatVs(decimalText, currency, locale = undefined) {
   const code = String(currency || "usd").toUpperCase();
   try {
-    return new Intl.NumberFormat(locale, {
-      style: "currency",
-      currency: code,
-      maximumFractionDigits: 8,
-    }).format(decimalText);
+    return new Intl.NumberFormat(locale, { style: "currency", currency: code }).format(decimalText);
   } catch {
     return `${decimalText} ${code}`;
   }
