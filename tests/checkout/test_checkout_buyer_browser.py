@@ -317,12 +317,6 @@ def test_the_page_follows_the_invoice_by_push_or_else_by_polling(framework: str)
         assert paid["readsWhileWaiting"] >= 1 and paid["latencyMs"] < 8000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after the merge of the event stream, the public GET /invoice/{guid} is answered"
-    " from paycore.invoice_views, whose one-statement read and ETag leave out the detected"
-    " list, and a detected change pushes no stream message: the page never sees it",
-)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_mined_payment_shows_as_detected_and_confirming_until_it_counts(framework: str) -> None:
     """The worker paused between "mined" and "confirmed": the record's provisional detected
