@@ -144,6 +144,7 @@ from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
 from .outbox_signal import PostgresListen, SqliteDataVersion
 from .prepared import Prepared, copy_rows, on_dbapi, on_driver
 from .refunds import RefundStatements
+from .subscriptions import SubscriptionStatements
 from .rows import (
     attempt_from_row,
     attempt_row,
@@ -664,6 +665,7 @@ class SqlStorage:
 
 class SqlTx(
     RefundStatements,
+    SubscriptionStatements,
     IdempotencyStatements,
     DetectedStatements,
     SignalLeaseStatements,

@@ -544,3 +544,55 @@ detected_transfers = Table(
     Column("seen_at", BigInteger, nullable=False),
     Index(None, "guid", "block_number"),
 )
+
+#: Subscriptions (revision 0020, ``paycore.storage.subscriptions``): plans, subscriptions and
+#: their periods. The periods' primary key (subscription_id, idx) is what makes a period's
+#: invoice issued once however many workers race; ``next_issue_at`` is what the worker
+#: looks due subscriptions up by; ``status`` of a period, what it watches.
+subscription_plans = Table(
+    "paycore_subscription_plans",
+    metadata,
+    Column("id", Key(64), primary_key=True),
+    Column("owner", Key(), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("amount", Money, nullable=False),
+    Column("currency", String(16), nullable=False),
+    Column("chain_id", BigInteger, nullable=False),
+    Column("accepted_tokens", JSON, nullable=False),
+    Column("period_unit", String(8), nullable=False),
+    Column("period_count", BigInteger, nullable=False),
+    Column("trial_days", BigInteger, nullable=False),
+    Column("grace_days", BigInteger, nullable=False),
+    Index(None, "owner", "created_at"),
+)
+subscriptions = Table(
+    "paycore_subscriptions",
+    metadata,
+    Column("id", Key(64), primary_key=True),
+    Column("owner", Key(), nullable=False),
+    Column("plan_id", Key(64), nullable=False),
+    Column("reference", Text, nullable=False),
+    Column("email", Text, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("anchor", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("next_index", BigInteger, nullable=False),
+    Column("next_issue_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Column("cancelled_at", BigInteger, nullable=True),
+    Index(None, "owner", "created_at"),
+    Index(None, "status", "next_issue_at"),
+)
+subscription_periods = Table(
+    "paycore_subscription_periods",
+    metadata,
+    Column("subscription_id", Key(64), primary_key=True),
+    Column("idx", BigInteger, primary_key=True),
+    Column("starts_at", BigInteger, nullable=False),
+    Column("ends_at", BigInteger, nullable=False),
+    Column("guid", Key(64), nullable=False),
+    Column("issued_at", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Index(None, "status", "subscription_id", "idx"),
+)

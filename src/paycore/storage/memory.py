@@ -63,6 +63,7 @@ from .contract import PruneBatch, StorageTx, TransferPlace
 from .idempotency import IdempotentAnswer
 from .invoice_read import InvoiceRead, read_from
 from .memory_idempotency import IdemKey, MemoryIdempotency
+from .memory_subscriptions import MemorySubscriptions, SubKey
 
 log = logging.getLogger("paycore.events")
 
@@ -142,6 +143,7 @@ class _Tables:
     idempotency: dict[IdemKey, IdempotentAnswer] = attrs.field(factory=dict)
     #: chain -> its detected transfers by key; each chain's dict is replaced whole.
     detected: dict[int, dict[DetectedKey, Detected]] = attrs.field(factory=dict)
+    subscriptions: dict[SubKey, Any] = attrs.field(factory=dict)  # memory_subscriptions
     last_event_id: int = 0
     last_invoice_seq: int = 0
     last_delivery_id: int = 0
@@ -249,7 +251,7 @@ class MemoryStorage:
         """Nothing to release; present because the protocol asks for it."""
 
 
-class _MemoryTx(MemoryIdempotency):
+class _MemoryTx(MemoryIdempotency, MemorySubscriptions):
     """One unit of work; only valid inside its ``with`` block (the lock is held there)."""
 
     def __init__(self, tables: _Tables, clock: Callable[[], float]) -> None:
