@@ -620,6 +620,9 @@ class Settings:
     signal_lease: float = attrs.field(default=30.0, converter=_positive)
     #: Seconds between the worker's expiry sweeps (``Gateway.expire_due``).
     worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
+    #: Seconds before a subscription period is due that the worker issues its invoice
+    #: (docs/subscriptions.md); 3 days.
+    subscription_lead: int = attrs.field(default=3 * 86_400, converter=int)
     #: Deposits a chain watcher attributes per storage transaction: a range of
     #: ``block_batch`` blocks holding more is split, and only its last batch moves the
     #: cursor. Bigger batches ingest faster; each one holds its invoices' row locks (on

@@ -83,6 +83,7 @@ from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
 from .storage import Storage, StorageTx, signal_source
 from .storage.request_unit import RequestUnits
+from .subscriptions.service import Subscriptions
 from .webhooks.dispatcher import enqueue_webhook, enqueue_webhooks
 from .webhooks.service import Webhooks
 
@@ -180,6 +181,15 @@ class Gateway:
             self._new_invoice,
             lambda c: c in self.chains,
             self.checkout_url_for,
+        )
+        #: Subscriptions (docs/subscriptions.md): plans, subscribers, period invoices.
+        self.subscriptions = Subscriptions(
+            units,
+            self.settings,
+            self.clock,
+            self._new_invoice,
+            self.get_invoice,
+            lambda c: c in self.chains,
         )
         #: The merchant's identity on the checkout page (POST/GET /merchant/profile).
         self.merchant = MerchantProfiles(units, self.now)

@@ -144,7 +144,6 @@ from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
 from .outbox_signal import PostgresListen, SqliteDataVersion
 from .prepared import Prepared, copy_rows, on_dbapi, on_driver
 from .refunds import RefundStatements
-from .subscriptions import SubscriptionStatements
 from .rows import (
     attempt_from_row,
     attempt_row,
@@ -163,6 +162,7 @@ from .rows import (
     transaction_row,
 )
 from .signal_leases import SignalLeaseStatements
+from .subscriptions import SubscriptionStatements
 from .tables import (
     app_keys,
     chain_cursors,

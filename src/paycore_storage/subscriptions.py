@@ -9,10 +9,10 @@ only the winner makes the period's invoice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select, update
+from sqlalchemy import Connection, RowMapping, and_, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -49,7 +49,7 @@ def _plan_row(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _plan(row: Mapping[str, Any]) -> Plan:
+def _plan(row: RowMapping) -> Plan:
     return Plan(
         id=row["id"],
         owner=row["owner"],
@@ -83,7 +83,7 @@ def _sub_row(sub: Subscription) -> dict[str, Any]:
     }
 
 
-def _sub(row: Mapping[str, Any]) -> Subscription:
+def _sub(row: RowMapping) -> Subscription:
     cancelled = row["cancelled_at"]
     return Subscription(
         id=row["id"],
@@ -101,7 +101,7 @@ def _sub(row: Mapping[str, Any]) -> Subscription:
     )
 
 
-def _period(row: Mapping[str, Any]) -> Period:
+def _period(row: RowMapping) -> Period:
     return Period(
         subscription_id=row["subscription_id"],
         index=int(row["idx"]),
@@ -226,11 +226,7 @@ class SubscriptionStatements:
             raise KeyError((period.subscription_id, period.index))
 
     def periods_of(self, sub_id: str) -> list[Period]:
-        query = (
-            select(subscription_periods)
-            .where(_R.subscription_id == sub_id)
-            .order_by(_R.idx)
-        )
+        query = select(subscription_periods).where(_R.subscription_id == sub_id).order_by(_R.idx)
         return [_period(r._mapping) for r in self._c.execute(query)]
 
     def open_periods(self, limit: int, after: tuple[str, int] | None = None) -> list[Period]:

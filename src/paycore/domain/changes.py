@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..errors import InvalidInput
+from .subscription_machine import SubscriptionEvent
 
 
 class EventType(StrEnum):
@@ -42,7 +43,11 @@ class EventType(StrEnum):
     UPDATED = "invoice.updated"
 
 
-ALL_TYPES: frozenset[str] = frozenset(t.value for t in EventType)
+#: Every type a subscriber may name: the invoices' and the subscriptions' (``subscription.*``,
+#: ``paycore.domain.subscription_machine``), which no channel carries unless named.
+ALL_TYPES: frozenset[str] = frozenset(t.value for t in EventType) | frozenset(
+    t.value for t in SubscriptionEvent
+)
 #: The type of an event stored without one.
 UPDATED: str = EventType.UPDATED.value
 #: What every channel carries by default: one event per status change (docs/interface.md

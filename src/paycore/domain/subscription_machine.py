@@ -52,9 +52,19 @@ class SubscriptionEvent(StrEnum):
 M = SubscriptionMove
 #: (status, move) -> next status. Anything absent is illegal.
 TRANSITIONS: dict[S, dict[SubscriptionMove, S]] = {
-    S.TRIALING: {M.PAID: S.ACTIVE, M.OVERDUE: S.PAST_DUE, M.LAPSED: S.CANCELLED, M.CANCEL: S.CANCELLED},
+    S.TRIALING: {
+        M.PAID: S.ACTIVE,
+        M.OVERDUE: S.PAST_DUE,
+        M.LAPSED: S.CANCELLED,
+        M.CANCEL: S.CANCELLED,
+    },
     S.PENDING: {M.PAID: S.ACTIVE, M.LAPSED: S.CANCELLED, M.CANCEL: S.CANCELLED},
-    S.ACTIVE: {M.PAID: S.ACTIVE, M.OVERDUE: S.PAST_DUE, M.LAPSED: S.CANCELLED, M.CANCEL: S.CANCELLED},
+    S.ACTIVE: {
+        M.PAID: S.ACTIVE,
+        M.OVERDUE: S.PAST_DUE,
+        M.LAPSED: S.CANCELLED,
+        M.CANCEL: S.CANCELLED,
+    },
     S.PAST_DUE: {M.PAID: S.ACTIVE, M.LAPSED: S.CANCELLED, M.CANCEL: S.CANCELLED},
     S.CANCELLED: {},
 }
@@ -82,7 +92,9 @@ def next_status(status: S, move: SubscriptionMove) -> S:
         ) from None
 
 
-def move(sub: Subscription, what: SubscriptionMove, at: int) -> tuple[Subscription, SubscriptionEvent]:
+def move(
+    sub: Subscription, what: SubscriptionMove, at: int
+) -> tuple[Subscription, SubscriptionEvent]:
     """``sub`` after ``what`` at time ``at``, and the event that announces it."""
     after = next_status(sub.status, what)
     event = SubscriptionEvent.RENEWED if after is sub.status else _ENTERED[after]

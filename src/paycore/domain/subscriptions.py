@@ -125,7 +125,9 @@ class Subscription:
             "trialEndsAt": self.anchor,
             "status": self.status.value,
             "nextPeriod": self.next_index,
-            "nextInvoiceAt": None if self.status is SubscriptionStatus.CANCELLED else self.next_issue_at,
+            "nextInvoiceAt": None
+            if self.status is SubscriptionStatus.CANCELLED
+            else self.next_issue_at,
             "updatedAt": self.updated_at,
             "cancelledAt": self.cancelled_at,
         }

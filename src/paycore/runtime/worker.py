@@ -172,6 +172,7 @@ def run_worker(
         gateway.add_notifier(waker)
     if sweep:
         loops.append(functools.partial(sweep_expired, gateway, halt_sweep))
+        loops.append(functools.partial(gateway.subscriptions.run, halt_sweep))
     if prices:
         loops.append(functools.partial(gateway.price_refresher.run, halt_prices))
     if prune:

@@ -112,4 +112,3 @@ class MemorySubscriptions:
             key=lambda p: (p.subscription_id, p.index),
         )
         return found[:limit]
-

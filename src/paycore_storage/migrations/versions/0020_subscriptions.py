@@ -101,7 +101,5 @@ def downgrade() -> None:
     op.drop_index("ix_paycore_subscriptions_status_next_issue_at", "paycore_subscriptions")
     op.drop_index("ix_paycore_subscriptions_owner_created_at", "paycore_subscriptions")
     op.drop_table("paycore_subscriptions")
-    op.drop_index(
-        "ix_paycore_subscription_plans_owner_created_at", "paycore_subscription_plans"
-    )
+    op.drop_index("ix_paycore_subscription_plans_owner_created_at", "paycore_subscription_plans")
     op.drop_table("paycore_subscription_plans")
