@@ -99,6 +99,16 @@ POST_BODIES: dict[str, Body] = {
     },
     "/link/disable": lambda owner, key: {"id": "no-such-link"},
     "/merchant/profile": lambda owner, key: {"name": "Mugs & Co"},
+    "/plan": lambda owner, key: {
+        "name": "Gold",
+        "amount": "10",
+        "chainId": 1,
+        "acceptedTokens": [ETH_1],
+        "periodUnit": "month",
+        "periodCount": 1,
+    },
+    "/subscription": lambda owner, key: {"planId": "plan_none", "reference": "c1"},
+    "/subscription/cancel": lambda owner, key: {"id": "sub_none"},
 }
 
 Query = Callable[[Env, LocalAccount], str]
@@ -133,6 +143,9 @@ GET_QUERIES: dict[str, Query] = {
     "/webhook/endpoints": _owner_query,
     "/export": _owner_query,
     "/links": _owner_query,
+    "/plans": _owner_query,
+    "/subscriptions": _owner_query,
+    "/subscriptions/{id}": _owner_query,
     "/merchant/profile": _owner_query,
 }
 

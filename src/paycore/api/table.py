@@ -18,6 +18,7 @@ from . import (
     schemas,
     sessions,
     staking,
+    subscriptions,
     wallet,
     webhooks,
 )
@@ -414,6 +415,7 @@ ROUTES: list[Route] = [
         media_type="text/html",
         soft_mode="public",
     ),
+    *subscriptions.ROUTES,  # docs/subscriptions.md
     # -- salt-signed management calls and app keys (docs/management.md) ---------------------
     Route(
         ("POST",),

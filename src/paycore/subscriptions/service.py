@@ -106,7 +106,8 @@ class SubscriptionView:
 
 
 class Subscriptions:
-    """``Gateway.subscriptions``. ``make_invoice`` is the gateway's creation path (address
+    """``Gateway.subscriptions``: an owner's plans and subscriptions, and the worker's steps
+    that invoice periods and move statuses. ``make_invoice`` is the gateway's creation path (address
     allocation, rate lock); ``read_invoice`` its read with lazy expiry; ``derives(chain_id)``
     says whether a chain backend gives each invoice a fresh deposit address."""
 
