@@ -52,6 +52,15 @@ WALKED_ELSEWHERE = {
     "/webhook/endpoints/update",
     "/webhook/endpoints/rotate-secret",
     "/webhook/endpoints/delete",
+    # Subscriptions, in test_conf_subscriptions.py (plans need a chain backend that derives
+    # addresses; the subscriber's page is HTML).
+    "/plan",
+    "/plans",
+    "/subscription",
+    "/subscriptions",
+    "/subscriptions/{id}",
+    "/subscription/cancel",
+    "/subscription/{id}",
     # The invoice's Server-Sent Events (text/event-stream): tests/realtime, under both
     # adapters' real servers.
     "/invoice/{guid}/events",
