@@ -464,6 +464,10 @@ def _link_open_limit(raw: int | str) -> int:
     return _count(raw, "link_open_limit")
 
 
+def _subscription_lead(raw: int | str) -> int:
+    return _count(raw, "subscription_lead")
+
+
 def _link_open_window(raw: int | str) -> int:
     return _count(raw, "link_open_window")
 
@@ -622,7 +626,7 @@ class Settings:
     worker_sweep_interval: float = attrs.field(default=15.0, converter=_positive)
     #: Seconds before a subscription period is due that the worker issues its invoice
     #: (docs/subscriptions.md); 3 days.
-    subscription_lead: int = attrs.field(default=3 * 86_400, converter=int)
+    subscription_lead: int = attrs.field(default=3 * 86_400, converter=_subscription_lead)
     #: Deposits a chain watcher attributes per storage transaction: a range of
     #: ``block_batch`` blocks holding more is split, and only its last batch moves the
     #: cursor. Bigger batches ingest faster; each one holds its invoices' row locks (on
