@@ -17,6 +17,14 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from .accounting.attribution import (
+    AttributionRace,
+    attribute_deposits,
+    detected_transfers,
+    refunds_paid,
+    reorg_deposit,
+    transfer_key,
+)
 from .accounting.service import Accounting
 from .auth.service import ProofOfWork, Sessions
 from .chains import ChainBackend, RefundBackend, WithdrawRequest
@@ -27,17 +35,7 @@ from .domain import machine, refund_machine
 from .domain import refunds as refund_rules
 from .domain.changes import EventPayload, EventType
 from .domain.detected import STALE_AFTER, Detected
-from .domain.invoices import (
-    AttributionRace,
-    CreateInvoice,
-    NewInvoice,
-    attribute_deposits,
-    checked_deposit,
-    detected_transfers,
-    parse_new_invoice,
-    reorg_deposit,
-    transfer_key,
-)
+from .domain.invoices import CreateInvoice, NewInvoice, checked_deposit, parse_new_invoice
 from .domain.paging import Page, page_from, read_cursor, tx_position
 from .domain.records import (
     Deposit,
@@ -48,7 +46,6 @@ from .domain.records import (
     PriceSnapshot,
     Refund,
     Transaction,
-    Valuation,
 )
 from .domain.refund_machine import RefundMove
 from .domain.refunds import BuiltRefund, CreateRefund, NewRefund
@@ -607,7 +604,9 @@ class Gateway:
             withdrawals: list[Transaction] = []
             changes = done.changes
             if finished and batch.withdrawals:
-                records, refunded = self._refunds_paid(tx, batch.chain_id, batch.withdrawals)
+                records, refunded = refunds_paid(
+                    tx, batch.chain_id, batch.withdrawals, self.settings.vs_currency
+                )
                 written = tx.insert_transactions(records)
                 withdrawals = [r for r, new in zip(records, written, strict=True) if new]
                 changes = changes + refunded
@@ -827,43 +826,6 @@ class Gateway:
             found = detected_transfers(tx, chain_id, transfers, depth, required, self.now())
             tx.replace_detected(chain_id, found)
         return found
-
-    def _refunds_paid(
-        self, tx: StorageTx, chain_id: int, withdrawals: Sequence[Transaction]
-    ) -> tuple[list[Transaction], list[Invoice]]:
-        """The watcher's withdrawals to record, in ``tx``: each new one that pays a pending
-        refund (``domain.refunds.match_withdrawals``) as that refund's transaction, and the
-        refund confirmed. Returns them in chain order, and the invoices whose refunds were
-        confirmed, to announce. A withdrawal recorded before (a re-scan) confirms nothing."""
-        owners = sorted({w.owner for w in withdrawals})
-        pending = tx.pending_refunds(chain_id, owners)
-        if not pending:
-            return list(withdrawals), []
-        known = tx.known_transfers([w.key for w in withdrawals])
-        fresh = [w for w in withdrawals if w.key not in known]
-        records, paid = refund_rules.match_withdrawals(pending, fresh)
-        matched = [(r, refund) for r, refund in zip(records, paid, strict=True) if refund]
-        # The invoices first, in guid order, as a cancellation locks its invoice before
-        # its refund: the two never wait on each other crosswise.
-        guids = sorted({refund.guid for _r, refund in matched})
-        locked = {guid: tx.get_invoice(guid, for_update=True) for guid in guids}
-        paying: dict[tuple[int, str, int, str], Transaction] = {}
-        changed: set[str] = set()
-        for record, refund in matched:
-            if tx.settle_refund(refund):  # False: cancelled meanwhile; a plain withdrawal
-                # Valued at the refund's own rate (its vsValue's), not the table's now.
-                invoice = locked[refund.guid]
-                rate = Valuation(
-                    refund.rate,
-                    f"refund:{refund.rate_source.value}",
-                    refund.created_at,
-                    invoice.vs_currency if invoice is not None else self.settings.vs_currency,
-                )
-                paying[record.key] = attrs.evolve(record, valuation=rate)
-                changed.add(refund.guid)
-        invoices = [locked[g] for g in guids if g in changed]
-        refunded = [attrs.evolve(i, change=EventType.REFUNDED) for i in invoices if i]
-        return [paying.get(w.key, w) for w in withdrawals], refunded
 
     def _notify_each(self, changes: list[Invoice], payloads: list[Json]) -> None:
         for inv, payload in zip(changes, payloads, strict=True):

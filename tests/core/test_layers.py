@@ -53,10 +53,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("paycore/prices/parking.py", "paycore.gateway"): "built from the whole Gateway",
     ("paycore/realtime/hub.py", "paycore.gateway"): "the Hub is started with the Gateway",
     ("paycore/webhooks/log.py", "paycore.gateway"): "built from the whole Gateway",
-    # The domain does I/O and reaches services.
-    ("paycore/domain/invoices.py", "paycore.storage"): "attribution takes a StorageTx",
-    ("paycore/domain/invoices.py", "paycore.storage.contract"): "attribution takes a StorageTx",
-    ("paycore/domain/invoices.py", "paycore.prices.pricing"): "attribution values deposits",
 }
 
 

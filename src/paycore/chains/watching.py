@@ -58,8 +58,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
+from paycore.accounting.attribution import AttributionRace
 from paycore.chains.records import CursorMove, DepositBatch, Ingested, LeaseLost
-from paycore.domain.invoices import AttributionRace
 from paycore.domain.money import from_base_units, value_at
 from paycore.domain.records import Deposit, Transaction, TxType, Valuation
 from paycore.domain.tokens import NATIVE
