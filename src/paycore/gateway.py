@@ -150,9 +150,12 @@ class Gateway:
         if storage is None:  # on settings.database_url: a worker on that database serves it
             register_gateway(self.signals, self.settings.database_url)
         self.webhooks = Webhooks(units, self.settings, self.clock)
-        self.management = Management(self, units)
+        #: The chain backends by chain id, filled from the plugins below; the services
+        #: that reach a wallet hold this mapping and read it at each call.
+        self.chains: dict[int, ChainBackend] = {}
+        self.management = Management(units, self.settings, self.chains, self.now)
         self.chain_ledger = ChainLedger(units)
-        self.parking = ParkedDeposits(units)
+        self.parking = ParkedDeposits(units, self.now, self.revalue_parked)
         self.retention = Retention(units, self.settings, self.clock)
         #: The accounting export (GET /export): invoices, payments, refunds, withdrawals.
         self.accounting = Accounting(units, self.settings, self.clock)
@@ -182,7 +185,6 @@ class Gateway:
         self.merchant = MerchantProfiles(units, self.now)
         #: Idempotency keys of creating writes (``Idempotency-Key``; docs/decisions.md).
         self.idempotency = Idempotency(units, self.now)
-        self.chains: dict[int, ChainBackend] = {}
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:
                 self.chains.setdefault(chain_id, backend)
