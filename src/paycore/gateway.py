@@ -35,6 +35,7 @@ from .domain import machine
 from .domain.changes import EventPayload, EventType
 from .domain.detected import STALE_AFTER, Detected
 from .domain.invoices import CreateInvoice, NewInvoice, checked_deposit, parse_new_invoice
+from .domain.reading import read
 from .domain.records import (
     Deposit,
     Invoice,
@@ -318,8 +319,6 @@ class Gateway(InvoiceLists, RefundOperations):
         """A host's JSON fields (a POST body's, as a ``Mapping``) read into the typed request
         ``cls`` by the same reader as the endpoint, so a host's call is held to the
         endpoint's rules and errors."""
-        from .api.wire import read
-
         return read(cls, fields)
 
     def _new_invoice(

@@ -32,12 +32,7 @@ PACKAGES = ("paycore", "paycore_flask", "paycore_litestar", "paycore_storage")
 
 #: Imports that point up today: (importing file, imported module) -> why it is still there.
 #: Remove an entry when its import goes; add none.
-ALLOWED: dict[tuple[str, str], str] = {
-    # The facade and two services parse a host's raw body with the HTTP layer's parser.
-    ("paycore/gateway.py", "paycore.api.wire"): "reads a raw body with the typed request layer",
-    ("paycore/auth/service.py", "paycore.api.wire"): "reads a raw body with api.wire",
-    ("paycore/management/service.py", "paycore.api.wire"): "reads a raw body with api.wire",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 @attrs.frozen

@@ -42,6 +42,7 @@ from ..chains.admin import (
     ChainSync,
     WalletAdminBackend,
 )
+from ..domain.reading import read
 from ..domain.records import Json, WebhookConfig
 from ..domain.tokens import NATIVE, normalize_owner, to_checksum
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -126,8 +127,6 @@ def _salted(
     """The typed request and the body as signed. Given only the body (a host app calling
     the service directly), both come from it: the typed request layer reads the fields."""
     if isinstance(request, Mapping):
-        from ..api.wire import read
-
         return read(cls, request), request
     if signed is None:
         raise TypeError("a typed request needs the body as signed beside it")
