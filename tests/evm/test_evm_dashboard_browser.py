@@ -1,0 +1,164 @@
+"""The merchant dashboard as a merchant uses it: Chromium against anvil, the owner's wallet
+injected as ``window.ethereum`` (tests/node/dashboard_browser.mjs signs with the owner's key
+through ethers and sends to anvil).
+
+The walk: sign in with the wallet, find an invoice by the order id in its ``data``, refund
+part of it, withdraw the rest, redeliver a webhook, download the export and parse it, visit
+every view (screenshots in test-artifacts/dashboard/, axe-core with 0 violations), reload
+(the session holds), sign out (the key is deregistered). The chain and the server are the
+judges: the refund is confirmed by the watcher, the withdrawal lands at the owner, and the
+session key's private half appears in no request the page made and no server log line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import httpx
+import pytest
+from eth_account import Account
+from evm_chain import Deployment
+from evm_gateway import CHAIN_ID, USD, drain, make_gateway, pay_token, watcher
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkout"))
+
+from checkout_browser_driver import ARTIFACTS, CHROMIUM, ROOT, require_browser, serve  # noqa: E402
+
+pytestmark = [pytest.mark.node, pytest.mark.browser]  # anvil, node and chromium
+
+SCRIPT = ROOT / "tests" / "node" / "dashboard_browser.mjs"
+HOOK = "https://93.184.216.34/hooks/paycore"  # a public literal: queued, never dialled here
+ORDER = "ORD-7731"
+
+
+def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
+    evm: Deployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    require_browser()
+    caplog.set_level(logging.DEBUG)
+    gateway = make_gateway(evm)
+    owner = Account.create()
+    w3 = evm.chain.w3
+    evm.chain.send_value(evm.admin, owner.address, 10 * 10**18)
+    tusdc = f"{CHAIN_ID}:{evm.token.address}"
+    gateway.webhooks.set(owner.address, HOOK)
+    others = [
+        gateway.create_invoice(
+            owner.address,
+            {
+                "value": "3",
+                "chainId": CHAIN_ID,
+                "description": f"Order {n}",
+                "acceptedTokens": [tusdc],
+                "data": {"orderId": f"ORD-{1000 + n}"},
+            },
+        )
+        for n in range(3)
+    ]
+    target = gateway.create_invoice(
+        owner.address,
+        {
+            "value": "10",
+            "chainId": CHAIN_ID,
+            "description": "Two mugs",
+            "acceptedTokens": [tusdc],
+            "data": {"orderId": ORDER},
+        },
+    )
+    w = watcher(gateway)
+    pay_token(evm, evm.token, target.address, 10 * USD)
+    drain(w)
+    assert gateway.get_invoice(target.guid).status.value == "paid"
+    artifacts = ARTIFACTS / "dashboard"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    try:
+        with serve("litestar", gateway) as base:
+            # the owner's wallet contract, deployed as the wallet would (once, before the walk)
+            query = {"ownerAddress": owner.address, "chainId": CHAIN_ID}
+            unsigned = httpx.get(base + "/initWallet", params=query).json()
+            fields = ("to", "data", "gas", "gasPrice", "nonce", "value", "chainId")
+            signed = owner.sign_transaction({k: unsigned[k] for k in fields})
+            w3.eth.wait_for_transaction_receipt(w3.eth.send_raw_transaction(signed.raw_transaction))
+            config = {
+                "base": base,
+                "chromium": CHROMIUM,
+                "artifacts": str(artifacts),
+                "ownerKey": "0x" + bytes(owner.key).hex(),
+                "rpcUrl": evm.chain.rpc_url,
+                "orderId": ORDER,
+                "refundAmount": "4",
+            }
+            run = subprocess.run(
+                ["node", str(SCRIPT), json.dumps(config)],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                cwd=ROOT,
+                check=False,
+            )
+            assert run.returncode == 0, run.stderr[-3000:]
+            seen = json.loads(run.stdout.strip().splitlines()[-1])
+            drain(w)
+    finally:
+        gateway.close()
+
+    assert seen["problems"] == [], (seen["problems"], seen.get("failedAt"))
+    assert "script-src 'self'" in seen["csp"] and "unsafe-inline" not in seen["csp"]
+    assert "frame-ancestors 'none'" in seen["csp"]
+    # every view, desktop and phone, light and dark: no accessibility violation
+    assert len(seen["audits"]) >= 40
+    assert {k: v for k, v in seen["audits"].items() if v} == {}
+
+    # signed in as the wallet's account; the list shows the owner's four invoices
+    assert seen["ownerShown"] == owner.address
+    assert seen["listed"] == 4
+    # found by the order id alone: one invoice, the right one
+    assert seen["found"] == [f"#/invoice/{target.guid}"]
+    assert [o.guid for o in others if f"#/invoice/{o.guid}" in seen["found"]] == []
+
+    # the refund: 4 TUSDC back to the payer, seen on chain and confirmed by the watcher
+    after = gateway.get_invoice(target.guid)
+    (made,) = after.refunds
+    assert (made.status.value, made.amount, made.to) == ("confirmed", Decimal(4), evm.payer.address)
+    assert w3.eth.get_transaction_receipt(seen["refundTx"])["status"] == 1
+    # the withdrawal of the rest: the 6 left, to the owner
+    assert seen["withdrawAmount"] == "6"
+    assert w3.eth.get_transaction_receipt(seen["withdrawTx"])["status"] == 1
+    assert evm.token.functions.balanceOf(owner.address).call() == 6 * USD
+
+    # the redelivered webhook is queued again: a new retry schedule from the click on
+    items = gateway.webhooks.deliveries(owner.address)[0]
+    (delivery,) = [d for d in items if str(d.id) == seen["redelivered"]]
+    assert delivery.status.value == "pending"
+    assert delivery.retry_from > delivery.created_at
+
+    # the export, downloaded and parsed: the target's invoice row with its order's payment
+    rows = [json.loads(line) for line in Path(seen["exportFile"]).read_text().splitlines()]
+    invoices = {r["guid"]: r for r in rows if r["record"] == "invoice"}
+    assert set(invoices) == {target.guid, *(o.guid for o in others)}
+    assert invoices[target.guid]["paid_amount"] == "10"
+    payments = [r for r in rows if r["record"] == "payment"]
+    assert [(p["guid"], p["amount"]) for p in payments] == [(target.guid, "10")]
+    assert seen["exportStatus"] == f"Downloaded {len(rows)} rows."
+
+    # Japanese words on ?lang=ja; a reload kept the session; sign-out forgot and deregistered
+    assert seen["japaneseTitle"] != "Invoices"
+    assert seen["afterReload"] == owner.address
+    assert seen["afterSignOut"] is None
+    key = seen["session"]["key"]
+    assert gateway.sessions.list(owner.address, session=None).keys == ()
+
+    # the wallet signed the registration and sent two transactions, nothing more
+    assert seen["walletCalls"].count("personal_sign") == 1
+    assert seen["walletCalls"].count("eth_sendTransaction") == 2
+    # the session key's private half is in no request and no server log line
+    assert len(seen["requests"]) > 20
+    signed = [r for r in seen["requests"] if "x-session-signature" in r["headers"]]
+    assert len(signed) > 10
+    assert key.lower() not in json.dumps(seen["requests"]).lower()
+    assert key.lower() not in caplog.text.lower()
