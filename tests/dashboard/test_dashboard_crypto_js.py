@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from eth_hash.auto import keccak
-
 from node_oracles import run_oracle
 
 pytestmark = pytest.mark.node
@@ -64,8 +63,12 @@ def test_keys_addresses_and_signatures_match_ethers_byte_for_byte() -> None:
     tasks_ethers: list[dict[str, Any]] = []
     for i, key in enumerate(privates):
         message = messages[i % len(messages)]
-        tasks_ours += [{"op": "key", "privateKey": key}, {"op": "sign", "privateKey": key, "message": message}]
-        tasks_ethers += [{"op": "key", "privateKey": key}, {"op": "sign", "privateKey": key, "message": message}]
+        pair = [
+            {"op": "key", "privateKey": key},
+            {"op": "sign", "privateKey": key, "message": message},
+        ]
+        tasks_ours += pair
+        tasks_ethers += pair
     mine = ours(tasks_ours)
     theirs = run_oracle("ethers_oracle.mjs", "ethers", tasks_ethers)
     for a, b in zip(mine[0::2], theirs[0::2], strict=True):

@@ -99,12 +99,15 @@ def test_every_language_has_every_key_and_its_placeholders() -> None:
     index = (ASSETS / "messages.js").read_text(encoding="utf-8")
     codes = re.findall(r'import (\w+) from "\./messages-\w+\.js"', index)
     checkout = (PACKAGE / "checkout" / "assets" / "messages.js").read_text(encoding="utf-8")
-    assert sorted(codes) == sorted(re.search(r"MESSAGES = \{(.*)\}", checkout).group(1).replace(" ", "").split(","))
+    listed = re.search(r"MESSAGES = \{(.*)\}", checkout)
+    assert listed is not None
+    assert sorted(codes) == sorted(listed.group(1).replace(" ", "").split(","))
     for code in codes:
         own = catalogue(code)
         assert set(own) == set(english), (code, set(english) ^ set(own))
         for key, text in own.items():
-            assert set(re.findall(r"\{\w+\}", text)) == set(re.findall(r"\{\w+\}", english[key])), (code, key)
+            wanted = set(re.findall(r"\{\w+\}", english[key]))
+            assert set(re.findall(r"\{\w+\}", text)) == wanted, (code, key)
 
 
 class _null:
