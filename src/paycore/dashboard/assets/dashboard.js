@@ -5,7 +5,7 @@
 
 import { load, signIn, HttpError } from "./session.js";
 import { h } from "./dom.js";
-import { pickLanguage, translator } from "./i18n.js";
+import { LANGUAGES, pickLanguage, translator } from "./i18n.js";
 import { VIEWS } from "./views.js";
 
 const config = JSON.parse(document.getElementById("paycore-config").textContent || "{}");
@@ -44,6 +44,20 @@ const app = {
 };
 
 for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
+
+/** The language switcher: each language in its own name; the choice goes into ?lang= so a
+ *  reload keeps it (the page reloads to apply it: its views are built in one language). */
+const switcher = h(
+  "select",
+  { id: "language", "aria-label": t("language") },
+  LANGUAGES.map((code) => h("option", { value: code, lang: code, selected: code === language }, t("languageName", {}, code))),
+);
+switcher.addEventListener("change", () => {
+  const url = new URL(location.href);
+  url.searchParams.set("lang", switcher.value);
+  location.replace(url.toString());
+});
+document.querySelector(".who").prepend(switcher);
 document.querySelector("nav").setAttribute("aria-label", t("navLabel"));
 
 function chrome() {

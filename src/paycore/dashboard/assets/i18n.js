@@ -16,10 +16,13 @@ export function pickLanguage() {
 }
 
 /** `t(key, vars)`: "{name}" placeholders filled from `vars`; English when a key is missing. */
+export const LANGUAGES = Object.keys(MESSAGES);
+
 export function translator(language) {
   const own = MESSAGES[language] || MESSAGES.en;
-  return (key, vars = {}) => {
-    const template = own[key] ?? MESSAGES.en[key] ?? key;
+  return (key, vars = {}, other = null) => {
+    const catalogue = other ? MESSAGES[other] || own : own;
+    const template = catalogue[key] ?? MESSAGES.en[key] ?? key;
     return template.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
   };
 }

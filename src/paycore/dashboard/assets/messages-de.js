@@ -1,6 +1,8 @@
 /** Deutsch. */
 export default {
   title: "Dashboard",
+  language: "Sprache",
+  languageName: "Deutsch",
   skip: "Zum Inhalt springen",
   loading: "Wird geladen…",
   navLabel: "Bereiche",

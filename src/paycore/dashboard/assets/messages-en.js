@@ -1,6 +1,8 @@
 /** English, the reference catalogue: a key missing in another language falls back to it. */
 export default {
   title: "Dashboard",
+  language: "Language",
+  languageName: "English",
   skip: "Skip to content",
   loading: "Loading…",
   navLabel: "Sections",

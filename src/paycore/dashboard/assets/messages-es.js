@@ -1,6 +1,8 @@
 /** Español. */
 export default {
   title: "Panel",
+  language: "Idioma",
+  languageName: "Español",
   skip: "Ir al contenido",
   loading: "Cargando…",
   navLabel: "Secciones",

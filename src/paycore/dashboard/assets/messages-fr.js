@@ -1,6 +1,8 @@
 /** Français. */
 export default {
   title: "Tableau de bord",
+  language: "Langue",
+  languageName: "Français",
   skip: "Aller au contenu",
   loading: "Chargement…",
   navLabel: "Rubriques",

@@ -1,6 +1,8 @@
 /** 日本語. */
 export default {
   title: "ダッシュボード",
+  language: "言語",
+  languageName: "日本語",
   skip: "本文へ移動",
   loading: "読み込み中…",
   navLabel: "セクション",

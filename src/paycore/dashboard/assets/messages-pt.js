@@ -1,6 +1,8 @@
 /** Português. */
 export default {
   title: "Painel",
+  language: "Idioma",
+  languageName: "Português",
   skip: "Ir para o conteúdo",
   loading: "Carregando…",
   navLabel: "Seções",

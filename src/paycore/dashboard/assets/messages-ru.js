@@ -1,6 +1,8 @@
 /** Русский. */
 export default {
   title: "Панель",
+  language: "Язык",
+  languageName: "Русский",
   skip: "Перейти к содержимому",
   loading: "Загрузка…",
   navLabel: "Разделы",

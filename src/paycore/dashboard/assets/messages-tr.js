@@ -1,6 +1,8 @@
 /** Türkçe. */
 export default {
   title: "Panel",
+  language: "Dil",
+  languageName: "Türkçe",
   skip: "İçeriğe geç",
   loading: "Yükleniyor…",
   navLabel: "Bölümler",

@@ -1,6 +1,8 @@
 /** 简体中文. */
 export default {
   title: "控制台",
+  language: "语言",
+  languageName: "简体中文",
   skip: "跳到内容",
   loading: "加载中…",
   navLabel: "栏目",

@@ -8,6 +8,17 @@ import { formatTime, formatVs, formatAmount } from "./i18n.js";
 import { API } from "./session.js";
 import { moneyView, refundForm } from "./money.js";
 
+/** A token's symbol: the invoice's tokenInfo, else the merchant's `data.symbol` hint (the
+ *  checkout page's convention: one value, or a map by token id), else its short address. */
+export function tokenSymbol(inv, tokenId) {
+  const known = ((inv.tokenInfo || {})[tokenId] || {}).symbol;
+  if (known) return known;
+  const hint = (inv.data || {}).symbol;
+  if (typeof hint === "string" && tokenId === inv.token) return hint;
+  if (hint && typeof hint === "object" && typeof hint[tokenId] === "string") return hint[tokenId];
+  return tokenId.split(":")[1].slice(0, 10) + "…";
+}
+
 const badge = (app, status) => h("span", { class: `badge ${status}` }, app.t(`status_${status}`));
 const PAGE = 20;
 /** Pages a text search walks when the server has no search of its own (GET /invoices). */
@@ -156,7 +167,7 @@ async function invoiceView(app, guid) {
   } catch {
     deliveries = [];
   }
-  const symbol = (tokenId) => ((inv.tokenInfo || {})[tokenId] || {}).symbol || tokenId.split(":")[1].slice(0, 10);
+  const symbol = (tokenId) => tokenSymbol(inv, tokenId);
   const facts = h(
     "dl",
     { class: "facts" },
