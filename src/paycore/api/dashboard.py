@@ -35,19 +35,11 @@ def _enabled(call: Call) -> None:
 
 
 def page(call: Call) -> Response:
-    """``/dashboard``: the shell; its files are at ``dashboard/assets/`` next to it."""
+    """``/dashboard``: the shell; its files are at ``dashboard/assets/`` next to it. One
+    address only (Litestar would fold a ``/dashboard/`` row into this one), so the relative
+    URLs of the page always resolve the same way."""
     _enabled(call)
-    return _page(call, "dashboard/assets/")
-
-
-def page_slash(call: Call) -> Response:
-    """``/dashboard/``: the same page; relative URLs resolve from inside the folder."""
-    _enabled(call)
-    return _page(call, "assets/")
-
-
-def _page(call: Call, asset_base: str) -> Response:
-    body = dashboard.page(asset_base, page_config(call.gateway.settings))
+    body = dashboard.page("dashboard/assets/", page_config(call.gateway.settings))
     return Response(200, body, "text/html; charset=utf-8", dict(PAGE_HEADERS))
 
 
@@ -77,16 +69,6 @@ def dashboard_routes() -> list[Route]:
             "/dashboard",
             page,
             "The merchant dashboard (HTML)",
-            errors=(404,),
-            session="none",
-            soft_mode="public",
-            media_type="text/html",
-        ),
-        Route(
-            ("GET",),
-            "/dashboard/",
-            page_slash,
-            "The same page",
             errors=(404,),
             session="none",
             soft_mode="public",
