@@ -6,6 +6,7 @@
 
 import { h, s, table, field } from "./dom.js";
 import { formatAmount, formatTime, formatVs } from "./i18n.js";
+import { capabilities } from "./capabilities.js";
 import { sendTransaction } from "./wallet.js";
 
 const DAY = 86400;
@@ -25,12 +26,11 @@ export function perDay(items, now, days = 14) {
 
 /** A bar chart drawn as SVG by the page itself (no chart library, no CDN), with a text
  *  alternative listing each day's figure for those who cannot see it. */
-function chart(app, series) {
+function chart(app, series, label, currency) {
   const width = 700;
   const height = 180;
   const max = Math.max(1, ...series.map((p) => p.value));
   const band = width / series.length;
-  const label = app.t("chartLabel");
   const svg = s(
     "svg",
     { viewBox: `0 0 ${width} ${height + 20}`, role: "img", "aria-label": label },
@@ -41,11 +41,12 @@ function chart(app, series) {
         "g",
         {},
         s("rect", { class: "bar", x: i * band + 3, y: height - bar, width: band - 6, height: bar }, s("title", {}, `${new Date(p.day * DAY * 1000).toISOString().slice(0, 10)}: ${p.value}`)),
-        s("text", { x: i * band + band / 2, y: height + 14, "text-anchor": "middle" }, new Date(p.day * DAY * 1000).toISOString().slice(8, 10)),
+        series.length <= 31 || i % Math.ceil(series.length / 31) === 0
+          ? s("text", { x: i * band + band / 2, y: height + 14, "text-anchor": "middle" }, new Date(p.day * DAY * 1000).toISOString().slice(8, 10))
+          : s("g", {}),
       );
     }),
   );
-  const currency = app.config.vsCurrency || "usd";
   return h(
     "figure",
     { class: "card chart" },
@@ -53,6 +54,47 @@ function chart(app, series) {
     svg,
     h("details", {}, h("summary", {}, app.t("chartTable")), h("ul", {}, series.map((p) => h("li", {}, `${new Date(p.day * DAY * 1000).toISOString().slice(0, 10)}: ${formatVs(String(p.value), currency, app.locale)}`)))),
   );
+}
+
+const RANGES = [7, 14, 30, 90];
+
+/** The range picker, the chart and, where the server has GET /stats, revenue by token and
+ *  invoice counts by status. Without it the chart sums the deposits of GET /transactions. */
+async function figures(app, transactions) {
+  const asked = Number(new URLSearchParams(location.hash.split("?")[1] || "").get("days"));
+  const days = RANGES.includes(asked) ? asked : 14;
+  const picker = field(app.t("rangeLabel"), {
+    id: "range",
+    value: String(days),
+    options: RANGES.map((n) => [String(n), app.t("lastDays", { n })]),
+  });
+  picker.input.addEventListener("change", () => app.go(`#/money?days=${picker.input.value}`));
+  const top = h("div", { class: "fields range" }, picker.wrap);
+  const currency = app.config.vsCurrency || "usd";
+  const now = Date.now() / 1000;
+  if (!(await capabilities()).stats) {
+    return [top, chart(app, perDay(transactions, now, days), app.t("chartLabel", { n: days }), currency)];
+  }
+  const end = (Math.floor(now / DAY) + 1) * DAY;
+  const stats = await app.session.get("stats", { owner: app.session.owner, from: end - days * DAY, to: end });
+  const series = stats.days.map((d) => ({ day: Math.floor(d.start / DAY), value: Number(d.revenue) }));
+  const money = (v) => formatVs(v, stats.currency, app.locale);
+  return [
+    top,
+    chart(app, series, app.t("chartRevenue", { n: days, total: money(stats.revenue) }), stats.currency),
+    h("h2", {}, app.t("byStatus")),
+    table(
+      ["init", "partialPaid", "paid", "expired"].map((st) => ({ label: app.t(`status_${st}`), num: true })),
+      [["init", "partialPaid", "paid", "expired"].map((st) => String(stats.byStatus[st] ?? 0))],
+    ),
+    h("h2", {}, app.t("byToken")),
+    stats.byToken.length
+      ? table(
+          [{ label: app.t("token") }, { label: app.t("colValue"), num: true }, { label: app.t("navInvoices"), num: true }, { label: app.t("status_paid"), num: true }],
+          stats.byToken.map((row) => [h("span", { class: "mono" }, row.token), money(row.revenue), String(row.invoices), String(row.paid)]),
+        )
+      : h("p", { class: "muted" }, app.t("noInvoices")),
+  ];
 }
 
 function withdrawForm(app, chainId, row) {
@@ -121,12 +163,11 @@ export async function moneyView(app) {
     );
   }
   const recent = await app.session.get("transactions", { owner: app.session.owner, cursor: "first", limit: 200 });
-  const now = Date.now() / 1000;
   return h(
     "section",
     { "aria-labelledby": "money-title" },
     h("h1", { id: "money-title" }, app.t("navMoney")),
-    chart(app, perDay(recent.items, now)),
+    ...(await figures(app, recent.items)),
     ...sections,
     h("h2", {}, app.t("transactions")),
     recent.items.length

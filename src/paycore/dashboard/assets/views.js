@@ -6,6 +6,7 @@
 import { h, table, field } from "./dom.js";
 import { formatTime, formatVs, formatAmount } from "./i18n.js";
 import { API } from "./session.js";
+import { capabilities } from "./capabilities.js";
 import { moneyView, refundForm } from "./money.js";
 
 /** A token's symbol: the invoice's tokenInfo, else the merchant's `data.symbol` hint (the
@@ -24,22 +25,6 @@ const PAGE = 20;
 /** Pages a text search walks when the server has no search of its own (GET /invoices). */
 const SEARCH_PAGES = 40;
 
-// -- what the server can filter on: read from its OpenAPI document, once ---------------------
-
-let invoiceParams = null;
-/** The query names GET /invoices declares: server-side filters are used when they exist. */
-async function invoiceQueryNames() {
-  if (invoiceParams) return invoiceParams;
-  try {
-    const doc = await (await fetch(new URL("openapi.json", API))).json();
-    const op = ((doc.paths || {})["/invoices"] || {}).get || {};
-    invoiceParams = new Set((op.parameters || []).map((p) => p.name));
-  } catch {
-    invoiceParams = new Set();
-  }
-  return invoiceParams;
-}
-
 /** Whether an invoice matches a text: its id, description or any value of its `data`
  *  (an order id), case-insensitively. */
 export function matches(invoice, text) {
@@ -48,6 +33,9 @@ export function matches(invoice, text) {
   const hay = [invoice.guid, invoice.description, JSON.stringify(invoice.data || {})].join("\n").toLowerCase();
   return hay.includes(needle);
 }
+
+/** A date input's day as unix seconds at 00:00 UTC, or null when empty. */
+const daySeconds = (value) => (value ? Math.floor(Date.parse(value + "T00:00:00Z") / 1000) : null);
 
 function invoiceRows(app, items) {
   return table(
@@ -69,24 +57,29 @@ function invoiceRows(app, items) {
 }
 
 async function invoicesView(app) {
-  const params = new URL(location.href).searchParams;
   const hashQuery = new URLSearchParams(location.hash.split("?")[1] || "");
   const text = hashQuery.get("q") || "";
   const status = hashQuery.get("status") || "";
+  const from = hashQuery.get("from") || "";
+  const to = hashQuery.get("to") || "";
   const cursor = hashQuery.get("cursor") || "first";
-  const names = await invoiceQueryNames();
-  const server = names.has("q"); // the server's search, when this paycore has it
-  void params;
+  const names = (await capabilities()).invoiceQuery;
+  // The server's search (GET /invoices with q, status, createdFrom, createdTo), where this
+  // paycore has it; its text takes 3 characters at least, a shorter one is matched here.
+  const server = names.has("q") && names.has("createdFrom");
+  const serverText = server && text.trim().length >= 3;
 
-  const query = { owner: app.session.owner, cursor, limit: PAGE };
   let items = [];
   let page = null;
   let walked = 0;
   if (server || (!text && !status)) {
-    if (text) query.q = text;
-    if (status && names.has("status")) query.status = status;
+    const query = { owner: app.session.owner, cursor, limit: PAGE };
+    if (serverText) query.q = text.trim();
+    if (server && status) query.status = status;
+    if (server && from) query.createdFrom = daySeconds(from);
+    if (server && to) query.createdTo = daySeconds(to) + 86400; // the whole last day
     page = await app.session.get("invoices", query);
-    items = page.items.filter((inv) => !status || inv.status === status);
+    items = page.items.filter((inv) => (serverText || matches(inv, text)) && (!status || inv.status === status));
   } else {
     // no search on the server: walk the owner's pages, newest first, and match here
     let next = "first";
@@ -105,16 +98,28 @@ async function invoicesView(app) {
     value: status,
     options: [["", app.t("statusAny")], ...["init", "partialPaid", "paid", "expired"].map((s) => [s, app.t(`status_${s}`)])],
   });
+  const fromField = field(app.t("fromDate"), { type: "date", id: "created-from", value: from });
+  const toField = field(app.t("toDateIncluded"), { type: "date", id: "created-to", value: to });
   const form = h(
     "form",
     { role: "search", class: "card", "aria-label": app.t("searchLabel") },
-    h("div", { class: "fields" }, search.wrap, statusSel.wrap, h("div", {}, h("button", { type: "submit" }, app.t("search")))),
+    h(
+      "div",
+      { class: "fields" },
+      search.wrap,
+      statusSel.wrap,
+      server ? fromField.wrap : null,
+      server ? toField.wrap : null,
+      h("div", {}, h("button", { type: "submit" }, app.t("search"))),
+    ),
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const q = new URLSearchParams();
     if (search.input.value.trim()) q.set("q", search.input.value.trim());
     if (statusSel.input.value) q.set("status", statusSel.input.value);
+    if (server && fromField.input.value) q.set("from", fromField.input.value);
+    if (server && toField.input.value) q.set("to", toField.input.value);
     app.go(`#/invoices${q.toString() ? "?" + q : ""}`);
   });
 
@@ -129,7 +134,7 @@ async function invoicesView(app) {
     if (page.nextCursor) nav.append(h("a", { class: "button", href: to(page.nextCursor), rel: "next" }, app.t("older")));
   }
   const summary = page
-    ? app.t("invoicesCount", { total: page.total })
+    ? app.t(page.totalCapped ? "invoicesCountCapped" : "invoicesCount", { total: page.total })
     : app.t("searchedCount", { n: walked, found: items.length });
   return h(
     "section",
