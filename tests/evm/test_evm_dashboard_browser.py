@@ -25,6 +25,8 @@ from eth_account import Account
 from evm_chain import Deployment
 from evm_gateway import CHAIN_ID, USD, drain, make_gateway, pay_token, watcher
 
+from paycore.api.table import ROUTES  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkout"))
 
 from checkout_browser_driver import ARTIFACTS, CHROMIUM, ROOT, require_browser, serve  # noqa: E402
@@ -122,6 +124,16 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     # found by the order id alone: one invoice, the right one
     assert seen["found"] == [f"#/invoice/{target.guid}"]
     assert [o.guid for o in others if f"#/invoice/{o.guid}" in seen["found"]] == []
+    # by the server's search where this paycore has one (GET /stats came with it), else
+    # by the page's walk over the owner's pages
+    urls = [r["url"] for r in seen["requests"]]
+    if any(route.path == "/stats" for route in ROUTES):
+        assert any("/invoices?" in u and f"q={ORDER}" in u for u in urls)
+        assert any("/stats?" in u for u in urls)
+        assert seen["searchSummary"] == "1 invoices"
+    else:
+        assert not any(f"q={ORDER}" in u for u in urls)
+        assert seen["searchSummary"] == "1 found among the 4 newest invoices"
 
     # the refund: 4 TUSDC back to the payer, seen on chain and confirmed by the watcher
     after = gateway.get_invoice(target.guid)
