@@ -26,6 +26,7 @@ from evm_chain import Deployment
 from evm_gateway import CHAIN_ID, USD, drain, make_gateway, pay_token, watcher
 
 from paycore.api.table import ROUTES  # noqa: E402
+from paycore_storage import SqlStorage  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkout"))
 
@@ -40,11 +41,12 @@ ORDER = "ORD-7731"
 
 @pytest.mark.parametrize("framework", ["litestar", "flask"])
 def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
-    framework: str, evm: Deployment, caplog: pytest.LogCaptureFixture
+    framework: str, evm: Deployment, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     require_browser()
     caplog.set_level(logging.DEBUG)
-    gateway = make_gateway(evm)
+    storage = SqlStorage(f"sqlite:///{tmp_path}/paycore.db")  # a real file, as a shop runs
+    gateway = make_gateway(evm, storage=storage)
     owner = Account.create()
     w3 = evm.chain.w3
     evm.chain.send_value(evm.admin, owner.address, 10 * 10**18)
@@ -95,6 +97,7 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
                 "rpcUrl": evm.chain.rpc_url,
                 "orderId": ORDER,
                 "refundAmount": "4",
+                "email": "books@shop.example",
             }
             run = subprocess.run(
                 ["node", str(SCRIPT), json.dumps(config)],
@@ -167,8 +170,15 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     key = seen["session"]["key"]
     assert gateway.sessions.list(owner.address, session=None).keys == ()
 
-    # the wallet signed the registration and sent two transactions, nothing more
-    assert seen["walletCalls"].count("personal_sign") == 1
+    # e-mail notices: stored for the owner by the wallet's salted signature, sending still off
+    with storage.transaction() as tx:
+        stored = tx.get_email(owner.address, CHAIN_ID)
+    assert stored is not None
+    assert (stored.email, stored.enabled) == ("books@shop.example", False)
+    assert seen["notify"].startswith("Saved: books@shop.example.")
+
+    # the wallet signed the registration and the e-mail setting, sent two transactions
+    assert seen["walletCalls"].count("personal_sign") == 2
     assert seen["walletCalls"].count("eth_sendTransaction") == 2
     # the session key's private half is in no request and no server log line
     assert len(seen["requests"]) > 20

@@ -185,6 +185,14 @@ try {
   result.exportFile = saved;
   result.exportStatus = await page.textContent("#export-status");
 
+  // E-mail notices: the wallet signs the salted body, paycore stores the address.
+  await page.click('nav a[href="#/profile"]');
+  await viewIs("profile");
+  await page.fill("#notify-email", config.email);
+  await page.click("#notify-save");
+  await page.waitForSelector("#notify-status[data-saved]", { timeout: 30000 });
+  result.notify = await page.textContent("#notify-status");
+
   for (const name of ["links", "profile", "keys"]) {
     await page.click(`nav a[href="#/${name}"]`);
     await viewIs(name);

@@ -142,4 +142,11 @@ export default {
   byToken: "Umsatz nach Token",
   rangeLabel: "Zeitraum",
   lastDays: "Letzte {n} Tage",
+  cancelRefund: "Stornieren",
+  refundCancelled: "Erstattung storniert: Der Betrag kann wieder erstattet werden.",
+  notifyTitle: "E-Mail-Benachrichtigungen",
+  notifyText: "Wohin Benachrichtigungen über Ein- und Auszahlungen einer Chain gehen. Ihre Wallet unterschreibt die Änderung; der Betreiber schaltet den Versand ein.",
+  emailLabel: "E-Mail-Adresse (leer zum Entfernen)",
+  notifyOn: "Benachrichtigungen gehen an {email}.",
+  notifyPending: "Gespeichert: {email}. Benachrichtigungen beginnen, sobald der Betreiber die Adresse freigibt.",
 };

@@ -142,4 +142,11 @@ export default {
   byToken: "Revenue by token",
   rangeLabel: "Range",
   lastDays: "Last {n} days",
+  cancelRefund: "Cancel",
+  refundCancelled: "Refund cancelled: its amount can be refunded again.",
+  notifyTitle: "E-mail notices",
+  notifyText: "Where notices of deposits and withdrawals on a chain go. Your wallet signs the change; the operator switches sending on.",
+  emailLabel: "E-mail address (empty to remove)",
+  notifyOn: "Notices go to {email}.",
+  notifyPending: "Saved: {email}. Notices start once the operator approves the address.",
 };

@@ -142,4 +142,11 @@ export default {
   byToken: "Facturación por token",
   rangeLabel: "Periodo",
   lastDays: "Últimos {n} días",
+  cancelRefund: "Cancelar",
+  refundCancelled: "Reembolso cancelado: su importe puede reembolsarse de nuevo.",
+  notifyTitle: "Avisos por correo",
+  notifyText: "Adónde van los avisos de depósitos y retiros de una cadena. Tu billetera firma el cambio; el operador activa el envío.",
+  emailLabel: "Correo electrónico (vacío para quitarlo)",
+  notifyOn: "Los avisos van a {email}.",
+  notifyPending: "Guardado: {email}. Los avisos empiezan cuando el operador apruebe la dirección.",
 };

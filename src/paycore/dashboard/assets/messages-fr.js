@@ -142,4 +142,11 @@ export default {
   byToken: "Chiffre d’affaires par jeton",
   rangeLabel: "Période",
   lastDays: "{n} derniers jours",
+  cancelRefund: "Annuler",
+  refundCancelled: "Remboursement annulé : son montant peut être remboursé à nouveau.",
+  notifyTitle: "Avis par e-mail",
+  notifyText: "Où vont les avis de dépôts et de retraits d’une chaîne. Votre portefeuille signe la modification ; l’opérateur active l’envoi.",
+  emailLabel: "Adresse e-mail (vide pour la supprimer)",
+  notifyOn: "Les avis vont à {email}.",
+  notifyPending: "Enregistré : {email}. Les avis commencent dès que l’opérateur approuve l’adresse.",
 };

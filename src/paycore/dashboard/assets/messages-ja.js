@@ -142,4 +142,11 @@ export default {
   byToken: "トークン別の売上",
   rangeLabel: "期間",
   lastDays: "過去 {n} 日",
+  cancelRefund: "取り消す",
+  refundCancelled: "返金を取り消しました。その金額は再び返金できます。",
+  notifyTitle: "メール通知",
+  notifyText: "チェーン上の入金と出金の通知の送信先です。変更にはウォレットが署名し、送信は運営者が有効にします。",
+  emailLabel: "メールアドレス（空にすると削除）",
+  notifyOn: "通知は {email} に送られます。",
+  notifyPending: "保存しました：{email}。運営者がアドレスを承認すると通知が始まります。",
 };

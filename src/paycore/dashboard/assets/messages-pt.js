@@ -142,4 +142,11 @@ export default {
   byToken: "Receita por token",
   rangeLabel: "Período",
   lastDays: "Últimos {n} dias",
+  cancelRefund: "Cancelar",
+  refundCancelled: "Reembolso cancelado: o valor pode ser reembolsado novamente.",
+  notifyTitle: "Avisos por e-mail",
+  notifyText: "Para onde vão os avisos de depósitos e saques de uma rede. Sua carteira assina a alteração; o operador ativa o envio.",
+  emailLabel: "Endereço de e-mail (vazio para remover)",
+  notifyOn: "Os avisos vão para {email}.",
+  notifyPending: "Salvo: {email}. Os avisos começam quando o operador aprovar o endereço.",
 };

@@ -142,4 +142,11 @@ export default {
   byToken: "Token'a göre gelir",
   rangeLabel: "Aralık",
   lastDays: "Son {n} gün",
+  cancelRefund: "İptal et",
+  refundCancelled: "İade iptal edildi: tutarı yeniden iade edilebilir.",
+  notifyTitle: "E-posta bildirimleri",
+  notifyText: "Bir ağdaki yatırma ve çekim bildirimlerinin gideceği yer. Değişikliği cüzdanınız imzalar; gönderimi operatör açar.",
+  emailLabel: "E-posta adresi (kaldırmak için boş)",
+  notifyOn: "Bildirimler {email} adresine gider.",
+  notifyPending: "Kaydedildi: {email}. Operatör adresi onayladığında bildirimler başlar.",
 };

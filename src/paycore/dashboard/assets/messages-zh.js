@@ -142,4 +142,11 @@ export default {
   byToken: "按代币统计收入",
   rangeLabel: "时间范围",
   lastDays: "最近 {n} 天",
+  cancelRefund: "取消",
+  refundCancelled: "退款已取消：该金额可再次退款。",
+  notifyTitle: "邮件通知",
+  notifyText: "某条链上收款和提现通知的发送地址。由您的钱包签名修改；由运营方开启发送。",
+  emailLabel: "电子邮件地址（留空即删除）",
+  notifyOn: "通知将发送至 {email}。",
+  notifyPending: "已保存：{email}。运营方批准该地址后开始发送通知。",
 };

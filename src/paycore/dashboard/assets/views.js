@@ -5,7 +5,7 @@
 
 import { h, table, field } from "./dom.js";
 import { formatTime, formatVs, formatAmount } from "./i18n.js";
-import { API } from "./session.js";
+import { API, HttpError, personalSignParam } from "./session.js";
 import { capabilities } from "./capabilities.js";
 import { moneyView, refundForm } from "./money.js";
 
@@ -164,6 +164,24 @@ function timeline(app, inv, deliveries) {
   return h("ol", { class: "timeline" }, events.map(([at, text]) => h("li", {}, h("span", { class: "muted" }, formatTime(at, app.locale)), " ", text)));
 }
 
+/** Cancel a pending refund whose payout will not be sent (POST /refund/cancel): what it
+ *  held becomes refundable again. Only for a transaction that will never be mined. */
+function cancelRefund(app, refund) {
+  const button = h("button", { type: "button", class: "secondary", dataset: { refund: refund.id } }, app.t("cancelRefund"));
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      await app.session.post("refund/cancel", { refundId: refund.id });
+      app.say(app.t("refundCancelled"));
+      await app.route();
+    } catch (error) {
+      app.say(app.problem(error));
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
 async function invoiceView(app, guid) {
   const inv = await app.session.get(`invoice/${encodeURIComponent(guid)}`);
   let deliveries = [];
@@ -199,12 +217,13 @@ async function invoiceView(app, guid) {
     : h("p", { class: "muted" }, app.t("noPayments"));
   const refunds = (inv.refunds || []).length
     ? table(
-        [{ label: app.t("colCreated") }, { label: app.t("colAmount"), num: true }, { label: app.t("colTo") }, { label: app.t("colStatus") }],
+        [{ label: app.t("colCreated") }, { label: app.t("colAmount"), num: true }, { label: app.t("colTo") }, { label: app.t("colStatus") }, { label: app.t("colAction") }],
         inv.refunds.map((r) => [
           formatTime(r.createdAt, app.locale),
           `${formatAmount(r.amount, app.locale)} ${symbol(`${r.chainId}:${r.token}`)}`,
           h("span", { class: "mono" }, r.to),
           badge(app, r.status),
+          r.status === "pending" ? cancelRefund(app, r) : "",
         ]),
       )
     : h("p", { class: "muted" }, app.t("noRefunds"));
@@ -370,7 +389,58 @@ async function profileView(app) {
       app.say(app.problem(error));
     }
   });
-  return h("section", { "aria-labelledby": "profile-title" }, h("h1", { id: "profile-title" }, app.t("navProfile")), h("p", { class: "muted" }, app.t("profileText")), form);
+  return h(
+    "section",
+    { "aria-labelledby": "profile-title" },
+    h("h1", { id: "profile-title" }, app.t("navProfile")),
+    h("p", { class: "muted" }, app.t("profileText")),
+    form,
+    emailForm(app),
+  );
+}
+
+/** Where deposit and withdrawal notices of a chain go (POST /setEmailNotifications). The call
+ *  is salt-signed: the wallet signs JSON.stringify of the body with the current time as its
+ *  salt (docs/interface.md, "Salt-signed calls"); sending stays off until the operator
+ *  approves the address. */
+function emailForm(app) {
+  const chains = Object.entries(app.config.chains || {}).filter(([, c]) => c.kind === "evm");
+  if (!chains.length) return null;
+  const email = field(app.t("emailLabel"), { type: "email", id: "notify-email", autocomplete: "email" });
+  const chain = field(app.t("chain"), { id: "notify-chain", options: chains.map(([id, c]) => [id, `${c.name} (${id})`]) });
+  const status = h("p", { role: "status", class: "muted", id: "notify-status" });
+  const form = h(
+    "form",
+    { class: "card", "aria-labelledby": "notify-title" },
+    h("h2", { id: "notify-title" }, app.t("notifyTitle")),
+    h("p", { class: "muted" }, app.t("notifyText")),
+    h("div", { class: "fields" }, email.wrap, chain.wrap, h("div", {}, h("button", { type: "submit", id: "notify-save" }, app.t("save")))),
+    status,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      const body = { emailAddress: email.input.value.trim(), chainId: Number(chain.input.value), salt: Math.floor(Date.now() / 1000) };
+      status.textContent = app.t("signingIn");
+      const signature = await app.ethereum().request({
+        method: "personal_sign",
+        params: [personalSignParam(JSON.stringify(body)), app.session.owner],
+      });
+      const response = await fetch(new URL("setEmailNotifications", API), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ...body, signature }),
+      });
+      const text = await response.text();
+      if (!response.ok) throw new HttpError(response.status, text);
+      const stored = JSON.parse(text);
+      status.textContent = app.t(stored.enabled ? "notifyOn" : "notifyPending", { email: stored.emailAddress });
+      status.dataset.saved = stored.emailAddress;
+    } catch (error) {
+      status.textContent = app.problem(error);
+    }
+  });
+  return form;
 }
 
 async function keysView(app) {
