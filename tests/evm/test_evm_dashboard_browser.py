@@ -16,16 +16,21 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 from eth_account import Account
 from evm_chain import Deployment
-from evm_gateway import CHAIN_ID, USD, drain, make_gateway, pay_token, watcher
+from evm_gateway import CHAIN_ID, USD, chain_config, drain, pay_token, watcher
 
-from paycore.api.table import ROUTES  # noqa: E402
+from paycore import Gateway, Settings
+from paycore.api.table import ROUTES
+from paycore.chains.evm import plugin as evm_plugin
+from paycore.webhooks.dispatcher import Dispatcher  # noqa: E402
 from paycore_storage import SqlStorage  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkout"))
@@ -35,7 +40,33 @@ from checkout_browser_driver import ARTIFACTS, CHROMIUM, ROOT, require_browser, 
 pytestmark = [pytest.mark.node, pytest.mark.browser]  # anvil, node and chromium
 
 SCRIPT = ROOT / "tests" / "node" / "dashboard_browser.mjs"
-HOOK = "https://93.184.216.34/hooks/paycore"  # a public literal: queued, never dialled here
+
+
+class Receiver:
+    """The shop's webhook endpoint on loopback, down: every POST is answered 503."""
+
+    def __init__(self) -> None:
+        outer = self
+        self.hits = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the http.server name)
+                self.rfile.read(int(self.headers.get("content-length", "0")))
+                outer.hits += 1
+                self.send_response(503)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                return None
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/paycore"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
 ORDER = "ORD-7731"
 
 
@@ -46,12 +77,19 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     require_browser()
     caplog.set_level(logging.DEBUG)
     storage = SqlStorage(f"sqlite:///{tmp_path}/paycore.db")  # a real file, as a shop runs
-    gateway = make_gateway(evm, storage=storage)
+    settings = Settings(
+        database_url="memory://",  # unused: the storage above is given
+        prices={f"{CHAIN_ID}:{evm.token.address}": "1"},
+        chains={CHAIN_ID: chain_config(evm)},
+        webhook_allow_private=True,  # the shop's receiver below is on loopback
+    )
+    gateway = Gateway(settings, storage=storage, entry_points=False, plugins=[evm_plugin])
+    receiver = Receiver()
     owner = Account.create()
     w3 = evm.chain.w3
     evm.chain.send_value(evm.admin, owner.address, 10 * 10**18)
     tusdc = f"{CHAIN_ID}:{evm.token.address}"
-    gateway.webhooks.set(owner.address, HOOK)
+    gateway.webhooks.set(owner.address, receiver.url)
     others = [
         gateway.create_invoice(
             owner.address,
@@ -79,6 +117,9 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     pay_token(evm, evm.token, target.address, 10 * USD)
     drain(w)
     assert gateway.get_invoice(target.guid).status.value == "paid"
+    # the shop's endpoint is down: the paid event's first attempt fails with its 503
+    assert Dispatcher(storage, settings).run_once() == 1
+    assert receiver.hits == 1
     artifacts = ARTIFACTS / "dashboard" / framework
     artifacts.mkdir(parents=True, exist_ok=True)
     try:
@@ -112,6 +153,7 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
             drain(w)
     finally:
         gateway.close()
+        receiver.close()
 
     assert seen["problems"] == [], (seen["problems"], seen.get("failedAt"))
     assert "script-src 'self'" in seen["csp"] and "unsafe-inline" not in seen["csp"]
@@ -153,6 +195,8 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     (delivery,) = [d for d in items if str(d.id) == seen["redelivered"]]
     assert delivery.status.value == "pending"
     assert delivery.retry_from > delivery.created_at
+    assert seen["attemptsShown"] == "1 attempts"
+    assert "503" in seen["attemptsText"]
 
     # the export, downloaded and parsed: the target's invoice row with its order's payment
     rows = [json.loads(line) for line in Path(seen["exportFile"]).read_text().splitlines()]

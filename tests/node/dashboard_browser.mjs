@@ -169,6 +169,9 @@ try {
   await page.click('nav a[href="#/webhooks"]');
   await viewIs("webhooks");
   await audit("webhooks");
+  result.attemptsShown = (await page.textContent("td details summary")).trim();
+  await page.click("td details summary");
+  result.attemptsText = await page.textContent("td details ul");
   const redeliver = page.locator("button[data-delivery]").first();
   result.redelivered = await redeliver.getAttribute("data-delivery");
   await redeliver.click();
