@@ -110,7 +110,7 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
             "chainId": CHAIN_ID,
             "description": "Two mugs",
             "acceptedTokens": [tusdc],
-            "data": {"orderId": ORDER},
+            "data": {"orderId": ORDER, "symbol": {tusdc: "TUSDC"}},
         },
     )
     w = watcher(gateway)
