@@ -138,6 +138,7 @@ from .detected import DetectedStatements
 from .endpoints import EndpointStatements
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .idempotency import IdempotencyStatements
+from .search import SearchStatements
 from .invoice_read import read_on
 from .migrations import migrate
 from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
@@ -663,6 +664,7 @@ class SqlStorage:
 
 
 class SqlTx(
+    SearchStatements,
     RefundStatements,
     IdempotencyStatements,
     DetectedStatements,

@@ -108,8 +108,28 @@ invoices = Table(
     Index(None, "chain_id", "address", "seq"),
     Index(None, "status", "deadline"),
     Index(None, "chain_id", "deadline"),  # the watched set (revision 0003)
+    # The invoice search (revision 0019, paycore.storage.search): the lowercased text of the
+    # description and data; an owner's invoices by status newest first; and by creation time
+    # with every column GET /stats groups and sums, so its one statement reads the index only.
+    Column("search_text", Text, nullable=False, server_default=""),
+    Index(None, "owner", "status", "seq"),
+    Index(
+        "ix_paycore_invoices_owner_created_stats",
+        "owner",
+        "created_at",
+        "status",
+        "chain_id",
+        "token",
+        "vs_currency",
+        "paid_amount",
+    ),
     sqlite_autoincrement=True,
 )
+
+#: PostgreSQL finds text inside ``search_text`` by a trigram GIN index (pg_trgm), which
+#: revision 0019 creates when the extension can be had; no other dialect has one, and it is
+#: not in this metadata (its operator class lives in whichever schema holds the extension).
+SEARCH_TEXT_INDEX = "ix_paycore_invoices_search_text_trgm"
 
 transactions = Table(
     "paycore_transactions",
