@@ -138,7 +138,6 @@ from .detected import DetectedStatements
 from .endpoints import EndpointStatements
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .idempotency import IdempotencyStatements
-from .search import SearchStatements
 from .invoice_read import read_on
 from .migrations import migrate
 from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
@@ -162,6 +161,7 @@ from .rows import (
     transaction_from_row,
     transaction_row,
 )
+from .search import SearchStatements
 from .signal_leases import SignalLeaseStatements
 from .tables import (
     app_keys,
