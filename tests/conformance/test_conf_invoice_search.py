@@ -109,6 +109,7 @@ def test_bad_filters_are_400_with_one_line(env: Env) -> None:
     cases = {
         f"{base}&status=done": E + "status: unknown status 'done'",
         f"{base}&q=ab": E + "q: at least 3 characters",
+        f"{base}&q=mug%0Aord": E + "q: one line of printable text",
         f"{base}&q={'x' * 101}": None,
         f"{base}&createdFrom=200&createdTo=100": E + "createdTo: must be after createdFrom",
         f"{base}&createdFrom=soon": None,

@@ -65,6 +65,9 @@ def invoice_filter(
             raise InvalidInput("q", f"at least {MIN_TEXT} characters")
         if len(text) > MAX_TEXT:
             raise InvalidInput("q", f"at most {MAX_TEXT} characters")
+        if not text.isprintable():
+            # Newlines join an invoice's terms (``search_text``): no search may span two.
+            raise InvalidInput("q", "one line of printable text")
         text = text.lower()
     return InvoiceFilter(
         owner,
