@@ -106,12 +106,17 @@ def rows(size: int) -> Iterator[tuple[Any, ...]]:
         )
 
 
+_INDEX_DEF = (
+    "SELECT indexdef FROM pg_indexes WHERE indexname = %s AND schemaname = current_schema()"
+)
+
+
 def load_postgres(url: URL, size: int) -> None:
     import psycopg
 
     conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(conninfo) as connection, connection.cursor() as cursor:
-        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (SEARCH_TEXT_INDEX,))
+        cursor.execute(_INDEX_DEF, (SEARCH_TEXT_INDEX,))
         found = cursor.fetchone()
         if found is not None:  # built once after the load, not row by row
             cursor.execute(f"DROP INDEX {SEARCH_TEXT_INDEX}")

@@ -1,12 +1,14 @@
 """The invoice search's statements (``paycore.storage.search``), mixed into ``SqlTx``.
 
-A page is one ``SELECT`` over ``paycore_invoices`` ordered by ``seq`` (creation order)
-after the position's ``seq``, narrowed by whichever filters are set. PostgreSQL picks the
-index that narrows most: the trigram GIN index on ``search_text`` for a text (an order id
-matches a handful of rows among millions), ``(owner, status, seq)`` for a status,
-``(owner, created_at, ...)`` for a time range, ``(owner, seq)`` when the newest rows match
-anyway. SQLite has no trigram index: a text is a ``LIKE`` over the owner's rows, read
-newest first until the page is full (docs/performance.md, "Invoice search", has both).
+A page is one ``SELECT`` over ``paycore_invoices`` ordered by ``(created_at, seq)`` after
+the position's, narrowed by whichever filters are set: by time first, so that a time range
+and a status read one index range in order and stop at the page's end. PostgreSQL picks
+the index that narrows most: the trigram GIN index on ``search_text`` for a text (an order
+id matches a handful of rows among millions), ``(owner, status, created_at, seq)`` for a
+status, ``(owner, created_at, seq, ...)`` for a time range or when the newest rows match
+anyway. On SQLite the trigram index is an FTS5 table (revision 0019): a text is the
+invoices whose ``seq`` its phrase query finds, the ``LIKE`` then applied to them
+(docs/performance.md, "Invoice search", has both).
 
 ``invoice_stats`` is one grouped ``SELECT`` over the ``(owner, created_at, status,
 chain_id, token, vs_currency, paid_amount)`` index, which holds every column it reads.
@@ -20,7 +22,16 @@ from collections.abc import Sequence
 from decimal import Decimal, localcontext
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, func, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    column,
+    func,
+    literal_column,
+    select,
+    table,
+    tuple_,
+)
 
 from paycore.domain.money import MONEY_CONTEXT
 from paycore.domain.records import Invoice, Status
@@ -28,7 +39,7 @@ from paycore.storage.search import InvoiceFilter, StatsRow
 
 from .decimals import exact, exact_text
 from .rows import invoice_from_row
-from .tables import Money, invoices
+from .tables import SEARCH_TEXT_FTS, Money, invoices
 
 _I = invoices.c
 _COLUMNS = [column for column in invoices.c if column.name not in ("seq", "search_text")]
@@ -42,7 +53,16 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _conditions(where: InvoiceFilter) -> list[ColumnElement[bool]]:
+_FTS = table(SEARCH_TEXT_FTS, column("rowid"))
+
+
+def _phrase(text: str) -> str:
+    """An FTS5 phrase of ``text`` taken literally: with the trigram tokenizer, its
+    trigrams in a row, which a text containing ``text`` has."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _conditions(where: InvoiceFilter, sqlite: bool = False) -> list[ColumnElement[bool]]:
     found = [_I.owner == where.owner]
     if where.statuses:
         found.append(_I.status.in_([s.value for s in where.statuses]))
@@ -55,6 +75,13 @@ def _conditions(where: InvoiceFilter) -> list[ColumnElement[bool]]:
     if where.token is not None:
         found.append(_I.token == where.token)
     if where.text is not None:
+        # The FTS5 trigram table narrows (a text of three characters or more: shorter ones
+        # have no trigram); the LIKE below stays the rule.
+        if sqlite and len(where.text) >= 3:
+            matching = select(_FTS.c.rowid).where(
+                literal_column(SEARCH_TEXT_FTS).op("MATCH")(_phrase(where.text))
+            )
+            found.append(_I.seq.in_(matching))
         found.append(_I.search_text.like(like_pattern(where.text), escape="\\"))
     return found
 
@@ -85,22 +112,25 @@ class SearchStatements:
     def search_invoices(
         self, where: InvoiceFilter, *, after: str | None, limit: int, newest_first: bool = True
     ) -> list[Invoice] | None:
-        conditions = _conditions(where)
+        conditions = _conditions(where, self._c.dialect.name == "sqlite")
         if after is not None:
-            bound = self._c.execute(select(_I.seq).where(_I.guid == after)).scalar()
+            bound = self._c.execute(select(_I.created_at, _I.seq).where(_I.guid == after)).first()
             if bound is None:
                 return None
-            conditions.append(_I.seq < bound if newest_first else _I.seq > bound)
+            key, at = tuple_(_I.created_at, _I.seq), tuple_(bound[0], bound[1])
+            conditions.append(key < at if newest_first else key > at)
+        order = [_I.created_at, _I.seq]
         query = (
             select(*_COLUMNS)
             .where(*conditions)
-            .order_by(_I.seq.desc() if newest_first else _I.seq)
+            .order_by(*(c.desc() for c in order) if newest_first else order)
             .limit(limit)
         )
         return [invoice_from_row(row) for row in self._c.execute(query).mappings()]
 
     def count_invoice_matches(self, where: InvoiceFilter, cap: int) -> int:
-        some = select(_I.seq).where(*_conditions(where)).limit(cap).subquery()
+        sqlite = self._c.dialect.name == "sqlite"
+        some = select(_I.seq).where(*_conditions(where, sqlite)).limit(cap).subquery()
         return int(self._c.execute(select(func.count()).select_from(some)).scalar_one())
 
     def invoice_stats(

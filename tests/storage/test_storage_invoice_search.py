@@ -52,7 +52,10 @@ def test_0019_backfills_the_search_text_of_stored_invoices(sql_url: URL) -> None
         if sql_url.get_backend_name() == "postgresql":
             with store.engine.connect() as connection:
                 definition = connection.execute(
-                    text("SELECT indexdef FROM pg_indexes WHERE indexname = :name"),
+                    text(
+                        "SELECT indexdef FROM pg_indexes"
+                        " WHERE indexname = :name AND schemaname = current_schema()"
+                    ),
                     {"name": SEARCH_TEXT_INDEX},
                 ).scalar_one()
             assert "gin" in definition and "gin_trgm_ops" in definition

@@ -31,21 +31,22 @@ class MemorySearch:
         self, where: InvoiceFilter, *, after: str | None, limit: int, newest_first: bool = True
     ) -> list[Invoice] | None:
         seq: dict[str, int] = self._t.invoice_seq
-        bound: int | None = None
+
+        def key(invoice: Invoice) -> tuple[int, int]:
+            return (invoice.created_at, seq[invoice.guid])
+
+        bound: tuple[int, int] | None = None
         if after is not None:
-            bound = seq.get(after)
-            if bound is None:
+            if after not in seq:
                 return None
+            bound = key(self._t.invoices[after])
         found = [
             invoice
             for invoice in self._t.invoices.values()
             if where.matches(invoice)
-            and (
-                bound is None
-                or (seq[invoice.guid] < bound if newest_first else seq[invoice.guid] > bound)
-            )
+            and (bound is None or (key(invoice) < bound if newest_first else key(invoice) > bound))
         ]
-        found.sort(key=lambda invoice: seq[invoice.guid], reverse=newest_first)
+        found.sort(key=key, reverse=newest_first)
         # ``data`` is a dict: the caller gets its own, as from every read of this store.
         return [attrs.evolve(i, data=copy.deepcopy(i.data)) for i in found[:limit]]
 

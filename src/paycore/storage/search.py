@@ -104,10 +104,12 @@ class InvoiceSearch(Protocol):
     def search_invoices(
         self, where: InvoiceFilter, *, after: str | None, limit: int, newest_first: bool = True
     ) -> list[Invoice] | None:
-        """Up to ``limit`` invoices matching ``where``, in creation order (newest first when
-        asked), after the invoice with guid ``after`` in that order -- which need not match
-        ``where`` itself -- or from that end when ``after`` is None; ``None`` when there is
-        no invoice ``after``. As ``invoices_after``, refunds not attached."""
+        """Up to ``limit`` invoices matching ``where``, ordered by ``created_at`` and, within
+        a second, by creation order (newest first when asked), after the invoice with guid
+        ``after`` in that order -- which need not match ``where`` itself -- or from that end
+        when ``after`` is None; ``None`` when there is no invoice ``after``. By time first,
+        not creation order alone as ``invoices_after``: a time range and a status are then
+        one range of an index, read in order. Refunds not attached."""
 
     def count_invoice_matches(self, where: InvoiceFilter, cap: int) -> int:
         """How many invoices match ``where``, counting no further than ``cap``: the answer

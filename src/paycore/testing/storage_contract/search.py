@@ -5,6 +5,7 @@ exact figures per day, token, status and currency."""
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import attrs
 
@@ -32,7 +33,7 @@ def _guid(n: int) -> str:
 def _shop(storage: Storage) -> list[Invoice]:
     """Seven of OWNER's invoices over three days and one of OTHER_OWNER's, inserted in an
     order that is not their creation times' (two in the same second)."""
-    specs = [
+    specs: list[tuple[int, Status, int, str, dict[str, Any], str, Decimal]] = [
         # (created_at, status, chain, description, data, vs_currency, paid)
         (T0 + 10, Status.PAID, 1, "Blue mug", {"orderId": "ORD-1040"}, "usd", BIG),
         (T0 + 10, Status.INIT, 1, "Red MUG", {"orderId": "ORD-1041"}, "usd", Decimal(0)),
@@ -74,14 +75,16 @@ def _found(storage: Storage, where: InvoiceFilter, **kw: object) -> list[str]:
 def test_search_filters_by_each_field_newest_first(storage: Storage) -> None:
     made = _shop(storage)
     g = [i.guid for i in made]
-    assert _found(storage, InvoiceFilter(OWNER)) == g[::-1]
-    assert _found(storage, InvoiceFilter(OWNER), newest_first=False) == g
+    # By time, newest first; within one second by creation order (g1 after g0).
+    newest = [g[5], g[4], g[2], g[1], g[0], g[3], g[6]]
+    assert _found(storage, InvoiceFilter(OWNER)) == newest
+    assert _found(storage, InvoiceFilter(OWNER), newest_first=False) == newest[::-1]
     paid = InvoiceFilter(OWNER, statuses=(Status.PAID,))
-    assert _found(storage, paid) == [g[6], g[5], g[2], g[0]]
+    assert _found(storage, paid) == [g[5], g[2], g[0], g[6]]
     two = InvoiceFilter(OWNER, statuses=(Status.EXPIRED, Status.PARTIAL_PAID))
     assert _found(storage, two) == [g[4], g[3]]
     day_one = InvoiceFilter(OWNER, created_from=T0, created_to=T0 + DAY)
-    assert _found(storage, day_one) == [g[3], g[1], g[0]]
+    assert _found(storage, day_one) == [g[1], g[0], g[3]]
     assert _found(storage, InvoiceFilter(OWNER, chain_id=137)) == [g[5], g[2]]
     token = InvoiceFilter(OWNER, token=made[2].token)
     assert _found(storage, token) == [g[5], g[2]]
@@ -108,7 +111,7 @@ def test_search_finds_text_in_description_and_data_literally(storage: Storage) -
 
     assert text("ord-1040") == [g[0]]  # an order id in data, whatever its case
     assert text("ord-104") == [g[4], g[2], g[1], g[0]]
-    assert text("mug") == [g[6], g[3], g[1], g[0]]  # description, and a list inside data
+    assert text("mug") == [g[1], g[0], g[3], g[6]]  # description, and a list inside data
     assert text("12.5") == [g[3]] and text("ünïcode") == [g[5]]
     assert text("100%") == [g[2]] and text("0%") == [g[2]]  # % is a character, not a wildcard
     assert text("e_b") == [g[3]] and text("eeb") == []  # so is _
@@ -123,11 +126,14 @@ def test_search_pages_after_a_position_that_no_longer_matches(storage: Storage) 
         after_init = tx.search_invoices(paid, after=g[1], limit=5)
         after_init_up = tx.search_invoices(paid, after=g[1], limit=5, newest_first=False)
         nowhere = tx.search_invoices(paid, after=_guid(12345), limit=5)
-        short = tx.search_invoices(paid, after=g[6], limit=1)
-    assert after_init is not None and [i.guid for i in after_init] == [g[0]]
-    assert after_init_up is not None and [i.guid for i in after_init_up] == [g[2], g[5], g[6]]
+        short = tx.search_invoices(paid, after=g[5], limit=1)
+        oldest = tx.search_invoices(paid, after=g[6], limit=1)
+    # g1 (open) was created in g0's second, after it: older paid ones are g0 and g6.
+    assert after_init is not None and [i.guid for i in after_init] == [g[0], g[6]]
+    assert after_init_up is not None and [i.guid for i in after_init_up] == [g[2], g[5]]
     assert nowhere is None
-    assert short is not None and [i.guid for i in short] == [g[5]]
+    assert short is not None and [i.guid for i in short] == [g[2]]
+    assert oldest == []
 
 
 def test_search_counts_up_to_the_cap(storage: Storage) -> None:

@@ -1,12 +1,14 @@
 """Invoice search: a ``search_text`` column (the lowercased description and ``data`` values,
 ``paycore.storage.search.search_text``), filled in for every stored invoice; an index by
-(owner, status, seq) for status filters, one by (owner, created_at, ...) that GET /stats
-reads alone; on PostgreSQL a trigram GIN index on ``search_text`` (pg_trgm), so that a
+(owner, status, created_at, seq) for status filters and one by (owner, created_at, seq,
+...) that GET /stats reads alone (both order a search: by creation time, then creation
+order); on PostgreSQL a trigram GIN index on ``search_text`` (pg_trgm), so that a
 ``LIKE '%text%'`` finds an order id among a million invoices by the index.
 
 pg_trgm is created in ``public`` when it is not installed yet; when it cannot be (no right
 to, no such schema), the revision goes on without that index: searches give the same rows,
-by a scan of the owner's invoices (docs/performance.md, "Invoice search").
+by a scan of the owner's invoices (docs/performance.md, "Invoice search"). On SQLite the
+same index is an FTS5 table with the trigram tokenizer, kept by triggers.
 
 Revision ID: 0019
 Revises: 0018
@@ -31,7 +33,7 @@ log = logging.getLogger("paycore.storage")
 
 TABLE = "paycore_invoices"
 TRGM_INDEX = "ix_paycore_invoices_search_text_trgm"
-STATUS_INDEX = "ix_paycore_invoices_owner_status_seq"
+STATUS_INDEX = "ix_paycore_invoices_owner_status_created_at_seq"
 CREATED_INDEX = "ix_paycore_invoices_owner_created_stats"
 #: Rows filled in per statement while backfilling: bounded memory on any table size.
 BATCH = 5000
@@ -41,14 +43,25 @@ def upgrade() -> None:
     bind = op.get_bind()
     op.add_column(TABLE, sa.Column("search_text", sa.Text, nullable=False, server_default=""))
     _backfill(bind)
-    op.create_index(STATUS_INDEX, TABLE, ["owner", "status", "seq"])
+    op.create_index(STATUS_INDEX, TABLE, ["owner", "status", "created_at", "seq"])
     op.create_index(
         CREATED_INDEX,
         TABLE,
-        ["owner", "created_at", "status", "chain_id", "token", "vs_currency", "paid_amount"],
+        [
+            "owner",
+            "created_at",
+            "seq",
+            "status",
+            "chain_id",
+            "token",
+            "vs_currency",
+            "paid_amount",
+        ],
     )
     if bind.dialect.name == "postgresql":
         _trigram_index(bind)
+    elif bind.dialect.name == "sqlite":
+        _fts_index(bind)
 
 
 def _backfill(bind: sa.Connection) -> None:
@@ -112,7 +125,36 @@ def _trigram_index(bind: sa.Connection) -> None:
     )
 
 
+#: SQLite's trigram index: an FTS5 table over ``search_text`` (its rowid the invoice's
+#: ``seq``), kept by triggers, so no statement that writes invoices needs to know of it.
+FTS = "paycore_invoices_text"
+_FTS_DDL = [
+    f"CREATE VIRTUAL TABLE {FTS} USING fts5(search_text, content='{TABLE}',"
+    " content_rowid='seq', tokenize='trigram')",
+    f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')",
+    f"CREATE TRIGGER {FTS}_insert AFTER INSERT ON {TABLE} BEGIN"
+    f" INSERT INTO {FTS}(rowid, search_text) VALUES (new.seq, new.search_text); END",
+    f"CREATE TRIGGER {FTS}_delete AFTER DELETE ON {TABLE} BEGIN"
+    f" INSERT INTO {FTS}({FTS}, rowid, search_text) VALUES ('delete', old.seq, old.search_text);"
+    " END",
+    # An invoice's text is fixed at creation; an update that writes it again changes nothing.
+    f"CREATE TRIGGER {FTS}_update AFTER UPDATE OF search_text ON {TABLE}"
+    " WHEN old.search_text IS NOT new.search_text BEGIN"
+    f" INSERT INTO {FTS}({FTS}, rowid, search_text) VALUES ('delete', old.seq, old.search_text);"
+    f" INSERT INTO {FTS}(rowid, search_text) VALUES (new.seq, new.search_text); END",
+]
+
+
+def _fts_index(bind: sa.Connection) -> None:
+    for statement in _FTS_DDL:
+        bind.execute(sa.text(statement))
+
+
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "sqlite":
+        for trigger in ("insert", "delete", "update"):
+            op.execute(sa.text(f"DROP TRIGGER IF EXISTS {FTS}_{trigger}"))
+        op.execute(sa.text(f"DROP TABLE IF EXISTS {FTS}"))
     op.execute(sa.text(f"DROP INDEX IF EXISTS {TRGM_INDEX}"))
     op.drop_index(CREATED_INDEX, TABLE)
     op.drop_index(STATUS_INDEX, TABLE)
