@@ -141,6 +141,10 @@ class SearchStatements:
             dbapi.create_aggregate(_DECIMAL_SUM, 1, _DecimalSum)  # type: ignore[union-attr]
             paid = func.paycore_decimal_sum(_I.paid_amount, type_=Money())
         else:
+            # Room to hash the groups (a few hundred) in memory: with the default work_mem
+            # the planner, which cannot tell how few days a range holds, sorts a month's
+            # rows on disk instead (docs/performance.md, "Invoice search").
+            self._c.execute(text("SET LOCAL work_mem = '32MB'"))
             paid = func.sum(_I.paid_amount, type_=Money())
         day = ((_I.created_at + offset) // _DAY).label("day")
         keys = [day, _I.chain_id, _I.token, _I.status, _I.vs_currency]
