@@ -32,6 +32,7 @@ from sqlalchemy import (
     table,
     tuple_,
 )
+from sqlalchemy import text as sql_text
 
 from paycore.domain.money import MONEY_CONTEXT
 from paycore.domain.records import Invoice, Status
@@ -144,7 +145,7 @@ class SearchStatements:
             # Room to hash the groups (a few hundred) in memory: with the default work_mem
             # the planner, which cannot tell how few days a range holds, sorts a month's
             # rows on disk instead (docs/performance.md, "Invoice search").
-            self._c.execute(text("SET LOCAL work_mem = '32MB'"))
+            self._c.execute(sql_text("SET LOCAL work_mem = '32MB'"))
             paid = func.sum(_I.paid_amount, type_=Money())
         day = ((_I.created_at + offset) // _DAY).label("day")
         keys = [day, _I.chain_id, _I.token, _I.status, _I.vs_currency]
