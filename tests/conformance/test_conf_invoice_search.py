@@ -10,6 +10,8 @@ from conf_api import request_uri
 from conf_env import NATIVE, USDC, USDC_1, Env
 from conf_keys import SessionKey
 
+from paycore.domain.paging import Cursor
+
 DAY = 86_400
 E = "invalid request: "
 
@@ -97,10 +99,13 @@ def test_another_owners_invoices_are_never_found(env: Env) -> None:
     env.create(theirs, description="Blue mug", data={"orderId": "ORD-1040"})
     found = _page(env, key, f"owner={owner}&cursor=first&q=ord-1040")
     assert _guids(found) == [made[0]["guid"]]
-    # Their cursor position is no position in my list.
-    mine = _page(env, theirs, f"owner={other.address}&cursor=first&q=mug&limit=1")
-    assert mine["items"] and mine["nextCursor"] is None
-    env.api.get("/invoices", f"owner={owner}&q=mug&cursor=first&limit=1", session=key).ok()
+    # Their invoice is no position in my list, and a 400 tells nothing about it.
+    theirs_found = _page(env, theirs, f"owner={other.address}&cursor=first&q=mug")
+    [their_guid] = _guids(theirs_found)
+    position = Cursor("invoices", "older", their_guid, 0).encode()
+    env.api.get("/invoices", f"owner={owner}&q=mug&cursor={position}", session=key).error(
+        400, E + "cursor: no such position in this invoices list"
+    )
 
 
 def test_bad_filters_are_400_with_one_line(env: Env) -> None:
