@@ -67,7 +67,7 @@ def test_migration_creates_exactly_the_tables_of_tables_py(sql_url: URL) -> None
                     "include_name": lambda name, type_, _parent: (
                         (type_ != "table" or name.startswith("paycore_"))
                         and name != SEARCH_TEXT_INDEX
-                        and not name.startswith(SEARCH_TEXT_FTS)
+                        and not (name or "").startswith(SEARCH_TEXT_FTS)
                     ),
                 },
             )
