@@ -161,6 +161,7 @@ from .rows import (
     transaction_from_row,
     transaction_row,
 )
+from .search import SearchStatements
 from .signal_leases import SignalLeaseStatements
 from .subscriptions import SubscriptionStatements
 from .tables import (
@@ -664,6 +665,7 @@ class SqlStorage:
 
 
 class SqlTx(
+    SearchStatements,
     RefundStatements,
     SubscriptionStatements,
     IdempotencyStatements,

@@ -69,6 +69,7 @@ from ..webhooks.records import (
 )
 from .idempotency import IdempotencyKeys
 from .invoice_read import InvoiceRead
+from .search import InvoiceSearch
 from .subscriptions import SubscriptionStore
 
 #: (chain_id, tx_hash, log_index, token): one transfer, the transaction rows' unique key.
@@ -91,7 +92,7 @@ class PruneBatch:
     resume_after: int | None
 
 
-class StorageTx(IdempotencyKeys, SubscriptionStore, Protocol):
+class StorageTx(InvoiceSearch, IdempotencyKeys, SubscriptionStore, Protocol):
     """One open unit of work: what ``Storage.transaction()`` yields.
 
     Everything done through one ``StorageTx`` commits together when the ``with`` block ends

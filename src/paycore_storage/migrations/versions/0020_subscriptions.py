@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0020"
-down_revision = "0018"  # TEMPORARY: the lead sets "0019" (0019_invoice_search) at merge
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 
