@@ -215,6 +215,10 @@ def test_return_links_are_kept_and_shown_on_the_record(gw: Gateway) -> None:
             "cancelUrl: must not carry a user name or password",
         ),
         (
+            {"cancelUrl": "https://user@shop.example/"},  # a user name alone is refused too
+            "cancelUrl: must not carry a user name or password",
+        ),
+        (
             {"cancelUrl": "https://shop.example/" + "a" * 2000},
             "cancelUrl: longer than 2000 characters",
         ),
