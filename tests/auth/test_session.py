@@ -371,3 +371,15 @@ def test_verify_session_serves_a_websocket_challenge(
             verify_session(
                 storage, settings, nonce="7", signature=signature, payload=challenge, now=NOW
             )
+
+
+def test_a_revoked_key_is_stored_with_expires_at_zero() -> None:
+    """The tombstone's stored form: every release wrote ``expires_at = 0`` for a revoked key,
+    so a row written by any of them is read as revoked (and one expiring later is not)."""
+    from paycore.auth.session import is_active, is_revoked
+    from paycore.domain.records import SessionKey
+
+    key = SessionKey("0x" + "11" * 20, "0x04" + "ab" * 64, "0x" + "22" * 20, 1, 0)
+    assert is_revoked(key) and not is_active(key, 0)
+    for expires_at in (-1, 1, 2_000_000_000):
+        assert not is_revoked(SessionKey(key.address, key.public_key, key.owner, 1, expires_at))
