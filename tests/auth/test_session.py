@@ -383,3 +383,19 @@ def test_a_revoked_key_is_stored_with_expires_at_zero() -> None:
     assert is_revoked(key) and not is_active(key, 0)
     for expires_at in (-1, 1, 2_000_000_000):
         assert not is_revoked(SessionKey(key.address, key.public_key, key.owner, 1, expires_at))
+
+
+def test_under_the_strict_rule_any_old_nonce_is_refused_as_not_greater() -> None:
+    """Strict mode's refusal names the strict rule, however far below the last nonce the
+    request is: the window's "more than N below" text belongs to the default rule."""
+    from paycore.auth.session import _refusal
+    from paycore.domain.records import SessionKey
+
+    key = SessionKey("0x" + "11" * 20, "0x04" + "ab" * 64, "0x" + "22" * 20, 1, 2**40, 1_000)
+    for nonce in (1_000, 999, 5):
+        assert (
+            _refusal(key, nonce, True, 10, 100) == "nonce is not greater than the last accepted one"
+        )
+    assert (
+        _refusal(key, 5, False, 10, 100) == "nonce is more than 10 below the highest accepted one"
+    )
