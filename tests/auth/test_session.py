@@ -399,3 +399,15 @@ def test_under_the_strict_rule_any_old_nonce_is_refused_as_not_greater() -> None
     assert (
         _refusal(key, 5, False, 10, 100) == "nonce is more than 10 below the highest accepted one"
     )
+
+
+def test_a_public_key_of_the_wrong_length_has_no_address() -> None:
+    """An uncompressed key is 64 bytes after 0x04: any other length is refused, never hashed
+    into an address that no key owns."""
+    from paycore.auth.signatures import public_key_to_address
+
+    key = bytes(range(64))
+    assert public_key_to_address(b"\x04" + key) == public_key_to_address(key)  # 0x04 optional
+    for wrong in (key[:63], b"\x04" + key + b"\x00", b"\x04"):
+        with pytest.raises(ValueError, match="64 bytes"):
+            public_key_to_address(wrong)
