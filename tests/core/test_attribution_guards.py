@@ -276,7 +276,7 @@ def test_a_reorg_of_a_counted_deposit_whose_invoice_is_gone_changes_nothing(
 ) -> None:
     """A counted row naming an invoice the store no longer has (a store restored from an
     older backup, say): the reorg flags the row and reports no change instead of raising."""
-    from paycore.domain.invoices import reorg_deposit
+    from paycore.accounting.attribution import reorg_deposit
     from paycore.domain.records import Transaction, TxType
 
     storage = MemoryStorage(clock=clock)
