@@ -75,6 +75,7 @@ from .prepared import on_dbapi
 from .prices import PriceStatements
 from .pruning import PruningStatements
 from .refunds import RefundStatements
+from .search import SearchStatements
 from .signal_leases import SignalLeaseStatements
 from .statements import INVOICES as INVOICES  # bench/scale_bench.py reads the count kinds
 from .statements import TRANSACTIONS as TRANSACTIONS
@@ -283,6 +284,7 @@ class SqlTx(
     MerchantStatements,
     ExportStatements,
     PruningStatements,
+    SearchStatements,
     IdempotencyStatements,
 ):
     """One unit of work on one connection; only valid inside its ``with`` block. Its

@@ -93,6 +93,17 @@ ROUTES: list[Route] = [
     ),
     Route(
         ("GET",),
+        "/stats",
+        invoices.stats,
+        "Revenue per day and by token, and invoice counts by status, over a range",
+        request=rq.StatsQuery,
+        response=schemas.STATS,
+        errors=(400, 401, 403),
+        session="owner",
+        soft_mode="claimed",
+    ),
+    Route(
+        ("GET",),
         "/transactions",
         invoices.list_transactions,
         "Deposits and withdrawals",
@@ -671,7 +682,8 @@ ROUTES: list[Route] = [
 
 
 def build_router() -> Router:
+    from .dashboard import dashboard_routes
     from .docs import docs_routes
     from .openapi import openapi_route
 
-    return Router([*ROUTES, openapi_route(), *docs_routes()])
+    return Router([*ROUTES, openapi_route(), *docs_routes(), *dashboard_routes()])

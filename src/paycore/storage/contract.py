@@ -29,6 +29,8 @@ one atomic step:
 - ``export.Export``: keyset batches for the accounting export.
 - ``pruning.Pruning``: deleting, in batches, rows nothing can use any more.
 - ``paycore.storage.idempotency.IdempotencyKeys``: the first answer to a creating write.
+- ``paycore.storage.search.InvoiceSearch``: filtered keyset pages of an owner's invoices and
+  the dashboard's aggregates.
 
 Implementations must make each method safe under concurrent transactions from several threads
 and processes (row locks / atomic statements), because the core relies on it. A service that
@@ -69,6 +71,7 @@ from .protocols.pruning import PruneBatch, Pruning
 from .protocols.refunds import Refunds
 from .protocols.transactions import Transactions, TransferKey
 from .protocols.webhooks import WebhookConfigs, WebhookDeliveries, WebhookEndpoints
+from .search import InvoiceSearch
 
 __all__ = [
     "OutboxSignal",
@@ -110,6 +113,7 @@ class StorageTx(
     Notices,
     Export,
     Pruning,
+    InvoiceSearch,
     IdempotencyKeys,
     Protocol,
 ):

@@ -60,6 +60,7 @@ from .memory_prices import MemoryPrices
 from .memory_pruning import MemoryPruning
 from .memory_refunds import MemoryRefunds
 from .memory_rows import TxKey, _DeliveryRow, _LinkRow, _NonceWindow, _Queue
+from .memory_search import MemorySearch
 from .memory_transactions import MemoryTransactions
 from .memory_webhooks import MemoryWebhooks
 
@@ -181,6 +182,7 @@ class _MemoryTx(
     MemoryMerchant,
     MemoryExport,
     MemoryPruning,
+    MemorySearch,
     MemoryIdempotency,
 ):
     """One unit of work; only valid inside its ``with`` block (the lock is held there)."""
