@@ -177,6 +177,27 @@ def _class(
     return lines
 
 
+def _storage_tx(storage_tx: type) -> list[str]:
+    """``StorageTx`` protocol by protocol (``paycore.storage.protocols``), each under a
+    heading of its own with its module's first sentence: what a plugin implements, by
+    concern, each concern's duties in its module's docstring."""
+    lines = ["### paycore.storage.StorageTx", "", purpose(storage_tx), ""]
+    lines += [
+        "It declares no method of its own: it is these protocols in one, each in a module "
+        "whose docstring states what storage owes for that concern (locking, order, "
+        "idempotence, what is one atomic step).",
+        "",
+    ]
+    for base in storage_tx.__mro__[1:]:
+        if not base.__module__.startswith("paycore.") or base.__name__ == "Protocol":
+            continue
+        module = sys.modules[base.__module__]
+        lines += [f"#### {base.__name__} (`{base.__module__}`)", ""]
+        lines += [f"{purpose(module)} {purpose(base)}".strip(), ""]
+        lines += [*_members(base), ""]
+    return lines
+
+
 def _fixtures() -> list[str]:
     """The fixtures of ``paycore.testing.plugin``, read from its source: pytest wraps them."""
     from paycore.testing import plugin
@@ -257,7 +278,7 @@ def render() -> str:
         lines += _class(record.__name__, record, fields=True, members=False)
     lines += _class("Status", Status, members=False)
     lines += _class("paycore.storage.Storage", Storage)
-    lines += _class("paycore.storage.StorageTx", StorageTx)
+    lines += _storage_tx(StorageTx)
     lines += _class("paycore.storage.PruneBatch", PruneBatch, fields=True, members=False)
     lines += _class("paycore.testing.chain.FakeChain", FakeChain, init=True)
     lines += [

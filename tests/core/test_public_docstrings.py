@@ -17,6 +17,13 @@ from paycore.storage import Storage, StorageTx
 from paycore_flask import PayCore
 from paycore_litestar import PayCoreConfig, PayCorePlugin
 
+#: The protocols ``StorageTx`` is composed of (``paycore.storage.protocols``): it defines no
+#: method of its own, each of theirs is documented where it is declared.
+STORAGE_PROTOCOLS = [
+    base
+    for base in StorageTx.__mro__[1:]
+    if base.__module__.startswith("paycore.") and base.__name__ != "Protocol"
+]
 DOCUMENTED_CLASSES = [
     paycore.Gateway,
     paycore.Settings,
@@ -27,12 +34,19 @@ DOCUMENTED_CLASSES = [
     paycore.Deposit,
     Storage,
     StorageTx,
+    *STORAGE_PROTOCOLS,
     PayCore,
     PayCorePlugin,
     PayCoreConfig,
 ]
 #: Classes each of whose public methods and properties must carry its own docstring.
-FULLY_DOCUMENTED = [paycore.Gateway, Storage, StorageTx, paycore.Invoice, paycore.Settings]
+FULLY_DOCUMENTED = [
+    paycore.Gateway,
+    Storage,
+    *STORAGE_PROTOCOLS,
+    paycore.Invoice,
+    paycore.Settings,
+]
 
 
 def _public_members(cls: type) -> list[tuple[str, object]]:

@@ -17,8 +17,9 @@ from ..config import Settings
 from ..domain.records import Transaction, TxType
 from ..errors import InvalidInput, StreamAborted
 from ..ops.redaction import redact
-from ..storage import Storage, StorageTx
+from ..storage import Storage
 from ..storage.contract import TransferPlace
+from ..storage.protocols.refunds import Refunds
 from .export import FORMATS, RECORD_NAMES, RECORDS, Row, csv_header, encode, invoice_row
 from .export import transfer_row as _transfer_row
 
@@ -133,7 +134,7 @@ class Accounting:
             after = (last.timestamp, last.chain_id, last.tx_hash, last.log_index, last.token)
 
     @staticmethod
-    def _refund_ids(tx: StorageTx, batch: Sequence[Transaction]) -> dict[tuple[str, int], str]:
+    def _refund_ids(tx: Refunds, batch: Sequence[Transaction]) -> dict[tuple[str, int], str]:
         """The id of the refund each of these refund transactions paid, by (tx_hash,
         log_index): one read of the batch's invoices' refunds."""
         guids = sorted({r.guid for r in batch if r.guid is not None})

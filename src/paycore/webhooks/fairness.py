@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from ..config import Settings
 from ..errors import PaycoreError
-from ..storage import StorageTx
+from ..storage.protocols.webhooks import WebhookDeliveries
 from .records import ClaimedDelivery
 
 #: Owners a redelivery pace remembers before it forgets those whose windows have ended.
@@ -109,7 +109,7 @@ class InFlight:
 
 
 def claim_fairly(
-    tx: StorageTx, in_flight: InFlight, now: int, lease_ms: int, token: str, limit: int
+    tx: WebhookDeliveries, in_flight: InFlight, now: int, lease_ms: int, token: str, limit: int
 ) -> list[ClaimedDelivery]:
     """Lease up to ``limit`` due deliveries in ``tx``, oldest first, leaving out every one
     that would take its owner or URL past its cap given what is ``in_flight``.
