@@ -17,6 +17,10 @@ Litestar:
   Flask app's gateway and Hub, so a socket is a coroutine, and the socket caps answer a
   refused upgrade with 429 before it is switched. The outbox feed thread and the gateway
   are the app's, unchanged.
+- GET {prefix}/invoice/{guid}/events (the checkout page's push): the view runs on a
+  thread as any request, opens the stream and hands it over (``view.ASYNC_STREAMS``); the
+  event loop then sends it, a coroutine per stream as under Litestar, so open streams
+  count against ``event_streams_max``, not against the threads.
 - The lifespan's shutdown closes the gateway, as gunicorn's worker-exit hook did.
 
 A bare WSGI app (the benchmark's ceiling) gets the same front without the socket route.
@@ -44,8 +48,10 @@ from paycore import Gateway, Settings
 from paycore.api.http import MAX_BODY
 from paycore.realtime.asgi import Receive, Send, serve_asgi_socket
 from paycore.realtime.hub import Hub, hub_for
+from paycore.realtime.invoice_stream import EventStream
 
 from .extension import PayCoreState
+from .view import ASYNC_STREAMS
 
 log = logging.getLogger("paycore.flask")
 _T = TypeVar("_T")
@@ -140,11 +146,18 @@ class AsgiFront:
         except _ClientGone:
             return
         environ = wsgi_environ(scope, body)
+        streams: list[EventStream] = []
+        environ[ASYNC_STREAMS] = streams
         try:
             status, headers, first, rest = await self._on_thread(_start, self.wsgi, environ)
         except Exception:
+            for stream in streams:
+                stream.close()
             log.exception("the WSGI app raised")
             await _plain(send, 500, b"internal error")
+            return
+        if streams:
+            await _event_stream(streams[0], status, headers, receive, send)
             return
         await send({"type": "http.response.start", "status": status, "headers": headers})
         if rest is None:
@@ -159,6 +172,56 @@ class AsgiFront:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await self._on_thread(_close, rest)
+
+
+async def _event_stream(
+    stream: EventStream,
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    receive: Receive,
+    send: Send,
+) -> None:
+    """An event stream a view handed over (``view.ASYNC_STREAMS``), sent from the loop
+    until it ends or the client goes (``http.disconnect``); then its place is given back.
+    Flask's answer supplied the head; its empty body's length is dropped."""
+    chunks = stream.async_chunks()
+    try:
+        if status != 200:  # an after_request hook replaced the answer: no stream then
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        head = [(k, v) for k, v in headers if k != b"content-length"]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+
+        async def pump() -> None:
+            async for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        pumping = asyncio.ensure_future(pump())
+        leaving = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait({pumping, leaving}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (pumping, leaving):
+                task.cancel()
+            for task in (pumping, leaving):
+                with contextlib.suppress(BaseException):
+                    await task
+    except OSError:
+        pass  # the connection went while the head was sent
+    finally:
+        closer = getattr(chunks, "aclose", None)
+        if closer is not None:
+            with contextlib.suppress(Exception):
+                await closer()
+        stream.close()  # safe twice: the generator's own finally closes it too
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the client has gone (the request body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _read_body(scope: Scope, receive: Receive) -> bytes:
