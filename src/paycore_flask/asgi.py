@@ -51,7 +51,7 @@ from anyio import to_thread
 from paycore import Gateway, Settings
 from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
-from paycore.api import handle_inline
+from paycore.api import handle_inline, reads_inline
 from paycore.api.http import MAX_BODY
 from paycore.realtime.asgi import Receive, Send, serve_asgi_socket
 from paycore.realtime.hub import Hub, hub_for
@@ -110,7 +110,7 @@ class AsgiFront:
         if isinstance(found, PayCoreState):
             front = cls(app, threads=threads, gateway=found.gateway, ws_path=found.prefix + "/ws")
             front.prefix = found.prefix
-            if _sees_nothing(app):
+            if _sees_nothing(app) and reads_inline(found.gateway):
                 front.inline_prefix = found.prefix + "/invoice/"
             return front
         return cls(app, threads=threads)
