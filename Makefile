@@ -56,15 +56,19 @@ docs: $(VENV)/.installed
 
 # Mutation testing of the money, attribution, auth and address-guard modules against the fast
 # tests ([tool.mutmut] in pyproject.toml; docs/mutation.md): mutmut for the code in functions,
-# then the module-level limits mutmut leaves alone. About ten minutes on two cores, so it
-# is not part of `make test` or CI. Starts from scratch each time; fails below MUTATE_MIN or
-# when a limit's mutant survives.
+# then the module-level limits mutmut leaves alone, then a second mutator with the operators
+# mutmut lacks (statement deletion, return swaps, boundary flips, and/or, constants +-1),
+# AST_SAMPLE mutants per module (0: all, about 625). About 40 minutes on two cores, so it is not
+# part of `make test` or CI. Starts from scratch each time; fails below MUTATE_MIN under
+# either mutator or when a limit's mutant survives.
 MUTATE_MIN ?= 95
+AST_SAMPLE ?= 45
 mutate: $(VENV)/.installed
 	rm -rf mutants
 	$(VENV)/bin/mutmut run --max-children 2 > mutants.log 2>&1 || (tail -n 40 mutants.log; exit 1)
 	$(PY) scripts/mutation_score.py --min $(MUTATE_MIN)
 	$(PY) scripts/constant_mutants.py
+	$(PY) scripts/ast_mutants.py --min $(MUTATE_MIN) --sample $(AST_SAMPLE)
 
 clean:
 	rm -rf $(VENV) node_modules demo.sqlite3 .pytest_cache .hypothesis site mutants mutants.log

@@ -25,6 +25,7 @@ from .accounting.attribution import (
     reorg_deposit,
     transfer_key,
 )
+from .accounting.search import InvoiceSearchService
 from .accounting.service import Accounting
 from .auth.service import ProofOfWork, Sessions
 from .chains import ChainBackend
@@ -153,6 +154,10 @@ class Gateway(InvoiceLists, RefundOperations):
         self.retention = Retention(units, self.settings, self.clock)
         #: The accounting export (GET /export): invoices, payments, refunds, withdrawals.
         self.accounting = Accounting(units, self.settings, self.clock)
+        #: The owner's invoices by filters and text, and the chart's figures (GET /stats).
+        self.search = InvoiceSearchService(
+            units, self.settings, self._with_refunds, self._expired_if_due
+        )
         #: GET /invoice/{guid}: one statement a read, ETag / 304, a body per version.
         self.invoice_views = InvoiceViews(
             units.read_invoice, self._expire, self.now, self.invoice_wire, self._view_salt

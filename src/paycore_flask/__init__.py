@@ -13,10 +13,24 @@ request to ``paycore.api.handle_streamed``, and a catch-all rule for paycore's 4
 
 from __future__ import annotations
 
-from .app import create_app
-from .asgi import create_asgi_app
-from .extension import PayCore, PayCoreState, settings_from_config, state
-from .view import checkout_url, current_gateway
+from importlib.util import find_spec
+
+# Without its extra, name the one to install (the imports below wait for this check)
+# rather than fail deep in an import chain.
+_MISSING = [
+    name
+    for name in ("flask", "flask_sock", "werkzeug", "blinker", "simple_websocket")
+    if find_spec(name) is None
+]
+if _MISSING:
+    raise ModuleNotFoundError(
+        f"paycore_flask needs {', '.join(_MISSING)}: pip install 'paycore[flask]'", name=_MISSING[0]
+    )
+
+from .app import create_app  # noqa: E402
+from .asgi import create_asgi_app  # noqa: E402
+from .extension import PayCore, PayCoreState, settings_from_config, state  # noqa: E402
+from .view import checkout_url, current_gateway  # noqa: E402
 
 __all__ = [
     "PayCore",

@@ -14,9 +14,20 @@ get the gateway as the ``paycore_gateway`` dependency.
 
 from __future__ import annotations
 
-from .app import create_app
-from .handler import ROUTE_OPT, build_router
-from .plugin import DEPENDENCY_KEY, STATE_KEY, PayCoreConfig, PayCorePlugin, checkout_url
+from importlib.util import find_spec
+
+# Without its extra, name the one to install (the imports below wait for this check)
+# rather than fail deep in an import chain.
+_MISSING = [name for name in ("litestar", "uvicorn", "websockets") if find_spec(name) is None]
+if _MISSING:
+    raise ModuleNotFoundError(
+        f"paycore_litestar needs {', '.join(_MISSING)}: pip install 'paycore[litestar]'",
+        name=_MISSING[0],
+    )
+
+from .app import create_app  # noqa: E402
+from .handler import ROUTE_OPT, build_router  # noqa: E402
+from .plugin import DEPENDENCY_KEY, STATE_KEY, PayCoreConfig, PayCorePlugin, checkout_url  # noqa: E402
 
 __all__ = [
     "DEPENDENCY_KEY",

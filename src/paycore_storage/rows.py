@@ -35,6 +35,7 @@ from paycore.links.records import PaymentLink
 from paycore.management.records import AppKey, EmailSetting
 from paycore.merchant.profile import MerchantProfile
 from paycore.prices.records import ParkedDeposit
+from paycore.storage.search import invoice_search_text
 from paycore.webhooks.records import ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryStatus
 
 from .decimals import exact, exact_text
@@ -86,6 +87,7 @@ def invoice_row(invoice: Invoice) -> dict[str, Any]:
         "payments": [payment_json(p) for p in invoice.payments],
         "vs_currency": invoice.vs_currency,
         "checkout": invoice.checkout_json(),
+        "search_text": invoice_search_text(invoice),
     }
 
 

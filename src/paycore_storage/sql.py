@@ -161,6 +161,7 @@ from .rows import (
     transaction_from_row,
     transaction_row,
 )
+from .search import SearchStatements
 from .signal_leases import SignalLeaseStatements
 from .tables import (
     app_keys,
@@ -663,6 +664,7 @@ class SqlStorage:
 
 
 class SqlTx(
+    SearchStatements,
     RefundStatements,
     IdempotencyStatements,
     DetectedStatements,

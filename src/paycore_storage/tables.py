@@ -108,8 +108,33 @@ invoices = Table(
     Index(None, "chain_id", "address", "seq"),
     Index(None, "status", "deadline"),
     Index(None, "chain_id", "deadline"),  # the watched set (revision 0003)
+    # The invoice search (revision 0019, paycore.storage.search): the lowercased text of the
+    # description and data; an owner's invoices by status and creation time, newest first;
+    # and by creation time with every column GET /stats groups and sums, so that its one
+    # statement reads the index only.
+    Column("search_text", Text, nullable=False, server_default=""),
+    Index(None, "owner", "status", "created_at", "seq"),
+    Index(
+        "ix_paycore_invoices_owner_created_stats",
+        "owner",
+        "created_at",
+        "seq",
+        "status",
+        "chain_id",
+        "token",
+        "vs_currency",
+        "paid_amount",
+    ),
     sqlite_autoincrement=True,
 )
+
+#: PostgreSQL finds text inside ``search_text`` by a trigram GIN index (pg_trgm), which
+#: revision 0019 creates when the extension can be had; no other dialect has one, and it is
+#: not in this metadata (its operator class lives in whichever schema holds the extension).
+SEARCH_TEXT_INDEX = "ix_paycore_invoices_search_text_trgm"
+#: SQLite's counterpart: an FTS5 table (trigram tokenizer) over ``search_text`` whose rowid is
+#: the invoice's ``seq``, kept by triggers (revision 0019); FTS5 names its own tables after it.
+SEARCH_TEXT_FTS = "paycore_invoices_text"
 
 transactions = Table(
     "paycore_transactions",

@@ -123,3 +123,13 @@ def test_unicode_and_nested_fields_are_signed_as_javascript_writes_them(
     body = {**fields, "salt": NOW, "signature": sign(OWNER, js_text)}
     assert signed_text(body) == js_text
     assert _verify(storage, body) == OWNER.address
+
+
+def test_the_salt_a_signed_text_names_is_in_whole_seconds() -> None:
+    """A management text names the call's salt in whole seconds, whatever form it came in:
+    a JavaScript client's unrounded ``Date.now() / 1000`` or a digit string."""
+    from paycore.auth.salted import salt_seconds
+
+    assert salt_seconds({"salt": 1_700_000_000.987}) == 1_700_000_000
+    assert salt_seconds({"salt": "1700000001"}) == 1_700_000_001
+    assert salt_seconds({"salt": 7}) == 7

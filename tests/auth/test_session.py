@@ -371,3 +371,43 @@ def test_verify_session_serves_a_websocket_challenge(
             verify_session(
                 storage, settings, nonce="7", signature=signature, payload=challenge, now=NOW
             )
+
+
+def test_a_revoked_key_is_stored_with_expires_at_zero() -> None:
+    """The tombstone's stored form: every release wrote ``expires_at = 0`` for a revoked key,
+    so a row written by any of them is read as revoked (and one expiring later is not)."""
+    from paycore.auth.session import is_active, is_revoked
+    from paycore.domain.records import SessionKey
+
+    key = SessionKey("0x" + "11" * 20, "0x04" + "ab" * 64, "0x" + "22" * 20, 1, 0)
+    assert is_revoked(key) and not is_active(key, 0)
+    for expires_at in (-1, 1, 2_000_000_000):
+        assert not is_revoked(SessionKey(key.address, key.public_key, key.owner, 1, expires_at))
+
+
+def test_under_the_strict_rule_any_old_nonce_is_refused_as_not_greater() -> None:
+    """Strict mode's refusal names the strict rule, however far below the last nonce the
+    request is: the window's "more than N below" text belongs to the default rule."""
+    from paycore.auth.session import _refusal
+    from paycore.domain.records import SessionKey
+
+    key = SessionKey("0x" + "11" * 20, "0x04" + "ab" * 64, "0x" + "22" * 20, 1, 2**40, 1_000)
+    for nonce in (1_000, 999, 5):
+        assert (
+            _refusal(key, nonce, True, 10, 100) == "nonce is not greater than the last accepted one"
+        )
+    assert (
+        _refusal(key, 5, False, 10, 100) == "nonce is more than 10 below the highest accepted one"
+    )
+
+
+def test_a_public_key_of_the_wrong_length_has_no_address() -> None:
+    """An uncompressed key is 64 bytes after 0x04: any other length is refused, never hashed
+    into an address that no key owns."""
+    from paycore.auth.signatures import public_key_to_address
+
+    key = bytes(range(64))
+    assert public_key_to_address(b"\x04" + key) == public_key_to_address(key)  # 0x04 optional
+    for wrong in (key[:63], b"\x04" + key + b"\x00", b"\x04"):
+        with pytest.raises(ValueError, match="64 bytes"):
+            public_key_to_address(wrong)

@@ -41,7 +41,8 @@ def problems(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
         return [] if len(matching) == 1 else [f"{where}: matches {len(matching)} of oneOf"]
     found: list[str] = []
     kind = schema.get("type")
-    if kind is not None and not _is(value, kind):
+    kinds = kind if isinstance(kind, list) else [kind]  # a cursor is ["string", "null"]
+    if kind is not None and not any(_is(value, k) for k in kinds):
         return [f"{where}: {type(value).__name__} is not {kind}"]
     if "enum" in schema and value not in schema["enum"]:
         found.append(f"{where}: {value!r} not in {schema['enum']}")

@@ -98,6 +98,10 @@ def test_success_answers_match_their_declared_schemas(env: Env) -> None:
     q = f"owner={owner.address}"
     checked.check("GET", "/invoices", api.get("/invoices", q, session=key))
     checked.check("GET", "/invoices", api.get("/invoices", q + "&limit=1", session=key))
+    search = q + "&cursor=first&status=paid,init&q=order"
+    checked.check("GET", "/invoices", api.get("/invoices", search, session=key))
+    span = f"&from={env.clock.now - 86_400:.0f}&to={env.clock.now + 1:.0f}"
+    checked.check("GET", "/stats", api.get("/stats", q + span, session=key))
     checked.check("GET", "/transactions", api.get("/transactions", q, session=key))
     checked.check("GET", "/prices", api.get("/prices"))
     events = checked.check("POST", "/poll/events", api.post("/poll/events", session=key))

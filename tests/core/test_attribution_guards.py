@@ -269,3 +269,25 @@ def test_a_reorg_of_a_deposit_never_recorded_changes_nothing(gw: Gateway) -> Non
     )  # fmt: skip
     assert gw.reorg_deposit(stranger) == []
     assert gw.reorg_deposits([stranger, stranger]) == []
+
+
+def test_a_reorg_of_a_counted_deposit_whose_invoice_is_gone_changes_nothing(
+    clock: Clock,
+) -> None:
+    """A counted row naming an invoice the store no longer has (a store restored from an
+    older backup, say): the reorg flags the row and reports no change instead of raising."""
+    from paycore.accounting.attribution import reorg_deposit
+    from paycore.domain.records import Transaction, TxType
+
+    storage = MemoryStorage(clock=clock)
+    orphan = Transaction(
+        TxType.DEPOSIT, "0x" + "ed" * 32, 0, CHAIN, USDC_ADDRESS, "0x" + "22" * 20,
+        Decimal(5), Decimal(5), T0, OWNER, to=ADDRESS,
+        guid="00000000-0000-4000-8000-00000000dead", counted=True,
+    )  # fmt: skip
+    with storage.transaction() as tx:
+        assert tx.insert_transactions([orphan]) == [True]
+    with storage.transaction() as tx:
+        assert reorg_deposit(tx, orphan, T0 + 10, Decimal(0)) == []
+    with storage.transaction() as tx:
+        assert reorg_deposit(tx, orphan, T0 + 10, Decimal(0)) == []  # flagged once already

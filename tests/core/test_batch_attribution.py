@@ -326,3 +326,30 @@ def test_a_deposit_recorded_meanwhile_is_not_counted_again(claimed: Gateway) -> 
     with pytest.raises(AttributionRace):
         blind.ingest(DepositBatch(CHAIN, [single(2), single(1)]))
     assert paid(claimed) == Decimal(4)  # not 8, and not 12: the batch rolled back whole
+
+
+def test_two_late_deposits_in_one_batch_both_count_on_the_expired_invoice() -> None:
+    """The first late deposit expires the invoice and is recorded on it; the second, in the
+    same batch, must meet the invoice with the first one on it, not the expired snapshot."""
+    clock = Clock()
+    gateway = Gateway(
+        Settings(database_url="memory://", prices={USDC: "1"}), entry_points=False, clock=clock
+    )
+    invoice = Invoice(
+        guid="00000000-0000-4000-8000-000000000077", created_at=T0, deadline=T0 + 60,
+        status=Status.INIT, value=Decimal(100), token=USDC, chain_id=CHAIN, description="late",
+        address=ADDRESSES[0], owner=OWNER, accepted_tokens=(USDC,),
+    )  # fmt: skip
+    with gateway.storage.transaction() as tx:
+        tx.insert_invoice(invoice)
+    late = [
+        Deposit(CHAIN, f"0x{n:064x}", 0, USDC_ADDRESS, "0x" + "22" * 20, ADDRESSES[0],
+                Decimal(amount), T0 + 100 + n, block_number=100 + n, block_hash=f"0x{n:064x}")
+        for n, amount in ((1, "30"), (2, "20"))
+    ]  # fmt: skip
+    gateway.ingest(DepositBatch(CHAIN, late))
+    stored = gateway.get_invoice(invoice.guid)
+    assert (stored.status, stored.paid_amount, len(stored.payments)) == (
+        Status.EXPIRED, Decimal(50), 2
+    )  # fmt: skip
+    gateway.close()

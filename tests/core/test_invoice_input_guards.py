@@ -215,6 +215,10 @@ def test_return_links_are_kept_and_shown_on_the_record(gw: Gateway) -> None:
             "cancelUrl: must not carry a user name or password",
         ),
         (
+            {"cancelUrl": "https://user@shop.example/"},  # a user name alone is refused too
+            "cancelUrl: must not carry a user name or password",
+        ),
+        (
             {"cancelUrl": "https://shop.example/" + "a" * 2000},
             "cancelUrl: longer than 2000 characters",
         ),
@@ -230,3 +234,18 @@ def test_return_links_that_are_not_plain_web_urls_are_refused(
     gw: Gateway, changes: dict[str, Any], reason: str
 ) -> None:
     assert refused(gw, **changes) == f"invalid request: {reason}"
+
+
+def test_the_documented_schema_takes_one_to_20_accepted_tokens_as_the_parser_does(
+    gw: Gateway,
+) -> None:
+    """The OpenAPI document promises what parse_new_invoice accepts: a client generated from
+    it may send a single token, and no more than 20."""
+    from paycore.api import routes
+    from paycore.api.openapi import document
+
+    post = document(routes())["paths"]["/invoice"]["post"]
+    schema = post["requestBody"]["content"]["application/json"]["schema"]
+    accepted = schema["properties"]["acceptedTokens"]
+    assert (accepted["minItems"], accepted["maxItems"]) == (1, 20)
+    assert gw.create_invoice(OWNER, fields(acceptedTokens=[ETH])).accepted_tokens == (ETH,)

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from paycore.domain.changes import EventType
 from paycore.domain.machine import (
     SETTLED,
     TRANSITIONS,
     Move,
+    add_payment,
     attribute,
     expire,
     is_due,
@@ -93,6 +95,29 @@ def test_tolerance_accepts_small_shortfall_only() -> None:
     assert inv.status is Status.PAID
     [inv] = attribute(make_invoice("100"), pay("98.9"), tolerance=Decimal("0.01"))
     assert inv.status is Status.PARTIAL_PAID
+
+
+def test_each_counted_payment_is_named_for_what_it_did() -> None:
+    """The event name a host fulfils on: ``invoice.paid`` once, for the payment that
+    completed the invoice; money before it, after it or too late is named otherwise."""
+    [first] = attribute(make_invoice("100"), pay("40", n=1))
+    assert first.change is EventType.PARTIALLY_PAID
+    [second] = attribute(first, pay("30", n=2))
+    assert second.change is EventType.FURTHER_PAYMENT
+    [paid] = attribute(second, pay("30", n=3))
+    assert paid.change is EventType.PAID
+    [again] = attribute(paid, pay("1", n=4))
+    assert again.change is EventType.OVERPAID
+    [at_once] = attribute(make_invoice("100"), pay("100"))
+    assert at_once.change is EventType.PAID
+    expired, late = attribute(make_invoice("100"), pay("100", ts=DEADLINE + 1))
+    assert (expired.change, late.change) == (EventType.EXPIRED, EventType.LATE_PAYMENT)
+
+
+def test_without_a_tolerance_only_the_whole_value_pays() -> None:
+    """``add_payment``'s default tolerance is none: a cent short is partly paid."""
+    assert add_payment(make_invoice("100"), pay("99.99")).status is Status.PARTIAL_PAID
+    assert add_payment(make_invoice("100"), pay("100")).status is Status.PAID
 
 
 def test_late_payment_expires_first_then_records() -> None:

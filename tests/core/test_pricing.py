@@ -54,3 +54,10 @@ def test_valuation_keeps_precision_beyond_28_digits() -> None:
     expected = Decimal(exact // 10**11).scaleb(-8)
     assert table.value(ETH, amount) == expected
     assert str(expected).startswith("370432095431543209542450.5")
+
+
+def test_a_table_values_a_deposit_as_it_values_an_amount() -> None:
+    """``PriceTable.value_deposit``: a fixed table values every invoice's deposit alike."""
+    table = PriceTable("usd", 10, {ETH: Decimal("3000.123456789")})
+    valued = table.value_deposit(None, None, ETH, Decimal("0.1"), 10)  # type: ignore[arg-type]
+    assert valued == table.value(ETH, Decimal("0.1")) == Decimal("300.01234568")

@@ -61,7 +61,7 @@ def test_the_storage_plugin_passes_the_contract_suite(tmp_path: Path) -> None:
         "    store.close()\n",
         encoding="utf-8",
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # as the page runs it
     done = subprocess.run(
         [
             sys.executable,

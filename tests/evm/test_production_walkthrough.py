@@ -4,10 +4,11 @@ The page is the operator's path to a real chain, so it is run rather than copied
 ``<!-- step -->`` blocks run in one shell whose exported variables carry from step to step
 (a state file, as one terminal would keep them), ``<!-- step: background -->`` blocks start
 the long-running processes, and only the values of the ``<!-- environment -->`` block are
-this test's own (and the same names: a variable the page adds must be given here too).
-After the page's steps, a merchant does what the page says it does next: registers a session
-key, creates an invoice through ``paycore serve``, pays it from another account, and the
-worker the page started marks it paid. Then both processes are stopped with SIGTERM.
+taken from the page's local variant (``<!-- environment: local -->``), but for the ports and
+the database, which are this machine's. The merchant's step registers a session key and a
+webhook and creates an invoice through ``paycore serve``; the test then pays it from another
+account, and the worker the page started marks it paid. Then both processes are stopped with
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ import pytest
 from evm_chain import Chain
 from sqlalchemy.engine import URL
 
-from paycore.testing.client import PaycoreClient
-
 pytestmark = pytest.mark.slow
 
 PAGE = Path(__file__).parents[2] / "docs" / "production.md"
 ETH = "31337:0x0000000000000000000000000000000000000000"
-BLOCK = re.compile(r"<!-- (step(?:: background)?|environment) -->\s*\n```sh\n(.*?)```", re.S)
+BLOCK = re.compile(
+    r"<!-- (step(?:: background)?|environment(?:: local)?) -->\s*\n```sh\n(.*?)```", re.S
+)
+#: What the local variant sets beyond the production environment.
+LOCAL_ONLY = {"PAYCORE_WEBHOOK_ALLOW_PRIVATE"}
 
 
 def blocks() -> list[tuple[str, str]]:
@@ -42,6 +45,19 @@ def blocks() -> list[tuple[str, str]]:
 
 def exported_names(code: str) -> set[str]:
     return set(re.findall(r"^export (\w+)=", code, re.M))
+
+
+def local_environment() -> dict[str, str]:
+    """The local variant's values, as the shell reads them (quotes removed, comments dropped)."""
+    [code] = [code for kind, code in blocks() if kind == "environment: local"]
+    values: dict[str, str] = {}
+    for line in code.splitlines():
+        words = shlex.split(line, comments=True)
+        if words:
+            assert words[0] == "export", line
+            name, _, value = words[1].partition("=")
+            values[name] = value
+    return values
 
 
 def free_port() -> int:
@@ -115,18 +131,15 @@ def shell_env(
     chain = anvil_chain
     port = free_port()
     environment = {
-        # the page's environment block, with this machine's values
-        "CHAIN_ID": str(chain.chain_id),
+        **local_environment(),
+        # this machine's: free ports and a fresh schema
         "RPC_URL": chain.rpc_url,
-        "TOKENS": "[]",
-        "PAYCORE_DEPLOYER_KEY": "0x" + bytes(chain.accounts[9].key).hex(),
-        "FEE_RECIPIENT": chain.accounts[8].address,
         "PAYCORE_DATABASE_URL": postgres_schema().render_as_string(hide_password=False),
         "PAYCORE_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "PORT": str(port),
-        "PAYCORE_COINGECKO_ENABLED": "false",  # no internet here: a static table instead
-        "PAYCORE_PRICES": '{"' + ETH + '": "2000"}',
     }
+    assert environment["CHAIN_ID"] == str(chain.chain_id)
+    assert environment["PAYCORE_DEPLOYER_KEY"] == "0x" + bytes(chain.accounts[9].key).hex()
     with chain.isolated():
         shell = Shell(tmp_path, environment)
         try:
@@ -138,17 +151,19 @@ def shell_env(
                     process.wait(timeout=30)
 
 
-def test_the_page_names_every_variable_this_test_gives() -> None:
-    """The environment block is the only thing substituted: same names, both ways."""
-    [environment] = [code for kind, code in blocks() if kind == "environment"]
-    given = {
-        "CHAIN_ID", "RPC_URL", "TOKENS", "PAYCORE_DEPLOYER_KEY", "FEE_RECIPIENT",
-        "PAYCORE_DATABASE_URL", "PAYCORE_PUBLIC_URL", "PORT", "PAYCORE_COINGECKO_ENABLED",
-        "PAYCORE_PRICES",
-    }  # fmt: skip
-    assert exported_names(environment) == given
+def test_the_local_variant_gives_every_variable_the_page_needs() -> None:
+    """The local variant replaces the environment blocks: the same names, both ways, and
+    nothing more than the loopback webhook's permission."""
+    production: set[str] = set()
+    for kind, code in blocks():
+        if kind == "environment":
+            production |= exported_names(code)
+    assert {"CHAIN_ID", "MERCHANT_KEY", "WEBHOOK_URL", "PAYCORE_PRICES"} <= production
+    assert set(local_environment()) == production | LOCAL_ONLY
+    assert local_environment()["PAYCORE_COINGECKO_ENABLED"] == "false"
+    assert ETH in local_environment()["PAYCORE_PRICES"]
     kinds = [kind for kind, _ in blocks()]
-    assert kinds.count("step") >= 5 and kinds.count("step: background") == 2
+    assert kinds.count("step") >= 6 and kinds.count("step: background") == 2
 
 
 def test_production_walkthrough_on_anvil_and_postgres(
@@ -158,7 +173,7 @@ def test_production_walkthrough_on_anvil_and_postgres(
     base = f"http://127.0.0.1:{port}"
     started: list[subprocess.Popen[bytes]] = []
     for kind, code in blocks():
-        if kind == "environment":
+        if kind.startswith("environment"):
             continue
         if kind == "step: background":
             started.append(shell.start(code))
@@ -177,20 +192,15 @@ def test_production_walkthrough_on_anvil_and_postgres(
             assert f"chain {chain.chain_id}" in output or str(chain.chain_id) in output
     web, worker = started
 
-    with httpx.Client(base_url=base, timeout=30) as http:
-        merchant = PaycoreClient(http)
-        merchant.register()
-        created = merchant.post(
-            "/invoice",
-            {"value": "30", "chainId": chain.chain_id, "description": "order 1",
-             "acceptedTokens": [ETH]},
-        )  # fmt: skip
-        assert created.status == 201, created.body
-        invoice = created.json
+    # The merchant's step created the invoice; the buyer's checkout reads it publicly.
+    guid = shell.variable("INVOICE")
+    with httpx.Client(base_url=f"{base}/paycore", timeout=30) as http:
+        invoice = http.get(f"/invoice/{guid}").json()
+        assert invoice["status"] == "init" and invoice["value"] == "30", invoice
         assert invoice["paymentUrl"].startswith(f"{base}/paycore/checkout")
         chain.send_value(chain.accounts[3], invoice["address"], 15 * 10**15)  # 0.015 ETH
         wait_until(
-            lambda: merchant.get(f"/invoice/{invoice['guid']}").json["status"] == "paid",
+            lambda: http.get(f"/invoice/{guid}").json()["status"] == "paid",
             90,
             f"the worker to mark the invoice paid:\n{shell.log(worker)}",
         )

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..accounting.search import invoice_filter, tz_minutes
 from ..domain.records import Json, Transaction
 from ..domain.tokens import normalize_address
 from ..errors import InvalidInput
+from ..gateway import INVOICE_PAGE_MAX
 from .http import Response, json_array_stream, json_response
-from .requests import ChallengeRequest, CreateInvoice, InvoiceQuery, PricesQuery, TransactionQuery
+from .requests import (
+    ChallengeRequest,
+    CreateInvoice,
+    InvoiceQuery,
+    PricesQuery,
+    StatsQuery,
+    TransactionQuery,
+)
 from .routing import Call
 
 
@@ -58,6 +67,8 @@ def invoice_events(call: Call) -> Response:
 def list_invoices(call: Call) -> Any:
     gw = call.gateway
     query = call.read(InvoiceQuery)
+    if query.filtered():
+        return _search(call, query)
     chain_id = query.chain_id
     if query.owner is None and query.address is None:
         raise InvalidInput("owner", "owner or address is required")
@@ -91,6 +102,47 @@ def list_invoices(call: Call) -> Any:
         "offset": off,
         "limit": lim,
     }
+
+
+def _search(call: Call, query: InvoiceQuery) -> Json:
+    """The owner's list narrowed by filters (docs/interface.md, "Search and filters"): by
+    cursor only, with ``total`` counted up to a cap."""
+    if query.owner is None and query.address is not None:
+        raise InvalidInput("status", "filters need owner, not address")
+    if query.offset is not None:
+        raise InvalidInput("offset", "not allowed with filters (use cursor)")
+    if query.cursor is None:
+        raise InvalidInput("cursor", "required with filters (cursor=first begins)")
+    gw = call.gateway
+    owner = call.owner_scope(query.owner)
+    where = invoice_filter(
+        gw.settings,
+        owner,
+        statuses=query.status or (),
+        created_from=query.created_from,
+        created_to=query.created_to,
+        chain_id=query.chain_id,
+        token=query.token,
+        text=query.q,
+    )
+    limit = INVOICE_PAGE_MAX if query.limit is None else query.limit
+    if limit < 1:
+        raise InvalidInput("limit", "must be at least 1")
+    found = gw.search.page(where, query.cursor, min(limit, INVOICE_PAGE_MAX))
+    return {**found.page.to_wire(gw.invoice_wire), "totalCapped": found.capped}
+
+
+def stats(call: Call) -> Json:
+    """GET /stats: the dashboard chart's figures (docs/interface.md §GET /stats)."""
+    query = call.read(StatsQuery)
+    owner = call.owner_scope(query.owner)
+    return call.gateway.search.stats(
+        owner,
+        start=query.start,
+        end=query.end,
+        currency=query.currency,
+        tz_minutes=tz_minutes(query.tz_offset),
+    )
 
 
 def list_transactions(call: Call) -> Json:

@@ -72,6 +72,53 @@ class InvoiceQuery:
     )
     limit: Uint | None = attrs.field(default=None, metadata={"doc": "page size"})
     cursor: str | None = attrs.field(default=None, metadata=_CURSOR)
+    # Filters of the owner's list (search; docs/interface.md "Search and filters").
+    status: tuple[str, ...] | None = attrs.field(
+        default=None,
+        metadata={"doc": "filter: some of init, partialPaid, paid, expired, comma-separated"},
+    )
+    created_from: Uint | None = attrs.field(
+        default=None, metadata={"doc": "filter: created at or after (unix seconds)"}
+    )
+    created_to: Uint | None = attrs.field(
+        default=None, metadata={"doc": "filter: created before (unix seconds)"}
+    )
+    token: str | None = attrs.field(
+        default=None, metadata={"doc": "filter: token address", "schema": {"maxLength": 100}}
+    )
+    q: str | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "filter: text in the description or data (an order id), 3-100 characters",
+            "schema": {"maxLength": 100},
+        },
+    )
+
+    def filtered(self) -> bool:
+        """Whether any search filter is set (``chainId`` alone is the plain list's)."""
+        fields = (self.status, self.created_from, self.created_to, self.token, self.q)
+        return any(value is not None for value in fields)
+
+
+@register
+@attrs.frozen
+class StatsQuery:
+    start: Uint = attrs.field(metadata={"wire": "from", "doc": "unix seconds, inclusive"})
+    end: Uint = attrs.field(
+        metadata={"wire": "to", "doc": "unix seconds, exclusive; at most 366 days after from"}
+    )
+    owner: Address | None = attrs.field(default=None, metadata={"doc": _OWNER})
+    currency: str | None = attrs.field(
+        default=None,
+        metadata={"doc": "a configured fiat currency; vs_currency by default"},
+    )
+    tz_offset: str | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "minutes east of UTC the days are counted in, -840 to 840; 0 by default",
+            "schema": {"pattern": "^-?[0-9]{1,3}$"},
+        },
+    )
 
 
 @register

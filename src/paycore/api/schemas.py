@@ -164,6 +164,41 @@ INVOICE_PAGE = obj(
     limit=INTEGER,
     nextCursor=CURSOR,
     prevCursor=CURSOR,
+    # Only in a filtered list (search): true when ``total`` stopped counting at 1,000.
+    totalCapped={"type": "boolean"},
+)
+_STATS_FIGURES = {"revenue": DECIMAL, "invoices": INTEGER, "paid": INTEGER}
+STATS = obj(
+    ["from", "to", "currency", "tzOffset", "revenue", "days", "byToken", "byStatus"],
+    currency=STRING,
+    tzOffset=INTEGER,
+    revenue=DECIMAL,
+    days={
+        "type": "array",
+        "items": obj(
+            ["day", "start", "revenue", "invoices", "paid"],
+            day={"type": "string", "format": "date"},
+            start=INTEGER,
+            **_STATS_FIGURES,
+        ),
+    },
+    byToken={
+        "type": "array",
+        "items": obj(
+            ["chainId", "token", "revenue", "invoices", "paid"],
+            chainId=INTEGER,
+            token=STRING,
+            **_STATS_FIGURES,
+        ),
+    },
+    byStatus=obj(
+        ["init", "partialPaid", "paid", "expired"],
+        init=INTEGER,
+        partialPaid=INTEGER,
+        paid=INTEGER,
+        expired=INTEGER,
+    ),
+    **{"from": INTEGER, "to": INTEGER},
 )
 TRANSACTION = obj(
     ["type", "txHash", "logIndex", "chainId", "token", "from", "amount", "vsValue", "timestamp"],

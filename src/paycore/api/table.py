@@ -92,6 +92,17 @@ ROUTES: list[Route] = [
     ),
     Route(
         ("GET",),
+        "/stats",
+        invoices.stats,
+        "Revenue per day and by token, and invoice counts by status, over a range",
+        request=rq.StatsQuery,
+        response=schemas.STATS,
+        errors=(400, 401, 403),
+        session="owner",
+        soft_mode="claimed",
+    ),
+    Route(
+        ("GET",),
         "/transactions",
         invoices.list_transactions,
         "Deposits and withdrawals",

@@ -69,6 +69,7 @@ from ..webhooks.records import (
 )
 from .idempotency import IdempotencyKeys
 from .invoice_read import InvoiceRead
+from .search import InvoiceSearch
 
 #: (chain_id, tx_hash, log_index, token): one transfer, the transaction rows' unique key.
 TransferKey = tuple[int, str, int, str]
@@ -90,7 +91,7 @@ class PruneBatch:
     resume_after: int | None
 
 
-class StorageTx(IdempotencyKeys, Protocol):
+class StorageTx(InvoiceSearch, IdempotencyKeys, Protocol):
     """One open unit of work: what ``Storage.transaction()`` yields.
 
     Everything done through one ``StorageTx`` commits together when the ``with`` block ends

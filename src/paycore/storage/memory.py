@@ -63,6 +63,7 @@ from .contract import PruneBatch, StorageTx, TransferPlace
 from .idempotency import IdempotentAnswer
 from .invoice_read import InvoiceRead, read_from
 from .memory_idempotency import IdemKey, MemoryIdempotency
+from .memory_search import MemorySearch
 
 log = logging.getLogger("paycore.events")
 
@@ -249,7 +250,7 @@ class MemoryStorage:
         """Nothing to release; present because the protocol asks for it."""
 
 
-class _MemoryTx(MemoryIdempotency):
+class _MemoryTx(MemorySearch, MemoryIdempotency):
     """One unit of work; only valid inside its ``with`` block (the lock is held there)."""
 
     def __init__(self, tables: _Tables, clock: Callable[[], float]) -> None:

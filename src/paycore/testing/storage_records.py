@@ -48,7 +48,7 @@ def insert_before_0012(url: URL, record: Invoice) -> None:
     from paycore_storage.rows import invoice_row
     from paycore_storage.tables import invoices
 
-    row = {k: v for k, v in invoice_row(record).items() if k != "checkout"}
+    row = {k: v for k, v in invoice_row(record).items() if k not in ("checkout", "search_text")}
     engine = make_engine(url)
     try:
         with engine.begin() as connection:

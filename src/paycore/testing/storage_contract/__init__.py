@@ -39,6 +39,7 @@ from paycore.testing.storage_contract.prices import *  # noqa: F403
 from paycore.testing.storage_contract.races import *  # noqa: F403
 from paycore.testing.storage_contract.refunds import *  # noqa: F403
 from paycore.testing.storage_contract.retention import *  # noqa: F403
+from paycore.testing.storage_contract.search import *  # noqa: F403
 from paycore.testing.storage_contract.sharing import *  # noqa: F403
 from paycore.testing.storage_contract_endpoints import *  # noqa: F403
 from paycore.testing.storage_contract_reads import *  # noqa: F403
