@@ -18,7 +18,9 @@ ratio paycore / ceiling is what paycore itself costs on that server.
   gap between ``floor`` and paycore is paycore's own. An unsigned ``GET`` (no session
   headers: the checkout page's poll) is the public read's floor: one indexed ``SELECT`` of the
   invoice's row by guid on the same driver, autocommitted (no ``BEGIN``/``COMMIT`` round
-  trips, no write lock), then the same bytes.
+  trips, no write lock), then the same bytes. ``GET /paycore/read/invoice/{guid}`` on the
+  floor app is the signed GET's fuller floor: the nonce spent as above, then that same
+  ``SELECT`` of the invoice it answers (a signed read has to read what it returns).
 
     python bench/bare_app.py --framework litestar --port 8001 --bodies bodies.json \\
         [--floor DATABASE_URL]
@@ -177,6 +179,17 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> An
                 return Response(b"refused", status_code=401)
             return Response(get_body, media_type="application/json")
 
+        @get(PREFIX + "/read/invoice/{guid:str}", sync_to_thread=True)
+        def spend_and_read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
+            target = request.scope["raw_path"] + (
+                b"?" + request.scope["query_string"] if request.scope["query_string"] else b""
+            )
+            if not spend(request.headers, target, None):
+                return Response(b"refused", status_code=401)
+            if not lookup(guid):
+                return Response(b"not found", status_code=404)
+            return Response(get_body, media_type="application/json")
+
         @post(PREFIX + "/invoice")
         async def create(request: Request[Any, Any, Any]) -> Response[bytes]:
             from anyio import to_thread
@@ -190,7 +203,8 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> An
     async def health() -> dict[str, bool]:
         return {"ok": True}
 
-    return Litestar([read, create, health], openapi_config=None, logging_config=None)
+    handlers = [read, create, health] + ([spend_and_read] if floor is not None else [])
+    return Litestar(handlers, openapi_config=None, logging_config=None)
 
 
 def flask_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> Any:
@@ -215,6 +229,14 @@ def flask_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> Any:
             return Response(get_body, mimetype="application/json")
         if not signed(None):
             return Response(b"refused", status=401)
+        return Response(get_body, mimetype="application/json")
+
+    @app.get(PREFIX + "/read/invoice/<guid>")
+    def spend_and_read(guid: str) -> Response:
+        if not signed(None):
+            return Response(b"refused", status=401)
+        if floor is not None and not floor.read(guid):
+            return Response(b"not found", status=404)
         return Response(get_body, mimetype="application/json")
 
     @app.post(PREFIX + "/invoice")

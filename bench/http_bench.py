@@ -20,7 +20,9 @@ against three servers:
 - ``floor``: the least a replay-proof signed request can do on that server and database,
   written straight against the libraries: the key recovered from the signature and the nonce
   recorded by one durable statement (and the POST's body in the same transaction), then the
-  same bytes (see ``bare_app.py``). It gets fresh nonces as paycore does. For the public
+  same bytes (see ``bare_app.py``). It gets fresh nonces as paycore does. The signed GET
+  is also measured against ``floor_with_read``: the same, then the public read's ``SELECT``
+  of the invoice it answers, which a signed read cannot skip. For the public
   read the floor is the same framework answering from one indexed ``SELECT`` of the
   invoice's row on the same driver, autocommitted.
 
@@ -111,6 +113,8 @@ FLOOR_NOTES = {
     "post": _SIGNED_FLOOR,
     "public": "floor: one indexed, autocommitted SELECT of the invoice row, nothing else",
     "poll": "floor: the same SELECT, then 304 with no body",
+    "get_read": "floor with the read: key recovery, one durable nonce write, then one "
+    "indexed, autocommitted SELECT of the invoice it answers",
 }
 
 
@@ -498,11 +502,17 @@ def _bench_pair(
             # warm-up: connections, prepared statements, caches
             for pid, port, signed in targets.values():
                 _load(pid, port, "get", uri, args.clients, 0.5, signed, 200)
+            # The signed GET's fuller floor: the nonce, then the invoice's SELECT.
+            read_uri = uri.replace(PREFIX + "/invoice/", PREFIX + "/read/invoice/", 1)
+            sides = {**targets, "floor_read": (floor_pid, floor_port, floor_nonces)}
             samples: dict[tuple[str, str], list[dict[str, float]]] = {}
             for rep in range(args.reps):
                 for kind in args.kinds:
-                    for side, (pid, port, signed) in targets.items():
+                    for side, (pid, port, signed) in sides.items():
+                        if side == "floor_read" and kind != "get":
+                            continue
                         path = PREFIX + "/invoice" if kind == "post" else uri
+                        path = read_uri if side == "floor_read" else path
                         result = _load(
                             pid, port, kind, path, args.clients, args.seconds,
                             signed if SIGNED[kind] else None, EXPECT[kind],
@@ -563,6 +573,24 @@ def _bench_pair(
                 "floor_server_cpu_ms_per_req": round(median(kind, "floor", "server_cpu_ms"), 3),
             }
         )
+        if kind == "get":
+            fuller = median(kind, "floor_read", "req_per_s")
+            rows.append(
+                {
+                    **common,
+                    "endpoint": ENDPOINTS[kind],
+                    "figure": "req_per_s",
+                    "value": round(ours, 1),
+                    "ceiling": "floor_with_read_req_per_s",
+                    "ceiling_value": round(fuller, 1),
+                    "ratio": round(ours / fuller, 3),
+                    "target": TARGETS[kind],
+                    "note": FLOOR_NOTES["get_read"],
+                    "floor_with_read_server_cpu_ms_per_req": round(
+                        median(kind, "floor_read", "server_cpu_ms"), 3
+                    ),
+                }
+            )
     single = median(check, "bare", "req_per_s")
     double = statistics.median(d["req_per_s"] for d in doubled)
     rows.append(

@@ -17,6 +17,14 @@ Litestar:
   Flask app's gateway and Hub, so a socket is a coroutine, and the socket caps answer a
   refused upgrade with 429 before it is switched. The outbox feed thread and the gateway
   are the app's, unchanged.
+- An unsigned GET {prefix}/invoice/{guid} (the checkout page's poll) is answered on the
+  event loop when nothing would wait (``paycore.api.handle_inline``, as under Litestar: a
+  SQLite file's read, no expiry due) and no host code would see the request (no request
+  hooks or guards, no WSGI middleware); otherwise it goes to Flask like any request.
+- GET {prefix}/invoice/{guid}/events (the checkout page's push): the view runs on a
+  thread as any request, opens the stream and hands it over (``view.ASYNC_STREAMS``); the
+  event loop then sends it, a coroutine per stream as under Litestar, so open streams
+  count against ``event_streams_max``, not against the threads.
 - The lifespan's shutdown closes the gateway, as gunicorn's worker-exit hook did.
 
 A bare WSGI app (the benchmark's ceiling) gets the same front without the socket route.
@@ -41,11 +49,16 @@ from typing import Any, TypeVar
 from anyio import to_thread
 
 from paycore import Gateway, Settings
+from paycore.api import Request as PaycoreRequest
+from paycore.api import Response as PaycoreResponse
+from paycore.api import handle_inline, reads_inline
 from paycore.api.http import MAX_BODY
 from paycore.realtime.asgi import Receive, Send, serve_asgi_socket
 from paycore.realtime.hub import Hub, hub_for
+from paycore.realtime.invoice_stream import EventStream
 
 from .extension import PayCoreState
+from .view import ASYNC_STREAMS
 
 log = logging.getLogger("paycore.flask")
 _T = TypeVar("_T")
@@ -81,6 +94,10 @@ class AsgiFront:
         self.gateway = gateway
         self.hub: Hub | None = hub_for(gateway) if gateway is not None else None
         self.ws_path = ws_path
+        #: ``{prefix}/invoice/`` when the checkout's poll may be answered on the event loop
+        #: (:meth:`_inline`), else None.
+        self.inline_prefix: str | None = None
+        self.prefix = ""
         # Created on first use, in the worker (after the fork). A plain executor: its
         # hop is cheaper than anyio's to_thread, and Flask needs none of the caller's
         # context (it pushes its own).
@@ -91,7 +108,11 @@ class AsgiFront:
         """The front for a Flask app: with paycore's socket route when paycore is on it."""
         found = getattr(app, "extensions", {}).get("paycore")
         if isinstance(found, PayCoreState):
-            return cls(app, threads=threads, gateway=found.gateway, ws_path=found.prefix + "/ws")
+            front = cls(app, threads=threads, gateway=found.gateway, ws_path=found.prefix + "/ws")
+            front.prefix = found.prefix
+            if _sees_nothing(app) and reads_inline(found.gateway):
+                front.inline_prefix = found.prefix + "/invoice/"
+            return front
         return cls(app, threads=threads)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -139,12 +160,24 @@ class AsgiFront:
             body = await _read_body(scope, receive)
         except _ClientGone:
             return
+        if self.inline_prefix is not None and self._inline_path(scope) is not None:
+            answered = self._inline(scope)
+            if answered is not None:
+                await _send_answer(send, answered)
+                return
         environ = wsgi_environ(scope, body)
+        streams: list[EventStream] = []
+        environ[ASYNC_STREAMS] = streams
         try:
             status, headers, first, rest = await self._on_thread(_start, self.wsgi, environ)
         except Exception:
+            for stream in streams:
+                stream.close()
             log.exception("the WSGI app raised")
             await _plain(send, 500, b"internal error")
+            return
+        if streams:
+            await _event_stream(streams[0], status, headers, receive, send)
             return
         await send({"type": "http.response.start", "status": status, "headers": headers})
         if rest is None:
@@ -159,6 +192,134 @@ class AsgiFront:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await self._on_thread(_close, rest)
+
+    def _inline_path(self, scope: Scope) -> str | None:
+        """The path below the prefix of a ``GET {prefix}/invoice/{guid}``, else None."""
+        if scope["method"] != "GET" or self.inline_prefix is None:
+            return None
+        path: str = scope["path"]
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        if not path.startswith(self.inline_prefix):
+            return None
+        guid = path[len(self.inline_prefix) :]
+        if not guid or "/" in guid:
+            return None
+        return path[len(self.prefix) :]
+
+    def _inline(self, scope: Scope) -> PaycoreResponse | None:
+        """The checkout's poll answered here, on the loop, as Litestar answers it
+        (``paycore.api.handle_inline``: unsigned, and only when nothing would wait -- a
+        SQLite file's read, no expiry to write); None sends it to Flask on a thread.
+
+        Only for an app on which nothing of the host sees a request (no ``before_request``
+        or ``after_request`` function, guard, teardown or WSGI middleware:
+        :func:`_sees_nothing`), so answering without Flask is answering as Flask would."""
+        below = self._inline_path(scope)
+        assert below is not None and self.gateway is not None
+        environ_like = wsgi_environ(scope, b"")
+        server = scope.get("server") or ("localhost", 80)
+        host = environ_like.get("HTTP_HOST") or f"{server[0]}:{server[1]}"
+        root = environ_like["SCRIPT_NAME"]
+        request = PaycoreRequest(
+            method="GET",
+            path=_wsgi_text(below),
+            query_string=_wsgi_text(environ_like["QUERY_STRING"]),
+            headers={
+                name[5:].replace("_", "-"): value
+                for name, value in environ_like.items()
+                if name.startswith("HTTP_")
+            },
+            body=b"",
+            raw_uri=_wsgi_text(environ_like["RAW_URI"]),
+            root_url=f"{environ_like['wsgi.url_scheme']}://{host}{_wsgi_text(root)}",
+            prefix=self.prefix,
+            client=str(environ_like.get("REMOTE_ADDR") or ""),
+        )
+        return handle_inline(self.gateway, request)
+
+
+def _sees_nothing(app: Any) -> bool:
+    """Whether no host code would see a request to the Flask app: no request hooks (app-
+    wide or a blueprint's: paycore's guards are its blueprint's ``before_request``), no
+    URL preprocessors, no WSGI middleware put in ``app.wsgi_app``."""
+    hooks = (
+        "before_request_funcs",
+        "after_request_funcs",
+        "teardown_request_funcs",
+        "url_value_preprocessors",
+    )
+    if "wsgi_app" in vars(app):
+        return False
+    return not any(funcs for name in hooks for funcs in getattr(app, name, {}).values())
+
+
+def _wsgi_text(value: str) -> str:
+    """Text as WSGI carries it (the bytes as latin-1) back to the client's UTF-8."""
+    return value.encode("latin-1", "replace").decode("utf-8", "replace")
+
+
+async def _send_answer(send: Send, response: PaycoreResponse) -> None:
+    """A whole paycore answer, with the headers Flask would give it."""
+    headers = [
+        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()
+    ]
+    if response.status != 304:  # werkzeug drops a 304's entity headers: so does this
+        headers.append((b"content-type", response.content_type.encode("latin-1")))
+        headers.append((b"content-length", str(len(response.body)).encode("ascii")))
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body, "more_body": False})
+
+
+async def _event_stream(
+    stream: EventStream,
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    receive: Receive,
+    send: Send,
+) -> None:
+    """An event stream a view handed over (``view.ASYNC_STREAMS``), sent from the loop
+    until it ends or the client goes (``http.disconnect``); then its place is given back.
+    Flask's answer supplied the head; its empty body's length is dropped."""
+    chunks = stream.async_chunks()
+    try:
+        if status != 200:  # an after_request hook replaced the answer: no stream then
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        head = [(k, v) for k, v in headers if k != b"content-length"]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+
+        async def pump() -> None:
+            async for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        pumping = asyncio.ensure_future(pump())
+        leaving = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait({pumping, leaving}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (pumping, leaving):
+                task.cancel()
+            for task in (pumping, leaving):
+                with contextlib.suppress(BaseException):
+                    await task
+    except OSError:
+        pass  # the connection went while the head was sent
+    finally:
+        closer = getattr(chunks, "aclose", None)
+        if closer is not None:
+            with contextlib.suppress(Exception):
+                await closer()
+        stream.close()  # safe twice: the generator's own finally closes it too
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the client has gone (the request body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _read_body(scope: Scope, receive: Receive) -> bytes:

@@ -27,6 +27,10 @@ from paycore.errors import PayloadTooLarge
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"]
 
 EXTENSION_KEY = "paycore"
+#: The environ key under which paycore's ASGI front (``paycore_flask.asgi``) hands a view
+#: a list: a view that answers with an event stream puts the stream there, and the front
+#: sends it from its event loop instead of a thread holding it for the stream's life.
+ASYNC_STREAMS = "paycore.async_streams"
 
 _READ_CHUNK = 16 * 1024
 #: How much of a body over MAX_BODY is read and dropped so its connection stays usable
@@ -57,7 +61,16 @@ def answer(path: str) -> FlaskResponse:
     if body is None:
         return to_flask(payload_too_large())
     plain = to_paycore(request.environ, path, body, request.root_url, mount_prefix())
-    return to_flask(for_server(handle_streamed(current_gateway(), plain), threaded=True))
+    response = handle_streamed(current_gateway(), plain)
+    slot = request.environ.get(ASYNC_STREAMS)
+    if response.stream is None or not isinstance(slot, list):
+        return to_flask(for_server(response, threaded=True))
+    # Behind paycore's ASGI front: the event stream goes to the front's event loop (one
+    # coroutine, no thread); this thread answers the head and is free again.
+    served = for_server(response, threaded=False)
+    if served.stream is not None:
+        slot.append(served.stream)
+    return to_flask(served)
 
 
 def checkout_url() -> str:

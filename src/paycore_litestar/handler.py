@@ -30,7 +30,7 @@ from litestar.types import Guard, Method, Middleware, OperationIDCreator
 from litestar.types.internal_types import PathParameterDefinition
 
 from paycore import Gateway
-from paycore.api import MAX_BODY, Route, handle_inline, handle_streamed, routes
+from paycore.api import MAX_BODY, Route, handle_inline, handle_streamed, reads_inline, routes
 from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api.http import text_response
@@ -106,7 +106,7 @@ def build_router(
                 opt={ROUTE_OPT: row.name},
                 status_code=row.status,
                 request_max_body_size=None,
-            )(core_call(gateway, prefix, inline=row.inline))
+            )(core_call(gateway, prefix, inline=row.inline and reads_inline(gateway)))
         )
         if "GET" in methods and "HEAD" not in taken[path]:
             taken[path].add("HEAD")  # paycore answers HEAD as GET: guarded alike, not listed

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Dialect, bindparam, select
+from sqlalchemy import Dialect, and_, bindparam, literal_column, or_, select
 
 from paycore.domain.machine import OPEN
 from paycore.domain.records import Status
@@ -41,70 +41,87 @@ _STATUS = [c.name for c in _INVOICE_COLUMNS].index("status")
 _DEADLINE = [c.name for c in _INVOICE_COLUMNS].index("deadline")
 _REFUND_ID = len(_INVOICE_COLUMNS) + [c.name for c in _REFUND_COLUMNS].index("refund_id")
 
-_READ = Prepared(
-    lambda _: (
-        select(*_INVOICE_COLUMNS, *_REFUND_COLUMNS)
-        .select_from(invoices.outerjoin(refunds, refunds.c.guid == invoices.c.guid))
-        .where(invoices.c.guid == bindparam("guid"))
-        .order_by(refunds.c.seq)
-    ),
-    [*_INVOICE_COLUMNS, *_REFUND_COLUMNS],
+_DETECTED_PREFIX = "detected_"
+_DETECTED_COLUMNS = [
+    column.label(_DETECTED_PREFIX + column.name) for column in detected_transfers.c
+]
+_DETECTED_KEY = [
+    len(_INVOICE_COLUMNS) + len(_REFUND_COLUMNS) + [c.name for c in detected_transfers.c].index(n)
+    for n in ("chain_id", "tx_hash", "log_index", "token")
+]
+#: The statuses whose detected transfers the checkout page shows (as SQL literals: a
+#: statement compiled once takes no expanding ``IN`` parameter).
+_SHOWS_DETECTED = or_(
+    *(invoices.c.status == literal_column(f"'{status.value}'") for status in sorted(OPEN))
 )
 
-
-#: An open invoice's detected transfers (revision 0018), by the (guid, block_number) index.
-_DETECTED_COLUMNS = list(detected_transfers.c)
-_DETECTED = Prepared(
+_READ = Prepared(
     lambda _: (
-        select(*_DETECTED_COLUMNS)
-        .where(detected_transfers.c.guid == bindparam("guid"))
+        select(*_INVOICE_COLUMNS, *_REFUND_COLUMNS, *_DETECTED_COLUMNS)
+        .select_from(
+            invoices.outerjoin(refunds, refunds.c.guid == invoices.c.guid).outerjoin(
+                detected_transfers,
+                and_(detected_transfers.c.guid == invoices.c.guid, _SHOWS_DETECTED),
+            )
+        )
+        .where(invoices.c.guid == bindparam("guid"))
         .order_by(
+            refunds.c.seq,
             detected_transfers.c.block_number,
             detected_transfers.c.tx_hash,
             detected_transfers.c.log_index,
             detected_transfers.c.token,
         )
     ),
-    _DETECTED_COLUMNS,
+    [*_INVOICE_COLUMNS, *_REFUND_COLUMNS, *_DETECTED_COLUMNS],
 )
+
+
+def _part(row: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return {name[len(prefix) :]: value for name, value in row.items() if name.startswith(prefix)}
 
 
 def read_on(
     dialect: Dialect, dbapi: Any, invalidate: Callable[[BaseException], None], guid: str
 ) -> InvoiceRead | None:
-    """The one statement on ``dbapi`` (autocommit, or inside the caller's transaction);
-    a second, by an index, for the detected transfers of an invoice still open (a paid or
-    expired one shows none on the checkout page, so its read stays one statement)."""
+    """The one statement on ``dbapi`` (autocommit, or inside the caller's transaction):
+    the invoice's row joined to its refunds and, while it is open, to its detected
+    transfers (a paid or expired one shows none on the checkout page). One round trip
+    where the detected transfers took a second: each refund's rows repeat every detected
+    transfer, so both are taken once each, by their keys, in their order."""
     rows = _READ.raw(dialect, dbapi, invalidate, {"guid": guid})
     if not rows:
         return None
     first = rows[0]
     detected_rows: list[Any] = []
-    if Status(first[_STATUS]) in OPEN:
-        detected_rows = _DETECTED.raw(dialect, dbapi, invalidate, {"guid": guid})
-    detected = tuple(detected_from_row(_DETECTED.convert(dialect, row)) for row in detected_rows)
+    seen: set[tuple[Any, ...]] = set()
+    for raw in rows:
+        key = tuple(raw[i] for i in _DETECTED_KEY)
+        if key[0] is not None and key not in seen:
+            seen.add(key)
+            detected_rows.append(raw)
+    detected = tuple(
+        detected_from_row(_part(_READ.convert(dialect, row), _DETECTED_PREFIX))
+        for row in detected_rows
+    )
 
     def decode() -> Any:
         converted = [_READ.convert(dialect, row) for row in rows]
         invoice = invoice_from_row(converted[0])
-        found = [
-            refund_from_row(
-                {
-                    name[len(_REFUND_PREFIX) :]: value
-                    for name, value in row.items()
-                    if name.startswith(_REFUND_PREFIX)
-                }
-            )
-            for raw, row in zip(rows, converted, strict=True)
-            if raw[_REFUND_ID] is not None
-        ]
+        found: list[Any] = []
+        taken: set[Any] = set()
+        for raw, row in zip(rows, converted, strict=True):
+            refund_id = raw[_REFUND_ID]
+            if refund_id is not None and refund_id not in taken:
+                taken.add(refund_id)
+                found.append(refund_from_row(_part(row, _REFUND_PREFIX)))
         return with_refunds(invoice, found)
 
     return InvoiceRead(
         guid,
         Status(first[_STATUS]),
         int(first[_DEADLINE]),
-        version_of((rows, detected_rows)),
+        version_of(rows),
         decoded_once(decode),
         detected,
     )

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from flask import Flask, Response, request
@@ -182,5 +183,65 @@ def test_paycore_over_the_front_refuses_a_declared_oversize_body_at_once(tmp_pat
 def test_create_asgi_app_builds_the_standalone_app_behind_the_front() -> None:
     front = create_asgi_app(Settings(database_url="memory://"), prefix="/pay", threads=3)
     assert (front.ws_path, front.threads) == ("/pay/ws", 3)
+    assert front.inline_prefix == "/pay/invoice/"  # nothing of a host hooks the standalone app
     assert front.gateway is not None
     front.gateway.close()
+
+
+def _answer(base: str, path: str, **headers: str) -> tuple[int, bytes, dict[str, str]]:
+    got = httpx.get(base + path, headers=headers, timeout=10)
+    kept = {k: v for k, v in got.headers.items() if k not in ("date", "server")}
+    return got.status_code, got.content, kept
+
+
+def test_the_checkout_poll_is_answered_on_the_loop_as_flask_answers_it(
+    paycore_settings: Settings, tmp_path: Any
+) -> None:
+    """An unsigned GET /invoice/{guid} on a SQLite file is answered by the front itself
+    (no thread, no Flask) with the very status, body and headers Flask's view gives; a
+    request the poll's path does not cover, and any app a host hooks into, go to Flask."""
+    from paycore.testing.chain import FakeChain
+    from paycore_storage import SqlStorage
+
+    url = f"sqlite:///{tmp_path / 'poll.sqlite3'}"
+    gateway = Gateway(
+        attrs.evolve(paycore_settings, database_url=url),
+        storage=SqlStorage(url),
+        entry_points=False,
+    )
+    try:
+        app = create_app(gateway=gateway)
+        invoice = gateway.create_invoice("0x" + "11" * 20, FakeChain(gateway).invoice_fields("1"))
+        front = AsgiFront.for_app(app, threads=1)
+        assert front.inline_prefix == "/paycore/invoice/"
+        path = f"/paycore/invoice/{invoice.guid}"
+        calls: list[str] = []
+        original = front._on_thread
+
+        async def counted(fn: Any, *args: Any) -> Any:
+            calls.append(getattr(fn, "__name__", ""))
+            return await original(fn, *args)
+
+        front._on_thread = counted  # type: ignore[method-assign]
+        with running(front) as base:
+            _answer(base, path)  # the pool's first connection is opened on a thread
+            calls.clear()
+            inline = _answer(base, path)
+            tag = inline[2]["etag"]
+            inline_304 = _answer(base, path, **{"If-None-Match": tag})
+            unknown = "/paycore/invoice/00000000-0000-4000-8000-000000000000"
+            missing = _answer(base, unknown)
+            assert calls == []  # none of the three reached a thread
+            front.inline_prefix = None  # the same requests through Flask
+            assert _answer(base, path) == inline
+            assert _answer(base, path, **{"If-None-Match": tag}) == inline_304
+            assert _answer(base, unknown) == missing
+            assert calls  # these did
+        assert inline[0] == 200 and inline[1] == gateway.invoice_view(invoice.guid).body()
+        assert inline_304[0] == 304 and inline_304[1] == b""
+        assert missing[0] == 404
+        hooked = create_app(gateway=gateway)
+        hooked.before_request(lambda: None)
+        assert AsgiFront.for_app(hooked).inline_prefix is None
+    finally:
+        gateway.close()

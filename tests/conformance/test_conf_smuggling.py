@@ -126,6 +126,7 @@ GET_QUERIES: dict[str, Query] = {
     "/invoice/{guid}": lambda env, owner: "",
     "/invoices": _owner_query,
     "/transactions": _owner_query,
+    "/stats": lambda env, owner: f"owner={owner.address}&from=0&to=86400",
     "/prices": lambda env, owner: "vsCurrency=usd",
     "/auth/pubkeys": _owner_query,
     "/mevStakingInfo": lambda env, owner: f"owners={owner.address}",

@@ -40,6 +40,7 @@ STORAGE_HOLDERS = {
     "paycore/ops/retention.py",
     "paycore/ops/idempotency.py",
     "paycore/accounting/service.py",
+    "paycore/accounting/search.py",
     "paycore/links/service.py",
     "paycore/merchant/service.py",
     # The Gateway's own operations, written in files of their own (paycore.facade).

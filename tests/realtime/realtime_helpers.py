@@ -165,7 +165,9 @@ def _answers(url: str) -> bool:
 @contextlib.contextmanager
 def served(framework: str, gateway: Gateway) -> Iterator[str]:
     """The framework's standalone host app around ``gateway``, under its real server in a
-    thread of this process (werkzeug threaded / uvicorn); yields ``http://127.0.0.1:port``."""
+    thread of this process (werkzeug threaded / uvicorn; ``flask-asgi``: the Flask app
+    behind paycore's ASGI front with two threads, under uvicorn); yields
+    ``http://127.0.0.1:port``."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     if framework == "flask":
@@ -187,11 +189,17 @@ def served(framework: str, gateway: Gateway) -> Iterator[str]:
         return
     import uvicorn
 
-    from paycore_litestar import create_app as litestar_app
+    app: Any
+    if framework == "flask-asgi":  # Flask behind paycore's ASGI front, as paycore serve runs it
+        from paycore_flask import create_app as flask_app
+        from paycore_flask.asgi import AsgiFront
 
-    config = uvicorn.Config(
-        litestar_app(gateway=gateway), host="127.0.0.1", port=port, log_level="warning"
-    )
+        app = AsgiFront.for_app(flask_app(gateway=gateway), threads=2)
+    else:
+        from paycore_litestar import create_app as litestar_app
+
+        app = litestar_app(gateway=gateway)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     uv = uvicorn.Server(config)
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()

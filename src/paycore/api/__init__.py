@@ -54,6 +54,14 @@ def handle_inline(gateway: Gateway, request: Request) -> Response | None:
         return None
 
 
+def reads_inline(gateway: Gateway) -> bool:
+    """Whether :func:`handle_inline` is worth trying on ``gateway``: not when its database
+    is PostgreSQL, whose every read is a round trip an event loop must not wait out (the
+    attempt would end in ``WouldBlock`` after routing the request for nothing). Only a
+    hint: a store that cannot answer inline still refuses, and a thread then answers."""
+    return not gateway.settings.database_url.startswith("postgres")
+
+
 def _shared_router() -> Router:
     global _router
     if _router is None:
@@ -72,5 +80,6 @@ __all__ = [
     "handle",
     "handle_inline",
     "handle_streamed",
+    "reads_inline",
     "routes",
 ]

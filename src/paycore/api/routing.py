@@ -166,6 +166,8 @@ class Route:
 class Router:
     routes: list[Route]
     _compiled: list[tuple[re.Pattern[str], Route]] = attrs.field(init=False)
+    _by_first: dict[str, list[tuple[re.Pattern[str], Route]]] = attrs.field(init=False)
+    _any_first: list[tuple[re.Pattern[str], Route]] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         unclassified = [r.path for r in self.routes if r.soft_mode not in SOFT_MODES]
@@ -177,12 +179,28 @@ class Router:
         # invoice "challenge" of /invoice/{guid}, whatever the method.
         ordered = sorted(self.routes, key=lambda r: "{" in r.path)
         self._compiled = [(r.pattern, r) for r in ordered]
+        # The rows whose first path segment could be a path's, in the same order: a
+        # request tries a handful of patterns, not every row's (58 tries were a tenth of
+        # a signed GET's CPU). A row whose first segment is a parameter joins every list.
+        firsts = {_first_segment(r.path) for r in ordered}
+        self._by_first = {
+            first: [
+                (pattern, r)
+                for pattern, r in self._compiled
+                if _first_segment(r.path) in (first, None)
+            ]
+            for first in firsts
+            if first is not None
+        }
+        self._any_first = [(p, r) for p, r in self._compiled if _first_segment(r.path) is None]
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
         check_text(path, "path")  # a NUL in a guid would reach storage as a query parameter
         allowed: list[str] = []
         literal = False
-        for pattern, route in self._compiled:
+        first = _first_segment(path)
+        rows = self._compiled if first is None else self._by_first.get(first, self._any_first)
+        for pattern, route in rows:
             if literal and "{" in route.path:
                 break  # a literal path is its own resource: its rows' methods are all there are
             found = pattern.fullmatch(path)
@@ -195,6 +213,15 @@ class Router:
         if allowed:
             raise MethodNotAllowed(path, allowed)
         raise RouteNotFound(path)
+
+
+def _first_segment(path: str) -> str | None:
+    """The text between a path's first and second slash; None when it holds a parameter
+    (a row's ``{name}``) or the path does not start with a slash (then every row is tried)."""
+    if not path.startswith("/"):
+        return None
+    first = path[1:].split("/", 1)[0]
+    return None if "{" in first else first
 
 
 class RouteNotFound(PaycoreError):

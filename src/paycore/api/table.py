@@ -60,7 +60,6 @@ ROUTES: list[Route] = [
         "Read an invoice (lazy expiry)",
         response=schemas.INVOICE,
         errors=(401, 404),
-        one_transaction=True,
         soft_mode="public",
         conditional=True,
         inline=True,

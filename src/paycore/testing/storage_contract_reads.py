@@ -14,12 +14,14 @@ import attrs
 
 from paycore.domain.records import RateSource, Refund, RefundStatus, Status
 from paycore.storage import Storage
+from paycore.testing.storage_detected import detected
 from paycore.testing.storage_records import OWNER, USDT, invoice, payment
 
 __all__ = [
     "test_read_invoice_of_an_unknown_guid_is_none",
     "test_read_invoice_reads_the_record_and_its_refunds",
     "test_read_invoice_version_is_stable_and_follows_every_change",
+    "test_read_invoice_of_an_open_invoice_takes_each_refund_and_transfer_once",
 ]
 
 
@@ -107,3 +109,33 @@ def test_read_invoice_version_is_stable_and_follows_every_change(storage: Storag
     except RuntimeError:
         pass
     assert version() == versions[-1]  # a rolled-back change changes nothing
+
+
+def test_read_invoice_of_an_open_invoice_takes_each_refund_and_transfer_once(
+    storage: Storage,
+) -> None:
+    """An open invoice with refunds and detected transfers at once: a store that reads
+    them in one joined statement meets each refund once per detected transfer, and must
+    still give each once, in order -- refunds by creation, transfers by block."""
+    record = invoice(status=Status.PARTIAL_PAID)
+    found = (
+        detected(2, guid=record.guid, block=101),
+        detected(1, guid=record.guid, block=102),
+        detected(3, guid=record.guid, block=102, log_index=1),
+    )
+    with storage.transaction() as tx:
+        tx.insert_invoice(record)
+        tx.insert_refund(_refund(record.guid, 1))
+        tx.insert_refund(_refund(record.guid, 2))
+        tx.replace_detected(1, list(reversed(found)))
+    read = storage.read_invoice(record.guid)
+    assert read is not None and read.status == Status.PARTIAL_PAID
+    assert read.detected == found
+    assert read.invoice().refunds == (_refund(record.guid, 1), _refund(record.guid, 2))
+    paid = attrs.evolve(record, status=Status.PAID)
+    with storage.transaction() as tx:
+        tx.update_invoice(paid)
+    settled = storage.read_invoice(record.guid)
+    assert settled is not None
+    assert settled.detected == ()  # a settled invoice shows none
+    assert settled.invoice().refunds == (_refund(record.guid, 1), _refund(record.guid, 2))
