@@ -69,6 +69,7 @@ from .invoice_views import InvoiceView, InvoiceViews, salt_of
 from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
+from .payouts.service import Payouts
 from .notify import Notifier
 from .ops.idempotency import Idempotency
 from .ops.limits import client_limits
@@ -186,6 +187,7 @@ class Gateway:
         #: Idempotency keys of creating writes (``Idempotency-Key``; docs/decisions.md).
         self.idempotency = Idempotency(units, self.now)
         self.chains: dict[int, ChainBackend] = {}
+        self.payouts = Payouts(units, self.settings, self.chains, self.now)
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:
                 self.chains.setdefault(chain_id, backend)

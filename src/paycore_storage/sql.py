@@ -138,6 +138,7 @@ from .detected import DetectedStatements
 from .endpoints import EndpointStatements
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .idempotency import IdempotencyStatements
+from .payouts import PayoutStatements
 from .invoice_read import read_on
 from .migrations import migrate
 from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
@@ -664,6 +665,7 @@ class SqlStorage:
 
 class SqlTx(
     RefundStatements,
+    PayoutStatements,
     IdempotencyStatements,
     DetectedStatements,
     SignalLeaseStatements,

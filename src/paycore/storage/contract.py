@@ -68,6 +68,7 @@ from ..webhooks.records import (
     WebhookEndpoint,
 )
 from .idempotency import IdempotencyKeys
+from .payouts import PayoutStore
 from .invoice_read import InvoiceRead
 
 #: (chain_id, tx_hash, log_index, token): one transfer, the transaction rows' unique key.
@@ -90,7 +91,7 @@ class PruneBatch:
     resume_after: int | None
 
 
-class StorageTx(IdempotencyKeys, Protocol):
+class StorageTx(IdempotencyKeys, PayoutStore, Protocol):
     """One open unit of work: what ``Storage.transaction()`` yields.
 
     Everything done through one ``StorageTx`` commits together when the ``with`` block ends

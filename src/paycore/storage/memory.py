@@ -63,6 +63,8 @@ from .contract import PruneBatch, StorageTx, TransferPlace
 from .idempotency import IdempotentAnswer
 from .invoice_read import InvoiceRead, read_from
 from .memory_idempotency import IdemKey, MemoryIdempotency
+from ..payouts.records import Payout, PayoutBatch
+from .memory_payouts import MemoryPayouts
 
 log = logging.getLogger("paycore.events")
 
@@ -142,6 +144,8 @@ class _Tables:
     idempotency: dict[IdemKey, IdempotentAnswer] = attrs.field(factory=dict)
     #: chain -> its detected transfers by key; each chain's dict is replaced whole.
     detected: dict[int, dict[DetectedKey, Detected]] = attrs.field(factory=dict)
+    payout_batches: dict[str, PayoutBatch] = attrs.field(factory=dict)  # revision 0021
+    payouts: dict[tuple[str, int], Payout] = attrs.field(factory=dict)  # (batch, line)
     last_event_id: int = 0
     last_invoice_seq: int = 0
     last_delivery_id: int = 0
@@ -249,7 +253,7 @@ class MemoryStorage:
         """Nothing to release; present because the protocol asks for it."""
 
 
-class _MemoryTx(MemoryIdempotency):
+class _MemoryTx(MemoryIdempotency, MemoryPayouts):
     """One unit of work; only valid inside its ``with`` block (the lock is held there)."""
 
     def __init__(self, tables: _Tables, clock: Callable[[], float]) -> None:
