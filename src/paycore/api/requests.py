@@ -33,6 +33,7 @@ from ..management.requests import (
 )
 from ..management.staking import Claim, StakeChange, StakingInfo
 from ..merchant.profile import NewProfile
+from ..payouts.requests import ConfirmPayouts, CreatePayouts, PayoutsQuery
 from ..webhooks.endpoints import MAX_ID as MAX_ENDPOINT_ID
 from .wire import register
 
@@ -51,6 +52,9 @@ _CURSOR = {
 # CreateInvoice and CreateRefund live in the domain, below the Gateway that takes them.
 register(CreateInvoice)
 register(CreateRefund)
+# Batch payouts' requests live with them (paycore.payouts.requests).
+for _cls in (CreatePayouts, PayoutsQuery, ConfirmPayouts):
+    register(_cls)
 
 
 @register

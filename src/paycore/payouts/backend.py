@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from ..domain.records import Json
+from ..domain.registry import TokenMeta
 from .rows import PayoutRow
 
 
@@ -54,8 +55,9 @@ class PayoutBackend(Protocol):
         as few as the chain's block gas limit allows; ``ref`` (16 bytes) tags each call.
         ``InvalidInput`` when the owner's funds cannot cover the rows."""
 
-    def token_decimals(self, chain_id: int, tokens: Sequence[str]) -> dict[str, int]:
-        """The decimals of ``tokens`` as their contracts report them (those that answer)."""
+    def token_facts(self, chain_id: int, tokens: Sequence[str]) -> dict[str, TokenMeta]:
+        """Decimals and symbol of ``tokens`` as their contracts report them (those that
+        answer)."""
 
     def mined_call(self, chain_id: int, tx_hash: str) -> MinedCall | None:
         """The mined transaction ``tx_hash``, or None while it is unknown or not mined."""

@@ -23,7 +23,7 @@ import attrs
 from ..config import Settings
 from ..domain.aliases import resolve_token
 from ..domain.money import parse_amount, to_base_units
-from ..domain.registry import TokenMeta, by_symbol, describe
+from ..domain.registry import TokenMeta, by_symbol, describe, symbol_key
 from ..domain.tokens import NATIVE, normalize_address, normalize_token_address
 from ..errors import InvalidInput
 from ..ops.redaction import redact
@@ -66,7 +66,7 @@ class BadRows(InvalidInput):
 
 
 def _token(
-    settings: Settings, chain_id: int, raw: object, read: Mapping[str, int]
+    settings: Settings, chain_id: int, raw: object, read: Mapping[str, TokenMeta]
 ) -> TokenMeta:
     if not isinstance(raw, str) or not raw.strip():
         raise InvalidInput("token", "is required: a token address, symbol or {chainId}:{address}")
@@ -79,13 +79,16 @@ def _token(
     elif text.isalnum() and len(text) <= 12 and not text.startswith(("0x", "0X")):
         meta = by_symbol(settings, chain_id, text)
         if meta is None:
+            wanted = symbol_key(text)
+            meta = next((m for m in read.values() if symbol_key(m.symbol) == wanted), None)
+        if meta is None:
             raise InvalidInput("token", f"no token {text!r} known on chain {chain_id}")
         return meta
     else:
         address = normalize_token_address(chain_id, text, "token")
     meta = describe(settings, chain_id, address)
-    if meta is None and address in read:
-        meta = TokenMeta(address, "", read[address])
+    if meta is None:
+        meta = read.get(address)
     if meta is None:
         raise InvalidInput(
             "token",
@@ -100,10 +103,11 @@ def check_row(
     chain_id: int,
     line: int,
     row: Mapping[str, object],
-    read: Mapping[str, int] | None = None,
+    read: Mapping[str, TokenMeta] | None = None,
 ) -> PayoutRow:
     """One row, or ``InvalidInput`` naming the first thing wrong with it. ``read``: the
-    decimals of configured tokens that only the chain knows, read by the caller."""
+    facts (decimals, symbol) of configured tokens that only the chain knows, read by the
+    caller."""
     unknown = sorted(set(row) - set(COLUMNS) - {"to"})
     if unknown:
         raise InvalidInput(str(unknown[0])[:40], "is not a column (address, token, amount, reference)")
@@ -132,7 +136,7 @@ def check_rows(
     settings: Settings,
     chain_id: int,
     rows: Iterable[tuple[int, Mapping[str, object]]],
-    read: Mapping[str, int] | None = None,
+    read: Mapping[str, TokenMeta] | None = None,
 ) -> list[PayoutRow]:
     """Every row checked; ``BadRows`` listing each bad one when any is."""
     good: list[PayoutRow] = []

@@ -90,11 +90,12 @@ class Payouts:
     def check(
         self, chain_id: int, numbered: Sequence[tuple[int, Mapping[str, object]]]
     ) -> list[PayoutRow]:
-        """``rows.check_rows`` with the decimals of the chain's configured tokens that only
-        the chain knows, read first (one batch of calls, and none when all are known)."""
+        """``rows.check_rows`` with the decimals and symbols of the chain's configured tokens
+        that only the chain knows, read first (one batch of calls, none when all are known,
+        and cached by the chain for good: a deployed token's decimals never change)."""
         backend, _contract = self._backend(chain_id)
         unread = unread_tokens(self.settings, chain_id)
-        read = backend.token_decimals(chain_id, unread) if unread else {}
+        read = backend.token_facts(chain_id, unread) if unread else {}
         return check_rows(self.settings, chain_id, numbered, read)
 
     def create(self, owner: str, chain_id: int, rows: Sequence[PayoutRow]) -> CreatedBatch:

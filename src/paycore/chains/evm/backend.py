@@ -19,6 +19,7 @@ from paycore.chains.admin import ChainSync
 from paycore.chains.routing import RoutingBackend, allocated_indexes, invoices_of
 from paycore.config import ChainConfig
 from paycore.domain.records import Json
+from paycore.domain.registry import TokenMeta
 from paycore.payouts.backend import BuiltPayouts, MinedCall
 from paycore.payouts.rows import PayoutRow
 
@@ -85,9 +86,8 @@ class EvmBackend(RoutingBackend[EvmChain]):
     ) -> BuiltPayouts:
         return EvmPayouts(self.chain(chain_id)).build_payouts(owner, contract, ref, rows)
 
-    def token_decimals(self, chain_id: int, tokens: Sequence[str]) -> dict[str, int]:
-        found = self.chain(chain_id).token_meta(tokens)
-        return {token: meta.decimals for token, meta in found.items()}
+    def token_facts(self, chain_id: int, tokens: Sequence[str]) -> dict[str, TokenMeta]:
+        return self.chain(chain_id).token_meta(tokens)
 
     def mined_call(self, chain_id: int, tx_hash: str) -> MinedCall | None:
         return EvmPayouts(self.chain(chain_id)).mined_call(tx_hash)
