@@ -69,13 +69,13 @@ from .invoice_views import InvoiceView, InvoiceViews, salt_of
 from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
-from .payouts.service import Payouts
 from .notify import Notifier
 from .ops.idempotency import Idempotency
 from .ops.limits import client_limits
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
 from .ops.retention import Retention
+from .payouts.service import Payouts
 from .plugins.manager import collect, plugin_manager
 from .prices.parking import ParkedDeposits, park_in
 from .prices.pricing import PriceSource, PriceTable

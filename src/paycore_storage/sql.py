@@ -138,11 +138,11 @@ from .detected import DetectedStatements
 from .endpoints import EndpointStatements
 from .engine import advisory_key, database_url, is_memory_sqlite, make_engine, unavailable
 from .idempotency import IdempotencyStatements
-from .payouts import PayoutStatements
 from .invoice_read import read_on
 from .migrations import migrate
 from .outbox_signal import CHANNEL as OUTBOX_CHANNEL
 from .outbox_signal import PostgresListen, SqliteDataVersion
+from .payouts import PayoutStatements
 from .prepared import Prepared, copy_rows, on_dbapi, on_driver
 from .refunds import RefundStatements
 from .rows import (

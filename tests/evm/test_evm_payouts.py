@@ -74,7 +74,12 @@ def test_a_mixed_batch_pays_every_row_and_confirms_each(evm: Deployment) -> None
     )
     assert decoded["recipients"] == people
     assert decoded["amounts"] == [
-        str(25 * 10**16), str(15 * 10**17), "12345678", "1", "7000000", "8500000"
+        str(25 * 10**16),
+        str(15 * 10**17),
+        "12345678",
+        "1",
+        "7000000",
+        "8500000",
     ]
 
     for approval in wire["approvals"]:
@@ -103,7 +108,12 @@ def test_a_mixed_batch_pays_every_row_and_confirms_each(evm: Deployment) -> None
 
     tokens = [None, None, evm.token.address, evm.token.address] + [evm.token_no_return.address] * 2
     assert _balances(evm, list(zip(tokens, people, strict=True))) == [
-        25 * 10**16, 15 * 10**17, 12_345_678, 1, 7_000_000, 8_500_000
+        25 * 10**16,
+        15 * 10**17,
+        12_345_678,
+        1,
+        7_000_000,
+        8_500_000,
     ]
     assert evm.chain.balance(batch_pay) == 0  # nothing stays in the contract
     gateway.close()
@@ -134,7 +144,9 @@ def test_a_reverted_call_fails_its_rows_and_foreign_hashes_are_refused(evm: Depl
     assert kinds == ["payout.failed"]
 
     # The approval's hash is the owner's, but not a call of this batch.
-    approval_hash = _send(evm, {**approval, "nonce": evm.chain.w3.eth.get_transaction_count(owner)})[0]
+    approval_hash = _send(
+        evm, {**approval, "nonce": evm.chain.w3.eth.get_transaction_count(owner)}
+    )[0]
     with pytest.raises(InvalidInput, match="is not a transaction of batch"):
         gateway.payouts.confirm(owner, created.batch.id, [approval_hash])
     gateway.close()

@@ -33,7 +33,9 @@ from ..management.requests import (
 )
 from ..management.staking import Claim, StakeChange, StakingInfo
 from ..merchant.profile import NewProfile
-from ..payouts.requests import ConfirmPayouts, CreatePayouts, PayoutsQuery
+from ..payouts.requests import ConfirmPayouts as ConfirmPayouts
+from ..payouts.requests import CreatePayouts as CreatePayouts
+from ..payouts.requests import PayoutsQuery as PayoutsQuery
 from ..webhooks.endpoints import MAX_ID as MAX_ENDPOINT_ID
 from .wire import register
 
@@ -53,8 +55,9 @@ _CURSOR = {
 register(CreateInvoice)
 register(CreateRefund)
 # Batch payouts' requests live with them (paycore.payouts.requests).
-for _cls in (CreatePayouts, PayoutsQuery, ConfirmPayouts):
-    register(_cls)
+register(CreatePayouts)
+register(PayoutsQuery)
+register(ConfirmPayouts)
 
 
 @register

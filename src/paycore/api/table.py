@@ -174,7 +174,7 @@ ROUTES: list[Route] = [
         response=schemas.PAYOUTS_READ,
         errors=(400, 401, 403, 404),
         session="owner",
-        soft_mode="session",
+        soft_mode="claimed",
     ),
     Route(
         ("POST",),

@@ -110,7 +110,9 @@ def check_row(
     caller."""
     unknown = sorted(set(row) - set(COLUMNS) - {"to"})
     if unknown:
-        raise InvalidInput(str(unknown[0])[:40], "is not a column (address, token, amount, reference)")
+        raise InvalidInput(
+            str(unknown[0])[:40], "is not a column (address, token, amount, reference)"
+        )
     raw_to = row.get("address", row.get("to"))
     if raw_to is None or raw_to == "":
         raise InvalidInput("address", "is required")

@@ -49,7 +49,10 @@ def batch_wire(batch: PayoutBatch, payouts: Sequence[Payout]) -> Json:
     counts = {s.value: 0 for s in PayoutStatus}
     for p in payouts:
         counts[p.status.value] += 1
-    return {"batch": {**batch.to_wire(), "counts": counts}, "payouts": [p.to_wire() for p in payouts]}
+    return {
+        "batch": {**batch.to_wire(), "counts": counts},
+        "payouts": [p.to_wire() for p in payouts],
+    }
 
 
 def _tx_hash(raw: object, field: str) -> str:

@@ -68,8 +68,8 @@ from ..webhooks.records import (
     WebhookEndpoint,
 )
 from .idempotency import IdempotencyKeys
-from .payouts import PayoutStore
 from .invoice_read import InvoiceRead
+from .payouts import PayoutStore
 
 #: (chain_id, tx_hash, log_index, token): one transfer, the transaction rows' unique key.
 TransferKey = tuple[int, str, int, str]

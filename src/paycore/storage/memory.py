@@ -48,6 +48,7 @@ from ..domain.records import (
 from ..links.records import LinkUse, PaymentLink
 from ..management.records import AppKey, AppKeyAdd, EmailSetting
 from ..merchant.profile import MerchantProfile
+from ..payouts.records import Payout, PayoutBatch
 from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from ..webhooks.records import (
     DEFAULT_ENDPOINT,
@@ -63,7 +64,6 @@ from .contract import PruneBatch, StorageTx, TransferPlace
 from .idempotency import IdempotentAnswer
 from .invoice_read import InvoiceRead, read_from
 from .memory_idempotency import IdemKey, MemoryIdempotency
-from ..payouts.records import Payout, PayoutBatch
 from .memory_payouts import MemoryPayouts
 
 log = logging.getLogger("paycore.events")

@@ -90,7 +90,9 @@ class EvmPayouts:
     def __init__(self, chain: EvmChain) -> None:
         self.chain = chain
 
-    def build_payouts(self, owner: str, contract: str, ref: bytes, rows: Sequence[PayoutRow]) -> BuiltPayouts:
+    def build_payouts(
+        self, owner: str, contract: str, ref: bytes, rows: Sequence[PayoutRow]
+    ) -> BuiltPayouts:
         chain = self.chain
         totals: dict[str, int] = {}
         for row in rows:
@@ -137,7 +139,11 @@ class EvmPayouts:
             held = abi.decode_uint(held_raw)
             if held < totals[token]:
                 meta = chain.config.token_info.get(token)
-                decimals = chain.config.native_decimals if token == NATIVE else (meta.decimals if meta else 0)
+                decimals = (
+                    chain.config.native_decimals
+                    if token == NATIVE
+                    else (meta.decimals if meta else 0)
+                )
                 raise InvalidInput(
                     "rows",
                     f"the rows pay {to_text(from_base_units(totals[token], decimals))} of {token} "
