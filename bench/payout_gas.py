@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "evm"))
 
 from evm_chain import Deployment, connect, deploy_paycore, find_anvil, run_anvil  # noqa: E402
 
-from paycore import NATIVE, ChainConfig, Gateway, Settings  # noqa: E402
+from paycore import ChainConfig, Gateway, Settings  # noqa: E402
 from paycore.chains.evm import plugin  # noqa: E402
 from paycore_storage import SqlStorage  # noqa: E402
 
