@@ -5,7 +5,11 @@ under the plugin name ``email`` when ``Settings.smtp_host`` is set. It mails an 
 where the owner stored an address for the chain and the operator enabled it
 (``paycore.management.service.enable_email``).
 
-What is mailed, and once only:
+It also mails the buyer's receipts (``notify.receipts``): when an invoice created with a
+``buyerEmail`` is paid, and when a refund of it is confirmed -- whatever the owner's own
+notice settings, since the buyer asked for them through the merchant.
+
+What is mailed to the owner, and once only:
 - a deposit: every payment of a changed invoice that has not been announced yet -- the
   change that attributed it; the same payment riding along on a later change (expiry, a
   further payment) is not announced again;
@@ -41,6 +45,7 @@ from ..domain.registry import describe
 from ..domain.tokens import NATIVE
 from ..plugins.hookspecs import RegisterNotifier, hookimpl
 from .contract import BaseNotifier
+from .receipts import RECEIPT_EVENTS, receipts
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
@@ -166,7 +171,11 @@ class EmailNotifier(BaseNotifier):
     # -- Notifier -------------------------------------------------------------------------
     def invoice_changed(self, owner: str, payload: Json) -> None:
         gateway = self.gateway
-        if gateway is None or not payload.get("payments"):
+        if gateway is None:
+            return
+        if getattr(payload, "type", None) in RECEIPT_EVENTS:
+            self._receipts(gateway, payload)
+        if not payload.get("payments"):
             return
         by_key: dict[str, Json] = {
             "deposit:{chainId}:{txHash}:{logIndex}:{token}".format(**payment): payment
@@ -193,6 +202,19 @@ class EmailNotifier(BaseNotifier):
         if found is None or not found[1]:
             return
         self._send_later(withdrawal_notice(self.settings, found[0].email, item))
+
+    def _receipts(self, gateway: Gateway, payload: Json) -> None:
+        """The buyer's receipts this event calls for (``notify.receipts``), each claimed
+        once in storage before it is queued."""
+        with gateway.storage.transaction() as tx:
+            invoice = tx.get_invoice(str(payload["guid"]))
+            if invoice is None:
+                return
+            now = gateway.now()
+            wanted = receipts(self.settings, invoice, payload)
+            claimed = [notice for key, notice in wanted if tx.claim_notice(key, now)]
+        for notice in claimed:
+            self._send_later(notice)
 
     # -- the sending thread ---------------------------------------------------------------
     def _send_later(self, notice: Mapping[str, str]) -> None:

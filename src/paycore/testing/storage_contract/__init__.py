@@ -38,6 +38,7 @@ from paycore.testing.storage_contract.outbox import *  # noqa: F403
 from paycore.testing.storage_contract.payouts import *  # noqa: F403
 from paycore.testing.storage_contract.prices import *  # noqa: F403
 from paycore.testing.storage_contract.races import *  # noqa: F403
+from paycore.testing.storage_contract.receipts import *  # noqa: F403
 from paycore.testing.storage_contract.refunds import *  # noqa: F403
 from paycore.testing.storage_contract.retention import *  # noqa: F403
 from paycore.testing.storage_contract.sharing import *  # noqa: F403

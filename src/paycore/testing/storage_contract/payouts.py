@@ -70,8 +70,10 @@ def test_settling_moves_only_the_calls_pending_rows_and_only_once(storage: Stora
     with storage.transaction() as tx:
         settled = tx.settle_payouts(BATCH, 0, PayoutStatus.CONFIRMED, HASH, 1_800_000_000)
     first, second, third = rows()
-    done = {"status": PayoutStatus.CONFIRMED, "tx_hash": HASH, "updated_at": 1_800_000_000}
-    assert settled == [attrs.evolve(first, **done), attrs.evolve(second, **done)]
+    assert settled == [
+        attrs.evolve(p, status=PayoutStatus.CONFIRMED, tx_hash=HASH, updated_at=1_800_000_000)
+        for p in (first, second)
+    ]
     with storage.transaction() as tx:
         assert tx.settle_payouts(BATCH, 0, PayoutStatus.FAILED, HASH, 1_900_000_000) == []
         assert tx.payouts_of(BATCH) == [*settled, third]
