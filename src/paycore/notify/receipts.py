@@ -93,9 +93,9 @@ def _body(intro: str, lines: list[tuple[str, Any]]) -> str:
     return f"{intro}\n\n{rows}\n"
 
 
-def receipts(settings: Settings, invoice: Invoice, payload: Mapping[str, Any]) -> list[
-    tuple[str, Json]
-]:
+def receipts(
+    settings: Settings, invoice: Invoice, payload: Mapping[str, Any]
+) -> list[tuple[str, Json]]:
     """The receipts an event of ``invoice`` calls for, each with its once-only key:
     ``invoice.paid`` -> the paid receipt; ``invoice.refunded`` -> one per confirmed refund
     (the key makes those already sent no-ops). Nothing without a buyer e-mail."""
