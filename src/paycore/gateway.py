@@ -70,6 +70,7 @@ from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
 from .notify import Notifier
+from .notify.receipts import Receipts
 from .ops.idempotency import Idempotency
 from .ops.limits import client_limits
 from .ops.outages import OutageLog
@@ -188,6 +189,7 @@ class Gateway:
         self.idempotency = Idempotency(units, self.now)
         self.chains: dict[int, ChainBackend] = {}
         self.payouts = Payouts(units, self.settings, self.chains, self.now)
+        self.receipts = Receipts(units, self.settings, self.now)
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:
                 self.chains.setdefault(chain_id, backend)

@@ -42,6 +42,8 @@ STORAGE_HOLDERS = {
     "paycore/accounting/service.py",
     "paycore/links/service.py",
     "paycore/merchant/service.py",
+    "paycore/payouts/service.py",
+    "paycore/notify/receipts.py",
 }
 
 

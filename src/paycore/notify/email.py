@@ -45,7 +45,6 @@ from ..domain.registry import describe
 from ..domain.tokens import NATIVE
 from ..plugins.hookspecs import RegisterNotifier, hookimpl
 from .contract import BaseNotifier
-from .receipts import RECEIPT_EVENTS, receipts
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
@@ -173,8 +172,8 @@ class EmailNotifier(BaseNotifier):
         gateway = self.gateway
         if gateway is None:
             return
-        if getattr(payload, "type", None) in RECEIPT_EVENTS:
-            self._receipts(gateway, payload)
+        for notice in gateway.receipts.claim(payload):  # the buyer's, when asked for
+            self._send_later(notice)
         if not payload.get("payments"):
             return
         by_key: dict[str, Json] = {
@@ -202,19 +201,6 @@ class EmailNotifier(BaseNotifier):
         if found is None or not found[1]:
             return
         self._send_later(withdrawal_notice(self.settings, found[0].email, item))
-
-    def _receipts(self, gateway: Gateway, payload: Json) -> None:
-        """The buyer's receipts this event calls for (``notify.receipts``), each claimed
-        once in storage before it is queued."""
-        with gateway.storage.transaction() as tx:
-            invoice = tx.get_invoice(str(payload["guid"]))
-            if invoice is None:
-                return
-            now = gateway.now()
-            wanted = receipts(self.settings, invoice, payload)
-            claimed = [notice for key, notice in wanted if tx.claim_notice(key, now)]
-        for notice in claimed:
-            self._send_later(notice)
 
     # -- the sending thread ---------------------------------------------------------------
     def _send_later(self, notice: Mapping[str, str]) -> None:

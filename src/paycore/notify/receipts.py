@@ -10,7 +10,7 @@ processes and restarts, whatever the number of events that carry the same state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..config import Settings
@@ -19,6 +19,7 @@ from ..domain.invoices import RECEIPT_LANGUAGES
 from ..domain.records import Invoice, Json
 from ..domain.registry import describe
 from ..domain.tokens import NATIVE
+from ..storage.contract import Storage
 
 #: Per language: the two subjects and the labels, in the order the body shows them.
 TEXTS: Mapping[str, Mapping[str, str]] = {
@@ -137,3 +138,26 @@ def receipts(
         }
         found.append((f"receipt:refund:{refund['id']}", notice))
     return found
+
+
+class Receipts:
+    """The receipts an invoice event calls for, each claimed once in storage: what the mail
+    notifier asks the Gateway for (``Gateway.receipts``) before it queues them."""
+
+    def __init__(self, storage: Storage, settings: Settings, now: Callable[[], int]) -> None:
+        self._storage = storage
+        self.settings = settings
+        self.now = now
+
+    def claim(self, payload: Mapping[str, Any]) -> list[Json]:
+        """The receipts of this event not sent before; each is claimed as it is returned,
+        so it is the caller's to send (a failed send is not retried by a later event)."""
+        if getattr(payload, "type", None) not in RECEIPT_EVENTS:
+            return []
+        with self._storage.transaction() as tx:
+            invoice = tx.get_invoice(str(payload["guid"]))
+            if invoice is None:
+                return []
+            now = self.now()
+            wanted = receipts(self.settings, invoice, payload)
+            return [notice for key, notice in wanted if tx.claim_notice(key, now)]

@@ -74,7 +74,7 @@ class Payouts:
         chains: Mapping[int, object],
         now: Callable[[], int],
     ) -> None:
-        self.storage = storage
+        self._storage = storage
         self.settings = settings
         self.chains = chains
         self.now = now
@@ -131,13 +131,13 @@ class Payouts:
             for index, call in enumerate(built.calls)
             for row in call.rows
         )
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             tx.insert_payout_batch(batch, payouts)
         return CreatedBatch(batch, payouts, built)
 
     def get(self, owner: str, batch_id: str) -> tuple[PayoutBatch, list[Payout]]:
         """The batch and its rows; 404 for a batch that is not ``owner``'s (as for none)."""
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             batch = tx.get_payout_batch(batch_id)
             if batch is None or batch.owner != owner:
                 raise NotFound(f"payout batch {batch_id} not found")
@@ -171,7 +171,7 @@ class Payouts:
             found.append((tx_hash, batch.calls.index(mined.data_hash), mined.success))
         now = self.now()
         answers: list[Json] = []
-        with self.storage.transaction() as tx:
+        with self._storage.transaction() as tx:
             events: list[NewEvent] = []
             for tx_hash, item in zip(hashes, found, strict=True):
                 if item is None:
