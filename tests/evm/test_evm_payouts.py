@@ -5,6 +5,7 @@ balances are read by an independent client (ethers, tests/node/ethers_payouts.mj
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -89,7 +90,13 @@ def test_a_mixed_batch_pays_every_row_and_confirms_each(evm: Deployment) -> None
     print(f"\nbatch of 6 rows: {receipt['gasUsed']} gas, {receipt['gasUsed'] // 6} per recipient")
 
     batch_id = created.batch.id
+    # An endpoint that asks for payout events (a public literal: queued, never dialled here).
+    gateway.webhooks.endpoints.create(owner, "https://93.184.216.34/payouts", ["payout.confirmed"])
     _batch, payouts, answers = gateway.payouts.confirm(owner, batch_id, [tx_hash])
+    queued, total, _o, _l = gateway.webhooks.deliveries(owner, guid=batch_id)
+    assert total == 6
+    assert sorted(json.loads(d.body)["line"] for d in queued) == [2, 3, 4, 5, 6, 7]
+    assert {json.loads(d.body)["type"] for d in queued} == {"payout.confirmed"}
     assert answers == [
         {"txHash": tx_hash, "state": "mined", "transaction": 0, "success": True, "settled": 6}
     ]

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 import attrs
 
+from ..domain.changes import EventType
 from ..domain.money import to_text
 from ..domain.records import Json
 
@@ -24,9 +25,9 @@ class PayoutStatus(StrEnum):
     FAILED = "failed"
 
 
-#: The outbox event types of a payout's settlement (``payout.confirmed``, ``payout.failed``).
-PAYOUT_CONFIRMED = "payout.confirmed"
-PAYOUT_FAILED = "payout.failed"
+#: The outbox event types of a payout's settlement (``paycore.domain.changes``).
+PAYOUT_CONFIRMED: str = EventType.PAYOUT_CONFIRMED.value
+PAYOUT_FAILED: str = EventType.PAYOUT_FAILED.value
 
 
 @attrs.frozen

@@ -22,6 +22,7 @@ from ..domain.records import Json, NewEvent
 from ..domain.tokens import normalize_owner
 from ..errors import InvalidInput, NotFound
 from ..storage.contract import Storage
+from ..webhooks.dispatcher import enqueue_webhooks
 from .backend import BuiltPayouts, PayoutBackend
 from .records import PAYOUT_CONFIRMED, PAYOUT_FAILED, Payout, PayoutBatch, PayoutStatus
 from .rows import PayoutRow, check_rows, unread_tokens
@@ -187,6 +188,8 @@ class Payouts:
                      "success": success, "settled": len(settled)}
                 )  # fmt: skip
             if events:
-                tx.add_events(events)
+                ids = tx.add_events(events)
+                # Webhook endpoints that list these types get them, in this transaction.
+                enqueue_webhooks(tx, list(zip(ids, events, strict=True)), now * 1000)
             rows = tx.payouts_of(batch_id)
         return batch, rows, answers
