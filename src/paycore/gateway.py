@@ -10,35 +10,32 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
 
-from .accounting.service import Accounting
-from .auth.service import ProofOfWork, Sessions
-from .chains import ChainBackend, RefundBackend, WithdrawRequest
-from .chains.ledger import ChainLedger
-from .chains.records import DepositBatch, Ingested, LeaseLost
-from .config import Settings
-from .domain import machine, refund_machine
-from .domain import refunds as refund_rules
-from .domain.changes import EventPayload, EventType
-from .domain.detected import STALE_AFTER, Detected
-from .domain.invoices import (
+from .accounting.attribution import (
     AttributionRace,
-    CreateInvoice,
-    NewInvoice,
     attribute_deposits,
-    checked_deposit,
     detected_transfers,
-    parse_new_invoice,
+    refunds_paid,
     reorg_deposit,
     transfer_key,
 )
-from .domain.paging import Page, page_from, read_cursor, tx_position
+from .accounting.service import Accounting
+from .auth.service import ProofOfWork, Sessions
+from .chains import ChainBackend
+from .chains.ledger import ChainLedger
+from .chains.records import DepositBatch, Ingested, LeaseLost
+from .config import Settings
+from .domain import machine
+from .domain.changes import EventPayload, EventType
+from .domain.detected import STALE_AFTER, Detected
+from .domain.invoices import CreateInvoice, NewInvoice, checked_deposit, parse_new_invoice
+from .domain.reading import read
 from .domain.records import (
     Deposit,
     Invoice,
@@ -48,23 +45,19 @@ from .domain.records import (
     PriceSnapshot,
     Refund,
     Transaction,
-    Valuation,
 )
-from .domain.refund_machine import RefundMove
-from .domain.refunds import BuiltRefund, CreateRefund, NewRefund
 from .domain.registry import token_info_wire
 from .domain.tokens import normalize_owner
 from .errors import (
-    Conflict,
     Forbidden,
-    InvalidInput,
     InvoiceNotFound,
     NoAddressDeriver,
-    NotFound,
     PaycoreError,
 )
 from .events.queues import EventQueues
 from .events.signals import Handler, SignalConsumer, Signals, default_signals, register_gateway
+from .facade.lists import INVOICE_PAGE_MAX, INVOICE_STREAM_BATCH, TRANSACTION_PAGE_MAX, InvoiceLists
+from .facade.refunds import RefundOperations
 from .invoice_views import InvoiceView, InvoiceViews, salt_of
 from .links.service import Links
 from .management.service import Management
@@ -90,15 +83,13 @@ from .webhooks.service import Webhooks
 
 log = logging.getLogger("paycore")
 
-INVOICE_PAGE_MAX = 50
+T = TypeVar("T")
+
 #: The app's address when neither ``public_url`` nor a request names one (``paycore serve``'s).
 LOCAL_ADDRESS = "http://127.0.0.1:8000"
-TRANSACTION_PAGE_MAX = 200
-#: Invoices one storage transaction reads for the unpaged GET /invoices stream.
-INVOICE_STREAM_BATCH = 500
 
 
-class Gateway:
+class Gateway(InvoiceLists, RefundOperations):
     """The one object a caller holds: settings, plugins and storage wired together once.
 
     Adapters, the worker, the CLI and a merchant's own code all go through it. Build it with
@@ -155,9 +146,14 @@ class Gateway:
         if storage is None:  # on settings.database_url: a worker on that database serves it
             register_gateway(self.signals, self.settings.database_url)
         self.webhooks = Webhooks(units, self.settings, self.clock)
-        self.management = Management(self, units)
+        #: The chain backends by chain id, filled from the plugins below; the services
+        #: that reach a wallet hold this mapping and read it at each call.
+        self.chains: dict[int, ChainBackend] = {}
+        self.management = Management(units, self.settings, self.chains, self.now)
+        self.payouts = Payouts(units, self.settings, self.chains, self.now)
+        self.receipts = Receipts(units, self.settings, self.now)
         self.chain_ledger = ChainLedger(units)
-        self.parking = ParkedDeposits(units)
+        self.parking = ParkedDeposits(units, self.now, self.revalue_parked)
         self.retention = Retention(units, self.settings, self.clock)
         #: The accounting export (GET /export): invoices, payments, refunds, withdrawals.
         self.accounting = Accounting(units, self.settings, self.clock)
@@ -187,9 +183,6 @@ class Gateway:
         self.merchant = MerchantProfiles(units, self.now)
         #: Idempotency keys of creating writes (``Idempotency-Key``; docs/decisions.md).
         self.idempotency = Idempotency(units, self.now)
-        self.chains: dict[int, ChainBackend] = {}
-        self.payouts = Payouts(units, self.settings, self.chains, self.now)
-        self.receipts = Receipts(units, self.settings, self.now)
         for backend in collect(self.pm.hook.paycore_chain_backends, self.settings):
             for chain_id in backend.chain_ids:
                 self.chains.setdefault(chain_id, backend)
@@ -317,15 +310,20 @@ class Gateway:
         so its ``paymentUrl`` is the same in this answer and every later event.
         """
         if not isinstance(request, NewInvoice):
-            from .api.wire import read
-
-            request = read(CreateInvoice, request)
+            request = self._read_fields(CreateInvoice, request)
         claimed = getattr(request, "owner", None)
         if claimed is not None and normalize_owner(claimed, "owner") != owner:
             raise Forbidden("owner does not match the session key's owner")
         now = self.now()
         with self._storage.transaction() as tx:
             return self._new_invoice(tx, owner, request, now, checkout_url)
+
+    @staticmethod
+    def _read_fields(cls: type[T], fields: Mapping[str, Any]) -> T:
+        """A host's JSON fields (a POST body's, as a ``Mapping``) read into the typed request
+        ``cls`` by the same reader as the endpoint, so a host's call is held to the
+        endpoint's rules and errors."""
+        return read(cls, fields)
 
     def _new_invoice(
         self,
@@ -398,151 +396,9 @@ class Gateway:
             due = tx.due_for_expiry(self.now(), limit)
         return sum(1 for guid in due if self._expire(guid) is not None)
 
-    def list_invoices(
-        self,
-        *,
-        owner: str | None = None,
-        address: str | None = None,
-        chain_id: int | None = None,
-        offset: int | None = None,
-        limit: int | None = None,
-    ) -> list[Invoice] | tuple[list[Invoice], int, int, int]:
-        """A plain list oldest first, or (items, total, offset, limit) newest first when
-        either offset or limit is given (docs/interface.md §GET /invoices)."""
-        paged = offset is not None or limit is not None
-        off, lim = _page(offset, limit, INVOICE_PAGE_MAX)
-        with self._storage.transaction() as tx:
-            items, total = tx.list_invoices(
-                owner=owner,
-                address=address,
-                chain_id=chain_id,
-                offset=off if paged else 0,
-                limit=lim if paged else None,
-                newest_first=paged,
-            )
-            items = self._with_refunds(tx, items)
-        items = self._expired_if_due(items)
-        return (items, total, off, lim) if paged else items
-
-    def invoice_page(
-        self,
-        cursor: str,
-        *,
-        owner: str | None = None,
-        address: str | None = None,
-        chain_id: int | None = None,
-        limit: int | None = None,
-    ) -> Page[Invoice]:
-        """GET /invoices with ``cursor``: a keyset page, newest first, whose cost does not
-        grow with how deep it is (``paycore.domain.paging``; docs/interface.md). The cursor
-        ``first`` is the first page, ``last`` the last one."""
-        at = read_cursor(cursor, "invoices")
-        _, lim = _page(None, limit, INVOICE_PAGE_MAX)
-        after = at.position if isinstance(at.position, str) else None
-        with self._storage.transaction() as tx:
-            if after is not None and not _in_list(tx.get_invoice(after), owner, address, chain_id):
-                # Another owner's guid is no position in this list: it must not serve as one
-                # (nor tell, by answering, that such an invoice exists).
-                raise InvalidInput("cursor", "no such position in this invoices list")
-            fetched = tx.invoices_after(
-                owner=owner,
-                address=address,
-                chain_id=chain_id,
-                after=after,
-                limit=lim + 1,
-                newest_first=at.direction == "older",
-            )
-            total = tx.count_invoices(owner=owner, address=address, chain_id=chain_id)
-            if fetched is not None:
-                fetched = self._with_refunds(tx, fetched)
-        if fetched is None:
-            raise InvalidInput("cursor", "no such position in this invoices list")
-        page = page_from(at, fetched, limit=lim, total=total, position=lambda inv: inv.guid)
-        return attrs.evolve(page, items=self._expired_if_due(page.items))
-
-    def stream_invoices(
-        self,
-        *,
-        owner: str | None = None,
-        address: str | None = None,
-        chain_id: int | None = None,
-    ) -> Iterator[Invoice]:
-        """GET /invoices without paging: every match, oldest first, read in batches of
-        ``INVOICE_STREAM_BATCH`` by creation sequence, so memory stays the same whatever
-        the count. Checked before the first item: more than ``invoice_list_max`` matches is
-        an InvalidInput (400) that says to page. Invoices created while the list is read
-        are left for the next request."""
-        ceiling = self.settings.invoice_list_max
-        with self._storage.transaction() as tx:
-            total = tx.count_invoices(owner=owner, address=address, chain_id=chain_id)
-            newest = tx.invoices_after(
-                owner=owner, address=address, chain_id=chain_id, limit=1, newest_first=True
-            )
-        if total > ceiling:
-            raise InvalidInput(
-                "limit",
-                f"required: {total} invoices match, more than the {ceiling} a list without"
-                " offset, limit or cursor returns",
-            )
-        return self._invoice_batches(owner, address, chain_id, newest[0].guid if newest else None)
-
-    def _invoice_batches(
-        self, owner: str | None, address: str | None, chain_id: int | None, last: str | None
-    ) -> Iterator[Invoice]:
-        after: str | None = None
-        while last is not None:
-            with self._storage.transaction() as tx:
-                batch = tx.invoices_after(
-                    owner=owner,
-                    address=address,
-                    chain_id=chain_id,
-                    after=after,
-                    limit=INVOICE_STREAM_BATCH,
-                )
-                if batch:
-                    batch = self._with_refunds(tx, batch)
-            if not batch:
-                return
-            for invoice in self._expired_if_due(batch):
-                yield invoice
-                if invoice.guid == last:
-                    return
-            after = batch[-1].guid
-
     def _expired_if_due(self, items: list[Invoice]) -> list[Invoice]:
         now = self.now()
         return [self.get_invoice(i.guid) if machine.is_due(i, now) else i for i in items]
-
-    def list_transactions(
-        self, owner: str, *, chain_id: int | None = None, offset: int | None, limit: int | None
-    ) -> tuple[list[Transaction], int, int, int]:
-        """``owner``'s deposits and withdrawals, newest first, as (items, total, offset, limit).
-
-        ``chain_id`` keeps one chain; ``limit`` is clamped to 200 (GET /transactions).
-        """
-        off, lim = _page(offset, limit, TRANSACTION_PAGE_MAX)
-        with self._storage.transaction() as tx:
-            items, total = tx.list_transactions(owner, chain_id=chain_id, offset=off, limit=lim)
-        return items, total, off, lim
-
-    def transaction_page(
-        self, owner: str, cursor: str, *, chain_id: int | None = None, limit: int | None = None
-    ) -> Page[Transaction]:
-        """GET /transactions with ``cursor``: a keyset page, newest first, as
-        ``invoice_page`` is for invoices."""
-        at = read_cursor(cursor, "transactions")
-        _, lim = _page(None, limit, TRANSACTION_PAGE_MAX)
-        after = at.position if isinstance(at.position, tuple) else None
-        with self._storage.transaction() as tx:
-            fetched = tx.transactions_after(
-                owner,
-                chain_id=chain_id,
-                after=after,
-                limit=lim + 1,
-                newest_first=at.direction == "older",
-            )
-            total = tx.count_transactions(owner, chain_id=chain_id)
-        return page_from(at, fetched, limit=lim, total=total, position=tx_position)
 
     def record_deposit(self, deposit: Deposit) -> list[Invoice]:
         """Attribute one confirmed deposit by the rules of the watchers' ``ingest``; returns
@@ -611,7 +467,9 @@ class Gateway:
             withdrawals: list[Transaction] = []
             changes = done.changes
             if finished and batch.withdrawals:
-                records, refunded = self._refunds_paid(tx, batch.chain_id, batch.withdrawals)
+                records, refunded = refunds_paid(
+                    tx, batch.chain_id, batch.withdrawals, self.settings.vs_currency
+                )
                 written = tx.insert_transactions(records)
                 withdrawals = [r for r, new in zip(records, written, strict=True) if new]
                 changes = changes + refunded
@@ -702,95 +560,6 @@ class Gateway:
             enqueue_webhook(tx, event_id, event, round(self.clock() * 1000))
         return changes, payloads
 
-    # -- refunds (docs/interface.md, POST /refund) -----------------------------------------
-    def refund_invoice(self, owner: str, request: NewRefund | Mapping[str, Any]) -> BuiltRefund:
-        """Refund a paid invoice of ``owner``, whole or in part, and return the pending
-        refund with the unsigned transaction that pays it from the owner's wallet.
-
-        ``request`` is a :class:`~paycore.domain.refunds.NewRefund`, or the JSON fields of
-        POST /refund (``guid``, optional ``amount`` or ``vsAmount``, ``token``, ``to``,
-        ``rateSource``, ``owner``). The rules are ``paycore.domain.refunds``'; the
-        transaction is the one /initWithdraw builds, paying the refund's recipient. Only once
-        it is built is the refund recorded, pending, with its invoice event, in one storage
-        transaction that re-checks what is left to refund with the invoice locked; a refusal
-        at any step (InvalidInput, Forbidden, Conflict, InvoiceNotFound, a chain node's
-        error) records nothing; another owner's invoice is InvoiceNotFound, as a missing
-        one. The watcher confirms it when the wallet pays it
-        (:meth:`ingest`).
-        """
-        if not isinstance(request, NewRefund):
-            from .api.wire import read
-
-            request = read(CreateRefund, request)
-        claimed = getattr(request, "owner", None)
-        if claimed is not None and normalize_owner(claimed, "owner") != owner:
-            raise Forbidden("owner does not match the session key's owner")
-        invoice = self.get_invoice(request.guid)
-        if invoice.owner != owner:
-            # The same answer as no invoice at all, as /link/disable and /webhook/redeliver
-            # give: a refusal must not tell which ids are someone else's.
-            raise InvoiceNotFound(invoice.guid)
-        refund_rules.check_refundable(invoice)
-        token = refund_rules.refund_token(invoice, request.token)
-        chain_id = invoice.chain_id
-        backend = self.chains.get(chain_id)
-        if not isinstance(backend, RefundBackend):
-            raise InvalidInput("guid", f"no backend builds refunds on chain {chain_id}")
-        decimals = backend.token_decimals(chain_id, token)
-        if decimals is None:
-            raise InvalidInput("token", f"{chain_id}:{token} has no decimals on chain")
-        vs = invoice.vs_currency
-        plan = refund_rules.plan_refund(
-            invoice,
-            request,
-            token,
-            decimals,
-            lambda: self.pricing.table(vs).price(f"{chain_id}:{token}"),
-        )
-        unsigned = backend.init_withdraw(
-            self, owner, chain_id, WithdrawRequest(to=plan.to, token=token, value=plan.units)
-        )
-        with self._storage.transaction() as tx:
-            current = tx.get_invoice(invoice.guid, for_update=True)
-            if current is None:
-                raise InvoiceNotFound(invoice.guid)
-            [current] = self._with_refunds(tx, [current])
-            refund_rules.check_room(current, plan, decimals)
-            refund = refund_rules.new_refund(current, plan, self.now())
-            tx.insert_refund(refund)
-            [announced], payloads = self._announce(tx, [current], EventType.REFUND_PENDING)
-        self._notify(owner, payloads)
-        return BuiltRefund(refund, unsigned, announced)
-
-    def cancel_refund(self, owner: str, refund_id: str) -> tuple[Refund, Invoice]:
-        """Withdraw ``owner``'s pending refund ``refund_id`` (its transaction was never
-        sent, or will not be): what it held becomes refundable again, and the change goes
-        out as an invoice event. Returns the refund and its invoice as they now are.
-        NotFound (none, or another owner's), Conflict (no longer pending: confirmed on
-        chain, or cancelled already); nothing changes then.
-
-        Cancel only a refund whose transaction will never be mined: a withdrawal that
-        arrives later is recorded as a plain withdrawal, not as this refund."""
-        with self._storage.transaction() as tx:
-            found = tx.get_refund(refund_id)
-            if found is None:
-                raise NotFound(f"not found: refund {refund_id[:100]}")
-            if found.owner != owner:  # as if there were none (see refund_invoice)
-                raise NotFound(f"not found: refund {refund_id[:100]}")
-            invoice = tx.get_invoice(found.guid, for_update=True)
-            if invoice is None:
-                raise InvoiceNotFound(found.guid)
-            current = tx.get_refund(refund_id)  # as it stands, now the invoice is locked
-            if current is None or not refund_machine.allows(current.status, RefundMove.CANCEL):
-                status = "gone" if current is None else current.status.value
-                raise Conflict(f"Conflict: refund {refund_id} is {status}, not pending")
-            cancelled = refund_machine.cancel(current, self.now())
-            if not tx.settle_refund(cancelled):
-                raise Conflict(f"Conflict: refund {refund_id} is no longer pending")
-            [announced], payloads = self._announce(tx, [invoice], EventType.REFUND_CANCELLED)
-        self._notify(owner, payloads)
-        return cancelled, announced
-
     def _with_refunds(self, tx: StorageTx, invoices: list[Invoice]) -> list[Invoice]:
         """``invoices`` with their refunds and their detected transfers, read in ``tx`` at
         once. Only an invoice with payments can have been refunded, so the others cost no
@@ -831,43 +600,6 @@ class Gateway:
             found = detected_transfers(tx, chain_id, transfers, depth, required, self.now())
             tx.replace_detected(chain_id, found)
         return found
-
-    def _refunds_paid(
-        self, tx: StorageTx, chain_id: int, withdrawals: Sequence[Transaction]
-    ) -> tuple[list[Transaction], list[Invoice]]:
-        """The watcher's withdrawals to record, in ``tx``: each new one that pays a pending
-        refund (``domain.refunds.match_withdrawals``) as that refund's transaction, and the
-        refund confirmed. Returns them in chain order, and the invoices whose refunds were
-        confirmed, to announce. A withdrawal recorded before (a re-scan) confirms nothing."""
-        owners = sorted({w.owner for w in withdrawals})
-        pending = tx.pending_refunds(chain_id, owners)
-        if not pending:
-            return list(withdrawals), []
-        known = tx.known_transfers([w.key for w in withdrawals])
-        fresh = [w for w in withdrawals if w.key not in known]
-        records, paid = refund_rules.match_withdrawals(pending, fresh)
-        matched = [(r, refund) for r, refund in zip(records, paid, strict=True) if refund]
-        # The invoices first, in guid order, as a cancellation locks its invoice before
-        # its refund: the two never wait on each other crosswise.
-        guids = sorted({refund.guid for _r, refund in matched})
-        locked = {guid: tx.get_invoice(guid, for_update=True) for guid in guids}
-        paying: dict[tuple[int, str, int, str], Transaction] = {}
-        changed: set[str] = set()
-        for record, refund in matched:
-            if tx.settle_refund(refund):  # False: cancelled meanwhile; a plain withdrawal
-                # Valued at the refund's own rate (its vsValue's), not the table's now.
-                invoice = locked[refund.guid]
-                rate = Valuation(
-                    refund.rate,
-                    f"refund:{refund.rate_source.value}",
-                    refund.created_at,
-                    invoice.vs_currency if invoice is not None else self.settings.vs_currency,
-                )
-                paying[record.key] = attrs.evolve(record, valuation=rate)
-                changed.add(refund.guid)
-        invoices = [locked[g] for g in guids if g in changed]
-        refunded = [attrs.evolve(i, change=EventType.REFUNDED) for i in invoices if i]
-        return [paying.get(w.key, w) for w in withdrawals], refunded
 
     def _notify_each(self, changes: list[Invoice], payloads: list[Json]) -> None:
         for inv, payload in zip(changes, payloads, strict=True):
@@ -923,29 +655,6 @@ class Gateway:
         return self.events.drain(consumer)
 
 
-def _in_list(
-    invoice: Invoice | None, owner: str | None, address: str | None, chain_id: int | None
-) -> bool:
-    """Whether ``invoice`` is a row of the list these filters select (a cursor's position
-    must be one)."""
-    return (
-        invoice is not None
-        and (owner is None or invoice.owner == owner)
-        and (address is None or invoice.address == address)
-        and (chain_id is None or invoice.chain_id == chain_id)
-    )
-
-
-def _page(offset: int | None, limit: int | None, ceiling: int) -> tuple[int, int]:
-    off = 0 if offset is None else offset
-    lim = ceiling if limit is None else limit
-    if off < 0:
-        raise InvalidInput("offset", "must not be negative")
-    if lim < 1:
-        raise InvalidInput("limit", "must be at least 1")
-    return off, min(lim, ceiling)
-
-
 def _plain_root(root_url: str | None) -> str | None:
     """A request's address as a base for links, or None when it is not a plain http(s)
     address (a Host header with a query, spaces or quotes in it does not make links)."""
@@ -963,4 +672,4 @@ def _plain_root(root_url: str | None) -> str | None:
     return root_url.rstrip("/")
 
 
-__all__ = ["Gateway"]
+__all__ = ["INVOICE_PAGE_MAX", "INVOICE_STREAM_BATCH", "TRANSACTION_PAGE_MAX", "Gateway"]

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from paycore import NATIVE, Deposit, Gateway, Settings, Status
-from paycore.domain.invoices import attribute_deposit
+from paycore.accounting.attribution import attribute_deposit
 from paycore.domain.machine import expire
 from paycore.errors import IllegalTransition
 from paycore.prices.pricing import PriceTable

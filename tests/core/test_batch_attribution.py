@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from paycore import NATIVE, Deposit, Gateway, Invoice, Settings, Status
+from paycore.accounting.attribution import BEHIND, AttributionRace
 from paycore.chains.records import CursorMove, DepositBatch, LeaseLost
 from paycore.domain.changes import ALL_TYPES
-from paycore.domain.invoices import BEHIND, AttributionRace
 from paycore.domain.records import WebhookConfig
 from paycore.domain.tokens import to_checksum
 from paycore.prices.records import StoredPrice

@@ -32,32 +32,7 @@ PACKAGES = ("paycore", "paycore_flask", "paycore_litestar", "paycore_storage")
 
 #: Imports that point up today: (importing file, imported module) -> why it is still there.
 #: Remove an entry when its import goes; add none.
-ALLOWED: dict[tuple[str, str], str] = {
-    # The facade and two services parse a host's raw body with the HTTP layer's parser.
-    ("paycore/gateway.py", "paycore.api.wire"): "reads a raw body with the typed request layer",
-    ("paycore/auth/service.py", "paycore.api.wire"): "reads a raw body with api.wire",
-    ("paycore/management/service.py", "paycore.api.wire"): "reads a raw body with api.wire",
-    # Services that take the whole Gateway instead of their parts.
-    ("paycore/chains/__init__.py", "paycore.gateway"): "ChainBackend.watch takes the Gateway",
-    ("paycore/chains/evm/backend.py", "paycore.gateway"): "its watch takes the Gateway",
-    ("paycore/chains/evm/watcher.py", "paycore.gateway"): "the watcher drives Gateway.ingest",
-    ("paycore/chains/routing.py", "paycore.gateway"): "routes through the Gateway's backends",
-    ("paycore/chains/tron/backend.py", "paycore.gateway"): "its watch takes the Gateway",
-    ("paycore/chains/tron/watcher.py", "paycore.gateway"): "the watcher drives Gateway.ingest",
-    ("paycore/chains/watching.py", "paycore.gateway"): "the watch loop takes the Gateway",
-    ("paycore/realtime/invoice_stream.py", "paycore.gateway"): "re-reads its invoice view",
-    ("paycore/management/service.py", "paycore.gateway"): "built from the whole Gateway",
-    ("paycore/management/staking.py", "paycore.gateway"): "built from the whole Gateway",
-    ("paycore/notify/contract.py", "paycore.gateway"): "notifiers are started with the Gateway",
-    ("paycore/notify/email.py", "paycore.gateway"): "the e-mail notifier reads the Gateway",
-    ("paycore/prices/parking.py", "paycore.gateway"): "built from the whole Gateway",
-    ("paycore/realtime/hub.py", "paycore.gateway"): "the Hub is started with the Gateway",
-    ("paycore/webhooks/log.py", "paycore.gateway"): "built from the whole Gateway",
-    # The domain does I/O and reaches services.
-    ("paycore/domain/invoices.py", "paycore.storage"): "attribution takes a StorageTx",
-    ("paycore/domain/invoices.py", "paycore.storage.contract"): "attribution takes a StorageTx",
-    ("paycore/domain/invoices.py", "paycore.prices.pricing"): "attribution values deposits",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 @attrs.frozen

@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl
 import attrs
 
 from ..auth.session import URI_SIGNED_METHODS
+from ..domain.reading import shown as _shown
 from ..domain.records import json_bytes
 from ..errors import InvalidInput, StreamAborted
 from ..ops.redaction import redact
@@ -150,11 +151,6 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> Any:
     raise InvalidInput("body", f"{name} is not JSON")
-
-
-def _shown(name: str) -> str:
-    """A client-chosen name as it may appear in a one-line error text."""
-    return name[:64].encode("unicode_escape").decode("ascii")
 
 
 @attrs.frozen

@@ -9,16 +9,20 @@ from .routing import Call
 
 
 def staking_info(call: Call) -> Json:
-    return staking.staking_info(call.gateway, call.read(staking.StakingInfo))
+    return staking.staking_info(
+        call.gateway.settings, call.gateway.chains, call.read(staking.StakingInfo)
+    )
 
 
 def stake(call: Call) -> Json:
-    return staking.stake(call.gateway, call.read(staking.StakeChange))
+    return staking.stake(call.gateway.settings, call.gateway.chains, call.read(staking.StakeChange))
 
 
 def unstake(call: Call) -> Json:
-    return staking.unstake(call.gateway, call.read(staking.StakeChange))
+    return staking.unstake(
+        call.gateway.settings, call.gateway.chains, call.read(staking.StakeChange)
+    )
 
 
 def claim(call: Call) -> Json:
-    return staking.claim(call.gateway, call.read(staking.Claim))
+    return staking.claim(call.gateway.settings, call.gateway.chains, call.read(staking.Claim))

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ..config import Settings
+from ..domain.reading import read
 from ..domain.records import PowChallenge, SessionKey
 from ..storage import Storage
 from .pow import issue_challenge, verify_pow
@@ -32,8 +33,6 @@ def _typed(cls: type[T], request: T | Mapping[str, Any]) -> T:
     """``request``, or its JSON fields read by the typed request layer (a host app may call
     the service with the body it has)."""
     if isinstance(request, Mapping):
-        from ..api.wire import read
-
         return read(cls, request)
     return request
 

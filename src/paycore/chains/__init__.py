@@ -18,7 +18,7 @@ import attrs
 from ..domain.records import Json
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from .host import ChainHost
 
 
 class ChainBackend(Protocol):
@@ -33,7 +33,7 @@ class ChainBackend(Protocol):
 class WatchingBackend(Protocol):
     """A backend that finds deposits itself; ``paycore worker`` runs its ``watch`` loop."""
 
-    def watch(self, gateway: Gateway, stop_event: threading.Event) -> None:
+    def watch(self, gateway: ChainHost, stop_event: threading.Event) -> None:
         """Attribute confirmed deposits through ``gateway.ingest`` (a batch at a time) or
         ``gateway.record_deposit`` (one at a time) until stopped."""
 
@@ -67,11 +67,11 @@ class WalletBackend(Protocol):
     def deploy_wallet(self, chain_id: int, raw_tx: object) -> Json:
         """/deployWallet: relay a signed deployment; refuse anything else."""
 
-    def balances(self, gateway: Gateway, owner: str, chain_id: int) -> list[Json]:
+    def balances(self, gateway: ChainHost, owner: str, chain_id: int) -> list[Json]:
         """/getBalances: one entry per known token."""
 
     def init_withdraw(
-        self, gateway: Gateway, owner: str, chain_id: int, request: WithdrawRequest
+        self, gateway: ChainHost, owner: str, chain_id: int, request: WithdrawRequest
     ) -> Json:
         """/initWithdraw: the unsigned withdrawal."""
 

@@ -21,7 +21,7 @@ from paycore.errors import InvalidInput
 from .common import ChainBase
 
 if TYPE_CHECKING:
-    from paycore.gateway import Gateway
+    from paycore.chains.host import ChainHost
 
 ChainT = TypeVar("ChainT", bound=ChainBase)
 
@@ -72,7 +72,7 @@ class RoutingBackend(Generic[ChainT]):
         meta = self.chain(chain_id).token_meta([token]).get(token)
         return None if meta is None else meta.decimals
 
-    def balances(self, gateway: Gateway, owner: str, chain_id: int) -> list[Json]:
+    def balances(self, gateway: ChainHost, owner: str, chain_id: int) -> list[Json]:
         chain = self.chain(chain_id)
         invoices = invoices_of(gateway, owner, chain_id)
         accepted = {token for invoice in invoices for token in invoice.accepted_tokens}
@@ -82,7 +82,7 @@ class RoutingBackend(Generic[ChainT]):
         return result
 
 
-def invoices_of(gateway: Gateway, owner: str, chain_id: int) -> list[Invoice]:
+def invoices_of(gateway: ChainHost, owner: str, chain_id: int) -> list[Invoice]:
     """Every invoice of ``owner`` on the chain, from storage."""
     invoices, _total = gateway.chain_ledger.invoices_of(owner, chain_id)
     return invoices

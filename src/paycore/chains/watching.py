@@ -58,8 +58,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
+from paycore.accounting.attribution import AttributionRace
 from paycore.chains.records import CursorMove, DepositBatch, Ingested, LeaseLost
-from paycore.domain.invoices import AttributionRace
 from paycore.domain.money import from_base_units, value_at
 from paycore.domain.records import Deposit, Transaction, TxType, Valuation
 from paycore.domain.tokens import NATIVE
@@ -70,8 +70,8 @@ from .common import ChainBase, Transfer
 from .timeline import last_block_before
 
 if TYPE_CHECKING:
+    from paycore.chains.host import ChainHost
     from paycore.chains.records import ChainCursor
-    from paycore.gateway import Gateway
     from paycore.prices.pricing import PriceTable
 
 log = logging.getLogger("paycore.watcher")
@@ -186,7 +186,7 @@ class ChainWatcher(Generic[ChainT]):
     #: Block timestamps asked for at once when searching where a first pass starts.
     _probes = 1
 
-    def __init__(self, gateway: Gateway, chain: ChainT, *, holder: str | None = None) -> None:
+    def __init__(self, gateway: ChainHost, chain: ChainT, *, holder: str | None = None) -> None:
         self.gateway = gateway
         self.chain = chain
         self.config = chain.config

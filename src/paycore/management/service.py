@@ -27,8 +27,8 @@ rules it relies on.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 
@@ -42,6 +42,7 @@ from ..chains.admin import (
     ChainSync,
     WalletAdminBackend,
 )
+from ..domain.reading import read
 from ..domain.records import Json, WebhookConfig
 from ..domain.tokens import NATIVE, normalize_owner, to_checksum
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -58,7 +59,8 @@ from .requests import (
 )
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..chains import ChainBackend
+    from ..config import Settings
     from ..storage import Storage
 
 T = TypeVar("T")
@@ -90,10 +92,10 @@ class Actor:
 # -- fields ---------------------------------------------------------------------------------
 
 
-def chain_field(gateway: Gateway, chain_id: int | None) -> int | None:
+def chain_field(settings: Settings, chain_id: int | None) -> int | None:
     """``chainId``, when given: a chain this deployment is configured for."""
     if chain_id is not None:
-        gateway.settings.chain(chain_id)
+        settings.chain(chain_id)
     return chain_id
 
 
@@ -125,8 +127,6 @@ def _salted(
     """The typed request and the body as signed. Given only the body (a host app calling
     the service directly), both come from it: the typed request layer reads the fields."""
     if isinstance(request, Mapping):
-        from ..api.wire import read
-
         return read(cls, request), request
     if signed is None:
         raise TypeError("a typed request needs the body as signed beside it")
@@ -136,17 +136,23 @@ def _salted(
 # -- who signed -----------------------------------------------------------------------------
 
 
-def _admin_backend(gateway: Gateway, chain_id: int | None) -> WalletAdminBackend | None:
+def _admin_backend(
+    chains: Mapping[int, ChainBackend], chain_id: int | None
+) -> WalletAdminBackend | None:
     if chain_id is None:
         return None
-    backend = gateway.chains.get(chain_id)
+    backend = chains.get(chain_id)
     return backend if isinstance(backend, WalletAdminBackend) else None
 
 
 def _sync(
-    gateway: Gateway, chain_id: int | None, actor: Actor, action: str, argument: str | int
+    chains: Mapping[int, ChainBackend],
+    chain_id: int | None,
+    actor: Actor,
+    action: str,
+    argument: str | int,
 ) -> ChainSync | None:
-    backend = _admin_backend(gateway, chain_id)
+    backend = _admin_backend(chains, chain_id)
     if backend is None or chain_id is None:
         return None
     return backend.wallet_admin(chain_id, actor.owner, actor.signer, action, argument)
@@ -182,11 +188,24 @@ def _check_add(actor: Actor, address: str, existing: AppKey | None, count: int) 
 class Management:
     """``Gateway.management``: the salt-signed management calls, app keys and the
     operator's e-mail switch, over the gateway's storage held here privately. The HTTP
-    handlers and the CLI call these methods; the module docstring gives the rules."""
+    handlers and the CLI call these methods; the module docstring gives the rules.
 
-    def __init__(self, gateway: Gateway, storage: Storage) -> None:
-        self._gateway = gateway
+    Built from what it uses: the storage, the settings (the configured chains, the salt
+    window, the webhook address rule), the chain backends by chain id (the wallets' own
+    records; the mapping is read at each call, so a backend added later is seen) and the
+    clock in whole unix seconds."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        settings: Settings,
+        chains: Mapping[int, ChainBackend],
+        now: Callable[[], int],
+    ) -> None:
         self._storage = storage
+        self._settings = settings
+        self._chains = chains
+        self._now = now
 
     def authenticate(
         self, claimed: str | None, signed: Mapping[str, Any], chain_id: int | None
@@ -196,11 +215,10 @@ class Management:
         Missing salt or signature: 400; stale salt, bad or reused signature: 401 (both from
         ``verify_salted``); a signer that is neither a known owner nor an app key: 403.
         """
-        gateway = self._gateway
         # Checked before the signature: a malformed address is the client's 400 to fix, which
         # a 401 about the signature would hide.
         owner = None if claimed is None else normalize_owner(claimed, "ownerAddress")
-        signer = verify_salted(self._storage, gateway.settings, signed, now=gateway.now())
+        signer = verify_salted(self._storage, self._settings, signed, now=self._now())
         with self._storage.transaction() as tx:
             key = tx.get_app_key(signer)
             if owner is not None and owner != signer:
@@ -208,7 +226,7 @@ class Management:
                     raise Forbidden(f"{signer} is neither {owner} nor one of its app keys")
                 return Actor(signer, owner, key)
             known = tx.owner_is_known(signer)
-        backend = _admin_backend(gateway, chain_id)
+        backend = _admin_backend(self._chains, chain_id)
         if not known and backend is not None and chain_id is not None:
             known = backend.wallet_deployed(chain_id, signer)
         if owner is None and key is not None:
@@ -237,12 +255,11 @@ class Management:
         queued from now on go to the new URL, and so do retries of earlier ones, since a
         delivery reads the owner's current URL when it is attempted."""
         typed, body = _salted(ChangeCallbackUrl, request, signed)
-        gateway = self._gateway
-        chain_id = chain_field(gateway, typed.chain_id)
+        chain_id = chain_field(self._settings, typed.chain_id)
         url = validate_url(typed.new_callback_url, "newCallbackUrl")
         actor = self.authenticate(typed.owner_address, body, chain_id)
         check_webhook_url(
-            url, allow_private=gateway.settings.webhook_allow_private, field="newCallbackUrl"
+            url, allow_private=self._settings.webhook_allow_private, field="newCallbackUrl"
         )
         with self._storage.transaction() as tx:
             current = tx.get_webhook(actor.owner)
@@ -268,12 +285,11 @@ class Management:
         the same address again changes nothing. An empty ``emailAddress`` removes the setting.
         """
         typed, body = _salted(SetEmailNotifications, request, signed)
-        gateway = self._gateway
         chain_id = typed.chain_id
-        chain_field(gateway, chain_id)
+        chain_field(self._settings, chain_id)
         email = validate_email(typed.email_address)
         actor = self.authenticate(typed.owner_address, body, chain_id)
-        now = gateway.now()
+        now = self._now()
         with self._storage.transaction() as tx:
             current = tx.get_email(actor.owner, chain_id)
             if email == "":
@@ -292,10 +308,9 @@ class Management:
         the owner): turn sending on (or off) for ``owner``'s stored addresses, on one chain or
         all. ``paycore email enable OWNER`` runs this. Raises NotFound when the owner has set
         no address there, since enabling nothing is surely a typo."""
-        gateway = self._gateway
         owner = normalize_owner(owner, "owner")
         with self._storage.transaction() as tx:
-            changed = tx.enable_emails(owner, chain_id, enabled, gateway.now())
+            changed = tx.enable_emails(owner, chain_id, enabled, self._now())
         if not changed:
             where = "" if chain_id is None else f" on chain {chain_id}"
             raise NotFound(f"{owner} has set no e-mail address{where}")
@@ -307,7 +322,6 @@ class Management:
         """For the e-mail notifier: ``owner``'s enabled setting on ``chain_id`` and, of the
         ``(key, unix time or None)`` notices, the keys claimed now -- each once across
         processes, none timed before sending was enabled. None when sending is off there."""
-        gateway = self._gateway
         with self._storage.transaction() as tx:
             setting = tx.get_email(owner, chain_id)
             if setting is None or not setting.enabled:
@@ -316,7 +330,7 @@ class Management:
             claimed = [
                 key
                 for key, at in notices
-                if (at is None or at >= since) and tx.claim_notice(key, gateway.now())
+                if (at is None or at >= since) and tx.claim_notice(key, self._now())
             ]
         return setting, claimed
 
@@ -335,17 +349,18 @@ class Management:
         built by anything else than paycore skip the index too.
         """
         typed, body = _salted(WalletIndexChange, request, signed)
-        gateway = self._gateway
         chain_id = typed.chain_id
-        chain_field(gateway, chain_id)
+        chain_field(self._settings, chain_id)
         index = typed.wallet_index
         if index > MAX_WALLET_INDEX:
             raise InvalidInput("walletIndex", f"must be at most {MAX_WALLET_INDEX}")
         actor = self.authenticate(typed.owner_address, body, chain_id)
-        sync = _sync(gateway, chain_id, actor, DISABLE_INDEX if disabled else ENABLE_INDEX, index)
+        sync = _sync(
+            self._chains, chain_id, actor, DISABLE_INDEX if disabled else ENABLE_INDEX, index
+        )
         with self._storage.transaction() as tx:
             changed = tx.set_wallet_index_disabled(
-                actor.owner, chain_id, index, disabled, gateway.now()
+                actor.owner, chain_id, index, disabled, self._now()
             )
         return {
             "ownerAddress": actor.owner,
@@ -376,9 +391,8 @@ class Management:
         wallet lacks it.
         """
         typed, body = _salted(NewAppKey, request, signed)
-        gateway = self._gateway
         address = _evm_address(typed.app_key_address, "appKeyAddress")
-        chain_id = chain_field(gateway, typed.chain_id)
+        chain_id = chain_field(self._settings, typed.chain_id)
         salt = salt_seconds(body)
         actor = self.authenticate(typed.owner_address, body, chain_id)
         if address == actor.owner:
@@ -388,10 +402,10 @@ class Management:
             existing = tx.get_app_key(address)
             count = len(tx.app_keys_of(actor.owner))
         _check_add(actor, address, existing, count)
-        sync = _sync(gateway, chain_id, actor, ADD_APP_KEY, address)
+        sync = _sync(self._chains, chain_id, actor, ADD_APP_KEY, address)
         if existing is not None and not _has_work(sync):
             raise Conflict(f"Conflict: {address} is already an app key of {actor.owner}")
-        record = AppKey(address, actor.owner, gateway.now(), actor.signer)
+        record = AppKey(address, actor.owner, self._now(), actor.signer)
         with self._storage.transaction() as tx:
             outcome = tx.add_app_key(record, MAX_APP_KEYS)
             if outcome is AppKeyAdd.EXISTS:
@@ -407,16 +421,15 @@ class Management:
         so a leaked app key cannot lock out the others. 404 when the key is neither in
         paycore's records nor, on the chain named, in the wallet."""
         typed, body = _salted(AppKeyChange, request, signed)
-        gateway = self._gateway
         address = _evm_address(typed.app_key_address, "appKeyAddress")
-        chain_id = chain_field(gateway, typed.chain_id)
+        chain_id = chain_field(self._settings, typed.chain_id)
         actor = self.authenticate(typed.owner_address, body, chain_id)
         if not actor.is_owner:
             raise Forbidden("only the owner removes app keys")
         with self._storage.transaction() as tx:
             existing = tx.get_app_key(address)
         recorded = existing is not None and existing.owner == actor.owner
-        sync = _sync(gateway, chain_id, actor, REMOVE_APP_KEY, address)
+        sync = _sync(self._chains, chain_id, actor, REMOVE_APP_KEY, address)
         if not recorded and not _has_work(sync):
             raise NotFound(f"app key {address} not found")
         with self._storage.transaction() as tx:
@@ -433,12 +446,11 @@ class Management:
         from the wallet contract by anyone. With ``chainId`` each record says whether the wallet
         there holds the key (``onChain``), and keys only the wallet holds are listed after them
         with ``addedAt`` and ``addedBy`` null."""
-        gateway = self._gateway
         owner = normalize_owner(request.owner_address, "ownerAddress")
-        chain_id = chain_field(gateway, request.chain_id)
+        chain_id = chain_field(self._settings, request.chain_id)
         with self._storage.transaction() as tx:
             records = [key.to_wire() for key in tx.app_keys_of(owner)]
-        backend = _admin_backend(gateway, chain_id)
+        backend = _admin_backend(self._chains, chain_id)
         if backend is None or chain_id is None:
             return records
         on_chain = backend.app_keys_on_chain(chain_id, owner)
@@ -454,8 +466,16 @@ class Management:
         return records + extra
 
 
+class HoldsManagement(Protocol):
+    """What :func:`enable_email` is handed: anything that holds the management service
+    (a ``Gateway`` does)."""
+
+    @property
+    def management(self) -> Management: ...
+
+
 def enable_email(
-    gateway: Gateway, owner: str, chain_id: int | None = None, *, enabled: bool = True
+    gateway: HoldsManagement, owner: str, chain_id: int | None = None, *, enabled: bool = True
 ) -> list[EmailSetting]:
     """``Gateway.management.enable_email``, kept where operators' scripts know it."""
     return gateway.management.enable_email(owner, chain_id, enabled=enabled)

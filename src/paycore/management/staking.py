@@ -25,7 +25,7 @@ from ..domain.tokens import NATIVE, to_checksum
 from ..errors import InvalidInput
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..config import Settings
 
 #: Bounds on one /mevStakingInfo: each owner costs a few calls per token in one RPC batch.
 MAX_OWNERS = 50
@@ -105,14 +105,15 @@ class Claim:
     )
 
 
-def _backend(gateway: Gateway, given: int | None) -> StakingBackend:
-    settings = gateway.settings
+def _backend(settings: Settings, chains: Mapping[int, object], given: int | None) -> StakingBackend:
+    """The staking contract's backend, from the settings (which contract, on which chain)
+    and the chain backends by chain id: the one of the staking chain provides it."""
     if settings.staking_contract is None:
         raise InvalidInput("chainId", "no staking contract is configured on this deployment")
     chain_id = settings.staking_chain_id
     if given is not None and given != chain_id:
         raise InvalidInput("chainId", f"staking runs on chain {chain_id} only")
-    provider = gateway.chains.get(chain_id)
+    provider = chains.get(chain_id)
     if not isinstance(provider, StakingProvider):
         raise InvalidInput("chainId", f"no EVM backend is configured for chain {chain_id}")
     return provider.staking(chain_id, settings.staking_contract)
@@ -143,7 +144,7 @@ def _answer(tx: Json) -> Json:
     return {"walletDeepLink": wallet_deep_link(tx), "transaction": tx}
 
 
-def staking_info(gateway: Gateway, request: StakingInfo) -> Json:
+def staking_info(settings: Settings, chains: Mapping[int, object], request: StakingInfo) -> Json:
     owners = [
         to_checksum(o, f"ownerAddresses[{i}]")
         for i, o in enumerate(_list(request.owner_addresses, "ownerAddresses", MAX_OWNERS))
@@ -152,22 +153,22 @@ def staking_info(gateway: Gateway, request: StakingInfo) -> Json:
         _token(t, f"tokenList[{i}]")
         for i, t in enumerate(_list(request.token_list, "tokenList", MAX_TOKENS))
     ]
-    return _backend(gateway, request.chain_id).info(owners, tokens)
+    return _backend(settings, chains, request.chain_id).info(owners, tokens)
 
 
-def stake(gateway: Gateway, request: StakeChange) -> Json:
+def stake(settings: Settings, chains: Mapping[int, object], request: StakeChange) -> Json:
     owner = to_checksum(request.owner_address, "ownerAddress")
     token, value = _token(request.token_address, "tokenAddress"), _value(request.value)
-    return _answer(_backend(gateway, request.chain_id).stake(owner, token, value))
+    return _answer(_backend(settings, chains, request.chain_id).stake(owner, token, value))
 
 
-def unstake(gateway: Gateway, request: StakeChange) -> Json:
+def unstake(settings: Settings, chains: Mapping[int, object], request: StakeChange) -> Json:
     owner = to_checksum(request.owner_address, "ownerAddress")
     token, value = _token(request.token_address, "tokenAddress"), _value(request.value)
-    return _answer(_backend(gateway, request.chain_id).unstake(owner, token, value))
+    return _answer(_backend(settings, chains, request.chain_id).unstake(owner, token, value))
 
 
-def claim(gateway: Gateway, request: Claim) -> Json:
+def claim(settings: Settings, chains: Mapping[int, object], request: Claim) -> Json:
     """The interface leaves tokenList's meaning open: here it is the staked tokens whose rewards
     are paid out, as ``PaycoreStaking.claim(tokens)`` takes them."""
     owner = to_checksum(request.owner_address, "ownerAddress")
@@ -175,4 +176,4 @@ def claim(gateway: Gateway, request: Claim) -> Json:
         _token(t, f"tokenList[{i}]")
         for i, t in enumerate(_list(request.token_list, "tokenList", MAX_TOKENS))
     ]
-    return _answer(_backend(gateway, request.chain_id).claim(owner, tokens))
+    return _answer(_backend(settings, chains, request.chain_id).claim(owner, tokens))

@@ -7,6 +7,10 @@ The whole lifecycle is declared here, so the Gateway calls it without probing: `
 when the notifier joins a gateway, ``invoice_changed`` and ``transaction_recorded`` after
 each commit, ``close`` when the gateway closes. ``BaseNotifier`` gives every method a no-op
 body; a notifier subclasses it and overrides what it needs.
+
+``bind`` is handed the gateway, typed as ``NotifierHost``: the parts of it a notifier may
+use (the settings, the event queues, the owners' management records), so notifiers depend
+on those services and not on the facade (docs/architecture.md §Layers).
 """
 
 from __future__ import annotations
@@ -15,14 +19,40 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..domain.records import Json
 
-if TYPE_CHECKING:  # the gateway imports this module
-    from ..gateway import Gateway
+if TYPE_CHECKING:  # the services below import nothing of this module's
+    from ..config import Settings
+    from ..events.queues import EventQueues
+    from ..management.service import Management
+    from .receipts import Receipts
+
+
+class NotifierHost(Protocol):
+    """What a notifier is bound to: the parts of the gateway it may use. The ``Gateway``
+    satisfies it."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def events(self) -> EventQueues:
+        """The outbox's readers: a notifier that fans out from the outbox reads it here."""
+        ...
+
+    @property
+    def management(self) -> Management:
+        """The owners' records: e-mail settings and the notices claimed once."""
+        ...
+
+    @property
+    def receipts(self) -> Receipts:
+        """The buyer's receipts an invoice event calls for, each claimed once."""
+        ...
 
 
 class Notifier(Protocol):
     name: str
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: NotifierHost) -> None:
         """Called once by the Gateway the notifier joins (``Gateway.add_notifier``, or
         collected from the ``paycore_notifiers`` hook), before any change is told."""
 
@@ -42,7 +72,7 @@ class BaseNotifier:
 
     name = "notifier"
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: NotifierHost) -> None:
         return None
 
     def invoice_changed(self, owner: str, payload: Json) -> None:

@@ -47,7 +47,9 @@ from ..plugins.hookspecs import RegisterNotifier, hookimpl
 from .contract import BaseNotifier
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..management.service import Management
+    from .contract import NotifierHost
+    from .receipts import Receipts
 
 log = logging.getLogger("paycore.email")
 
@@ -157,30 +159,35 @@ class EmailNotifier(BaseNotifier):
     def __init__(self, settings: Settings, *, sender: Sender | None = None) -> None:
         self.settings = settings
         self.sender = sender or smtp_sender(settings)
-        self.gateway: Gateway | None = None
+        #: The bound gateway's management records, where notices are claimed once.
+        self.management: Management | None = None
+        #: The bound gateway's receipts service (``notify.receipts``).
+        self.receipts: Receipts | None = None
         self._queue: queue.Queue[EmailMessage | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: NotifierHost) -> None:
         """Called by the Gateway once built: the notifier claims notices through
-        ``Gateway.management``."""
-        self.gateway = gateway
+        ``Gateway.management``, the one part of it the notifier keeps."""
+        self.management = gateway.management
+        self.receipts = gateway.receipts
 
     # -- Notifier -------------------------------------------------------------------------
     def invoice_changed(self, owner: str, payload: Json) -> None:
-        gateway = self.gateway
-        if gateway is None:
+        management = self.management
+        if management is None:
             return
-        for notice in gateway.receipts.claim(payload):  # the buyer's, when asked for
-            self._send_later(notice)
+        if self.receipts is not None:  # the buyer's receipts, when the invoice asks for them
+            for notice in self.receipts.claim(payload):
+                self._send_later(notice)
         if not payload.get("payments"):
             return
         by_key: dict[str, Json] = {
             "deposit:{chainId}:{txHash}:{logIndex}:{token}".format(**payment): payment
             for payment in payload["payments"]
         }
-        found = gateway.management.claim_email_notices(
+        found = management.claim_email_notices(
             owner,
             int(payload["chainId"]),
             [(key, int(payment["timestamp"])) for key, payment in by_key.items()],
@@ -193,11 +200,11 @@ class EmailNotifier(BaseNotifier):
 
     def transaction_recorded(self, owner: str, item: Json) -> None:
         """A transaction newly recorded for ``owner`` (GET /transactions' item form)."""
-        gateway = self.gateway
-        if gateway is None or item.get("type") != "withdraw":
+        management = self.management
+        if management is None or item.get("type") != "withdraw":
             return
         key = "withdraw:{chainId}:{txHash}:{logIndex}:{token}".format(**item)
-        found = gateway.management.claim_email_notices(owner, int(item["chainId"]), [(key, None)])
+        found = management.claim_email_notices(owner, int(item["chainId"]), [(key, None)])
         if found is None or not found[1]:
             return
         self._send_later(withdrawal_notice(self.settings, found[0].email, item))

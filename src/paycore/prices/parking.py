@@ -26,8 +26,8 @@ order and may carry a new block hash).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -36,12 +36,16 @@ from ..storage import Storage, StorageTx
 from .records import ParkedDeposit
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..chains.records import Ingested
 
 log = logging.getLogger("paycore.prices.parking")
 
 #: Parked deposits looked at per retry; the rest wait for the next pass.
 RETRY_BATCH = 500
+
+#: Attributes the parked deposits still on the chain that can be valued now, unparks them
+#: and the gone ones, in one transaction (``Gateway.revalue_parked``).
+Revalue = Callable[[Sequence[Deposit], Sequence[Deposit]], "Ingested"]
 
 
 @attrs.frozen
@@ -53,10 +57,16 @@ class RetryReport:
 
 class ParkedDeposits:
     """``Gateway.parking``: the parked deposits in storage, held here privately so the
-    watchers that park and retry need not reach storage."""
+    watchers that park and retry need not reach storage.
 
-    def __init__(self, storage: Storage) -> None:
+    Built from its parts: the storage, the clock in whole unix seconds (a parking's time)
+    and ``revalue``, the one operation that values parked deposits and unparks them in one
+    transaction with their invoices' events (the gateway's ``revalue_parked``)."""
+
+    def __init__(self, storage: Storage, now: Callable[[], int], revalue: Revalue) -> None:
         self._storage = storage
+        self._now = now
+        self._revalue = revalue
 
     def park(self, parked: ParkedDeposit) -> bool:
         """Store ``parked``; ``False`` when its deposit was parked already (the copy is
@@ -73,6 +83,43 @@ class ParkedDeposits:
         with self._storage.transaction() as tx:
             tx.unpark_deposit(deposit)
 
+    def park_now(self, deposit: Deposit, reason: str) -> bool:
+        """Park ``deposit`` now; ``False`` when it was parked already (its copy is
+        refreshed)."""
+        return self.park(ParkedDeposit(deposit, reason, self._now()))
+
+    def addresses(self, chain_id: int) -> set[str]:
+        """Deposit addresses of ``chain_id`` with a deposit parked: later deposits to them
+        wait."""
+        return {p.deposit.to for p in self.of_chain(chain_id, 10**9)}
+
+    def retry(
+        self,
+        chain_id: int,
+        still_there: Callable[[list[Deposit]], set[Deposit]] | None = None,
+    ) -> RetryReport:
+        """Attribute the parked deposits of ``chain_id`` that can be valued now, oldest
+        first, each address's in chain order, in one transaction (``revalue``); returns
+        what happened. ``still_there`` says which parked deposits
+        are still on the canonical chain; the others are dropped."""
+        parked = self.of_chain(chain_id, RETRY_BATCH)
+        if not parked:
+            return RetryReport()
+        deposits = [p.deposit for p in parked]
+        alive = set(deposits) if still_there is None else still_there(deposits)
+        gone = [d for d in deposits if d not in alive]
+        for deposit in gone:
+            log.warning("chain %d: parked deposit %s is gone (reorg)", chain_id, deposit.tx_hash)
+        done = self._revalue([d for d in deposits if d in alive], gone)
+        if done.attributed:
+            log.info(
+                "chain %d: %d parked deposits valued, %d still wait",
+                chain_id,
+                done.attributed,
+                done.parked,
+            )
+        return RetryReport(done.attributed, done.parked, len(gone))
+
 
 def park_in(tx: StorageTx, parked: ParkedDeposit) -> bool:
     """``ParkedDeposits.park`` inside the caller's transaction (a watcher's batch)."""
@@ -83,38 +130,29 @@ def park_in(tx: StorageTx, parked: ParkedDeposit) -> bool:
     return False
 
 
-def park(gateway: Gateway, deposit: Deposit, reason: str) -> bool:
+class HoldsParking(Protocol):
+    """What the functions below are handed: anything that holds the parked deposits (a
+    ``Gateway`` does); kept for callers that know them."""
+
+    @property
+    def parking(self) -> ParkedDeposits: ...
+
+
+def park(holder: HoldsParking, deposit: Deposit, reason: str) -> bool:
     """Park ``deposit``; ``False`` when it was parked already (its copy is refreshed)."""
-    return gateway.parking.park(ParkedDeposit(deposit, reason, gateway.now()))
+    return holder.parking.park_now(deposit, reason)
 
 
-def parked_addresses(gateway: Gateway, chain_id: int) -> set[str]:
+def parked_addresses(holder: HoldsParking, chain_id: int) -> set[str]:
     """Deposit addresses of ``chain_id`` with a deposit parked: later deposits to them wait."""
-    return {p.deposit.to for p in gateway.parking.of_chain(chain_id, 10**9)}
+    return holder.parking.addresses(chain_id)
 
 
 def retry_parked(
-    gateway: Gateway,
+    holder: HoldsParking,
     chain_id: int,
     still_there: Callable[[list[Deposit]], set[Deposit]] | None = None,
 ) -> RetryReport:
-    """Attribute the parked deposits of ``chain_id`` that can be valued now, oldest first,
-    address by address (see the module docstring), in one transaction
-    (``Gateway.revalue_parked``); returns what happened."""
-    parked = gateway.parking.of_chain(chain_id, RETRY_BATCH)
-    if not parked:
-        return RetryReport()
-    deposits = [p.deposit for p in parked]
-    alive = set(deposits) if still_there is None else still_there(deposits)
-    gone = [d for d in deposits if d not in alive]
-    for deposit in gone:
-        log.warning("chain %d: parked deposit %s is gone (reorg)", chain_id, deposit.tx_hash)
-    done = gateway.revalue_parked([d for d in deposits if d in alive], gone)
-    if done.attributed:
-        log.info(
-            "chain %d: %d parked deposits valued, %d still wait",
-            chain_id,
-            done.attributed,
-            done.parked,
-        )
-    return RetryReport(done.attributed, done.parked, len(gone))
+    """``ParkedDeposits.retry``: attribute the parked deposits of ``chain_id`` that can be
+    valued now; returns what happened."""
+    return holder.parking.retry(chain_id, still_there)

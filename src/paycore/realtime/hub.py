@@ -41,7 +41,8 @@ from .outbox_feed import OutboxFeed
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..gateway import Gateway
+    from ..notify import Notifier
+    from ..notify.contract import NotifierHost
 
 log = logging.getLogger("paycore.realtime")
 
@@ -184,7 +185,7 @@ class Hub(BaseNotifier):
         self._watches: dict[str, set[Watch]] = {}
         self._places = {True: 0, False: 0}
 
-    def bind(self, gateway: Gateway) -> None:
+    def bind(self, gateway: NotifierHost) -> None:
         """Feed this Hub from the gateway's outbox when its store can say when it grew
         (PostgreSQL, a SQLite file): then every process's changes reach this process's
         sockets, with their event ids, and this process's own changes come the same way."""
@@ -345,7 +346,20 @@ class Hub(BaseNotifier):
             self.fanout.close()
 
 
-def hub_for(gateway: Gateway) -> Hub:
+class HubHost(Protocol):
+    """What :func:`hub_for` is handed: a gateway's settings and its notifiers, which the
+    Hub is one of. The ``Gateway`` satisfies it."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def notifiers(self) -> tuple[Notifier, ...]: ...
+
+    def add_notifier(self, notifier: Notifier, *, first: bool = False) -> None: ...
+
+
+def hub_for(gateway: HubHost) -> Hub:
     """The gateway's Hub: the one the built-in plugin registered as a notifier, or one
     added now when that plugin is blocked or the notifiers list was replaced, so that an
     adapter mounting GET /ws always has pushes to serve."""

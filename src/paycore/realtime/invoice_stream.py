@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -40,9 +40,25 @@ from ..domain import machine
 from ..errors import InvoiceNotFound, StorageUnavailable
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..config import Settings
     from ..invoice_views import InvoiceView
     from .hub import Hub
+
+
+class StreamSource(Protocol):
+    """What a stream reads of the gateway: the invoice as GET /invoice/{guid} answers it
+    (one statement, lazy expiry), the clock and the settings. The ``Gateway`` satisfies it."""
+
+    #: Unix seconds, fractional: how long until the invoice's deadline.
+    clock: Callable[[], float]
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def invoice_view(self, guid: str) -> InvoiceView: ...
+
+    def now(self) -> int: ...
+
 
 #: The browser's reconnection delay, sent once at the start (milliseconds).
 RETRY_MS = 3000
@@ -102,7 +118,7 @@ class EventStream:
     Hub's watch); the adapter then iterates :meth:`sync_chunks` in a thread or
     :meth:`async_chunks` on its event loop, after :func:`admit` let it in."""
 
-    gateway: Gateway
+    gateway: StreamSource
     hub: Hub
     watch: Watch
     first: InvoiceView
@@ -213,7 +229,7 @@ class EventStream:
         self.hub.unwatch(self.watch, threaded)
 
 
-def open_stream(gateway: Gateway, hub: Hub, guid: str, last_id: str | None) -> EventStream:
+def open_stream(gateway: StreamSource, hub: Hub, guid: str, last_id: str | None) -> EventStream:
     """Read the invoice (404 when there is none, before any byte of a stream goes out) and
     watch it; a change committed between the two is not lost (the watch starts first)."""
     watch = hub.watch(guid)

@@ -10,19 +10,20 @@ they are GET /webhook/deliveries, POST /webhook/redeliver and POST
 it can recognise it; it starts a fresh retry schedule and is due at once. Like any pending
 delivery it goes before later events of the same invoice.
 
-Both are kept as functions over a Gateway for callers that know them; the work is done by
-``Gateway.webhooks`` (``paycore.webhooks.service``), which holds the storage.
+They are kept as functions for callers that know them, over anything that holds the
+webhook service (a ``Gateway`` does); the work is done by ``Gateway.webhooks``
+(``paycore.webhooks.service``), which holds the storage.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InvalidInput, NotFound
 from .records import Delivery, DeliveryStatus
 
-if TYPE_CHECKING:  # the gateway builds the service that imports this module
-    from ..gateway import Gateway
+if TYPE_CHECKING:  # the service imports this module
+    from .service import Webhooks
 
 DELIVERY_PAGE_MAX = 50
 
@@ -33,8 +34,15 @@ class DeliveryNotFound(NotFound):
         super().__init__(f"delivery {delivery_id} not found")
 
 
+class HoldsWebhooks(Protocol):
+    """What the functions below are handed: anything that holds the webhook service."""
+
+    @property
+    def webhooks(self) -> Webhooks: ...
+
+
 def list_deliveries(
-    gateway: Gateway,
+    gateway: HoldsWebhooks,
     owner: str,
     *,
     status: DeliveryStatus | str | None = None,
@@ -46,12 +54,12 @@ def list_deliveries(
     return gateway.webhooks.deliveries(owner, status=status, guid=guid, offset=offset, limit=limit)
 
 
-def redeliver(gateway: Gateway, owner: str, delivery_id: int) -> Delivery:
+def redeliver(gateway: HoldsWebhooks, owner: str, delivery_id: int) -> Delivery:
     """Queue ``owner``'s delivery again, due now; another owner's id is "not found"."""
     return gateway.webhooks.redeliver(owner, delivery_id)
 
 
-def redeliver_failed(gateway: Gateway, owner: str, since: int) -> int:
+def redeliver_failed(gateway: HoldsWebhooks, owner: str, since: int) -> int:
     """Queue every failed delivery of ``owner`` created at or after ``since`` (unix
     seconds) again; returns how many."""
     return gateway.webhooks.redeliver_failed(owner, since)

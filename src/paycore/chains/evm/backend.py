@@ -30,7 +30,7 @@ from .payouts import EvmPayouts
 from .staking import EvmStaking
 
 if TYPE_CHECKING:
-    from paycore.gateway import Gateway
+    from paycore.chains.host import ChainHost
 
 
 class EvmBackend(RoutingBackend[EvmChain]):
@@ -42,7 +42,7 @@ class EvmBackend(RoutingBackend[EvmChain]):
         return EvmChain(config)
 
     # -- ChainBackend ---------------------------------------------------------------------
-    def watch(self, gateway: Gateway, stop_event: threading.Event) -> None:
+    def watch(self, gateway: ChainHost, stop_event: threading.Event) -> None:
         """Scan every chain of this backend for deposits until ``stop_event`` is set."""
         from .watcher import run_watchers
 
@@ -50,7 +50,7 @@ class EvmBackend(RoutingBackend[EvmChain]):
 
     # -- WalletBackend --------------------------------------------------------------------
     def init_withdraw(
-        self, gateway: Gateway, owner: str, chain_id: int, request: WithdrawRequest
+        self, gateway: ChainHost, owner: str, chain_id: int, request: WithdrawRequest
     ) -> Json:
         chain = self.chain(chain_id)
         indexes = allocated_indexes(chain, owner, invoices_of(gateway, owner, chain_id))

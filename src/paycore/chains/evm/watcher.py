@@ -70,7 +70,7 @@ from .chain import EvmChain
 from .rpc import RpcError, execution_failure
 
 if TYPE_CHECKING:
-    from paycore.gateway import Gateway
+    from paycore.chains.host import ChainHost
 
 log = logging.getLogger("paycore.watcher")
 
@@ -91,7 +91,7 @@ class EvmWatcher(ChainWatcher[EvmChain]):
     #: One JSON-RPC batch of headers per round of the first pass's search.
     _probes = 15
 
-    def __init__(self, gateway: Gateway, chain: EvmChain, *, holder: str | None = None) -> None:
+    def __init__(self, gateway: ChainHost, chain: EvmChain, *, holder: str | None = None) -> None:
         super().__init__(gateway, chain, holder=holder)
         #: The unconfirmed blocks read by the last pass, by hash: their matched transfers
         #: and time; valid for the watched set they were matched against (``_head_scope``).
@@ -380,7 +380,7 @@ class EvmWatcher(ChainWatcher[EvmChain]):
         return {e.lower(): self._wallet_owners.get(e.lower()) for e in emitters}
 
 
-def watchers(gateway: Gateway, holder: str | None = None) -> list[EvmWatcher]:
+def watchers(gateway: ChainHost, holder: str | None = None) -> list[EvmWatcher]:
     """One watcher per EVM chain the gateway's backends serve."""
     from .backend import EvmBackend
 
@@ -392,7 +392,7 @@ def watchers(gateway: Gateway, holder: str | None = None) -> list[EvmWatcher]:
     return list(found.values())
 
 
-def run_watchers(gateway: Gateway, stop_event: threading.Event) -> None:
+def run_watchers(gateway: ChainHost, stop_event: threading.Event) -> None:
     """Run every chain's watcher on its own thread until ``stop_event`` is set; blocks."""
     run_all(watchers(gateway), stop_event)
 

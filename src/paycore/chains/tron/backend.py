@@ -21,7 +21,7 @@ from . import operations as _operations
 from .chain import TronChain
 
 if TYPE_CHECKING:
-    from paycore.gateway import Gateway
+    from paycore.chains.host import ChainHost
 
 
 class TronBackend(RoutingBackend[TronChain]):
@@ -33,7 +33,7 @@ class TronBackend(RoutingBackend[TronChain]):
         return TronChain(config)
 
     # -- ChainBackend / WatchingBackend ---------------------------------------------------
-    def watch(self, gateway: Gateway, stop_event: threading.Event) -> None:
+    def watch(self, gateway: ChainHost, stop_event: threading.Event) -> None:
         """Scan every chain of this backend for deposits until ``stop_event`` is set."""
         from .watcher import run_watchers
 
@@ -41,7 +41,7 @@ class TronBackend(RoutingBackend[TronChain]):
 
     # -- WalletBackend --------------------------------------------------------------------
     def init_withdraw(
-        self, gateway: Gateway, owner: str, chain_id: int, request: WithdrawRequest
+        self, gateway: ChainHost, owner: str, chain_id: int, request: WithdrawRequest
     ) -> Json:
         chain = self.chain(chain_id)
         indexes = allocated_indexes(chain, owner, invoices_of(gateway, owner, chain_id))

@@ -67,8 +67,8 @@ from .node import NodeError, RateLimited
 from .reader import NO_HISTORY, RangeReader, WatchStatus
 
 if TYPE_CHECKING:
+    from paycore.chains.host import ChainHost
     from paycore.chains.records import ChainCursor
-    from paycore.gateway import Gateway
 
 log = logging.getLogger("paycore.watcher")
 
@@ -91,7 +91,7 @@ class TronWatcher(ChainWatcher[TronChain]):
 
     _replaced = "fork"
 
-    def __init__(self, gateway: Gateway, chain: TronChain, *, holder: str | None = None) -> None:
+    def __init__(self, gateway: ChainHost, chain: TronChain, *, holder: str | None = None) -> None:
         super().__init__(gateway, chain, holder=holder)
         self.reader = RangeReader(chain)
         #: Reads the blocks above the safe head for detection, afresh each pass; its state
@@ -314,6 +314,6 @@ class TronWatcher(ChainWatcher[TronChain]):
         return evm if total else owner
 
 
-def run_watchers(gateway: Gateway, chains: list[TronChain], stop_event: threading.Event) -> None:
+def run_watchers(gateway: ChainHost, chains: list[TronChain], stop_event: threading.Event) -> None:
     """Run each chain's watcher on its own thread until ``stop_event`` is set; blocks."""
     run_all([TronWatcher(gateway, chain) for chain in chains], stop_event)
