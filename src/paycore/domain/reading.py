@@ -156,6 +156,7 @@ def _item_hook(tp: Any) -> Callable[[object, Any], Any]:
     object, which its own parser (``paycore.payouts.rows``) reads after."""
     return _object if _origin(tp) is dict else _HOOKS[tp]
 
+
 _converter.register_structure_hook_func(
     lambda t: _origin(t) is tuple,
     _present(lambda raw, t: _strings(raw, _item_hook(get_args(t)[0]))),
