@@ -67,6 +67,9 @@ class Settings:
     checkout_url: str | None = attrs.field(
         default=None, converter=_fields.optional_base, validator=_fields.absolute_url
     )
+    #: Serve the merchant dashboard at ``{prefix}/dashboard`` (docs/dashboard.md). Off, its
+    #: page and files answer 404: a host that builds its own back office turns it off.
+    dashboard_enabled: bool = attrs.field(default=True, converter=_flag)
     #: ``strict`` (session headers required on owner-scoped endpoints) or ``soft``
     #: (optional, but verified when sent): docs/interface.md §Modes.
     auth_mode: str = "strict"

@@ -92,6 +92,8 @@ def test_every_documented_operation_is_routed(env: Env) -> None:
             path = path.replace(param, value)
         if template.startswith("/docs/assets/"):
             path = path.replace("checkout.js", "docs.js")  # the reference page's own file
+        if template.startswith("/dashboard/assets/"):
+            path = path.replace("checkout.js", "dashboard.js")  # the dashboard's own file
         if template == "/invoice/{guid}/events":
             # An event stream never ends, and a test client reads a body to its end: its
             # HEAD answers the stream's first message and closes.

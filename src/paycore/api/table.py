@@ -709,7 +709,8 @@ ROUTES: list[Route] = [
 
 
 def build_router() -> Router:
+    from .dashboard import dashboard_routes
     from .docs import docs_routes
     from .openapi import openapi_route
 
-    return Router([*ROUTES, openapi_route(), *docs_routes()])
+    return Router([*ROUTES, openapi_route(), *docs_routes(), *dashboard_routes()])
