@@ -69,7 +69,7 @@ class Settings:
     )
     #: Serve the merchant dashboard at ``{prefix}/dashboard`` (docs/dashboard.md). Off, its
     #: page and files answer 404: a host that builds its own back office turns it off.
-    dashboard_enabled: bool = attrs.field(default=True, converter=_flag)
+    dashboard_enabled: bool = attrs.field(default=True, converter=_fields.flag)
     #: ``strict`` (session headers required on owner-scoped endpoints) or ``soft``
     #: (optional, but verified when sent): docs/interface.md §Modes.
     auth_mode: str = "strict"
