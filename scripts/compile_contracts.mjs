@@ -30,6 +30,7 @@ const CONTRACTS = [
   ['PaycoreWallet.sol', 'PaycoreWallet'],
   ['PaycoreForwarder.sol', 'PaycoreForwarder'],
   ['PaycoreStaking.sol', 'PaycoreStaking'],
+  ['PaycoreBatchPay.sol', 'PaycoreBatchPay'],
   ['test/TestToken.sol', 'TestToken'],
   ['test/MockAggregator.sol', 'MockAggregator'],
 ]

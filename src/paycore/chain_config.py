@@ -127,6 +127,9 @@ class ChainConfig:
     # -- EVM backend (paycore.chains.evm): on for a chain with both rpc_url and factory -------
     #: The chain's ``PaycoreFactory``: every wallet and deposit address derives from it.
     factory: str | None = attrs.field(default=None, converter=_optional_address)
+    #: The chain's ``PaycoreBatchPay`` (docs/payouts.md): batch payouts are built against it;
+    #: unset, POST /payouts is refused on this chain.
+    batch_pay: str | None = attrs.field(default=None, converter=_optional_address)
     #: ERC20 contracts the watcher follows and /getBalances lists, besides the priced ones
     #: (a payment in a token nobody accepts is still recorded when its contract is here).
     #: An entry is an address (symbol and decimals read from the chain, or from the

@@ -64,11 +64,13 @@ from .links.service import Links
 from .management.service import Management
 from .merchant.service import MerchantProfiles
 from .notify import Notifier
+from .notify.receipts import Receipts
 from .ops.idempotency import Idempotency
 from .ops.limits import client_limits
 from .ops.outages import OutageLog
 from .ops.redaction import remember_secrets
 from .ops.retention import Retention
+from .payouts.service import Payouts
 from .plugins.manager import collect, plugin_manager
 from .prices.parking import ParkedDeposits, park_in
 from .prices.pricing import PriceSource, PriceTable
@@ -150,6 +152,8 @@ class Gateway(InvoiceLists, RefundOperations):
         #: that reach a wallet hold this mapping and read it at each call.
         self.chains: dict[int, ChainBackend] = {}
         self.management = Management(units, self.settings, self.chains, self.now)
+        self.payouts = Payouts(units, self.settings, self.chains, self.now)
+        self.receipts = Receipts(units, self.settings, self.now)
         self.chain_ledger = ChainLedger(units)
         self.parking = ParkedDeposits(units, self.now, self.revalue_parked)
         self.retention = Retention(units, self.settings, self.clock)

@@ -133,6 +133,8 @@ def _checkout_fields(stored: Any) -> dict[str, Any]:
         "cancel_url": stored.get("cancelUrl"),
         "redirect_automatically": bool(stored.get("redirectAutomatically", False)),
         "checkout_url": stored.get("checkoutUrl"),
+        "buyer_email": stored.get("buyerEmail"),
+        "language": stored.get("language"),
     }
 
 

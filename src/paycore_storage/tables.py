@@ -621,3 +621,35 @@ subscription_periods = Table(
     Column("status", String(16), nullable=False),
     Index(None, "status", "subscription_id", "idx"),
 )
+
+#: Payout batches (revision 0021, docs/payouts.md): who pays, on which chain, through which
+#: contract; ``calls`` is the space-separated keccak-256 of each batch transaction's calldata.
+payout_batches = Table(
+    "paycore_payout_batches",
+    metadata,
+    Column("id", Key(64), primary_key=True),
+    Column("owner", Key(), nullable=False),
+    Column("chain_id", BigInteger, nullable=False),
+    Column("contract", Key(), nullable=False),
+    Column("calls", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index(None, "owner", "created_at"),
+)
+
+#: One row per recipient of a batch (revision 0021), each with its own state; ``value`` is
+#: the amount in base units as decimal text (a uint256 does not fit BIGINT).
+payouts = Table(
+    "paycore_payouts",
+    metadata,
+    Column("batch_id", Key(64), primary_key=True),
+    Column("line", BigInteger, primary_key=True),
+    Column("to_address", Key(), nullable=False),
+    Column("token", Key(), nullable=False),
+    Column("amount", Money, nullable=False),
+    Column("value", String(80), nullable=False),
+    Column("reference", String(255), nullable=False),
+    Column("call", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("tx_hash", Key(), nullable=True),
+    Column("updated_at", BigInteger, nullable=False),
+)

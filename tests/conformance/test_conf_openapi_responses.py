@@ -61,6 +61,11 @@ WALKED_ELSEWHERE = {
     "/subscriptions/{id}",
     "/subscription/cancel",
     "/subscription/{id}",
+    # Batch payouts, in tests/evm/test_evm_payouts_http.py (they need a node and the batch
+    # contract on it).
+    "/payouts",
+    "/payouts/confirm",
+    "/payouts/{id}",
     # The invoice's Server-Sent Events (text/event-stream): tests/realtime, under both
     # adapters' real servers.
     "/invoice/{guid}/events",

@@ -43,6 +43,8 @@ STORAGE_HOLDERS = {
     "paycore/accounting/search.py",
     "paycore/links/service.py",
     "paycore/merchant/service.py",
+    "paycore/payouts/service.py",
+    "paycore/notify/receipts.py",
     # The Gateway's own operations, written in files of their own (paycore.facade).
     "paycore/facade/lists.py",
     "paycore/facade/refunds.py",

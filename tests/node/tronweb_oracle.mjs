@@ -46,6 +46,12 @@ function run(task) {
       );
       return { wallet, deposits };
     }
+    case "calldataV2": {
+      // What TronWeb's triggerSmartContract encodes for a dapp passing a function's ABI:
+      // base58 addresses, in arrays too, turned into their 20 bytes by TronWeb itself.
+      const params = hex(utils.abi.encodeParamsV2ByABI(task.abi, task.values));
+      return { data: selector(task.signature) + params };
+    }
     case "calldata": {
       // Addresses go in as base58, as a dapp passes them to TronWeb.
       const params = hex(utils.abi.encodeParams(task.types, task.values));

@@ -33,6 +33,9 @@ from ..management.requests import (
 )
 from ..management.staking import Claim, StakeChange, StakingInfo
 from ..merchant.profile import NewProfile
+from ..payouts.requests import ConfirmPayouts as ConfirmPayouts
+from ..payouts.requests import CreatePayouts as CreatePayouts
+from ..payouts.requests import PayoutsQuery as PayoutsQuery
 from ..webhooks.endpoints import MAX_ID as MAX_ENDPOINT_ID
 from .wire import register
 
@@ -51,6 +54,10 @@ _CURSOR = {
 # CreateInvoice and CreateRefund live in the domain, below the Gateway that takes them.
 register(CreateInvoice)
 register(CreateRefund)
+# Batch payouts' requests live with them (paycore.payouts.requests).
+register(CreatePayouts)
+register(PayoutsQuery)
+register(ConfirmPayouts)
 
 
 @register

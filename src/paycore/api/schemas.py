@@ -588,3 +588,63 @@ PAYMENT_LINK_PAGE = obj(
     offset=INTEGER,
     limit=INTEGER,
 )
+
+# -- batch payouts (docs/payouts.md) ---------------------------------------------------------
+PAYOUT = obj(
+    ["batchId", "line", "to", "token", "amount", "value", "reference", "transaction", "status"],
+    batchId=STRING,
+    line={**INTEGER, "description": "the row's line: the CSV's own, or its position from 1"},
+    to=ADDRESS,
+    token={**ADDRESS, "description": "token contract; the zero address for the native coin"},
+    amount=DECIMAL,
+    value={**STRING, "description": "the amount in the token's base units"},
+    reference=STRING,
+    transaction={**INTEGER, "description": "index of the batch transaction that pays it"},
+    status={"type": "string", "enum": ["pending", "confirmed", "failed"]},
+    txHash={"oneOf": [STRING, {"type": "null"}], "description": "null while pending"},
+    updatedAt=INTEGER,
+)
+PAYOUT_BATCH = obj(
+    ["id", "owner", "chainId", "contract", "transactions", "createdAt"],
+    id=STRING,
+    owner=ADDRESS,
+    chainId=INTEGER,
+    contract=ADDRESS,
+    transactions=INTEGER,
+    createdAt=INTEGER,
+    counts=obj([], pending=INTEGER, confirmed=INTEGER, failed=INTEGER),
+)
+PAYOUTS_BUILT = obj(
+    ["batch", "approvals", "transactions", "payouts"],
+    batch=PAYOUT_BATCH,
+    approvals={
+        "type": "array",
+        "items": UNSIGNED_TX,
+        "description": "ERC20 approve calls to sign and send first (allowance short)",
+    },
+    transactions={
+        "type": "array",
+        "items": UNSIGNED_TX,
+        "description": "the batch contract's pay calls, in order, as few as the gas limit allows",
+    },
+    payouts={"type": "array", "items": PAYOUT},
+)
+PAYOUTS_READ = obj(
+    ["batch", "payouts"], batch=PAYOUT_BATCH, payouts={"type": "array", "items": PAYOUT}
+)
+PAYOUTS_CONFIRMED = obj(
+    ["batch", "payouts", "results"],
+    batch=PAYOUT_BATCH,
+    payouts={"type": "array", "items": PAYOUT},
+    results={
+        "type": "array",
+        "items": obj(
+            ["txHash", "state"],
+            txHash=STRING,
+            state={"type": "string", "enum": ["pending", "mined"]},
+            transaction=INTEGER,
+            success={"type": "boolean"},
+            settled=INTEGER,
+        ),
+    },
+)

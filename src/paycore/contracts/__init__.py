@@ -19,6 +19,7 @@ CONTRACT_NAMES = (
     "PaycoreWallet",
     "PaycoreForwarder",
     "PaycoreStaking",
+    "PaycoreBatchPay",
     "TestToken",
     "MockAggregator",
 )

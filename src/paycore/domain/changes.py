@@ -39,6 +39,10 @@ class EventType(StrEnum):
     REFUND_PENDING = "invoice.refund_pending"
     REFUND_CANCELLED = "invoice.refund_cancelled"
     REFUNDED = "invoice.refunded"
+    #: A batch payout's row was paid (its call succeeded) or not (it reverted): the payload
+    #: is the payout record (docs/payouts.md), not an Invoice; delivered to those who ask.
+    PAYOUT_CONFIRMED = "payout.confirmed"
+    PAYOUT_FAILED = "payout.failed"
     #: Anything else (and events stored before types existed).
     UPDATED = "invoice.updated"
 

@@ -31,6 +31,10 @@ MAX_DESCRIPTION = 2000
 #: Longest redirectUrl or cancelUrl: browsers and proxies handle URLs up to about this length.
 MAX_URL = 2000
 MAX_DEADLINE_SECS = 366 * 24 * 3600
+#: RFC 5321's longest forward path less its angle brackets.
+MAX_EMAIL = 254
+#: The languages receipts are written in (``paycore.notify.receipts``); the first is the default.
+RECEIPT_LANGUAGES = ("en", "de", "fr", "es")
 
 
 @attrs.frozen
@@ -80,6 +84,21 @@ class NewInvoice:
     redirect_automatically: bool | None = attrs.field(
         default=None,
         metadata={"doc": "the checkout page follows redirectUrl by itself, after a countdown"},
+    )
+    buyer_email: str | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "the buyer's e-mail: a receipt is mailed when paid and when refunded; "
+            "never shown in the invoice record",
+            "schema": {"maxLength": MAX_EMAIL},
+        },
+    )
+    language: str | None = attrs.field(
+        default=None,
+        metadata={
+            "doc": "the language of the buyer's receipts (default en)",
+            "schema": {"enum": list(RECEIPT_LANGUAGES)},
+        },
     )
 
 
@@ -156,6 +175,10 @@ def parse_new_invoice(
     if request.redirect_automatically and redirect_url is None:
         raise InvalidInput("redirectAutomatically", "needs a redirectUrl")
 
+    buyer_email = checked_email(request.buyer_email, "buyerEmail")
+    if request.language is not None and request.language not in RECEIPT_LANGUAGES:
+        raise InvalidInput("language", f"must be one of {', '.join(RECEIPT_LANGUAGES)}")
+
     return Invoice(
         guid=str(uuid.uuid4()),
         created_at=now,
@@ -173,7 +196,30 @@ def parse_new_invoice(
         redirect_url=redirect_url,
         cancel_url=cancel_url,
         redirect_automatically=bool(request.redirect_automatically),
+        buyer_email=buyer_email,
+        language=request.language,
     )
+
+
+def checked_email(raw: str | None, field: str) -> str | None:
+    """A mailbox a receipt can go to: ``local@domain``, printable ASCII without spaces, at
+    most ``MAX_EMAIL`` characters. Strict on what breaks a mail header (CR, LF,
+    commas, angle brackets: a second recipient smuggled in), lenient on the rest -- the
+    mail server is the judge of whether the mailbox exists."""
+    if raw is None or not raw.strip():
+        return None
+    text = raw.strip()
+    if len(text) > MAX_EMAIL:
+        raise InvalidInput(field, f"longer than {MAX_EMAIL} characters")
+    local, at, domain = text.rpartition("@")
+    bad = any(c.isspace() or ord(c) < 32 or c in ',;<>()[]\\"' for c in text)
+    if not at or not local or "." not in domain or bad or domain.startswith("."):
+        raise InvalidInput(field, "must be an e-mail address such as buyer@example.com")
+    if not text.isascii():
+        # The mail notifier speaks plain SMTP, without SMTPUTF8: such a mailbox would fail
+        # at every send, so it is refused here, where the merchant can still fix it.
+        raise InvalidInput(field, "must be ASCII (an international domain in its xn-- form)")
+    return text
 
 
 def shop_url(raw: str | None, field: str) -> str | None:

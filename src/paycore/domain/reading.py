@@ -149,9 +149,17 @@ def _origin(tp: Any) -> Any:
 
 
 _converter.register_structure_hook_func(lambda t: _origin(t) is dict, _present(_object))
+
+
+def _item_hook(tp: Any) -> Callable[[object, Any], Any]:
+    """An array's item parser; an array of objects (batch payout rows) takes each as an
+    object, which its own parser (``paycore.payouts.rows``) reads after."""
+    return _object if _origin(tp) is dict else _HOOKS[tp]
+
+
 _converter.register_structure_hook_func(
     lambda t: _origin(t) is tuple,
-    _present(lambda raw, t: _strings(raw, _HOOKS[get_args(t)[0]])),
+    _present(lambda raw, t: _strings(raw, _item_hook(get_args(t)[0]))),
 )
 
 

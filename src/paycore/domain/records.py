@@ -223,13 +223,25 @@ class Invoice:
     #: reply, event and webhook builds ``paymentUrl`` from it, whichever process sends it.
     #: None on invoices stored before it was kept; the gateway's default applies to them.
     checkout_url: str | None = None
+    #: Where the buyer's receipts go (paid, refunded; ``paycore.notify.receipts``), and the
+    #: language they are written in. Private: never part of the wire record, which anyone
+    #: holding the invoice's guid may read.
+    buyer_email: str | None = None
+    language: str | None = None
     #: Transfers mined but not yet ``confirmations`` deep, oldest first: provisional, so
     #: ignored by ``==`` and never stored with the invoice (``StorageTx.detected_of``).
     detected: tuple[Detected, ...] = attrs.field(default=(), eq=False, repr=False, kw_only=True)
 
     def checkout_json(self) -> Json | None:
-        """The checkout fields as stored in one JSON column; None when none is set."""
-        if self.redirect_url is None and self.cancel_url is None and self.checkout_url is None:
+        """The checkout fields, and the buyer's receipt address and language, as stored in
+        one JSON column (no revision needed); None when none is set."""
+        if (
+            self.redirect_url is None
+            and self.cancel_url is None
+            and self.checkout_url is None
+            and self.buyer_email is None
+            and self.language is None
+        ):
             return None
         stored: Json = {
             "redirectUrl": self.redirect_url,
@@ -238,6 +250,10 @@ class Invoice:
         }
         if self.checkout_url is not None:
             stored["checkoutUrl"] = self.checkout_url
+        if self.buyer_email is not None:
+            stored["buyerEmail"] = self.buyer_email
+        if self.language is not None:
+            stored["language"] = self.language
         return stored
 
     @property

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the services below import nothing of this module's
     from ..config import Settings
     from ..events.queues import EventQueues
     from ..management.service import Management
+    from .receipts import Receipts
 
 
 class NotifierHost(Protocol):
@@ -40,6 +41,11 @@ class NotifierHost(Protocol):
     @property
     def management(self) -> Management:
         """The owners' records: e-mail settings and the notices claimed once."""
+        ...
+
+    @property
+    def receipts(self) -> Receipts:
+        """The buyer's receipts an invoice event calls for, each claimed once."""
         ...
 
 

@@ -5,7 +5,11 @@ under the plugin name ``email`` when ``Settings.smtp_host`` is set. It mails an 
 where the owner stored an address for the chain and the operator enabled it
 (``paycore.management.service.enable_email``).
 
-What is mailed, and once only:
+It also mails the buyer's receipts (``notify.receipts``): when an invoice created with a
+``buyerEmail`` is paid, and when a refund of it is confirmed -- whatever the owner's own
+notice settings, since the buyer asked for them through the merchant.
+
+What is mailed to the owner, and once only:
 - a deposit: every payment of a changed invoice that has not been announced yet -- the
   change that attributed it; the same payment riding along on a later change (expiry, a
   further payment) is not announced again;
@@ -45,6 +49,7 @@ from .contract import BaseNotifier
 if TYPE_CHECKING:
     from ..management.service import Management
     from .contract import NotifierHost
+    from .receipts import Receipts
 
 log = logging.getLogger("paycore.email")
 
@@ -156,6 +161,8 @@ class EmailNotifier(BaseNotifier):
         self.sender = sender or smtp_sender(settings)
         #: The bound gateway's management records, where notices are claimed once.
         self.management: Management | None = None
+        #: The bound gateway's receipts service (``notify.receipts``).
+        self.receipts: Receipts | None = None
         self._queue: queue.Queue[EmailMessage | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -164,11 +171,17 @@ class EmailNotifier(BaseNotifier):
         """Called by the Gateway once built: the notifier claims notices through
         ``Gateway.management``, the one part of it the notifier keeps."""
         self.management = gateway.management
+        self.receipts = gateway.receipts
 
     # -- Notifier -------------------------------------------------------------------------
     def invoice_changed(self, owner: str, payload: Json) -> None:
         management = self.management
-        if management is None or not payload.get("payments"):
+        if management is None:
+            return
+        if self.receipts is not None:  # the buyer's receipts, when the invoice asks for them
+            for notice in self.receipts.claim(payload):
+                self._send_later(notice)
+        if not payload.get("payments"):
             return
         by_key: dict[str, Json] = {
             "deposit:{chainId}:{txHash}:{logIndex}:{token}".format(**payment): payment

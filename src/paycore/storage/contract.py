@@ -51,6 +51,7 @@ from typing import Protocol, cast, runtime_checkable
 from ..domain.records import SessionKey
 from .idempotency import IdempotencyKeys
 from .invoice_read import InvoiceRead
+from .payouts import PayoutStore
 from .protocols.auth import Challenges, PollTokens, SessionKeys, Signatures
 from .protocols.chains import ChainLeases, WatchedAddresses
 from .protocols.detected import DetectedTransfers
@@ -117,6 +118,7 @@ class StorageTx(
     InvoiceSearch,
     IdempotencyKeys,
     SubscriptionStore,
+    PayoutStore,
     Protocol,
 ):
     """One open unit of work: what ``Storage.transaction()`` yields, every concern's protocol

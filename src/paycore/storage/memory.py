@@ -42,6 +42,7 @@ from ..domain.records import (
 )
 from ..management.records import AppKey, EmailSetting
 from ..merchant.profile import MerchantProfile
+from ..payouts.records import Payout, PayoutBatch
 from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from ..webhooks.records import DeliveryAttempt, WebhookEndpoint
 from .contract import StorageTx
@@ -56,6 +57,7 @@ from .memory_invoices import MemoryInvoices
 from .memory_links import MemoryLinks
 from .memory_merchant import MemoryMerchant
 from .memory_outbox import MemoryOutbox
+from .memory_payouts import MemoryPayouts
 from .memory_prices import MemoryPrices
 from .memory_pruning import MemoryPruning
 from .memory_refunds import MemoryRefunds
@@ -107,6 +109,8 @@ class _Tables:
     #: chain -> its detected transfers by key; each chain's dict is replaced whole.
     detected: dict[int, dict[DetectedKey, Detected]] = attrs.field(factory=dict)
     subscriptions: dict[SubKey, Any] = attrs.field(factory=dict)  # memory_subscriptions
+    payout_batches: dict[str, PayoutBatch] = attrs.field(factory=dict)  # revision 0021
+    payouts: dict[tuple[str, int], Payout] = attrs.field(factory=dict)  # (batch, line)
     last_event_id: int = 0
     last_invoice_seq: int = 0
     last_delivery_id: int = 0
@@ -187,6 +191,7 @@ class _MemoryTx(
     MemorySearch,
     MemoryIdempotency,
     MemorySubscriptions,
+    MemoryPayouts,
 ):
     """One unit of work; only valid inside its ``with`` block (the lock is held there)."""
 

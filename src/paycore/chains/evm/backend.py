@@ -11,6 +11,7 @@ while a node is down; the first call that needs the node reports it (502).
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from paycore.chains import WithdrawRequest
@@ -18,10 +19,14 @@ from paycore.chains.admin import ChainSync
 from paycore.chains.routing import RoutingBackend, allocated_indexes, invoices_of
 from paycore.config import ChainConfig
 from paycore.domain.records import Json
+from paycore.domain.registry import TokenMeta
+from paycore.payouts.backend import BuiltPayouts, MinedCall
+from paycore.payouts.rows import PayoutRow
 
 from . import operations as _operations
 from . import wallet_admin
 from .chain import EvmChain
+from .payouts import EvmPayouts
 from .staking import EvmStaking
 
 if TYPE_CHECKING:
@@ -74,3 +79,15 @@ class EvmBackend(RoutingBackend[EvmChain]):
     # -- StakingProvider (paycore.management.staking) -------------------------------------
     def staking(self, chain_id: int, contract: str) -> EvmStaking:
         return EvmStaking(self.chain(chain_id), contract)
+
+    # -- PayoutBackend (paycore.payouts.backend) --------------------------------------------
+    def build_payouts(
+        self, chain_id: int, owner: str, contract: str, ref: bytes, rows: Sequence[PayoutRow]
+    ) -> BuiltPayouts:
+        return EvmPayouts(self.chain(chain_id)).build_payouts(owner, contract, ref, rows)
+
+    def token_facts(self, chain_id: int, tokens: Sequence[str]) -> dict[str, TokenMeta]:
+        return self.chain(chain_id).token_meta(tokens)
+
+    def mined_call(self, chain_id: int, tx_hash: str) -> MinedCall | None:
+        return EvmPayouts(self.chain(chain_id)).mined_call(tx_hash)

@@ -35,8 +35,10 @@ from paycore.testing.storage_contract.management import *  # noqa: F403
 from paycore.testing.storage_contract.merchant_tools import *  # noqa: F403
 from paycore.testing.storage_contract.nonces import *  # noqa: F403
 from paycore.testing.storage_contract.outbox import *  # noqa: F403
+from paycore.testing.storage_contract.payouts import *  # noqa: F403
 from paycore.testing.storage_contract.prices import *  # noqa: F403
 from paycore.testing.storage_contract.races import *  # noqa: F403
+from paycore.testing.storage_contract.receipts import *  # noqa: F403
 from paycore.testing.storage_contract.refunds import *  # noqa: F403
 from paycore.testing.storage_contract.retention import *  # noqa: F403
 from paycore.testing.storage_contract.search import *  # noqa: F403
