@@ -1,5 +1,7 @@
 """The dashboard's own logic, run in Node on the shipped modules: what the fallback search
-finds, how the chart sums deposits per UTC day, which symbol a token is shown with."""
+finds, how the chart sums deposits per UTC day, which symbol a token is shown with, and
+the billing views' logic: the plan a form makes, the bad rows of a refused payout upload, the
+order a batch's transactions are sent in."""
 
 from __future__ import annotations
 
@@ -74,3 +76,77 @@ def test_a_token_is_named_by_tokeninfo_then_the_merchant_hint_then_its_address()
     ]
     got = node([{"op": "symbol", "tokenId": TOKEN, **t} for t in tasks])
     assert got == ["USDC", "TUSDC", "TUSDC", "0xe7f1725E…", "0xe7f1725E…"]
+
+
+def test_a_refused_upload_is_read_back_row_by_row_with_its_line_numbers() -> None:
+    text = (
+        "invalid request: rows: 23 bad row(s)\n"
+        "line 3: address: not a 20-byte hex address\n"
+        "line 5: amount: has more than 6 decimal places for this token\n"
+        "line 6: token: no token 'DOGE' known on chain 1\n"
+        "... and 20 more"
+    )
+    got = node(
+        [{"op": "badRows", "text": t} for t in (text, "invalid request: chainId: required", "")]
+    )
+    assert got[0] == {
+        "rows": [
+            {"line": 3, "field": "address", "message": "not a 20-byte hex address"},
+            {
+                "line": 5,
+                "field": "amount",
+                "message": "has more than 6 decimal places for this token",
+            },
+            {"line": 6, "field": "token", "message": "no token 'DOGE' known on chain 1"},
+        ],
+        "more": 20,
+    }
+    assert got[1:] == [{"rows": [], "more": 0}, {"rows": [], "more": 0}]
+
+
+def test_a_batch_is_sent_approvals_first_then_its_pay_calls_in_order() -> None:
+    answer = {
+        "approvals": [{"to": "0xA", "nonce": 1}],
+        "transactions": [{"to": "0xB", "nonce": 2}, {"to": "0xB", "nonce": 3}],
+    }
+    got = node(
+        [{"op": "payoutCalls", "answer": a} for a in (answer, {"transactions": [{"to": "0xB"}]})]
+    )
+    assert got[0] == [
+        {"kind": "approve", "tx": {"to": "0xA", "nonce": 1}},
+        {"kind": "pay", "tx": {"to": "0xB", "nonce": 2}},
+        {"kind": "pay", "tx": {"to": "0xB", "nonce": 3}},
+    ]
+    assert got[1] == [{"kind": "pay", "tx": {"to": "0xB"}}]
+
+
+def test_the_plan_form_makes_the_body_post_plan_reads() -> None:
+    base = {
+        "name": " Gold ",
+        "amount": " 9.90 ",
+        "chainId": "31337",
+        "periodUnit": "month",
+        "periodCount": "1",
+    }
+    tasks = [
+        {**base, "tokens": "", "trialDays": "", "graceDays": "", "currency": "usd"},
+        {
+            **base,
+            "tokens": "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512, 1:0xA0b8",
+            "trialDays": "7",
+            "graceDays": "0",
+        },
+    ]
+    first, second = node([{"op": "planBody", "values": v} for v in tasks])
+    assert first == {
+        "name": "Gold",
+        "amount": "9.90",
+        "chainId": 31337,
+        "acceptedTokens": ["31337:0x0000000000000000000000000000000000000000"],
+        "periodUnit": "month",
+        "periodCount": 1,
+        "currency": "usd",
+    }
+    assert second["acceptedTokens"] == [TOKEN, "1:0xA0b8"]
+    assert (second["trialDays"], second["graceDays"]) == (7, 0)
+    assert "currency" not in second

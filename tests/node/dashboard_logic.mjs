@@ -1,8 +1,10 @@
 // The dashboard's pure logic on the shipped modules: the text match of the invoice search
 // (used when the server has no search of its own), the deposits-per-day series of the chart,
-// and the token symbol a row shows. Reads {"tasks": [...]} on stdin, writes a JSON array.
+// the token symbol a row shows, and the billing views' plan body, refused payout rows and
+// the order the wallet sends a batch in. Reads {"tasks": [...]} on stdin, writes a JSON array.
 import { matches, tokenSymbol } from "../../src/paycore/dashboard/assets/views.js";
 import { perDay } from "../../src/paycore/dashboard/assets/money.js";
+import { badRows, payoutCalls, planBody } from "../../src/paycore/dashboard/assets/billing.js";
 
 let input = "";
 for await (const chunk of process.stdin) input += chunk;
@@ -11,6 +13,9 @@ for (const task of JSON.parse(input).tasks) {
   if (task.op === "matches") out.push(matches(task.invoice, task.text));
   else if (task.op === "perDay") out.push(perDay(task.items, task.now, task.days));
   else if (task.op === "symbol") out.push(tokenSymbol(task.invoice, task.tokenId));
+  else if (task.op === "badRows") out.push(badRows(task.text));
+  else if (task.op === "payoutCalls") out.push(payoutCalls(task.answer));
+  else if (task.op === "planBody") out.push(planBody(task.values));
   else throw new Error(`unknown op ${task.op}`);
 }
 process.stdout.write(JSON.stringify(out));

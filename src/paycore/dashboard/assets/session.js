@@ -121,7 +121,14 @@ export class Session {
       body: method === "GET" ? undefined : body,
       cache: "no-store",
     });
-    if (!response.ok) throw new HttpError(response.status, (await response.text()).slice(0, 300));
+    if (!response.ok) {
+      // the message is the first 300 characters; a refused payout upload names every bad
+      // row on its own line, so the whole text is kept for the view that lists them
+      const text = await response.text();
+      const error = new HttpError(response.status, text.slice(0, 300));
+      error.body = text;
+      throw error;
+    }
     if (raw) return response;
     return response.json();
   }

@@ -8,6 +8,7 @@ import { formatTime, formatVs, formatAmount } from "./i18n.js";
 import { API, HttpError, personalSignParam } from "./session.js";
 import { capabilities } from "./capabilities.js";
 import { moneyView, refundForm } from "./money.js";
+import { BILLING_VIEWS } from "./billing.js";
 
 /** A token's symbol: the invoice's tokenInfo, else the merchant's `data.symbol` hint (the
  *  checkout page's convention: one value, or a map by token id), else its short address. */
@@ -512,4 +513,5 @@ export const VIEWS = {
   profile: profileView,
   keys: keysView,
   export: exportView,
+  ...BILLING_VIEWS,
 };
