@@ -30,6 +30,7 @@ from evm_gateway import CHAIN_ID, USD, chain_config, drain, pay_token, watcher
 from paycore import Gateway, Settings
 from paycore.api.table import ROUTES
 from paycore.chains.evm import plugin as evm_plugin
+from paycore.subscriptions.requests import NewPlan, NewSubscription
 from paycore.webhooks.dispatcher import Dispatcher  # noqa: E402
 from paycore_storage import SqlStorage  # noqa: E402
 
@@ -77,10 +78,11 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     require_browser()
     caplog.set_level(logging.DEBUG)
     storage = SqlStorage(f"sqlite:///{tmp_path}/paycore.db")  # a real file, as a shop runs
+    batch_pay = evm.chain.deploy(evm.admin, "PaycoreBatchPay").address  # for the payouts
     settings = Settings(
         database_url="memory://",  # unused: the storage above is given
         prices={f"{CHAIN_ID}:{evm.token.address}": "1"},
-        chains={CHAIN_ID: chain_config(evm)},
+        chains={CHAIN_ID: chain_config(evm, batch_pay=batch_pay)},
         webhook_allow_private=True,  # the shop's receiver below is on loopback
     )
     gateway = Gateway(settings, storage=storage, entry_points=False, plugins=[evm_plugin])
@@ -113,6 +115,24 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
             "data": {"orderId": ORDER, "symbol": {tusdc: "TUSDC"}},
         },
     )
+    # a subscriber whose first period the worker has invoiced: the page shows its period
+    silver = gateway.subscriptions.create_plan(
+        owner.address,
+        NewPlan(
+            name="Silver",
+            amount=Decimal("5"),
+            chain_id=CHAIN_ID,
+            accepted_tokens=(tusdc,),
+            period_unit="month",
+            period_count=1,
+        ),
+    )
+    subscriber = gateway.subscriptions.create(
+        owner.address, NewSubscription(silver.id, "customer-7")
+    )
+    gateway.subscriptions.tick()
+    (period,) = gateway.subscriptions.view(subscriber.id).periods
+    payee = Account.create().address
     w = watcher(gateway)
     pay_token(evm, evm.token, target.address, 10 * USD)
     drain(w)
@@ -139,6 +159,9 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
                 "orderId": ORDER,
                 "refundAmount": "4",
                 "email": "books@shop.example",
+                "token": evm.token.address,
+                "subscriber": "customer-7",
+                "payoutTo": payee,
             }
             run = subprocess.run(
                 ["node", str(SCRIPT), json.dumps(config)],
@@ -163,9 +186,10 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     assert len(seen["audits"]) >= 40
     assert {k: v for k, v in seen["audits"].items() if v} == {}
 
-    # signed in as the wallet's account; the list shows the owner's four invoices
+    # signed in as the wallet's account; the list shows the owner's five invoices (the four
+    # made here and the subscriber's first period)
     assert seen["ownerShown"] == owner.address
-    assert seen["listed"] == 4
+    assert seen["listed"] == 5
     # found by the order id alone: one invoice, the right one
     assert seen["found"] == [f"#/invoice/{target.guid}"]
     assert [o.guid for o in others if f"#/invoice/{o.guid}" in seen["found"]] == []
@@ -178,7 +202,7 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
         assert seen["searchSummary"] == "1 invoices"
     else:
         assert not any(f"q={ORDER}" in u for u in urls)
-        assert seen["searchSummary"] == "1 found among the 4 newest invoices"
+        assert seen["searchSummary"] == "1 found among the 5 newest invoices"
 
     # the refund: 4 TUSDC back to the payer, seen on chain and confirmed by the watcher
     after = gateway.get_invoice(target.guid)
@@ -201,7 +225,7 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     # the export, downloaded and parsed: the target's invoice row with its order's payment
     rows = [json.loads(line) for line in Path(seen["exportFile"]).read_text().splitlines()]
     invoices = {r["guid"]: r for r in rows if r["record"] == "invoice"}
-    assert set(invoices) == {target.guid, *(o.guid for o in others)}
+    assert set(invoices) == {target.guid, period.guid, *(o.guid for o in others)}
     assert invoices[target.guid]["paid_amount"] == "10"
     payments = [r for r in rows if r["record"] == "payment"]
     assert [(p["guid"], p["amount"]) for p in payments] == [(target.guid, "10")]
@@ -221,9 +245,30 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     assert (stored.email, stored.enabled) == ("books@shop.example", False)
     assert seen["notify"].startswith("Saved: books@shop.example.")
 
+    # subscriptions: the plan and subscriber made in the page are stored for the owner; the
+    # worker's period links its invoice and the subscriber's page; the cancel took
+    plans = gateway.subscriptions.list_plans(owner.address)
+    assert {p.name for p in plans[0]} == {"Silver", "Gold"}
+    (gold,) = [p for p in plans[0] if p.name == "Gold"]
+    assert (gold.amount, gold.grace_days, gold.accepted_tokens) == (Decimal("9.90"), 3, (tusdc,))
+    assert seen["newSubscription"] == "customer-42"
+    assert sorted(seen["subscriptionsListed"]) == ["customer-42", "customer-7"]
+    assert seen["periodInvoices"] == [f"#/invoice/{period.guid}"]
+    assert seen["subscriberPage"].endswith(f"/subscription/{subscriber.id}")
+    assert seen["cancelledBadge"] == "Cancelled"
+    assert gateway.subscriptions.view(subscriber.id).subscription.status.value == "cancelled"
+
+    # payouts: the bad row refused by its line; the good batch paid on chain and confirmed
+    assert seen["badLines"] == [["3", "Line 3: address: not a 20-byte hex address"]]
+    assert w3.eth.get_balance(payee) == 10**16
+    assert seen["payoutCounts"] == "Pending: 0 · Confirmed: 1 · Failed: 0"
+    assert seen["payoutBadges"] == ["badge confirmed"]
+    (paid,) = gateway.payouts.get(owner.address, seen["payoutBatch"])[1]
+    assert paid.status.value == "confirmed"
+
     # the wallet signed the registration and the e-mail setting, sent two transactions
     assert seen["walletCalls"].count("personal_sign") == 2
-    assert seen["walletCalls"].count("eth_sendTransaction") == 2
+    assert seen["walletCalls"].count("eth_sendTransaction") == 3
     # the session key's private half is in no request and no server log line
     assert len(seen["requests"]) > 20
     signed = [r for r in seen["requests"] if "x-session-signature" in r["headers"]]

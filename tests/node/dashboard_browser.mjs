@@ -84,7 +84,9 @@ page.on("request", (req) => {
 });
 page.on("response", (res) => {
   // 404 of the merchant profile before it is set is an answer the page expects
-  if (res.status() >= 400 && !/merchant\/profile/.test(res.url()) && !res.url().endsWith("/favicon.ico")) {
+  // and so is the 400 of the payout upload with a bad row, which the walk sends on purpose
+  const expected = /merchant\/profile/.test(res.url()) || (res.status() === 400 && /\/payouts$/.test(res.url()));
+  if (res.status() >= 400 && !expected && !res.url().endsWith("/favicon.ico")) {
     problems.push(`${res.status()}: ${res.url()}`);
   }
 });
@@ -201,6 +203,56 @@ try {
     await viewIs(name);
     await audit(name);
   }
+  // Subscriptions: a plan and a subscriber made through the forms; the one the test made
+  // before (its first period invoiced by the worker) shows its period, then is cancelled.
+  await page.click('nav a[href="#/subscriptions"]');
+  await viewIs("subscriptions");
+  await page.fill("#plan-name", "Gold");
+  await page.fill("#plan-amount", "9.90");
+  await page.fill("#plan-tokens", config.token);
+  await page.fill("#plan-grace", "3");
+  await page.click("#plan-create");
+  await page.waitForFunction(() => [...document.querySelectorAll("#view td")].some((td) => td.textContent === "Gold"), null, { timeout: 30000 });
+  await audit("subscriptions");
+  await page.selectOption("#sub-plan", { label: "Gold" });
+  await page.fill("#sub-reference", "customer-42");
+  await page.click("#sub-create");
+  await viewIs("subscription");
+  result.newSubscription = await page.textContent("h1");
+  await page.click('a[href="#/subscriptions"]');
+  await viewIs("subscriptions");
+  result.subscriptionsListed = await page.$$eval("a.subscription-link", (els) => els.map((el) => el.textContent));
+  await page.click(`a.subscription-link >> text=${config.subscriber}`);
+  await viewIs("subscription");
+  await audit("subscription");
+  result.periodInvoices = await page.$$eval("a.period-invoice", (els) => els.map((el) => el.getAttribute("href")));
+  result.subscriberPage = await page.getAttribute("#subscriber-page", "href");
+  await page.click("#sub-cancel");
+  await page.waitForFunction(() => document.getElementById("toast").textContent.includes("cancelled"));
+  await viewIs("subscription");
+  await page.waitForSelector("#sub-cancel", { state: "detached" });
+  result.cancelledBadge = await page.textContent(".facts .badge");
+
+  // Payouts: an upload with a bad row is refused with its line; a good one is built, sent by
+  // the wallet and confirmed, and the batch shows each row's state.
+  await page.click('nav a[href="#/payouts"]');
+  await viewIs("payouts");
+  await page.fill("#payout-csv", `address,token,amount,reference\n${config.payoutTo},ETH,0.01,r-1\n0x12,ETH,1,r-2\n`);
+  await page.click("#payout-build");
+  await page.waitForSelector("#payout-errors", { timeout: 30000 });
+  result.badLines = await page.$$eval("#payout-errors li", (els) => els.map((el) => [el.dataset.line, el.textContent]));
+  await audit("payouts");
+  await page.fill("#payout-csv", `address,token,amount,reference\n${config.payoutTo},ETH,0.01,r-1\n`);
+  await page.click("#payout-build");
+  await page.waitForSelector("#payout-built", { timeout: 30000 });
+  await audit("payouts-built");
+  await page.click("#payout-send");
+  await viewIs("payout");
+  await audit("payout");
+  result.payoutCounts = await page.textContent("#payout-counts");
+  result.payoutBadges = await page.$$eval("#view td .badge", (els) => els.map((el) => el.className));
+  result.payoutBatch = await page.evaluate(() => decodeURIComponent(location.hash.split("/")[2]));
+
   // A language with other words and another script: the page follows ?lang=.
   await page.goto(`${config.base}/dashboard#/invoices`, { waitUntil: "load" });
   await viewIs("invoices");
