@@ -109,6 +109,8 @@ POST_BODIES: dict[str, Body] = {
     },
     "/subscription": lambda owner, key: {"planId": "plan_none", "reference": "c1"},
     "/subscription/cancel": lambda owner, key: {"id": "sub_none"},
+    "/payouts": lambda owner, key: {"chainId": 1, "csv": "address,token,amount\n"},
+    "/payouts/confirm": lambda owner, key: {"batchId": "pob_none", "txHashes": ["0x" + "ab" * 32]},
 }
 
 Query = Callable[[Env, LocalAccount], str]
@@ -147,6 +149,7 @@ GET_QUERIES: dict[str, Query] = {
     "/plans": _owner_query,
     "/subscriptions": _owner_query,
     "/subscriptions/{id}": _owner_query,
+    "/payouts/{id}": _owner_query,
     "/merchant/profile": _owner_query,
 }
 

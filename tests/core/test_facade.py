@@ -41,6 +41,7 @@ STORAGE_HOLDERS = {
     "paycore/ops/idempotency.py",
     "paycore/accounting/service.py",
     "paycore/accounting/search.py",
+    "paycore/subscriptions/service.py",
     "paycore/links/service.py",
     "paycore/merchant/service.py",
     "paycore/payouts/service.py",

@@ -28,7 +28,8 @@ class SubscriptionStore(Protocol):
     def insert_plan(self, plan: Plan) -> None:
         """Store a new plan; raises ``ValueError`` when its id exists."""
 
-    def get_plan(self, plan_id: str) -> Plan | None: ...
+    def get_plan(self, plan_id: str) -> Plan | None:
+        """The plan with this id, or None; any owner's (the caller checks whose it is)."""
 
     def list_plans(self, owner: str, *, offset: int, limit: int) -> tuple[list[Plan], int]:
         """(``owner``'s plans newest first, from ``offset``, at most ``limit``; their total)."""
@@ -36,7 +37,9 @@ class SubscriptionStore(Protocol):
     def insert_subscription(self, sub: Subscription) -> None:
         """Store a new subscription; raises ``ValueError`` when its id exists."""
 
-    def get_subscription(self, sub_id: str, *, for_update: bool = False) -> Subscription | None: ...
+    def get_subscription(self, sub_id: str, *, for_update: bool = False) -> Subscription | None:
+        """The subscription with this id, or None. ``for_update`` locks its row until the
+        transaction ends, so two workers issuing its next period take turns."""
 
     def update_subscription(self, sub: Subscription) -> None:
         """Replace every field but ``id`` and ``owner``; ``KeyError`` for an unknown id."""
