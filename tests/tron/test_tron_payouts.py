@@ -70,9 +70,10 @@ def test_a_tron_batch_is_built_signed_and_confirmed(env: Env) -> None:
     owner, address, session = _funded(env, "payer-1", 100 * TRX, 50 * USD)
     a, b = address_of(key("recipient-a")), address_of(key("recipient-b"))
     body = {"chainId": CHAIN_ID, "rows": _rows(a, b)}
-    built = env.api.post(
-        "/payouts", body, session=session, headers={"Idempotency-Key": "tron-1"}
-    ).ok(201)
+    headers = {"Idempotency-Key": "tron-1"}
+    built = env.api.post("/payouts", body, session=session, headers=headers).ok(201)
+    retry = env.api.post("/payouts", body, session=session, headers=headers).ok(201)
+    assert retry == built  # the same batch and transactions, not a second build
     batch_id = built["batch"]["id"]
 
     # One approve of exactly the USDT total, to the batch contract, then one pay call.
