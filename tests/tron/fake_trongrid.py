@@ -48,6 +48,12 @@ java-tron writes them:
   chain id (as Tron's do) when the test set ``chain_id``.
 - ``wallet/gettransactioninfobyid`` {``value``: txID} -> the TransactionInfo of a mined
   transaction (``contract_address`` of a creation), ``{}`` otherwise.
+- ``wallet/gettransactionbyid`` {``value``: txID} -> the Transaction of a mined one, ``{}``
+  otherwise (a broadcast one keeps the signed ``raw_data_hex`` it came with).
+- ``batch``: the ``PaycoreBatchPay`` contract. Its ``pay`` (dry run or broadcast) moves
+  every row from the caller, TRX rows from ``call_value``, TRC20 rows within the caller's
+  allowance to it (``approve`` broadcast to a token sets one); a row it cannot pay reverts
+  the whole call, as the contract does.
 
 With ``rate_limit``, ``max_response_bytes``, ``seconds_per_block`` and ``fill`` it plays a
 provider on mainnet: 429 with TronGrid's text and a penalty, 413 over a size cap, slow big
@@ -76,9 +82,11 @@ import attrs
 import base58
 from coincurve import PublicKey
 from Crypto.Hash import keccak
+from eth_abi.abi import decode as abi_decode
 
 TRANSFER = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 BLOCK_MS = 3000
+APPROVE = "approve(address,uint256)"
 GENESIS_MS = 1_700_000_000_000
 
 
@@ -358,6 +366,10 @@ class FakeTron:
         self.requests: list[tuple[str, dict[str, str], Any]] = []
         #: A test's rewrite of every ``triggersmartcontract`` answer (a misbehaving node).
         self.tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        #: The batch payout contract (base58), and TRC20 allowances to it:
+        #: (token hex20, owner hex20) -> units.
+        self.batch: str | None = None
+        self.allowances: dict[tuple[str, str], int] = {}
         #: A test's answer to ``triggerconstantcontract`` in place of the simulated one
         #: (java-tron's shapes for a failure the simulation does not produce); None: simulate.
         self.constant_answer: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
@@ -680,6 +692,18 @@ class FakeTron:
                 output = word(32) + word(len(token.symbol)) + text.ljust(64, "0")
             elif function == "balanceOf(address)":
                 output = word(self.balance(contract, param[-40:]))
+            elif function == "allowance(address,address)":
+                spender = param[64 + 24 : 128]
+                mine = self.batch is not None and spender == h20(self.batch)
+                output = word(self.allowances.get((contract, param[24:64]), 0) if mine else 0)
+            elif function == APPROVE:
+                output = word(1)
+        elif self.batch is not None and contract == h20(self.batch):
+            if function == "pay(bytes32,address[],address[],uint256[])":
+                value = int(body.get("call_value") or 0)
+                revert = self.pay_moves(caller, bytes.fromhex(param), value, spend=False) is None
+                output = ""
+                energy = 40_000
         elif self.factory is not None and contract == h20(self.factory):
             if function == "create2Prefix()":
                 output = "41".ljust(64, "0")
@@ -788,13 +812,54 @@ class FakeTron:
             self._create(tx_id, raw, owner, target)
             return answer("SUCCESS", "")
         with self.lock:
-            tx = self._call_tx(b58(owner.hex()), b58(target.hex()), data.hex())
+            value = inner.get(3, 0)
+            assert isinstance(value, int)
+            moves: list[tuple[str, str, str, int]] | None = []
+            if self.batch is not None and target[1:].hex() == h20(self.batch):
+                moves = self.pay_moves(owner[1:].hex(), data[4:], value)
+            if target[1:].hex() in self.tokens and data[:4].hex() == selector(APPROVE):
+                spender, units = data[4 + 12 : 36].hex(), int.from_bytes(data[36:68], "big")
+                if self.batch is not None and spender == h20(self.batch):
+                    self.allowances[(target[1:].hex(), owner[1:].hex())] = units
+            tx = self._call_tx(
+                b58(owner.hex()), b58(target.hex()), data.hex(), value=value,
+                success=moves is not None,
+            )  # fmt: skip
+            tx.moves += moves or []
             tx.json["txID"] = tx_id
+            tx.json["raw_data_hex"] = raw.hex()
             deploys = data[:4].hex() == selector("deployWallet(address)")
             if self.factory and target[1:].hex() == h20(self.factory) and deploys:
                 tx.deploys.append((self.wallet_for(data[-20:].hex()), data[-20:].hex()))
             self.pending.append(tx)
         return answer("SUCCESS", "")
+
+    def pay_moves(
+        self, sender: str, args: bytes, value: int, *, spend: bool = True
+    ) -> list[tuple[str, str, str, int]] | None:
+        """What ``PaycoreBatchPay.pay(batch, tokens, recipients, amounts)`` from ``sender``
+        (hex20) with ``value`` SUN moves, spending allowances; None when it reverts (a short
+        balance or allowance, TRX rows not summing to ``value``)."""
+        _ref, tokens, recipients, amounts = abi_decode(
+            ["bytes32", "address[]", "address[]", "uint256[]"], args
+        )
+        moves: list[tuple[str, str, str, int]] = []
+        spent: dict[str, int] = {}
+        for token, to, units in zip(tokens, recipients, amounts, strict=True):
+            key = "trx" if int(token, 16) == 0 else token[2:].lower()
+            spent[key] = spent.get(key, 0) + units
+            moves.append((key, sender, to[2:].lower(), units))
+        if spent.pop("trx", 0) != value:
+            return None
+        for key, units in spent.items():
+            allowed = self.allowances.get((key, sender), 0)
+            if allowed < units or self.balance(key, sender) < units:
+                return None
+        for key, units in spent.items():
+            if spend:  # a dry run spends nothing
+                self.allowances[(key, sender)] -= units
+        # TRX comes in as call_value and goes straight out again.
+        return moves
 
     def _create(self, tx_id: str, raw: bytes, owner: bytes, new_contract: bytes) -> None:
         """A signed ``CreateSmartContract``: its contract appears when its block is mined."""
@@ -886,7 +951,8 @@ class FakeTron:
                 "code_hash": keccak256(self.wallet_code).hex(),
                 "trx_hash": hashlib.sha256(target.encode()).hexdigest(),
             }
-        if target in self.tokens or (self.factory and target == h20(self.factory)):
+        batch = self.batch is not None and target == h20(self.batch)
+        if target in self.tokens or (self.factory and target == h20(self.factory)) or batch:
             return {
                 "origin_address": shown(DEPLOYER),
                 "contract_address": shown(target),
@@ -918,6 +984,12 @@ class FakeTron:
                             if tx.creates is not None:
                                 info["contract_address"] = "41" + tx.creates[0]
                             return info
+                return {}
+            if path == "/wallet/gettransactionbyid":
+                for block in self.blocks:
+                    for tx in block.txs:
+                        if tx.tx_id == body.get("value"):
+                            return tx.json
                 return {}
             if path == "/wallet/getblockbylimitnext":
                 start, end = int(body.get("startNum", 0)), int(body.get("endNum", 0))

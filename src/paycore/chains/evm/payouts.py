@@ -15,10 +15,10 @@ from typing import Any
 from eth_abi.abi import decode as abi_decode
 
 from paycore.crypto.hashing import keccak256
-from paycore.domain.money import from_base_units, to_text
 from paycore.domain.records import Json
 from paycore.domain.tokens import NATIVE, to_checksum
 from paycore.errors import InvalidInput
+from paycore.payouts import plan
 from paycore.payouts.backend import BuiltCall, BuiltPayouts, MinedCall
 from paycore.payouts.rows import PayoutRow
 
@@ -27,6 +27,7 @@ from .chain import EvmChain
 from .rpc import RpcError, execution_failure
 
 PAY = "pay(bytes32,address[],address[],uint256[])"
+MAX_ROWS_PER_CALL = plan.MAX_ROWS_PER_CALL
 #: Gas one row may cost at most: an ERC20 transferFrom to a fresh holder, or native coin
 #: to a fresh account, is about 35,000 (bench/payout_gas.py prints the measured figure);
 #: the bound leaves room for tokens with hooks or fees. Used to split rows into calls and
@@ -36,8 +37,6 @@ ROW_GAS = 60_000
 CALL_GAS = 60_000
 #: The share of the block gas limit one call may take, so it still fits a busy block.
 BLOCK_SHARE_PERCENT = 50
-#: Rows in one call at most, whatever the gas limit: keeps one transaction's calldata small.
-MAX_ROWS_PER_CALL = 400
 
 
 def pay_data(ref: bytes, rows: Sequence[PayoutRow]) -> bytes:
@@ -71,17 +70,7 @@ def decode_pay(data: bytes) -> tuple[bytes, list[str], list[str], list[int]] | N
 
 def rows_per_call(block_gas_limit: int) -> int:
     room = block_gas_limit * BLOCK_SHARE_PERCENT // 100 - CALL_GAS
-    return max(1, min(MAX_ROWS_PER_CALL, room // ROW_GAS))
-
-
-def split(rows: Sequence[PayoutRow], per_call: int) -> list[tuple[PayoutRow, ...]]:
-    return [tuple(rows[i : i + per_call]) for i in range(0, len(rows), per_call)]
-
-
-def call_ref(ref: bytes, index: int) -> bytes:
-    """The bytes32 ``batch`` argument of call ``index``: the batch's 16 bytes, then the
-    index, so every call of every batch carries distinct calldata."""
-    return ref[:16].ljust(16, b"\0") + index.to_bytes(16, "big")
+    return max(1, min(plan.MAX_ROWS_PER_CALL, room // ROW_GAS))
 
 
 class EvmPayouts:
@@ -94,9 +83,7 @@ class EvmPayouts:
         self, owner: str, contract: str, ref: bytes, rows: Sequence[PayoutRow]
     ) -> BuiltPayouts:
         chain = self.chain
-        totals: dict[str, int] = {}
-        for row in rows:
-            totals[row.token] = totals.get(row.token, 0) + row.value
+        totals = plan.totals(rows)
         tokens = list(totals)
         erc20 = [t for t in tokens if t != NATIVE]
         reads: list[Any] = [
@@ -136,19 +123,10 @@ class EvmPayouts:
         for token, held_raw in zip(tokens, balances, strict=True):
             if isinstance(held_raw, RpcError):
                 raise InvalidInput("token", f"{token} does not answer balanceOf: {held_raw.text}")
-            held = abi.decode_uint(held_raw)
-            if held < totals[token]:
-                meta = chain.config.token_info.get(token)
-                decimals = (
-                    chain.config.native_decimals
-                    if token == NATIVE
-                    else (meta.decimals if meta else 0)
-                )
-                raise InvalidInput(
-                    "rows",
-                    f"the rows pay {to_text(from_base_units(totals[token], decimals))} of {token} "
-                    f"and {owner} holds {to_text(from_base_units(held, decimals))}",
-                )
+            decimals = plan.token_decimals(
+                chain.config.native_decimals, chain.config.token_info, token
+            )
+            plan.refuse_short(owner, token, totals[token], abi.decode_uint(held_raw), decimals)
         for token in erc20:
             allowance = allowances[token]
             if isinstance(allowance, RpcError) or abi.decode_uint(allowance) < totals[token]:
@@ -159,8 +137,8 @@ class EvmPayouts:
                 nonce += 1
         per_call = rows_per_call(int(block["gasLimit"], 16))
         calls: list[BuiltCall] = []
-        for index, chunk in enumerate(split(rows, per_call)):
-            data = pay_data(call_ref(ref, index), chunk)
+        for index, chunk in enumerate(plan.split(rows, per_call)):
+            data = pay_data(plan.call_ref(ref, index), chunk)
             value = sum(r.value for r in chunk if r.token == NATIVE)
             gas = CALL_GAS + ROW_GAS * len(chunk)
             if not approvals:

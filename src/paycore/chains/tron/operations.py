@@ -51,10 +51,18 @@ def _revert_text(result: CallResult) -> str:
     return result.message or "reverted"
 
 
-def _build(chain: TronChain, call: txbuild.ContractCall, field: str, what: str) -> Json:
+def build_call(
+    chain: TronChain, call: txbuild.ContractCall, field: str, what: str, *, dry_run: bool = True
+) -> Json:
     """Dry-run ``call`` from its owner, then have the node build it; the helper's answer.
     Any failure of the dry run -- a revert, another TVM exception, a refusal before
-    execution -- is a 400 with the reason, before the owner is asked to sign anything."""
+    execution -- is a 400 with the reason, before the owner is asked to sign anything.
+    ``dry_run`` False skips it, for a call that can only run after another one the owner
+    has not sent yet (a batch payout after its ``approve``)."""
+    if not dry_run:
+        answer = chain.node.post("wallet/triggersmartcontract", call.request())
+        transaction = txbuild.checked_transaction(call, answer, now_ms=int(time.time() * 1000))
+        return txbuild.to_wire(call, chain.chain_id, transaction)
     dry = chain.call(
         call.contract,
         call.signature,
@@ -79,7 +87,7 @@ def init_wallet(chain: TronChain, owner: str) -> Json:
     if chain.has_code(wallet):
         raise InvalidInput("ownerAddress", f"wallet already deployed at {wallet}")
     call = txbuild.deploy_wallet_call(chain.factory, to_tron(owner), chain.config.fee_limit)
-    return {**_build(chain, call, "ownerAddress", "deployWallet"), "walletAddress": wallet}
+    return {**build_call(chain, call, "ownerAddress", "deployWallet"), "walletAddress": wallet}
 
 
 def deploy_wallet(chain: TronChain, raw_tx: object) -> Json:
@@ -189,7 +197,7 @@ def init_withdraw(
         fee=fee,
         fee_limit=chain.config.fee_limit,
     )
-    built = _build(chain, call, "ownerAddress", "the withdrawal")
+    built = build_call(chain, call, "ownerAddress", "the withdrawal")
     return {
         **built,
         **withdraw_summary(chosen, amount, fee, meta, chain.config.native_decimals),
