@@ -21,7 +21,8 @@ class PayoutStore(Protocol):
     def insert_payout_batch(self, batch: PayoutBatch, payouts: Sequence[Payout]) -> None:
         """Insert the batch and its rows; ``ValueError`` when the batch id exists."""
 
-    def get_payout_batch(self, batch_id: str) -> PayoutBatch | None: ...
+    def get_payout_batch(self, batch_id: str) -> PayoutBatch | None:
+        """The batch with this id, or None; any owner's (the caller checks whose it is)."""
 
     def payouts_of(self, batch_id: str) -> list[Payout]:
         """The batch's rows, by line."""
