@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 import attrs
 
@@ -23,8 +23,10 @@ from ..config import Settings
 from ..domain.records import Json, NewEvent
 from ..domain.tokens import normalize_owner
 from ..errors import InvalidInput, NotFound
-from ..storage.contract import Storage, StorageTx
-from ..webhooks.dispatcher import enqueue_webhooks
+from ..storage.contract import Storage
+from ..storage.payout_watch import PayoutWatch
+from ..storage.payouts import PayoutStore
+from ..webhooks.dispatcher import EventTx, enqueue_webhooks
 from .backend import BuiltPayouts, PayoutBackend
 from .records import PAYOUT_CONFIRMED, PAYOUT_FAILED, Payout, PayoutBatch, PayoutStatus
 from .rows import PayoutRow, check_rows, unread_tokens
@@ -33,6 +35,11 @@ log = logging.getLogger("paycore.payouts")
 
 #: Transaction hashes one confirm may name.
 MAX_HASHES = 50
+
+
+class SettleTx(PayoutStore, PayoutWatch, EventTx, Protocol):
+    """What settling a batch's mined calls touches: its rows, the watched hashes, and the
+    events and webhook deliveries each moved row makes, all in one transaction."""
 
 
 @attrs.frozen
@@ -222,7 +229,7 @@ class Payouts:
 
     def _settle(
         self,
-        tx: StorageTx,
+        tx: SettleTx,
         batch: PayoutBatch,
         hashes: Sequence[str],
         found: Sequence[tuple[int, bool] | Literal[False] | None],
