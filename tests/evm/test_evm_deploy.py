@@ -1,6 +1,7 @@
-"""``paycore contracts deploy`` on anvil: the factory through the deterministic CREATE2
-deployer (anvil has it from genesis), at the address computed offline, with the named admin;
-the unsigned deployment a hardware wallet signs; the plain fallback; the command itself."""
+"""``paycore contracts deploy`` on anvil: the factory (and PaycoreBatchPay next to it) through
+the deterministic CREATE2 deployer (anvil has it from genesis), at the address computed
+offline, with the named admin; the unsigned deployment a hardware wallet signs; the plain
+fallback; the command itself."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from web3.exceptions import ContractLogicError
 from paycore import ChainConfig
 from paycore.chains.deploy import FactoryArgs, config_python, deploy_factory, factory_args
 from paycore.chains.evm import create2
-from paycore.chains.evm.deploy import DEPLOYER, create_address, factory_address
+from paycore.chains.evm.deploy import (
+    BATCH_PAY_SALT,
+    DEPLOYER,
+    batch_pay_address,
+    create_address,
+    factory_address,
+)
 from paycore.contracts import load_artifact
 from paycore.errors import InvalidInput
 from paycore.runtime.cli import main
@@ -102,6 +109,23 @@ def test_an_unsigned_deployment_is_signed_elsewhere_and_lands_at_the_same_addres
         )
         assert receipt["status"] == 1
         assert chain.w3.eth.get_code(first.address) != b""
+        # PaycoreBatchPay: the sender's next transaction, to its one address.
+        assert first.batch_pay is not None and first.batch_pay.unsigned is not None
+        batch_tx = first.batch_pay.unsigned
+        assert first.batch_pay.address == batch_pay_address()
+        assert batch_tx["nonce"] == tx["nonce"] + 1 and batch_tx["to"] == DEPLOYER
+        assert batch_tx["data"][2:66] == BATCH_PAY_SALT.hex()
+        fields = {k: v for k, v in batch_tx.items() if k != "from"}
+        fields |= {
+            "gas": int(batch_tx["gas"], 16),
+            "gasPrice": int(batch_tx["gasPrice"], 16),
+            "value": 0,
+        }
+        signed = Account.from_key(chain.accounts[5].key).sign_transaction(fields)
+        chain.w3.eth.wait_for_transaction_receipt(
+            chain.w3.eth.send_raw_transaction(signed.raw_transaction)
+        )
+        assert chain.w3.eth.get_code(batch_pay_address()) != b""
 
 
 def test_without_the_deployer_it_falls_back_to_a_plain_deployment_unless_required(
@@ -199,8 +223,20 @@ def test_the_command_deploys_and_prints_a_config_that_works(
         pasted = ChainConfig(chain_id=31337, **entry["31337"])
         assert pasted.factory == expected and pasted.rpc_url == chain.rpc_url
         assert f'factory="{expected}"' in out  # the Python form names the same
+        # PaycoreBatchPay came in the same run, to its one address, and the config names it.
+        batch = batch_pay_address()
+        assert f"PaycoreBatchPay deployed at {batch}" in out
+        assert pasted.batch_pay == batch and f'batch_pay="{batch}"' in out
+        code = chain.w3.eth.get_code(batch)
+        assert code != b"" and code.hex() in load_artifact("PaycoreBatchPay")["deployedBytecode"]
+        nonce = chain.w3.eth.get_transaction_count(chain.accounts[5].address)
         assert main([*base, "--key-env", "DEPLOY_KEY", "--admin", admin]) == 0
-        assert f"already deployed at {expected}: nothing sent" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert f"already deployed at {expected}: nothing sent" in out
+        assert f"PaycoreBatchPay already deployed at {batch}: nothing sent" in out
+        assert chain.w3.eth.get_transaction_count(chain.accounts[5].address) == nonce
+        again = json.loads(out.strip().splitlines()[-1])["31337"]
+        assert (again["factory"], again["batch_pay"]) == (expected, batch)
 
         sender = chain.accounts[8].address
         assert main([*base, "--unsigned", "--from", sender, "--max-fee", "2"]) == 0

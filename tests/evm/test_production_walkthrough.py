@@ -28,6 +28,8 @@ import pytest
 from evm_chain import Chain
 from sqlalchemy.engine import URL
 
+from paycore.chains.evm.deploy import batch_pay_address
+
 pytestmark = pytest.mark.slow
 
 PAGE = Path(__file__).parents[2] / "docs" / "production.md"
@@ -187,6 +189,9 @@ def test_production_walkthrough_on_anvil_and_postgres(
             factory = shell.variable("FACTORY")
             assert re.fullmatch(r"0x[0-9a-fA-F]{40}", factory), output
             assert chain.w3.eth.get_code(factory) != b""
+            batch_pay = shell.variable("BATCH_PAY")
+            assert batch_pay == batch_pay_address(), output
+            assert chain.w3.eth.get_code(batch_pay) != b""
             assert "PAYCORE_DEPLOYER_KEY" not in shell.state.read_text()
         if "chains check" in code:
             assert f"chain {chain.chain_id}" in output or str(chain.chain_id) in output

@@ -7,6 +7,10 @@ deployer, so the factory has one address on every EVM chain) and
 ``paycore.chains.tron.deploy`` (a ``CreateSmartContract`` transaction); :func:`deploy_factory`
 picks by the chain's kind.
 
+On EVM chains the same run deploys ``PaycoreBatchPay`` (batch payouts) at its one fixed
+CREATE2 address, and the printed ``ChainConfig`` names it as ``batch_pay``, so no operator
+deploys it by hand; on Tron it is still deployed by hand.
+
 The constructor (``src/paycore/contracts/PaycoreFactory.sol``) takes, in order:
 
 1. ``initialAdmin``: who may change the fee settings and hand the role on;
@@ -101,6 +105,18 @@ def _abi_address(config: ChainConfig, address: str, field: str) -> str:
 
 
 @attrs.frozen
+class ContractDeployment:
+    """One contract's part of a deployment (``PaycoreBatchPay``'s, next to the factory)."""
+
+    address: str
+    #: ``create2`` or ``create``, as :attr:`FactoryDeployment.method`.
+    method: str
+    tx_hash: str | None = None
+    unsigned: Json | None = None
+    existed: bool = False
+
+
+@attrs.frozen
 class FactoryDeployment:
     """What ``deploy_factory`` did: where the factory is (or will be once the unsigned
     transaction is signed and sent) and how it got there."""
@@ -118,6 +134,8 @@ class FactoryDeployment:
     unsigned: Json | None = None
     #: A factory with these arguments is there already: nothing was sent.
     existed: bool = False
+    #: ``PaycoreBatchPay``, deployed in the same run on EVM chains; None on Tron.
+    batch_pay: ContractDeployment | None = None
 
 
 def deploy_factory(
@@ -136,7 +154,8 @@ def deploy_factory(
     EVM chains: through the deterministic CREATE2 deployer when the chain has it (``create2``
     None: when present; True: required; False: a plain deployment), with ``salt``. Tron: a
     ``CreateSmartContract`` transaction. Waits up to ``timeout`` seconds for the factory's
-    code to be on chain."""
+    code to be on chain. On EVM chains ``PaycoreBatchPay`` follows the same way, with its
+    own fixed salt (``paycore.chains.evm.deploy.BATCH_PAY_SALT``)."""
     if not config.rpc_url:
         raise InvalidInput("rpc_url", f"chain {config.chain_id} has no rpc_url to deploy through")
     if key is None and sender is None:
@@ -165,12 +184,16 @@ def deploy_factory(
     )
 
 
-def configured_chain(config: ChainConfig, factory: str) -> ChainConfig:
-    """``config`` with the deployed ``factory``, and its tokens completed from the registry
-    (each with symbol and decimals where known), ready to paste."""
+def configured_chain(
+    config: ChainConfig, factory: str, batch_pay: str | None = None
+) -> ChainConfig:
+    """``config`` with the deployed ``factory`` (and ``batch_pay``, when deployed), and its
+    tokens completed from the registry (each with symbol and decimals where known), ready
+    to paste."""
     known = [meta.address for meta in registry_tokens(config.chain_id)]
     tokens = list(dict.fromkeys([*config.tokens, *known]))
-    return attrs.evolve(config, factory=factory, tokens=tuple(tokens))
+    batch_pay = batch_pay or config.batch_pay
+    return attrs.evolve(config, factory=factory, batch_pay=batch_pay, tokens=tuple(tokens))
 
 
 def _token_entries(config: ChainConfig) -> list[Any]:
@@ -193,6 +216,8 @@ def config_fields(config: ChainConfig) -> dict[str, Any]:
         "factory": config.factory,
         "tokens": _token_entries(config),
     }
+    if config.batch_pay is not None:
+        fields["batch_pay"] = config.batch_pay
     if config.kind is ChainKind.TRON:
         fields["fee_limit"] = config.fee_limit
     return fields
@@ -257,10 +282,24 @@ def report(config: ChainConfig, deployment: FactoryDeployment) -> list[str]:
     else:
         lines.append(f"deployed at {deployment.address} {how}")
         lines.append(f"  transaction {deployment.tx_hash}")
-    pasted = configured_chain(config, deployment.address)
+    batch = deployment.batch_pay
+    if batch is not None:
+        lines.append(f"PaycoreBatchPay {_what_happened(batch)}")
+    pasted = configured_chain(config, deployment.address, None if batch is None else batch.address)
     lines += ["", "ChainConfig to paste:", config_python(pasted), ""]
     lines += ["or its PAYCORE_CHAINS entry:", config_json(pasted)]
     return lines
+
+
+def _what_happened(batch: ContractDeployment) -> str:
+    if batch.existed:
+        return f"already deployed at {batch.address}: nothing sent"
+    if batch.unsigned is not None:
+        return (
+            f"unsigned: sign and send this transaction after the factory's; it will be at\n"
+            f"  {batch.address}\n{json.dumps(batch.unsigned, indent=2)}"
+        )
+    return f"deployed at {batch.address}\n  transaction {batch.tx_hash}"
 
 
 def _shown_address(config: ChainConfig) -> Callable[[str], str]:

@@ -448,8 +448,9 @@ def contracts() -> None:
 
 @contracts.command(
     name="deploy",
-    short_help="deploy PaycoreFactory and print the ChainConfig to paste",
-    help="Deploy PaycoreFactory (EVM: through the deterministic CREATE2 deployer) with the key "
+    short_help="deploy PaycoreFactory (and PaycoreBatchPay) and print the ChainConfig",
+    help="Deploy PaycoreFactory (EVM: through the deterministic CREATE2 deployer, followed by "
+    "PaycoreBatchPay at its one fixed address) with the key "
     "in $PAYCORE_DEPLOYER_KEY (or --key-env), or print the unsigned deployment for a hardware "
     "wallet (--unsigned --from), then print the ChainConfig to paste. The node is the chain's "
     "configured rpc_url (PAYCORE_CHAINS) or --rpc-url.",

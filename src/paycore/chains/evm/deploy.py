@@ -12,6 +12,10 @@ address too: copying the deployment elsewhere cannot install another admin.
 A chain without the proxy gets a plain deployment (CREATE), whose address depends on the
 sender and its nonce; the operator is told. Without a key, the transaction is returned
 unsigned, with gas, price and nonce filled in for the sender, for a hardware wallet.
+
+The same run deploys ``PaycoreBatchPay`` (batch payouts, docs/payouts.md) the same way, with
+the fixed :data:`BATCH_PAY_SALT`: it has no arguments, so it lands at one address on every
+chain with the deployer, and a run that finds it there sends nothing for it.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ import time
 import rlp
 from eth_account import Account
 
+from paycore.contracts import bytecode
 from paycore.crypto.hashing import keccak256
 from paycore.domain.records import Json
 from paycore.domain.tokens import to_checksum
 from paycore.errors import InvalidInput, PaycoreError
 
-from ..deploy import FactoryArgs, FactoryDeployment
+from ..deploy import ContractDeployment, FactoryArgs, FactoryDeployment
 from . import create2, txbuild
 from .rpc import Rpc, RpcError, execution_failure
 
@@ -35,6 +40,10 @@ from .rpc import Rpc, RpcError, execution_failure
 DEPLOYER = "0x4e59b44847b379578588920cA78FbF26c0B4956C"
 #: How often a sent deployment's receipt is asked for.
 RECEIPT_POLL = 0.2
+
+#: The salt ``PaycoreBatchPay`` is always deployed with (it has no constructor arguments),
+#: so a second run finds it, and every chain with the deployer has it at one address.
+BATCH_PAY_SALT = keccak256(b"paycore.PaycoreBatchPay")
 
 _KEY = re.compile(r"(0x)?[0-9a-fA-F]{64}")
 
@@ -44,6 +53,11 @@ class DeployFailed(PaycoreError):
     mined in time)."""
 
     status = 502
+
+
+def batch_pay_address() -> str:
+    """Where the deterministic deployer puts ``PaycoreBatchPay``: one address everywhere."""
+    return create2.create2_address(DEPLOYER, BATCH_PAY_SALT, keccak256(bytecode("PaycoreBatchPay")))
 
 
 def factory_address(args: FactoryArgs, salt: bytes = bytes(32)) -> str:
@@ -85,8 +99,8 @@ def deploy_factory(
     create2: bool | None = None,
     timeout: float = 180.0,
 ) -> FactoryDeployment:
-    """Deploy (with ``key``) or prepare (for ``sender``) the factory; see
-    ``paycore.chains.deploy.deploy_factory``."""
+    """Deploy (with ``key``) or prepare (for ``sender``) the factory and then
+    ``PaycoreBatchPay``; see ``paycore.chains.deploy.deploy_factory``."""
     if len(salt) != 32:
         raise InvalidInput("salt", "must be 32 bytes")
     if key is not None:
@@ -99,18 +113,59 @@ def deploy_factory(
     answered = int(rpc.call("eth_chainId"), 16)
     if answered != chain_id:
         raise InvalidInput("rpc_url", f"the node answers for chain {answered}, not {chain_id}")
-    init = args.init_code()
     has_deployer = _has_code(rpc.call("eth_getCode", [DEPLOYER, "latest"]))
     if create2 and not has_deployer:
         raise InvalidInput(
             "create2", f"chain {chain_id} has no deterministic deployer at {DEPLOYER}"
         )
-    nonce = int(rpc.call("eth_getTransactionCount", [sender, "pending"]), 16)
-    if has_deployer and create2 is not False:
+    through_deployer = has_deployer and create2 is not False
+    factory = _deploy(
+        rpc, chain_id, args.init_code(), sender, key, salt, through_deployer, 0, timeout
+    )
+    # The batch contract takes no arguments and always the same salt, so it has one address
+    # on every chain with the deployer. Unsigned, it is the factory's next transaction.
+    batch = _deploy(
+        rpc,
+        chain_id,
+        bytecode("PaycoreBatchPay"),
+        sender,
+        key,
+        BATCH_PAY_SALT,
+        through_deployer,
+        0 if factory.unsigned is None else 1,
+        timeout,
+    )
+    return FactoryDeployment(
+        chain_id,
+        factory.address,
+        factory.method,
+        args,
+        tx_hash=factory.tx_hash,
+        unsigned=factory.unsigned,
+        existed=factory.existed,
+        batch_pay=batch,
+    )
+
+
+def _deploy(
+    rpc: Rpc,
+    chain_id: int,
+    init: bytes,
+    sender: str,
+    key: str | None,
+    salt: bytes,
+    through_deployer: bool,
+    nonce_ahead: int,
+    timeout: float,
+) -> ContractDeployment:
+    """One contract's deployment: found already there (CREATE2 only), prepared unsigned
+    (``nonce_ahead`` transactions after the sender's pending nonce) or sent and waited for."""
+    nonce = int(rpc.call("eth_getTransactionCount", [sender, "pending"]), 16) + nonce_ahead
+    if through_deployer:
         method, to, data = "create2", DEPLOYER, salt + init
-        address = factory_address(args, salt)
+        address = create2.create2_address(DEPLOYER, salt, keccak256(init))
         if _has_code(rpc.call("eth_getCode", [address, "latest"])):
-            return FactoryDeployment(chain_id, address, method, args, existed=True)
+            return ContractDeployment(address, method, existed=True)
     else:
         method, to, data = "create", None, init
         address = create_address(sender, nonce)
@@ -128,7 +183,7 @@ def deploy_factory(
         chain_id, sender, to, data, txbuild.with_headroom(gas), rpc.call("eth_gasPrice"), nonce
     )
     if key is None:
-        return FactoryDeployment(chain_id, address, method, args, unsigned=tx)
+        return ContractDeployment(address, method, unsigned=tx)
     cost = int(tx["gas"], 16) * int(tx["gasPrice"], 16)
     balance = int(rpc.call("eth_getBalance", [sender, "pending"]), 16)
     if balance < cost:
@@ -137,7 +192,7 @@ def deploy_factory(
         )
     tx_hash = _send(rpc, key, tx)
     _wait(rpc, tx_hash, address, timeout)
-    return FactoryDeployment(chain_id, address, method, args, tx_hash=tx_hash)
+    return ContractDeployment(address, method, tx_hash=tx_hash)
 
 
 def _transaction(
