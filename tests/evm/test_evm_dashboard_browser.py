@@ -222,6 +222,31 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     assert seen["attemptsShown"] == "1 attempts"
     assert "503" in seen["attemptsText"]
 
+    # the webhook endpoint added on the page: its secret shown once, rotated, edited, deleted
+    endpoint_id = seen["endpointId"]
+    assert endpoint_id.startswith("ep_")
+    assert seen["endpointSecret"].startswith("whsec_")
+    assert seen["rotatedSecret"].startswith("whsec_")
+    assert seen["rotatedSecret"] != seen["endpointSecret"]
+    assert seen["endpointRows"] == 3  # edit, rotate, delete of the one endpoint
+    assert seen["endpointProblem"] == ""
+    assert seen["endpointTypesShown"] == "invoice.expired, invoice.paid"  # as stored
+    assert seen["endpointRowsAfter"] == 0
+    assert gateway.webhooks.endpoints.of(owner.address) == []
+    posted = {
+        r["url"].rsplit("/", 1)[-1].split("?")[0]: json.loads(r["body"])
+        for r in seen["requests"]
+        if r["method"] == "POST" and "/webhook/endpoints" in r["url"]
+    }
+    assert posted["endpoints"]["types"] == ["invoice.paid"]
+    assert posted["update"] == {
+        "id": endpoint_id,
+        "url": posted["endpoints"]["url"],
+        "types": ["invoice.paid", "invoice.expired"],
+        "enabled": False,
+    }
+    assert posted["rotate-secret"] == {"id": endpoint_id} == posted["delete"]
+
     # the export, downloaded and parsed: the target's invoice row with its order's payment
     rows = [json.loads(line) for line in Path(seen["exportFile"]).read_text().splitlines()]
     invoices = {r["guid"]: r for r in rows if r["record"] == "invoice"}

@@ -1,10 +1,11 @@
 // The dashboard's pure logic on the shipped modules: the text match of the invoice search
 // (used when the server has no search of its own), the deposits-per-day series of the chart,
 // the token symbol a row shows, and the billing views' plan body, refused payout rows and
-// the order the wallet sends a batch in. Reads {"tasks": [...]} on stdin, writes a JSON array.
+// the order the wallet sends a batch in, and the webhook endpoint bodies. Reads {"tasks": [...]} on stdin, writes a JSON array.
 import { matches, tokenSymbol } from "../../src/paycore/dashboard/assets/views.js";
 import { perDay } from "../../src/paycore/dashboard/assets/money.js";
 import { badRows, payoutCalls, planBody } from "../../src/paycore/dashboard/assets/billing.js";
+import { endpointBody, parseTypes } from "../../src/paycore/dashboard/assets/endpoints.js";
 
 let input = "";
 for await (const chunk of process.stdin) input += chunk;
@@ -16,6 +17,8 @@ for (const task of JSON.parse(input).tasks) {
   else if (task.op === "badRows") out.push(badRows(task.text));
   else if (task.op === "payoutCalls") out.push(payoutCalls(task.answer));
   else if (task.op === "planBody") out.push(planBody(task.values));
+  else if (task.op === "endpointBody") out.push(endpointBody(task.values));
+  else if (task.op === "parseTypes") out.push(parseTypes(task.text));
   else throw new Error(`unknown op ${task.op}`);
 }
 process.stdout.write(JSON.stringify(out));

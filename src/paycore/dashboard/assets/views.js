@@ -9,6 +9,7 @@ import { API, HttpError, personalSignParam } from "./session.js";
 import { capabilities } from "./capabilities.js";
 import { moneyView, refundForm } from "./money.js";
 import { BILLING_VIEWS } from "./billing.js";
+import { endpointsSection } from "./endpoints.js";
 
 /** A token's symbol: the invoice's tokenInfo, else the merchant's `data.symbol` hint (the
  *  checkout page's convention: one value, or a map by token id), else its short address. */
@@ -278,12 +279,7 @@ async function webhooksView(app) {
     { "aria-labelledby": "webhooks-title" },
     h("h1", { id: "webhooks-title" }, app.t("navWebhooks")),
     h("h2", {}, app.t("endpoints")),
-    endpoints.items.length
-      ? table(
-          [{ label: app.t("colId") }, { label: app.t("colUrl") }, { label: app.t("colTypes") }, { label: app.t("colStatus") }],
-          endpoints.items.map((e) => [e.id, h("span", { class: "mono" }, e.url), e.types.join(", "), badge(app, e.enabled ? "active" : "disabled")]),
-        )
-      : h("p", { class: "muted" }, app.t("noEndpoints")),
+    endpointsSection(app, endpoints.items),
     h("h2", {}, app.t("deliveries")),
     deliveries.items.length
       ? table(
