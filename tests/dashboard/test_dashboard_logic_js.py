@@ -176,3 +176,40 @@ def test_endpoint_bodies_add_without_id_and_update_with_every_shown_field() -> N
         "types": ["invoice.paid"],
         "enabled": False,
     }
+
+
+OWNER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+KEY = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+
+
+def test_the_app_key_consent_text_is_the_one_the_server_checks() -> None:
+    (got,) = node([{"op": "consentText", "owner": OWNER, "key": f"  {KEY} ", "salt": 1764300000}])
+    assert got == f"accept-app-key:{OWNER.lower()}:{KEY.lower()}:1764300000"
+
+
+def test_the_app_key_bodies_are_signed_in_the_order_they_are_sent() -> None:
+    add, remove = node(
+        [
+            {
+                "op": "addBody",
+                "owner": OWNER,
+                "key": f" {KEY}",
+                "consent": " 0xabc ",
+                "salt": 1764300000,
+            },
+            {"op": "removeBody", "owner": OWNER, "key": KEY, "salt": 1764300001},
+        ]
+    )
+    # the wallet signs JSON.stringify(body): the server rebuilds that text in this key order
+    assert add == json.dumps(
+        {
+            "salt": 1764300000,
+            "appKeyAddress": KEY,
+            "appKeySignature": "0xabc",
+            "ownerAddress": OWNER,
+        },
+        separators=(",", ":"),
+    )
+    assert remove == json.dumps(
+        {"salt": 1764300001, "appKeyAddress": KEY, "ownerAddress": OWNER}, separators=(",", ":")
+    )

@@ -232,6 +232,20 @@ try {
     await viewIs(name);
     await audit(name);
   }
+  // An app key: the new key (here, one the driver makes) signs the page's consent text, the
+  // wallet signs the body; then the owner removes it.
+  const appKey = Wallet.createRandom();
+  await page.fill("#appkey-address", appKey.address);
+  const consentText = (await page.textContent("#appkey-text")).trim();
+  await page.fill("#appkey-consent", await appKey.signMessage(consentText));
+  await page.click("#appkey-add");
+  await page.waitForSelector(`button[data-appkey="${appKey.address}"]`, { timeout: 30000 });
+  result.appKey = appKey.address;
+  result.appKeyConsentText = consentText;
+  await audit("keys-appkey");
+  await page.click(`button[data-appkey="${appKey.address}"]`);
+  await page.waitForFunction(() => document.getElementById("toast").textContent.includes("removed"), null, { timeout: 30000 });
+  result.appKeyRowsAfter = await page.locator("button[data-appkey]").count();
   // Subscriptions: a plan and a subscriber made through the forms; the one the test made
   // before (its first period invoiced by the worker) shows its period, then is cancelled.
   await page.click('nav a[href="#/subscriptions"]');

@@ -226,4 +226,11 @@ export default {
   deleteEndpointConfirm: "Den Webhook-Endpunkt {url} löschen?",
   notDeleted: "Nicht gelöscht.",
   endpointDeleted: "Endpunkt {id} gelöscht.",
+  addAppKey: "App-Schlüssel hinzufügen",
+  appKeyHint: "Signieren Sie den Text unten mit dem neuen Schlüssel dort, wo er liegt (dem Server Ihres Shops), fügen Sie Adresse und Signatur ein und bestätigen Sie innerhalb von 10 Minuten in Ihrer Wallet.",
+  appKeyAddress: "Adresse des App-Schlüssels",
+  appKeyConsent: "Signatur des Textes durch den Schlüssel",
+  appKeyAdded: "App-Schlüssel {address} hinzugefügt.",
+  appKeyRemoved: "App-Schlüssel {address} entfernt.",
+  remove: "Entfernen",
 };

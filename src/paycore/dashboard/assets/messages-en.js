@@ -226,4 +226,11 @@ export default {
   deleteEndpointConfirm: "Delete the webhook endpoint {url}?",
   notDeleted: "Not deleted.",
   endpointDeleted: "Endpoint {id} deleted.",
+  addAppKey: "Add an app key",
+  appKeyHint: "Sign the text below with the new key where it lives (your shop's server), paste its address and signature, then confirm in your wallet within 10 minutes.",
+  appKeyAddress: "App key address",
+  appKeyConsent: "The key's signature of the text",
+  appKeyAdded: "App key {address} added.",
+  appKeyRemoved: "App key {address} removed.",
+  remove: "Remove",
 };

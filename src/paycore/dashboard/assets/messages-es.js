@@ -226,4 +226,11 @@ export default {
   deleteEndpointConfirm: "¿Eliminar el endpoint de webhook {url}?",
   notDeleted: "No eliminado.",
   endpointDeleted: "Endpoint {id} eliminado.",
+  addAppKey: "Añadir una clave de app",
+  appKeyHint: "Firme el texto de abajo con la clave nueva donde esté (el servidor de su tienda), pegue su dirección y su firma y confirme en su billetera en 10 minutos.",
+  appKeyAddress: "Dirección de la clave de app",
+  appKeyConsent: "Firma del texto por la clave",
+  appKeyAdded: "Clave de app {address} añadida.",
+  appKeyRemoved: "Clave de app {address} eliminada.",
+  remove: "Quitar",
 };

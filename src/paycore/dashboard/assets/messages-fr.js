@@ -226,4 +226,11 @@ export default {
   deleteEndpointConfirm: "Supprimer le point de terminaison webhook {url} ?",
   notDeleted: "Non supprimé.",
   endpointDeleted: "Point de terminaison {id} supprimé.",
+  addAppKey: "Ajouter une clé d’application",
+  appKeyHint: "Signez le texte ci-dessous avec la nouvelle clé là où elle se trouve (le serveur de votre boutique), collez son adresse et sa signature, puis confirmez dans votre portefeuille sous 10 minutes.",
+  appKeyAddress: "Adresse de la clé d’application",
+  appKeyConsent: "Signature du texte par la clé",
+  appKeyAdded: "Clé d’application {address} ajoutée.",
+  appKeyRemoved: "Clé d’application {address} retirée.",
+  remove: "Retirer",
 };

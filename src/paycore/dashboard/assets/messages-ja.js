@@ -226,4 +226,11 @@ export default {
   deleteEndpointConfirm: "Webhook エンドポイント {url} を削除しますか？",
   notDeleted: "削除されませんでした。",
   endpointDeleted: "エンドポイント {id} を削除しました。",
+  addAppKey: "アプリキーを追加",
+  appKeyHint: "下のテキストを新しいキーが置かれている場所（ショップのサーバー）でそのキーで署名し、アドレスと署名を貼り付けてから、10 分以内にウォレットで確認してください。",
+  appKeyAddress: "アプリキーのアドレス",
+  appKeyConsent: "キーによるテキストの署名",
+  appKeyAdded: "アプリキー {address} を追加しました。",
+  appKeyRemoved: "アプリキー {address} を削除しました。",
+  remove: "削除",
 };

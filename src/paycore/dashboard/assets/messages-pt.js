@@ -226,4 +226,11 @@ export default {
   deleteEndpointConfirm: "Excluir o endpoint de webhook {url}?",
   notDeleted: "Não excluído.",
   endpointDeleted: "Endpoint {id} excluído.",
+  addAppKey: "Adicionar uma chave de app",
+  appKeyHint: "Assine o texto abaixo com a nova chave onde ela está (o servidor da sua loja), cole o endereço e a assinatura e confirme na sua carteira em até 10 minutos.",
+  appKeyAddress: "Endereço da chave de app",
+  appKeyConsent: "Assinatura do texto pela chave",
+  appKeyAdded: "Chave de app {address} adicionada.",
+  appKeyRemoved: "Chave de app {address} removida.",
+  remove: "Remover",
 };

@@ -226,4 +226,11 @@ export default {
   deleteEndpointConfirm: "{url} webhook uç noktası silinsin mi?",
   notDeleted: "Silinmedi.",
   endpointDeleted: "{id} uç noktası silindi.",
+  addAppKey: "Uygulama anahtarı ekle",
+  appKeyHint: "Aşağıdaki metni yeni anahtarla bulunduğu yerde (mağazanızın sunucusu) imzalayın, adresini ve imzasını yapıştırın, ardından 10 dakika içinde cüzdanınızda onaylayın.",
+  appKeyAddress: "Uygulama anahtarı adresi",
+  appKeyConsent: "Anahtarın metin imzası",
+  appKeyAdded: "{address} uygulama anahtarı eklendi.",
+  appKeyRemoved: "{address} uygulama anahtarı kaldırıldı.",
+  remove: "Kaldır",
 };

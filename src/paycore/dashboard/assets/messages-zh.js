@@ -226,4 +226,11 @@ export default {
   deleteEndpointConfirm: "删除 Webhook 端点 {url}？",
   notDeleted: "未删除。",
   endpointDeleted: "已删除端点 {id}。",
+  addAppKey: "添加应用密钥",
+  appKeyHint: "请在新密钥所在处（您商店的服务器）用它签署下面的文本，粘贴其地址和签名，然后在 10 分钟内在钱包中确认。",
+  appKeyAddress: "应用密钥地址",
+  appKeyConsent: "该密钥对文本的签名",
+  appKeyAdded: "已添加应用密钥 {address}。",
+  appKeyRemoved: "已移除应用密钥 {address}。",
+  remove: "移除",
 };

@@ -10,6 +10,7 @@ import { capabilities } from "./capabilities.js";
 import { moneyView, refundForm } from "./money.js";
 import { BILLING_VIEWS } from "./billing.js";
 import { endpointsSection } from "./endpoints.js";
+import { appKeysSection } from "./appkeys.js";
 
 /** A token's symbol: the invoice's tokenInfo, else the merchant's `data.symbol` hint (the
  *  checkout page's convention: one value, or a map by token id), else its short address. */
@@ -459,9 +460,7 @@ async function keysView(app) {
       ]),
     ),
     h("h2", {}, app.t("appKeys")),
-    appKeys.length
-      ? table([{ label: app.t("address") }, { label: app.t("colCreated") }], appKeys.map((k) => [h("span", { class: "mono" }, k.address), formatTime(k.addedAt, app.locale)]))
-      : h("p", { class: "muted" }, app.t("noAppKeys")),
+    appKeysSection(app, appKeys),
   );
 }
 
