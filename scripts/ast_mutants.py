@@ -21,7 +21,9 @@ Operators:
 - ``constant``: an integer literal ``n`` to ``n + 1`` and ``n - 1`` (module level too).
 
 Not mutated: annotations, docstrings, ``if TYPE_CHECKING:`` blocks, anything inside an
-f-string (Python 3.11 does not locate nodes there).
+f-string (Python 3.11 does not locate nodes there), a ``...`` body (Protocol methods,
+overloads) and an ``assert isinstance(...)`` that narrows a type: deleting either changes
+nothing a test can observe.
 
 How it runs, in about a quarter of an hour on two cores:
 
@@ -118,8 +120,29 @@ def _type_checking(node: ast.AST) -> bool:
     }
 
 
+def _no_op(node: ast.AST) -> bool:
+    """A statement whose deletion no test can see, only a type checker.
+
+    A ``...`` body (a Protocol method, an ``@overload``) does nothing, so replacing it with
+    ``pass`` is equivalent by construction; ``assert isinstance(x, T)`` narrows a type for mypy
+    where the value is already of that type, so deleting it is equivalent too. Both were
+    survivors that only padded the equivalent count (docs/mutation.md).
+    """
+    if isinstance(node, ast.Expr):
+        return isinstance(node.value, ast.Constant) and node.value.value is Ellipsis
+    if isinstance(node, ast.Assert):
+        test = node.test
+        return (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+        )
+    return False
+
+
 def _skipped(tree: ast.Module) -> set[int]:
-    """ids of the nodes never mutated: annotations, docstrings, TYPE_CHECKING blocks, f-strings."""
+    """ids of the nodes never mutated: annotations, docstrings, TYPE_CHECKING blocks, f-strings,
+    ``...`` bodies and ``assert isinstance`` narrowing (``_no_op``)."""
     skip: set[int] = set()
 
     def under(node: ast.AST | None) -> None:
@@ -133,7 +156,7 @@ def _skipped(tree: ast.Module) -> set[int]:
             under(node.returns)
         elif isinstance(node, ast.AnnAssign):
             under(node.annotation)
-        elif isinstance(node, ast.JoinedStr) or _type_checking(node):
+        elif isinstance(node, ast.JoinedStr) or _type_checking(node) or _no_op(node):
             under(node)
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body

@@ -25,7 +25,8 @@ from .accounting.attribution import (
     reorg_deposit,
     transfer_key,
 )
-from .accounting.search import InvoiceSearchService
+from .accounting.creation import NewInvoiceTx
+from .accounting.search import AttachTx, InvoiceSearchService
 from .accounting.service import Accounting
 from .auth.service import ProofOfWork, Sessions
 from .chains import ChainBackend
@@ -58,6 +59,7 @@ from .errors import (
 from .events.queues import EventQueues
 from .events.signals import Handler, SignalConsumer, Signals, default_signals, register_gateway
 from .facade.lists import INVOICE_PAGE_MAX, INVOICE_STREAM_BATCH, TRANSACTION_PAGE_MAX, InvoiceLists
+from .facade.parts import AnnounceTx
 from .facade.refunds import RefundOperations
 from .invoice_views import InvoiceView, InvoiceViews, salt_of
 from .links.service import Links
@@ -77,7 +79,8 @@ from .prices.pricing import PriceSource, PriceTable
 from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
-from .storage import Storage, StorageTx, signal_source
+from .storage import Storage, signal_source
+from .storage.protocols.merchant import WalletIndexes
 from .storage.request_unit import RequestUnits
 from .subscriptions.service import Subscriptions
 from .webhooks.dispatcher import enqueue_webhook, enqueue_webhooks
@@ -342,7 +345,7 @@ class Gateway(InvoiceLists, RefundOperations):
 
     def _new_invoice(
         self,
-        tx: StorageTx,
+        tx: NewInvoiceTx,
         owner: str,
         request: NewInvoice,
         now: int,
@@ -358,7 +361,7 @@ class Gateway(InvoiceLists, RefundOperations):
             self.pricing.lock_quotes(tx, invoice)
         return invoice
 
-    def _deriver(self, tx: StorageTx, owner: str) -> Callable[[int], str] | None:
+    def _deriver(self, tx: WalletIndexes, owner: str) -> Callable[[int], str] | None:
         def derive(chain_id: int) -> str:
             backend = self.chains.get(chain_id)
             if backend is None:
@@ -545,11 +548,11 @@ class Gateway(InvoiceLists, RefundOperations):
         wire["tokenInfo"] = token_info_wire(self.settings, invoice.accepted_tokens)
         return wire
 
-    def _emit(self, tx: StorageTx, changes: list[Invoice]) -> list[Json]:
+    def _emit(self, tx: AnnounceTx, changes: list[Invoice]) -> list[Json]:
         return self._announce(tx, changes)[1]
 
     def _announce(
-        self, tx: StorageTx, changes: list[Invoice], type: EventType | None = None
+        self, tx: AnnounceTx, changes: list[Invoice], type: EventType | None = None
     ) -> tuple[list[Invoice], list[Json]]:
         """Write one event (and its webhook delivery) per change, in ``tx``; returns the
         changes with their refunds attached, as announced, and the payloads. Each event is
@@ -575,7 +578,7 @@ class Gateway(InvoiceLists, RefundOperations):
             enqueue_webhook(tx, event_id, event, round(self.clock() * 1000))
         return changes, payloads
 
-    def _with_refunds(self, tx: StorageTx, invoices: list[Invoice]) -> list[Invoice]:
+    def _with_refunds(self, tx: AttachTx, invoices: list[Invoice]) -> list[Invoice]:
         """``invoices`` with their refunds and their detected transfers, read in ``tx`` at
         once. Only an invoice with payments can have been refunded, so the others cost no
         refunds read; the detected transfers are one indexed read by guid."""

@@ -71,6 +71,7 @@ from .merchant import MerchantStatements
 from .migrations import migrate
 from .outbox import OutboxStatements
 from .outbox_signal import PostgresListen, SqliteDataVersion
+from .payout_watch import PayoutWatchStatements
 from .payouts import PayoutStatements
 from .prepared import on_dbapi
 from .prices import PriceStatements
@@ -290,6 +291,7 @@ class SqlTx(
     IdempotencyStatements,
     SubscriptionStatements,
     PayoutStatements,
+    PayoutWatchStatements,
 ):
     """One unit of work on one connection; only valid inside its ``with`` block. Its
     statements are the mixins of the module docstring, one per concern; this class holds the

@@ -653,3 +653,14 @@ payouts = Table(
     Column("tx_hash", Key(), nullable=True),
     Column("updated_at", BigInteger, nullable=False),
 )
+
+#: Hashes ``POST /payouts/confirm`` was given before they were mined (revision 0022): the
+#: worker reads them again until mined and settles their rows (docs/payouts.md).
+payout_watch = Table(
+    "paycore_payout_watch",
+    metadata,
+    Column("batch_id", Key(64), primary_key=True),
+    Column("tx_hash", Key(), primary_key=True),
+    Column("added_at", BigInteger, nullable=False),
+    Index(None, "added_at"),
+)

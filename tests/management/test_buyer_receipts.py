@@ -155,3 +155,52 @@ def test_no_buyer_email_no_receipt_and_bad_fields_are_refused() -> None:
         with pytest.raises(InvalidInput, match="language"):
             gateway.create_invoice(OWNER, {**body, "buyerEmail": "a@b.co", "language": "xx"})
         gateway.close()
+
+
+def test_receipts_speak_every_checkout_language() -> None:
+    """The receipts' languages are the checkout page's catalogues, read from messages.js."""
+    from pathlib import Path
+
+    import paycore.checkout
+    from paycore.domain.invoices import RECEIPT_LANGUAGES
+    from paycore.notify.receipts import TEXTS
+
+    source = Path(paycore.checkout.__file__).parent / "assets" / "messages.js"
+    line = next(x for x in source.read_text().splitlines() if "export const MESSAGES" in x)
+    catalogues = line.split("{", 1)[1].split("}", 1)[0].replace(" ", "").split(",")
+    assert len(catalogues) == 9
+    assert set(RECEIPT_LANGUAGES) == set(catalogues) == set(TEXTS)
+    keys = set(TEXTS["en"])
+    assert all(set(texts) == keys for texts in TEXTS.values())
+
+
+@pytest.mark.parametrize(
+    ("language", "subject", "intro"),
+    [
+        ("ru", "Квитанция: ваш платёж за Чашка", "Спасибо: ваш платёж получен."),
+        ("ja", "領収書：Чашка のお支払い", "ありがとうございます。お支払いを受け取りました。"),
+    ],
+)
+def test_a_receipt_in_a_non_latin_script_arrives_decoded(
+    language: str, subject: str, intro: str
+) -> None:
+    with smtp_server() as (inbox, port):
+        gateway = make_gateway(port)
+        body: dict[str, Any] = {
+            "value": "10",
+            "chainId": CHAIN,
+            "description": "Чашка",
+            "acceptedTokens": [ETH],
+            "buyerEmail": BUYER,
+            "language": language,
+        }
+        invoice = gateway.create_invoice(OWNER, body)
+        deposit(gateway, invoice.address, "0.005", 1)
+        assert mailer(gateway).flush()
+        [(recipients, paid)] = inbox.wait_for(1)
+        assert recipients == [BUYER]
+        assert paid["Subject"] == subject  # RFC 2047 encoded on the wire, decoded here
+        text = paid.get_content()
+        assert text.startswith(intro) and "Чашка" in text and "0.005 ETH" in text
+        assert invoice.guid in text
+        gateway.close()

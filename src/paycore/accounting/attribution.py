@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 from decimal import Decimal
+from typing import Protocol
 
 import attrs
 
@@ -28,13 +29,28 @@ from ..domain.invoices import pick_invoice
 from ..domain.money import value_at
 from ..domain.records import Deposit, Invoice, Payment, Transaction, Valuation
 from ..errors import PriceUnavailable
-from ..prices.pricing import DepositValuer
-from ..storage import StorageTx
+from ..prices.pricing import DepositValuer, PriceTx
 from ..storage.contract import TransferKey
+from ..storage.protocols.invoices import Invoices
+from ..storage.protocols.refunds import Refunds
+from ..storage.protocols.transactions import Transactions
+
+
+class LedgerTx(Invoices, Transactions, Protocol):
+    """The invoices and the transactions that pay them: what a reorg rewrites."""
+
+
+class AttributionTx(LedgerTx, PriceTx, Protocol):
+    """What attributing a deposit reads and writes: the ledger, and the prices and locked
+    quotes that value the deposit (``DepositValuer``)."""
+
+
+class RefundLedgerTx(LedgerTx, Refunds, Protocol):
+    """What settling refunds from withdrawals touches: the ledger and the refunds."""
 
 
 def attribute_deposit(
-    tx: StorageTx, deposit: Deposit, prices: DepositValuer, tolerance: Decimal
+    tx: AttributionTx, deposit: Deposit, prices: DepositValuer, tolerance: Decimal
 ) -> list[Invoice]:
     """Record a deposit once and apply it; returns the invoice records to emit as events.
 
@@ -57,7 +73,7 @@ def attribute_deposit(
 
 
 def detected_transfers(
-    tx: StorageTx,
+    tx: Invoices,
     chain_id: int,
     transfers: Sequence[Deposit],
     depth: Mapping[int, int],
@@ -128,7 +144,7 @@ BEHIND = "behind a deposit waiting for a price"
 
 
 def attribute_deposits(
-    tx: StorageTx,
+    tx: AttributionTx,
     deposits: Sequence[Deposit],
     prices: DepositValuer,
     tolerance: Decimal,
@@ -200,7 +216,7 @@ def attribute_deposits(
 
 
 def _valued(
-    tx: StorageTx, candidates: list[Invoice], deposit: Deposit, prices: DepositValuer
+    tx: PriceTx, candidates: list[Invoice], deposit: Deposit, prices: DepositValuer
 ) -> tuple[Invoice, Transaction, Payment] | None:
     """The invoice ``deposit`` pays among ``candidates`` (those at its address, oldest
     first), its transaction row and its payment; None when no invoice is there. Raises
@@ -241,9 +257,7 @@ def _valued(
     return target, record, payment
 
 
-def reorg_deposit(
-    tx: StorageTx, record: Transaction, now: int, tolerance: Decimal
-) -> list[Invoice]:
+def reorg_deposit(tx: LedgerTx, record: Transaction, now: int, tolerance: Decimal) -> list[Invoice]:
     """Take a deposit whose block a reorg replaced back out; returns the invoice records to
     emit as events (none for a deposit that was not counted, or already taken back).
 
@@ -264,7 +278,7 @@ def reorg_deposit(
 
 
 def refunds_paid(
-    tx: StorageTx, chain_id: int, withdrawals: Sequence[Transaction], vs_currency: str
+    tx: RefundLedgerTx, chain_id: int, withdrawals: Sequence[Transaction], vs_currency: str
 ) -> tuple[list[Transaction], list[Invoice]]:
     """The watcher's withdrawals to record, in ``tx``: each new one that pays a pending
     refund (``domain.refunds.match_withdrawals``) as that refund's transaction, and the

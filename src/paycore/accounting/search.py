@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Sequence
 from decimal import Decimal, localcontext
+from typing import Protocol
 
 import attrs
 
@@ -23,7 +24,9 @@ from ..domain.paging import Page, page_from, read_cursor
 from ..domain.records import Invoice, Json, Status
 from ..domain.tokens import NATIVE
 from ..errors import InvalidInput
-from ..storage import Storage, StorageTx
+from ..storage import Storage
+from ..storage.protocols.detected import DetectedTransfers
+from ..storage.protocols.refunds import Refunds
 from ..storage.search import MAX_TEXT, MIN_TEXT, InvoiceFilter, StatsRow
 
 #: A filtered list counts its matches up to this many (``total``; ``totalCapped`` past it).
@@ -117,6 +120,10 @@ class Found:
     capped: bool
 
 
+class AttachTx(Refunds, DetectedTransfers, Protocol):
+    """What finishing an invoice for a reader reads: its refunds and its detected transfers."""
+
+
 class InvoiceSearchService:
     """``Gateway.search``: built from storage, settings, the clock and the gateway's way of
     finishing invoices it hands out (refunds attached, lazy expiry applied)."""
@@ -125,7 +132,7 @@ class InvoiceSearchService:
         self,
         storage: Storage,
         settings: Settings,
-        attach: Callable[[StorageTx, list[Invoice]], list[Invoice]],
+        attach: Callable[[AttachTx, list[Invoice]], list[Invoice]],
         expire_due: Callable[[list[Invoice]], list[Invoice]],
     ) -> None:
         self._storage = storage

@@ -53,11 +53,11 @@ class Asset:
     etag: str
 
 
-@functools.cache
-def assets() -> Mapping[str, Asset]:
-    """Every servable file of assets/, read once: the set is fixed when the package ships."""
+def package_assets(package: str) -> Mapping[str, Asset]:
+    """Every servable file of ``package``'s assets/ folder: the checkout's, the dashboard's
+    and the API docs' pages are served the same way, with the same types and validators."""
     found: dict[str, Asset] = {}
-    for entry in files(__package__).joinpath("assets").iterdir():
+    for entry in files(package).joinpath("assets").iterdir():
         suffix = "." + entry.name.rsplit(".", 1)[-1] if "." in entry.name else ""
         if not entry.is_file() or suffix not in CONTENT_TYPES:
             continue
@@ -65,6 +65,12 @@ def assets() -> Mapping[str, Asset]:
         etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
         found[entry.name] = Asset(entry.name, body, CONTENT_TYPES[suffix], etag)
     return found
+
+
+@functools.cache
+def assets() -> Mapping[str, Asset]:
+    """Every servable file of assets/, read once: the set is fixed when the package ships."""
+    return package_assets(__package__)
 
 
 @functools.cache

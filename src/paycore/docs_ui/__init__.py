@@ -9,25 +9,16 @@ UI files are kept as distributed; VENDORED.md records their version and licence.
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Mapping
 from importlib.resources import files
 
-from ..checkout import CONTENT_TYPES, Asset
+from ..checkout import Asset, package_assets
 
 
 @functools.cache
 def assets() -> Mapping[str, Asset]:
     """Every servable file of assets/ (scripts and stylesheets), read once."""
-    found: dict[str, Asset] = {}
-    for entry in files(__package__).joinpath("assets").iterdir():
-        suffix = "." + entry.name.rsplit(".", 1)[-1] if "." in entry.name else ""
-        if not entry.is_file() or suffix not in CONTENT_TYPES:
-            continue
-        body = entry.read_bytes()
-        etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
-        found[entry.name] = Asset(entry.name, body, CONTENT_TYPES[suffix], etag)
-    return found
+    return package_assets(__package__)
 
 
 @functools.cache

@@ -33,8 +33,10 @@ MAX_URL = 2000
 MAX_DEADLINE_SECS = 366 * 24 * 3600
 #: RFC 5321's longest forward path less its angle brackets.
 MAX_EMAIL = 254
-#: The languages receipts are written in (``paycore.notify.receipts``); the first is the default.
-RECEIPT_LANGUAGES = ("en", "de", "fr", "es")
+#: The languages receipts are written in (``paycore.notify.receipts``), the same nine the
+#: checkout page speaks (its catalogues, ``checkout/assets/messages.js``); the first is the
+#: default.
+RECEIPT_LANGUAGES = ("en", "de", "es", "fr", "pt", "ru", "tr", "zh", "ja")
 
 
 @attrs.frozen

@@ -13,15 +13,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from ..accounting.search import AttachTx
 from ..chains.host import ChainHost
+from ..webhooks.dispatcher import EventTx
 
 if TYPE_CHECKING:
     from ..domain.changes import EventType
     from ..domain.records import Invoice, Json
-    from ..storage import StorageTx
     from ..storage.request_unit import RequestUnits
 
 T = TypeVar("T")
+
+
+class AnnounceTx(AttachTx, EventTx, Protocol):
+    """What announcing invoice changes touches: the refunds and detected transfers attached
+    to each, then its outbox event and webhook deliveries."""
 
 
 class GatewayParts(ChainHost, Protocol):
@@ -33,12 +39,12 @@ class GatewayParts(ChainHost, Protocol):
 
     def get_invoice(self, guid: str) -> Invoice: ...
 
-    def _with_refunds(self, tx: StorageTx, invoices: list[Invoice]) -> list[Invoice]: ...
+    def _with_refunds(self, tx: AttachTx, invoices: list[Invoice]) -> list[Invoice]: ...
 
     def _expired_if_due(self, items: list[Invoice]) -> list[Invoice]: ...
 
     def _announce(
-        self, tx: StorageTx, changes: list[Invoice], type: EventType | None = None
+        self, tx: AnnounceTx, changes: list[Invoice], type: EventType | None = None
     ) -> tuple[list[Invoice], list[Json]]: ...
 
     def _notify(self, owner: str, payloads: list[Json]) -> None: ...

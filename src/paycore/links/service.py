@@ -13,12 +13,13 @@ import secrets
 from collections.abc import Callable
 from decimal import Decimal
 
+from ..accounting.creation import MakeInvoice
 from ..config import Settings
 from ..domain.fields import Amount, ChainId, Token, Uint
 from ..domain.invoices import NewInvoice, parse_new_invoice
 from ..domain.records import Invoice
 from ..errors import Gone, InvalidInput, NoAddressDeriver, NotFound, PaycoreError
-from ..storage import Storage, StorageTx
+from ..storage import Storage
 from .records import LinkUse, PaymentLink
 from .requests import NewLink
 
@@ -31,7 +32,6 @@ LINK_DATA_KEY = "paymentLink"
 #: Makes and stores an invoice for an owner inside the caller's transaction (the gateway's
 #: own creation path: address allocation, rate lock).
 #: ``Gateway._new_invoice``: (tx, owner, request, now, checkout page address or None).
-MakeInvoice = Callable[[StorageTx, str, NewInvoice, int, str | None], Invoice]
 
 
 class LinkNotFound(NotFound):

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 
 from ..config import Settings
-from ..storage import PruneBatch, Storage, StorageTx
+from ..storage import PruneBatch, Storage
+from ..storage.idempotency import IdempotencyKeys
+from ..storage.protocols.pruning import Pruning
 from .idempotency import KEY_TTL
 
 
@@ -48,6 +51,10 @@ class PruneReport:
         )
 
 
+class PruneTx(Pruning, IdempotencyKeys, Protocol):
+    """What a batch-until-short round touches: the pruning deletes and the idempotency keys'."""
+
+
 class Retention:
     """``Gateway.retention``: prune rounds over the gateway's storage, with its settings and
     clock (a test's clock moves what counts as old)."""
@@ -69,14 +76,14 @@ class Retention:
             created_before = int(now) - settings.retention_events
             cap = settings.event_retention
 
-            def events_batch(tx: StorageTx, after: int) -> PruneBatch:
+            def events_batch(tx: Pruning, after: int) -> PruneBatch:
                 return tx.prune_events(created_before, cap, after, batch)
 
             events = self._resumable(events_batch, stop)
         if settings.retention_deliveries:
             settled_before = round(now * 1000) - settings.retention_deliveries * 1000
 
-            def deliveries_batch(tx: StorageTx, after: int) -> PruneBatch:
+            def deliveries_batch(tx: Pruning, after: int) -> PruneBatch:
                 return tx.prune_deliveries(settled_before, after, batch)
 
             deliveries = self._resumable(deliveries_batch, stop)
@@ -88,9 +95,7 @@ class Retention:
         keys = self._until_short(lambda tx: tx.prune_idempotency_keys(keys_before, batch), stop)
         return PruneReport(events, deliveries, signatures, challenges, keys)
 
-    def _resumable(
-        self, step: Callable[[StorageTx, int], PruneBatch], stop: threading.Event
-    ) -> int:
+    def _resumable(self, step: Callable[[Pruning, int], PruneBatch], stop: threading.Event) -> int:
         deleted, after = 0, 0
         while not stop.is_set():
             with self._storage.transaction() as tx:
@@ -101,7 +106,7 @@ class Retention:
             after = done.resume_after
         return deleted
 
-    def _until_short(self, step: Callable[[StorageTx], int], stop: threading.Event) -> int:
+    def _until_short(self, step: Callable[[PruneTx], int], stop: threading.Event) -> int:
         deleted = 0
         while not stop.is_set():
             with self._storage.transaction() as tx:

@@ -12,8 +12,10 @@ storage transaction; a repeated confirm finds no pending row and emits nothing.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 import attrs
 
@@ -21,11 +23,13 @@ from ..config import Settings
 from ..domain.records import Json, NewEvent
 from ..domain.tokens import normalize_owner
 from ..errors import InvalidInput, NotFound
-from ..storage.contract import Storage
+from ..storage.contract import Storage, StorageTx
 from ..webhooks.dispatcher import enqueue_webhooks
 from .backend import BuiltPayouts, PayoutBackend
 from .records import PAYOUT_CONFIRMED, PAYOUT_FAILED, Payout, PayoutBatch, PayoutStatus
 from .rows import PayoutRow, check_rows, unread_tokens
+
+log = logging.getLogger("paycore.payouts")
 
 #: Transaction hashes one confirm may name.
 MAX_HASHES = 50
@@ -148,48 +152,106 @@ class Payouts:
         self, owner: str, batch_id: str, tx_hashes: Sequence[object]
     ) -> tuple[PayoutBatch, list[Payout], list[Json]]:
         """Settle the calls ``tx_hashes`` carried. Per hash the answer says what was found:
-        ``mined`` (the call's rows settled now or before), ``pending`` (not mined yet: ask
-        again later) -- or a 400 for a hash that is not one of this batch's calls."""
+        ``mined`` (the call's rows settled now or before), ``pending`` (not mined yet: the
+        hash is kept, and the worker's payout pass settles its rows once it is mined; asking
+        again does it sooner) -- or a 400 for a hash that is not one of this batch's calls."""
         if not tx_hashes or len(tx_hashes) > MAX_HASHES:
             raise InvalidInput("txHashes", f"give 1 to {MAX_HASHES} transaction hashes")
         hashes = [_tx_hash(h, f"txHashes[{i}]") for i, h in enumerate(tx_hashes)]
         batch, _rows = self.get(owner, batch_id)
         backend, _contract = self._backend(batch.chain_id)
-        found: list[tuple[str, int, bool] | None] = []
+        found: list[tuple[int, bool] | None] = []
         for i, tx_hash in enumerate(hashes):
-            mined = backend.mined_call(batch.chain_id, tx_hash)
-            if mined is None:
-                found.append(None)
-                continue
-            if (
-                mined.sender != batch.owner
-                or mined.to != batch.contract
-                or mined.data_hash not in batch.calls
-            ):
+            item = self._read(backend, batch, tx_hash)
+            if item is False:
                 raise InvalidInput(
                     f"txHashes[{i}]", f"{tx_hash} is not a transaction of batch {batch_id}"
                 )
-            found.append((tx_hash, batch.calls.index(mined.data_hash), mined.success))
-        now = self.now()
-        answers: list[Json] = []
+            found.append(item)
         with self._storage.transaction() as tx:
-            events: list[NewEvent] = []
-            for tx_hash, item in zip(hashes, found, strict=True):
-                if item is None:
-                    answers.append({"txHash": tx_hash, "state": "pending"})
-                    continue
-                _h, call, success = item
-                status = PayoutStatus.CONFIRMED if success else PayoutStatus.FAILED
-                settled = tx.settle_payouts(batch_id, call, status, tx_hash, now)
-                kind = PAYOUT_CONFIRMED if success else PAYOUT_FAILED
-                events += [NewEvent(owner, batch_id, p.to_wire(), now, kind) for p in settled]
-                answers.append(
-                    {"txHash": tx_hash, "state": "mined", "transaction": call,
-                     "success": success, "settled": len(settled)}
-                )  # fmt: skip
-            if events:
-                ids = tx.add_events(events)
-                # Webhook endpoints that list these types get them, in this transaction.
-                enqueue_webhooks(tx, list(zip(ids, events, strict=True)), now * 1000)
+            answers = self._settle(tx, batch, hashes, found)
             rows = tx.payouts_of(batch_id)
         return batch, rows, answers
+
+    def settle_watched(self, limit: int = 200) -> int:
+        """The worker's payout pass: read again each hash a confirm was given before it was
+        mined, and settle the rows of those now mined exactly as ``confirm`` does (same
+        rules, same events, once). A hash that turns out not to be the batch's is dropped.
+        Returns the number of hashes done with (mined or dropped)."""
+        done = 0
+        with self._storage.transaction() as tx:
+            watched = tx.watched_payout_hashes(limit)
+        for batch_id, tx_hash in watched:
+            with self._storage.transaction() as tx:
+                batch = tx.get_payout_batch(batch_id)
+            if batch is None:
+                item: tuple[int, bool] | Literal[False] | None = False
+            else:
+                try:
+                    backend, _contract = self._backend(batch.chain_id)
+                except InvalidInput:
+                    continue  # the chain is not served here now: keep the hash
+                item = self._read(backend, batch, tx_hash)
+            if item is None:
+                continue
+            with self._storage.transaction() as tx:
+                if item is False or batch is None:
+                    log.warning("payout batch %s: %s is not its transaction", batch_id, tx_hash)
+                    tx.unwatch_payout_hash(batch_id, tx_hash)
+                else:
+                    self._settle(tx, batch, [tx_hash], [item])
+            done += 1
+        return done
+
+    @staticmethod
+    def _read(
+        backend: PayoutBackend, batch: PayoutBatch, tx_hash: str
+    ) -> tuple[int, bool] | Literal[False] | None:
+        """(call index, success) for a mined transaction of ``batch``; None while it is not
+        mined; False for a mined transaction that is not one of the batch's calls."""
+        mined = backend.mined_call(batch.chain_id, tx_hash)
+        if mined is None:
+            return None
+        if (
+            mined.sender != batch.owner
+            or mined.to != batch.contract
+            or mined.data_hash not in batch.calls
+        ):
+            return False
+        return batch.calls.index(mined.data_hash), mined.success
+
+    def _settle(
+        self,
+        tx: StorageTx,
+        batch: PayoutBatch,
+        hashes: Sequence[str],
+        found: Sequence[tuple[int, bool] | Literal[False] | None],
+    ) -> list[Json]:
+        """Settle, in ``tx``, the calls of the mined hashes (one event per row that moves)
+        and keep the pending hashes for the worker's pass; the answer per hash."""
+        now = self.now()
+        answers: list[Json] = []
+        events: list[NewEvent] = []
+        pending: list[str] = []
+        for tx_hash, item in zip(hashes, found, strict=True):
+            if item is None or item is False:
+                pending.append(tx_hash)
+                answers.append({"txHash": tx_hash, "state": "pending"})
+                continue
+            call, success = item
+            status = PayoutStatus.CONFIRMED if success else PayoutStatus.FAILED
+            settled = tx.settle_payouts(batch.id, call, status, tx_hash, now)
+            tx.unwatch_payout_hash(batch.id, tx_hash)
+            kind = PAYOUT_CONFIRMED if success else PAYOUT_FAILED
+            events += [NewEvent(batch.owner, batch.id, p.to_wire(), now, kind) for p in settled]
+            answers.append(
+                {"txHash": tx_hash, "state": "mined", "transaction": call,
+                 "success": success, "settled": len(settled)}
+            )  # fmt: skip
+        if pending:
+            tx.watch_payout_hashes(batch.id, pending, now)
+        if events:
+            ids = tx.add_events(events)
+            # Webhook endpoints that list these types get them, in this transaction.
+            enqueue_webhooks(tx, list(zip(ids, events, strict=True)), now * 1000)
+        return answers

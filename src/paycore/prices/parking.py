@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 from ..domain.records import Deposit
-from ..storage import Storage, StorageTx
+from ..storage import Storage
+from ..storage.protocols import prices as price_store
 from .records import ParkedDeposit
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class ParkedDeposits:
         return RetryReport(done.attributed, done.parked, len(gone))
 
 
-def park_in(tx: StorageTx, parked: ParkedDeposit) -> bool:
+def park_in(tx: price_store.ParkedDeposits, parked: ParkedDeposit) -> bool:
     """``ParkedDeposits.park`` inside the caller's transaction (a watcher's batch)."""
     if tx.park_deposit(parked):
         return True

@@ -22,11 +22,11 @@ from ..domain.money import MAX_AMOUNT, value_at
 from ..domain.records import PriceSnapshot, Valuation
 from ..domain.tokens import TokenId
 from ..errors import PriceUnavailable
+from ..storage.protocols.prices import Prices, Quotes
 from .records import StoredPrice
 
 if TYPE_CHECKING:
     from ..domain.records import Invoice
-    from ..storage import StorageTx
 
 
 class StalePrice(PriceUnavailable):
@@ -88,18 +88,23 @@ def quotes_of(source: PriceSource, vs_currency: str, tokens: Sequence[str]) -> d
     }
 
 
+class PriceTx(Prices, Quotes, Protocol):
+    """What valuing a deposit may read in the attribution's transaction: the stored prices and
+    the quotes an invoice locked (a fixed ``PriceTable`` reads neither)."""
+
+
 class DepositValuer(Protocol):
     """What attribution asks for a deposit's vsValue: the rate of the table in force in the
     invoice's vsCurrency, or the rate the invoice locked (``paycore.prices.service``). The
     rate, its source and its time are recorded with the deposit (``Valuation``); its
     vsValue is ``value_at(rate, amount)``."""
 
-    def valuation(self, tx: StorageTx, invoice: Invoice, token: str, at: int) -> Valuation:
+    def valuation(self, tx: PriceTx, invoice: Invoice, token: str, at: int) -> Valuation:
         """The rate that values ``token`` paid to ``invoice`` at block time ``at``; raises
         ``PriceUnavailable`` (or ``StalePrice``) when there is none fit to use."""
         ...
 
-    def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> DepositValuer:
+    def for_batch(self, tx: PriceTx, invoices: Sequence[Invoice]) -> DepositValuer:
         """A valuer for many deposits to ``invoices`` within ``tx``: what they all need may
         be read once (the watcher's batches), with the same answers deposit by deposit."""
         ...
@@ -138,17 +143,17 @@ class PriceTable:
             return Valuation(price, "table", self.fetched_at, self.vs_currency)
         return Valuation(price, row.source, row.fetched_at, self.vs_currency)
 
-    def valuation(self, tx: StorageTx, invoice: Invoice, token: str, at: int) -> Valuation:
+    def valuation(self, tx: PriceTx, invoice: Invoice, token: str, at: int) -> Valuation:
         """A fixed table as a ``DepositValuer``: every invoice valued from it alike."""
         return self.rate(token)
 
     def value_deposit(
-        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
+        self, tx: PriceTx, invoice: Invoice, token: str, amount: Decimal, at: int
     ) -> Decimal:
         """vsValue of ``amount`` of ``token`` at this table's rate."""
         return self.value(token, amount)
 
-    def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> PriceTable:
+    def for_batch(self, tx: PriceTx, invoices: Sequence[Invoice]) -> PriceTable:
         """A fixed table reads nothing: itself."""
         return self
 

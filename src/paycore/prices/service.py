@@ -24,8 +24,9 @@ from ..domain.money import value_at
 from ..domain.records import Invoice, PriceSnapshot, Valuation
 from ..domain.tokens import TokenId
 from ..errors import InvalidInput, PriceUnavailable
-from ..storage import Storage, StorageTx
-from .pricing import PriceSource, PriceTable, StalePrice, quotes_of
+from ..storage import Storage
+from ..storage.protocols.prices import Prices, Quotes
+from .pricing import PriceSource, PriceTable, PriceTx, StalePrice, quotes_of
 from .records import LockedQuote, StoredPrice
 
 log = logging.getLogger("paycore.prices")
@@ -173,7 +174,7 @@ class PriceService:
         return self.table(vs).snapshot()
 
     # -- valuation, inside the attribution's transaction -----------------------------------
-    def price(self, tx: StorageTx, vs: str, token: str, now: int) -> StoredPrice:
+    def price(self, tx: Prices, vs: str, token: str, now: int) -> StoredPrice:
         """The price that values ``token`` in ``vs`` now, read in ``tx`` (so the watcher in
         one process and the refresher in another cannot disagree); raises ``StalePrice`` or
         ``PriceUnavailable`` when there is none fit to use."""
@@ -192,7 +193,7 @@ class PriceService:
             )
         raise PriceUnavailable(f"no {vs} price for {key}")
 
-    def valuation(self, tx: StorageTx, invoice: Invoice, token: str, at: int) -> Valuation:
+    def valuation(self, tx: PriceTx, invoice: Invoice, token: str, at: int) -> Valuation:
         """The rate for ``token`` paid to ``invoice`` at block time ``at``: the invoice's
         locked quote up to its deadline, the table in force otherwise."""
         if at <= invoice.deadline:
@@ -202,18 +203,18 @@ class PriceService:
         return stored_valuation(self.price(tx, invoice.vs_currency, token, self.now()))
 
     def value_deposit(
-        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
+        self, tx: PriceTx, invoice: Invoice, token: str, amount: Decimal, at: int
     ) -> Decimal:
         """vsValue of ``amount`` of ``token`` paid to ``invoice`` at block time ``at``, at
         :meth:`valuation`'s rate."""
         return value_at(self.valuation(tx, invoice, token, at).rate, amount)
 
-    def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> BatchValuer:
+    def for_batch(self, tx: Quotes, invoices: Sequence[Invoice]) -> BatchValuer:
         """``value_deposit`` for a batch of deposits to ``invoices``: their locked quotes in
         one read, and each (vsCurrency, token) price read once, at one ``now``."""
         return BatchValuer(self, tx.get_quotes_of([i.guid for i in invoices]), self.now())
 
-    def lock_quotes(self, tx: StorageTx, invoice: Invoice) -> list[LockedQuote]:
+    def lock_quotes(self, tx: PriceTx, invoice: Invoice) -> list[LockedQuote]:
         """Copy the fresh price of each accepted token to ``invoice``. A token with no fresh
         price gets no quote: its deposits are valued from the table when they arrive."""
         now = self.now()
@@ -259,7 +260,7 @@ class BatchValuer:
         self._quotes = {(q.guid, q.token): q for q in quotes}
         self._prices: dict[tuple[str, str], StoredPrice | PriceUnavailable] = {}
 
-    def valuation(self, tx: StorageTx, invoice: Invoice, token: str, at: int) -> Valuation:
+    def valuation(self, tx: Prices, invoice: Invoice, token: str, at: int) -> Valuation:
         """The rate for ``token`` paid to ``invoice`` at block time ``at``."""
         if at <= invoice.deadline:
             quote = self._quotes.get((invoice.guid, token))
@@ -278,11 +279,11 @@ class BatchValuer:
         return stored_valuation(found)
 
     def value_deposit(
-        self, tx: StorageTx, invoice: Invoice, token: str, amount: Decimal, at: int
+        self, tx: Prices, invoice: Invoice, token: str, amount: Decimal, at: int
     ) -> Decimal:
         """vsValue of ``amount`` of ``token`` paid to ``invoice`` at block time ``at``."""
         return value_at(self.valuation(tx, invoice, token, at).rate, amount)
 
-    def for_batch(self, tx: StorageTx, invoices: Sequence[Invoice]) -> BatchValuer:
+    def for_batch(self, tx: PriceTx, invoices: Sequence[Invoice]) -> BatchValuer:
         """Already one batch's valuer."""
         return self

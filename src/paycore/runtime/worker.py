@@ -1,5 +1,5 @@
-"""The background worker: the webhook dispatcher, the expiry sweeper, the chain watchers, the
-price refresher and the pruner (``paycore.ops.retention``).
+"""The background worker: the webhook dispatcher, the expiry sweeper, the chain watchers (and
+their payout pass), the price refresher and the pruner (``paycore.ops.retention``).
 
 Three ways to run it, all the same loops:
 
@@ -87,6 +87,31 @@ def sweep_expired(gateway: Gateway, halt: threading.Event) -> None:
             guard.succeeded()
         if expired < batch:  # a full batch means more are due: go again at once
             halt.wait(settings.worker_sweep_interval)
+
+
+def confirm_payouts(gateway: Gateway, halt: threading.Event) -> None:
+    """The payout pass: every ``worker_poll_interval``, read again the batch transactions a
+    confirm was given before they were mined and settle those now mined
+    (``Payouts.settle_watched``: the confirm's own rules and events, once), so a merchant
+    need not call confirm twice. While storage is down the rounds back off and resume."""
+    settings = gateway.settings
+    batch = 200
+    guard = LoopGuard.from_settings(
+        "payout pass", log, settings, pace=min(settings.worker_poll_interval, 1.0)
+    )
+    while not halt.is_set():
+        done = 0
+        try:
+            done = gateway.payouts.settle_watched(batch)
+        except StorageUnavailable as exc:
+            halt.wait(guard.failed(exc))
+            continue
+        except Exception:  # a bug or a node error: keep the schedule, the traceback says where
+            log.exception("payout pass failed")
+        else:
+            guard.succeeded()
+        if done < batch:
+            halt.wait(settings.worker_poll_interval)
 
 
 def prune_on_schedule(gateway: Gateway, halt: threading.Event) -> None:
@@ -185,6 +210,7 @@ def run_worker(
         # One loop per backend object: a backend serving several chains runs them all.
         backends = {id(b): b for b in gateway.chains.values() if isinstance(b, WatchingBackend)}
         loops.extend(functools.partial(b.watch, gateway, stop_event) for b in backends.values())
+        loops.append(functools.partial(confirm_payouts, gateway, halt_sweep))
     threads = [
         threading.Thread(target=guarded(loop), name=f"paycore-worker-{i}", daemon=True)
         for i, loop in enumerate(loops)

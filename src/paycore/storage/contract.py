@@ -51,6 +51,7 @@ from typing import Protocol, cast, runtime_checkable
 from ..domain.records import SessionKey
 from .idempotency import IdempotencyKeys
 from .invoice_read import InvoiceRead
+from .payout_watch import PayoutWatch
 from .payouts import PayoutStore
 from .protocols.auth import Challenges, PollTokens, SessionKeys, Signatures
 from .protocols.chains import ChainLeases, WatchedAddresses
@@ -119,6 +120,7 @@ class StorageTx(
     IdempotencyKeys,
     SubscriptionStore,
     PayoutStore,
+    PayoutWatch,
     Protocol,
 ):
     """One open unit of work: what ``Storage.transaction()`` yields, every concern's protocol

@@ -57,6 +57,7 @@ from .memory_invoices import MemoryInvoices
 from .memory_links import MemoryLinks
 from .memory_merchant import MemoryMerchant
 from .memory_outbox import MemoryOutbox
+from .memory_payout_watch import MemoryPayoutWatch
 from .memory_payouts import MemoryPayouts
 from .memory_prices import MemoryPrices
 from .memory_pruning import MemoryPruning
@@ -111,6 +112,7 @@ class _Tables:
     subscriptions: dict[SubKey, Any] = attrs.field(factory=dict)  # memory_subscriptions
     payout_batches: dict[str, PayoutBatch] = attrs.field(factory=dict)  # revision 0021
     payouts: dict[tuple[str, int], Payout] = attrs.field(factory=dict)  # (batch, line)
+    payout_watch: dict[tuple[str, str], int] = attrs.field(factory=dict)  # revision 0022
     last_event_id: int = 0
     last_invoice_seq: int = 0
     last_delivery_id: int = 0
@@ -192,6 +194,7 @@ class _MemoryTx(
     MemoryIdempotency,
     MemorySubscriptions,
     MemoryPayouts,
+    MemoryPayoutWatch,
 ):
     """One unit of work; only valid inside its ``with`` block (the lock is held there)."""
 

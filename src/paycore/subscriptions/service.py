@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import attrs
 
+from ..accounting.creation import MakeInvoice
 from ..config import Settings
 from ..domain.fields import Amount, ChainId, Token, Uint
 from ..domain.invoices import NewInvoice, parse_new_invoice
@@ -50,8 +51,8 @@ from ..domain.subscriptions import (
 from ..domain.tokens import normalize_owner
 from ..errors import Conflict, InvalidInput, NoAddressDeriver, NotFound, StorageUnavailable
 from ..ops.outages import LoopGuard
-from ..storage import Storage, StorageTx
-from ..webhooks.dispatcher import enqueue_webhook
+from ..storage import Storage
+from ..webhooks.dispatcher import EventTx, enqueue_webhook
 from .requests import NewPlan, NewSubscription
 
 log = logging.getLogger("paycore.subscriptions")
@@ -72,7 +73,6 @@ _EMAIL = re.compile(r"^[^@\s]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
 
 #: Makes and stores an invoice for an owner inside the caller's transaction
 #: (``Gateway._new_invoice``: tx, owner, request, now, checkout page address or None).
-MakeInvoice = Callable[[StorageTx, str, NewInvoice, int, str | None], Invoice]
 
 
 class SubscriptionNotFound(NotFound):
@@ -382,7 +382,7 @@ class Subscriptions:
     # -- events -------------------------------------------------------------------------------
     def _announce(
         self,
-        tx: StorageTx,
+        tx: EventTx,
         sub: Subscription,
         period: Period | None,
         event: SubscriptionEvent,

@@ -39,6 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from ..config import Settings
@@ -46,7 +47,9 @@ from ..domain.changes import STATUS_CHANGES
 from ..domain.records import Json, NewEvent
 from ..errors import StorageUnavailable
 from ..ops.outages import LoopGuard
-from ..storage import Storage, StorageTx
+from ..storage import Storage
+from ..storage.protocols.outbox import Outbox
+from ..storage.protocols.webhooks import WebhookConfigs, WebhookDeliveries, WebhookEndpoints
 from .delivery import Outcome, post, settle, signed_headers
 from .fairness import InFlight, claim_fairly
 from .records import (
@@ -79,7 +82,17 @@ def new_webhook_id() -> str:
     return "msg_" + secrets.token_hex(16)
 
 
-def enqueue_webhook(tx: StorageTx, event_id: int, event: NewEvent, now_ms: int) -> int | None:
+class WebhookQueueTx(WebhookConfigs, WebhookEndpoints, WebhookDeliveries, Protocol):
+    """What queueing an event's webhooks reads and writes: the owner's ``/webhook/set`` URL,
+    their endpoints, and the delivery queue."""
+
+
+class EventTx(Outbox, WebhookQueueTx, Protocol):
+    """What announcing a change touches: the outbox event and its webhook deliveries, written
+    in one transaction so they commit together."""
+
+
+def enqueue_webhook(tx: WebhookQueueTx, event_id: int, event: NewEvent, now_ms: int) -> int | None:
     """Queue the event for its owner's webhook targets in the caller's transaction: the
     ``/webhook/set`` URL if set and the event is a status change, and each enabled endpoint
     whose types include it (``targets_of``). Returns the ``/webhook/set`` URL's delivery id."""
@@ -98,7 +111,7 @@ def enqueue_webhook(tx: StorageTx, event_id: int, event: NewEvent, now_ms: int) 
 
 
 def enqueue_webhooks(
-    tx: StorageTx,
+    tx: WebhookQueueTx,
     events: Sequence[tuple[int, NewEvent]],
     now_ms: int,
     *,
@@ -277,7 +290,7 @@ class Dispatcher:
             self._report(delivery, attempt, settlement, ok)
         return claimed
 
-    def _claim(self, tx: StorageTx, lease_ms: int, limit: int) -> list[ClaimedDelivery]:
+    def _claim(self, tx: WebhookDeliveries, lease_ms: int, limit: int) -> list[ClaimedDelivery]:
         """Up to ``limit`` due deliveries, none taking its owner or URL past its cap."""
         token = secrets.token_hex(16)
         return claim_fairly(tx, self.in_flight, self.now_ms(), lease_ms, token, limit)

@@ -35,6 +35,7 @@ from paycore.testing.storage_contract.management import *  # noqa: F403
 from paycore.testing.storage_contract.merchant_tools import *  # noqa: F403
 from paycore.testing.storage_contract.nonces import *  # noqa: F403
 from paycore.testing.storage_contract.outbox import *  # noqa: F403
+from paycore.testing.storage_contract.payout_watch import *  # noqa: F403
 from paycore.testing.storage_contract.payouts import *  # noqa: F403
 from paycore.testing.storage_contract.prices import *  # noqa: F403
 from paycore.testing.storage_contract.races import *  # noqa: F403
