@@ -1,7 +1,7 @@
 """The dashboard's own logic, run in Node on the shipped modules: what the fallback search
 finds, how the chart sums deposits per UTC day, which symbol a token is shown with, and
 the billing views' logic: the plan a form makes, the bad rows of a refused payout upload, the
-order a batch's transactions are sent in."""
+order a batch's transactions are sent in, and the webhook endpoint bodies."""
 
 from __future__ import annotations
 
@@ -150,3 +150,66 @@ def test_the_plan_form_makes_the_body_post_plan_reads() -> None:
     assert second["acceptedTokens"] == [TOKEN, "1:0xA0b8"]
     assert (second["trialDays"], second["graceDays"]) == (7, 0)
     assert "currency" not in second
+
+
+def test_endpoint_types_are_split_on_commas_and_spaces_and_empty_means_the_default() -> None:
+    texts = ["invoice.paid, invoice.expired", " invoice.paid\ninvoice.paid ,, ", "", "  ,  "]
+    got = node([{"op": "parseTypes", "text": t} for t in texts])
+    assert got == [["invoice.paid", "invoice.expired"], ["invoice.paid"], None, None]
+
+
+def test_endpoint_bodies_add_without_id_and_update_with_every_shown_field() -> None:
+    add = {"url": "  https://shop.example/hook ", "types": "", "enabled": True}
+    update = {
+        "id": "ep_" + "a" * 24,
+        "url": "https://shop.example/h2",
+        "types": "invoice.paid",
+        "enabled": False,
+    }
+    got = node([{"op": "endpointBody", "values": add}, {"op": "endpointBody", "values": update}])
+    # an add leaves types out (the server's default, the status changes) and carries no id
+    assert got[0] == {"url": "https://shop.example/hook", "enabled": True}
+    # an update names the endpoint and sends what the form shows, a disabled flag included
+    assert got[1] == {
+        "id": "ep_" + "a" * 24,
+        "url": "https://shop.example/h2",
+        "types": ["invoice.paid"],
+        "enabled": False,
+    }
+
+
+OWNER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+KEY = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+
+
+def test_the_app_key_consent_text_is_the_one_the_server_checks() -> None:
+    (got,) = node([{"op": "consentText", "owner": OWNER, "key": f"  {KEY} ", "salt": 1764300000}])
+    assert got == f"accept-app-key:{OWNER.lower()}:{KEY.lower()}:1764300000"
+
+
+def test_the_app_key_bodies_are_signed_in_the_order_they_are_sent() -> None:
+    add, remove = node(
+        [
+            {
+                "op": "addBody",
+                "owner": OWNER,
+                "key": f" {KEY}",
+                "consent": " 0xabc ",
+                "salt": 1764300000,
+            },
+            {"op": "removeBody", "owner": OWNER, "key": KEY, "salt": 1764300001},
+        ]
+    )
+    # the wallet signs JSON.stringify(body): the server rebuilds that text in this key order
+    assert add == json.dumps(
+        {
+            "salt": 1764300000,
+            "appKeyAddress": KEY,
+            "appKeySignature": "0xabc",
+            "ownerAddress": OWNER,
+        },
+        separators=(",", ":"),
+    )
+    assert remove == json.dumps(
+        {"salt": 1764300001, "appKeyAddress": KEY, "ownerAddress": OWNER}, separators=(",", ":")
+    )

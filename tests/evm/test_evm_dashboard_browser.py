@@ -222,6 +222,45 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     assert seen["attemptsShown"] == "1 attempts"
     assert "503" in seen["attemptsText"]
 
+    # the webhook endpoint added on the page: its secret shown once, rotated, edited, deleted
+    endpoint_id = seen["endpointId"]
+    assert endpoint_id.startswith("ep_")
+    assert seen["endpointSecret"].startswith("whsec_")
+    assert seen["rotatedSecret"].startswith("whsec_")
+    assert seen["rotatedSecret"] != seen["endpointSecret"]
+    assert seen["endpointRows"] == 3  # edit, rotate, delete of the one endpoint
+    assert seen["endpointProblem"] == ""
+    assert seen["endpointTypesShown"] == "invoice.expired, invoice.paid"  # as stored
+    assert seen["endpointRowsAfter"] == 0
+    assert gateway.webhooks.endpoints.of(owner.address) == []
+    posted = {
+        r["url"].rsplit("/", 1)[-1].split("?")[0]: json.loads(r["body"])
+        for r in seen["requests"]
+        if r["method"] == "POST" and "/webhook/endpoints" in r["url"]
+    }
+    assert posted["endpoints"]["types"] == ["invoice.paid"]
+    assert posted["update"] == {
+        "id": endpoint_id,
+        "url": posted["endpoints"]["url"],
+        "types": ["invoice.paid", "invoice.expired"],
+        "enabled": False,
+    }
+    assert posted["rotate-secret"] == {"id": endpoint_id} == posted["delete"]
+
+    # the app key added on the page with its consent, then removed by the owner
+    app_key = seen["appKey"]
+    assert seen["appKeyConsentText"].startswith(
+        f"accept-app-key:{owner.address.lower()}:{app_key.lower()}:"
+    )
+    signed_calls = {
+        r["url"].rsplit("/", 1)[-1]: json.loads(r["body"])
+        for r in seen["requests"]
+        if r["method"] == "POST" and r["url"].endswith(("/addNewAppKey", "/removeAppKey"))
+    }
+    assert signed_calls["addNewAppKey"]["appKeyAddress"] == app_key
+    assert signed_calls["removeAppKey"]["appKeyAddress"] == app_key
+    assert seen["appKeyRowsAfter"] == 0
+
     # the export, downloaded and parsed: the target's invoice row with its order's payment
     rows = [json.loads(line) for line in Path(seen["exportFile"]).read_text().splitlines()]
     invoices = {r["guid"]: r for r in rows if r["record"] == "invoice"}
@@ -266,8 +305,8 @@ def test_a_merchant_signs_in_finds_refunds_withdraws_redelivers_and_exports(
     (paid,) = gateway.payouts.get(owner.address, seen["payoutBatch"])[1]
     assert paid.status.value == "confirmed"
 
-    # the wallet signed the registration and the e-mail setting, sent two transactions
-    assert seen["walletCalls"].count("personal_sign") == 2
+    # the wallet signed the registration, the e-mail setting and the app key's add and removal
+    assert seen["walletCalls"].count("personal_sign") == 4
     assert seen["walletCalls"].count("eth_sendTransaction") == 3
     # the session key's private half is in no request and no server log line
     assert len(seen["requests"]) > 20

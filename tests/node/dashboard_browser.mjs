@@ -179,6 +179,35 @@ try {
   await redeliver.click();
   await page.waitForFunction(() => document.getElementById("toast").textContent.includes("queued again"));
 
+  // Add a webhook endpoint (its secret shown once), rotate its secret, edit it, delete it.
+  const hookUrl = (await page.textContent("td .mono")).trim() + "?second=1";
+  await page.fill("#endpoint-url", hookUrl);
+  await page.fill("#endpoint-types", "invoice.paid");
+  await page.click("#endpoint-save");
+  await page.waitForSelector("#endpoint-secret [data-secret]");
+  result.endpointSecret = (await page.textContent("#endpoint-secret [data-secret]")).trim();
+  const del = page.locator('button[data-action="delete"]');
+  result.endpointId = await del.first().getAttribute("data-endpoint");
+  result.endpointRows = await page.locator("button[data-endpoint]").count();
+  await audit("webhooks-endpoint");
+  await page.click(`button[data-action="rotateSecret"][data-endpoint="${result.endpointId}"]`);
+  await page.waitForFunction((before) => {
+    const shown = document.querySelector("#endpoint-secret [data-secret]");
+    return shown && shown.textContent.trim() !== before;
+  }, result.endpointSecret);
+  result.rotatedSecret = (await page.textContent("#endpoint-secret [data-secret]")).trim();
+  await page.click(`button[data-action="edit"][data-endpoint="${result.endpointId}"]`);
+  await page.fill("#endpoint-types", "invoice.paid, invoice.expired");
+  await page.uncheck("#endpoint-enabled");
+  await page.click("#endpoint-save");
+  await page.waitForFunction(() => document.getElementById("toast").textContent.includes("saved") || document.getElementById("endpoint-status")?.textContent);
+  result.endpointProblem = await page.textContent("#endpoint-status");
+  result.endpointTypesShown = (await page.locator("tr", { has: page.locator(`button[data-endpoint="${result.endpointId}"]`) }).locator("td").nth(2).textContent()).trim();
+  page.once("dialog", (dialog) => dialog.accept());
+  await page.click(`button[data-action="delete"][data-endpoint="${result.endpointId}"]`);
+  await page.waitForFunction(() => document.getElementById("toast").textContent.includes("deleted"));
+  result.endpointRowsAfter = await page.locator("button[data-endpoint]").count();
+
   // Download the export as JSON lines.
   await page.click('nav a[href="#/export"]');
   await viewIs("export");
@@ -203,6 +232,20 @@ try {
     await viewIs(name);
     await audit(name);
   }
+  // An app key: the new key (here, one the driver makes) signs the page's consent text, the
+  // wallet signs the body; then the owner removes it.
+  const appKey = Wallet.createRandom();
+  await page.fill("#appkey-address", appKey.address);
+  const consentText = (await page.textContent("#appkey-text")).trim();
+  await page.fill("#appkey-consent", await appKey.signMessage(consentText));
+  await page.click("#appkey-add");
+  await page.waitForSelector(`button[data-appkey="${appKey.address}"]`, { timeout: 30000 });
+  result.appKey = appKey.address;
+  result.appKeyConsentText = consentText;
+  await audit("keys-appkey");
+  await page.click(`button[data-appkey="${appKey.address}"]`);
+  await page.waitForFunction(() => document.getElementById("toast").textContent.includes("removed"), null, { timeout: 30000 });
+  result.appKeyRowsAfter = await page.locator("button[data-appkey]").count();
   // Subscriptions: a plan and a subscriber made through the forms; the one the test made
   // before (its first period invoiced by the worker) shows its period, then is cancelled.
   await page.click('nav a[href="#/subscriptions"]');

@@ -9,6 +9,8 @@ import { API, HttpError, personalSignParam } from "./session.js";
 import { capabilities } from "./capabilities.js";
 import { moneyView, refundForm } from "./money.js";
 import { BILLING_VIEWS } from "./billing.js";
+import { endpointsSection } from "./endpoints.js";
+import { appKeysSection } from "./appkeys.js";
 
 /** A token's symbol: the invoice's tokenInfo, else the merchant's `data.symbol` hint (the
  *  checkout page's convention: one value, or a map by token id), else its short address. */
@@ -278,12 +280,7 @@ async function webhooksView(app) {
     { "aria-labelledby": "webhooks-title" },
     h("h1", { id: "webhooks-title" }, app.t("navWebhooks")),
     h("h2", {}, app.t("endpoints")),
-    endpoints.items.length
-      ? table(
-          [{ label: app.t("colId") }, { label: app.t("colUrl") }, { label: app.t("colTypes") }, { label: app.t("colStatus") }],
-          endpoints.items.map((e) => [e.id, h("span", { class: "mono" }, e.url), e.types.join(", "), badge(app, e.enabled ? "active" : "disabled")]),
-        )
-      : h("p", { class: "muted" }, app.t("noEndpoints")),
+    endpointsSection(app, endpoints.items),
     h("h2", {}, app.t("deliveries")),
     deliveries.items.length
       ? table(
@@ -463,9 +460,7 @@ async function keysView(app) {
       ]),
     ),
     h("h2", {}, app.t("appKeys")),
-    appKeys.length
-      ? table([{ label: app.t("address") }, { label: app.t("colCreated") }], appKeys.map((k) => [h("span", { class: "mono" }, k.address), formatTime(k.addedAt, app.locale)]))
-      : h("p", { class: "muted" }, app.t("noAppKeys")),
+    appKeysSection(app, appKeys),
   );
 }
 
