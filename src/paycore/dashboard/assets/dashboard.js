@@ -3,7 +3,7 @@
  * the shared state the views use. The views themselves are in views.js and money.js.
  */
 
-import { load, signIn, HttpError } from "./session.js";
+import { load, signIn, signInTron, tronWebOf, HttpError } from "./session.js";
 import { h } from "./dom.js";
 import { LANGUAGES, pickLanguage, translator } from "./i18n.js";
 import { VIEWS } from "./views.js";
@@ -19,6 +19,8 @@ const app = {
   t,
   session: load(),
   ethereum: () => window.ethereum,
+  /** TronLink, when injected: a Tron owner signs in with it (its TronWeb signs). */
+  tronLink: () => tronWebOf(window),
   view: document.getElementById("view"),
   /** A short message read out by screen readers (the toast is a polite live region). */
   say(text) {
@@ -72,30 +74,38 @@ function chrome() {
 
 function signInView() {
   const status = h("p", { class: "notice", role: "status", hidden: true });
-  const button = h("button", { type: "button", id: "sign-in" }, t("signIn"));
-  button.addEventListener("click", async () => {
-    button.disabled = true;
-    status.hidden = false;
-    status.className = "notice";
-    status.textContent = t("signingIn");
-    try {
-      app.session = await signIn(app.ethereum());
-      chrome();
-      app.go(location.hash && location.hash !== "#/" ? location.hash : "#/invoices");
-      if (location.hash === "#/invoices") route();
-    } catch (error) {
-      status.className = "notice problem";
-      status.textContent = app.problem(error);
-      button.disabled = false;
-    }
-  });
+  const buttons = [];
+  /** A sign-in button: `how` makes the session (the EVM wallet's or TronLink's). */
+  const button = (id, label, how) => {
+    const el = h("button", { type: "button", id }, label);
+    el.addEventListener("click", async () => {
+      for (const b of buttons) b.disabled = true;
+      status.hidden = false;
+      status.className = "notice";
+      status.textContent = t("signingIn");
+      try {
+        app.session = await how();
+        chrome();
+        app.go(location.hash && location.hash !== "#/" ? location.hash : "#/invoices");
+        if (location.hash === "#/invoices") route();
+      } catch (error) {
+        status.className = "notice problem";
+        status.textContent = app.problem(error);
+        for (const b of buttons) b.disabled = false;
+      }
+    });
+    buttons.push(el);
+    return el;
+  };
+  if (app.ethereum()) button("sign-in", t("signIn"), () => signIn(app.ethereum()));
+  if (app.tronLink()) button("sign-in-tron", t("signInTron"), () => signInTron(window));
   return h(
     "section",
     { class: "card signin", "aria-labelledby": "signin-title" },
     h("h1", { id: "signin-title" }, t("signInTitle")),
     h("p", {}, t("signInText")),
     h("p", { class: "muted" }, t("signInKeyNote")),
-    app.ethereum() ? button : h("p", { class: "notice problem" }, t("noWallet")),
+    buttons.length ? h("div", { class: "actions" }, buttons) : h("p", { class: "notice problem" }, t("noWallet")),
     status,
   );
 }

@@ -14,6 +14,7 @@ export default {
   navKeys: "Schlüssel",
   navExport: "Export",
   signIn: "Mit der Wallet anmelden",
+  signInTron: "Mit TronLink anmelden",
   signOut: "Abmelden",
   signInTitle: "Anmelden",
   signInText: "Ihre Wallet unterschreibt einmal, damit dieser Browser für Sie handeln darf: Er erzeugt hier einen Sitzungsschlüssel und lässt ihn von Ihrer Wallet bestätigen. Auszahlungen und Erstattungen sendet weiterhin Ihre Wallet.",

@@ -14,6 +14,7 @@ export default {
   navKeys: "Keys",
   navExport: "Export",
   signIn: "Sign in with your wallet",
+  signInTron: "Sign in with TronLink",
   signOut: "Sign out",
   signInTitle: "Sign in",
   signInText: "Your wallet signs once to let this browser act for you: it makes a session key here and asks your wallet to approve it. Withdrawals and refunds are still sent by your wallet.",

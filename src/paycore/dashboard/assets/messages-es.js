@@ -14,6 +14,7 @@ export default {
   navKeys: "Claves",
   navExport: "Exportar",
   signIn: "Iniciar sesión con tu billetera",
+  signInTron: "Iniciar sesión con TronLink",
   signOut: "Cerrar sesión",
   signInTitle: "Iniciar sesión",
   signInText: "Tu billetera firma una vez para que este navegador actúe en tu nombre: crea aquí una clave de sesión y pide a tu billetera que la apruebe. Los retiros y reembolsos los sigue enviando tu billetera.",

@@ -14,6 +14,7 @@ export default {
   navKeys: "Clés",
   navExport: "Export",
   signIn: "Se connecter avec son portefeuille",
+  signInTron: "Se connecter avec TronLink",
   signOut: "Se déconnecter",
   signInTitle: "Connexion",
   signInText: "Votre portefeuille signe une fois pour que ce navigateur agisse en votre nom : il crée ici une clé de session et demande à votre portefeuille de l’approuver. Les retraits et remboursements restent envoyés par votre portefeuille.",

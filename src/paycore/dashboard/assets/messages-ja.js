@@ -14,6 +14,7 @@ export default {
   navKeys: "鍵",
   navExport: "エクスポート",
   signIn: "ウォレットでサインイン",
+  signInTron: "TronLink でサインイン",
   signOut: "サインアウト",
   signInTitle: "サインイン",
   signInText: "ウォレットが一度だけ署名し、このブラウザがあなたの代わりに操作できるようにします。ここでセッション鍵を作成し、ウォレットに承認を求めます。出金と返金は引き続きウォレットが送信します。",

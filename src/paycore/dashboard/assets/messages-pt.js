@@ -14,6 +14,7 @@ export default {
   navKeys: "Chaves",
   navExport: "Exportar",
   signIn: "Entrar com a carteira",
+  signInTron: "Entrar com TronLink",
   signOut: "Sair",
   signInTitle: "Entrar",
   signInText: "Sua carteira assina uma vez para que este navegador aja por você: ele cria aqui uma chave de sessão e pede à sua carteira que a aprove. Saques e reembolsos continuam sendo enviados pela sua carteira.",

@@ -14,6 +14,7 @@ export default {
   navKeys: "Anahtarlar",
   navExport: "Dışa aktar",
   signIn: "Cüzdanla giriş yap",
+  signInTron: "TronLink ile giriş yap",
   signOut: "Çıkış yap",
   signInTitle: "Giriş",
   signInText: "Cüzdanınız bu tarayıcının sizin adınıza işlem yapması için bir kez imza atar: burada bir oturum anahtarı oluşturulur ve cüzdanınız onaylar. Çekimleri ve iadeleri yine cüzdanınız gönderir.",

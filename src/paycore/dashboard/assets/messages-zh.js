@@ -14,6 +14,7 @@ export default {
   navKeys: "密钥",
   navExport: "导出",
   signIn: "用钱包登录",
+  signInTron: "使用 TronLink 登录",
   signOut: "退出",
   signInTitle: "登录",
   signInText: "您的钱包只需签名一次，即可让此浏览器代您操作：这里会生成一个会话密钥，并请您的钱包批准。提现和退款仍由您的钱包发送。",

@@ -60,10 +60,47 @@ export async function signIn(ethereum, storage = globalThis.sessionStorage) {
     method: "personal_sign",
     params: [personalSignParam(publicKey), owner],
   });
+  return register({ ownerAddress: owner, publicKey, signature }, key, storage);
+}
+
+/** TronLink's TronWeb, when the page has one: window.tronLink.tronWeb (newer TronLink) or
+ *  window.tronWeb (older, and TronWeb-based wallets); null otherwise. */
+export function tronWebOf(win = globalThis) {
+  const tronWeb = (win.tronLink && win.tronLink.tronWeb) || win.tronWeb;
+  return tronWeb && tronWeb.trx && typeof tronWeb.trx.signMessageV2 === "function" ? tronWeb : null;
+}
+
+/**
+ * The body of POST /auth/register-pubkey for a Tron owner: TronLink signs the public key's
+ * text with signMessageV2 (TIP-191, "\x19TRON Signed Message:\n" + length + text), which
+ * is what paycore verifies for a base58 owner (auth/tron.py). The owner is TronLink's
+ * selected account, asked for first (tron_requestAccounts) so a locked TronLink opens.
+ */
+export async function tronRegistration(win, publicKey) {
+  if (win.tronLink && typeof win.tronLink.request === "function") {
+    const answer = await win.tronLink.request({ method: "tron_requestAccounts" });
+    if (answer && answer.code === 4001) throw Object.assign(new Error("rejected"), { code: 4001 });
+  }
+  const tronWeb = tronWebOf(win);
+  if (!tronWeb) throw new Error("no-wallet");
+  const owner = tronWeb.defaultAddress && tronWeb.defaultAddress.base58;
+  if (!owner) throw new Error("no-account");
+  const signature = await tronWeb.trx.signMessageV2(publicKey);
+  return { ownerAddress: owner, publicKey, signature };
+}
+
+/** Sign in with TronLink: as signIn, only the owner is a Tron address and TronLink signs. */
+export async function signInTron(win = globalThis, storage = globalThis.sessionStorage) {
+  const key = randomPrivateKey();
+  return register(await tronRegistration(win, publicKeyOf(key)), key, storage);
+}
+
+/** POST /auth/register-pubkey with `body`; the session of `key` once paycore bound it. */
+async function register(body, key, storage) {
   const response = await fetch(new URL("auth/register-pubkey", API), {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ ownerAddress: owner, publicKey, signature }),
+    body: JSON.stringify(body),
   });
   const text = await response.text();
   if (!response.ok) throw new HttpError(response.status, text);
