@@ -124,6 +124,11 @@ SEMANTIC = {
     "/link/disable": "id as text without control characters",
     "/merchant/profile": "owner in soft mode without session headers; name not blank; "
     "logoUrl an https URL; support an https URL or an e-mail address",
+    "/stats": "to after from; owner in soft mode without session headers",
+    "/plans": "limit at least 1; owner in soft mode without session headers",
+    "/subscriptions": "limit at least 1; owner in soft mode without session headers",
+    "/subscriptions/{id}": "owner in soft mode without session headers",
+    "/payouts/{id}": "owner in soft mode without session headers",
 }
 
 
