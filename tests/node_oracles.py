@@ -19,16 +19,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def missing(package: str) -> str | None:
-    """Why the oracle cannot run here, or None."""
+def missing(package: str | None) -> str | None:
+    """Why the oracle cannot run here, or None (``package`` None: the script imports only
+    the repository's own modules)."""
     if shutil.which("node") is None:
         return "node is not installed"
-    if not (ROOT / "node_modules" / package / "package.json").is_file():
+    if package is not None and not (ROOT / "node_modules" / package / "package.json").is_file():
         return f"node_modules/{package} is missing (run npm ci)"
     return None
 
 
-def run_oracle(script: str, package: str, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_oracle(
+    script: str, package: str | None, tasks: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The results of ``tests/node/<script>`` for ``tasks``, one each, in order."""
     why = missing(package)
     if why is not None:

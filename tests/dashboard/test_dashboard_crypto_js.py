@@ -4,11 +4,7 @@ and Python's keccak (``eth_hash``), over random keys and messages and the paddin
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,27 +14,11 @@ from node_oracles import run_oracle
 
 pytestmark = pytest.mark.node
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "tests" / "node" / "dashboard_crypto.mjs"
 N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 
 
 def ours(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if shutil.which("node") is None:
-        if os.environ.get("PAYCORE_REQUIRE_NODE") == "1":
-            pytest.fail("PAYCORE_REQUIRE_NODE=1 but node is not installed")
-        pytest.skip("node is not installed")
-    done = subprocess.run(
-        ["node", str(SCRIPT)],
-        input=json.dumps({"tasks": tasks}),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers: list[dict[str, Any]] = json.loads(done.stdout)
-    return answers
+    return run_oracle("dashboard_crypto.mjs", None, tasks)
 
 
 def test_keccak256_matches_python_at_every_padding_edge() -> None:

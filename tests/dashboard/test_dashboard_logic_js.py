@@ -6,37 +6,19 @@ order a batch's transactions are sent in, and the webhook endpoint bodies."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from node_oracles import run_oracle
 
 pytestmark = pytest.mark.node
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "tests" / "node" / "dashboard_logic.mjs"
 TOKEN = "31337:0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
 
 
 def node(tasks: list[dict[str, Any]]) -> list[Any]:
-    if shutil.which("node") is None:
-        if os.environ.get("PAYCORE_REQUIRE_NODE") == "1":
-            pytest.fail("PAYCORE_REQUIRE_NODE=1 but node is not installed")
-        pytest.skip("node is not installed")
-    done = subprocess.run(
-        ["node", str(SCRIPT)],
-        input=json.dumps({"tasks": tasks}),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers: list[Any] = json.loads(done.stdout)
-    return answers
+    return run_oracle("dashboard_logic.mjs", None, tasks)
 
 
 def test_the_search_matches_order_ids_in_data_descriptions_and_ids() -> None:

@@ -6,15 +6,12 @@ or named an owner other than TronLink's account, the server would refuse it."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from coincurve import PrivateKey
+from node_oracles import run_oracle
 
 from paycore.auth.signatures import public_key_text, public_key_to_address
 from paycore.auth.wallet import verify_wallet_signature
@@ -23,26 +20,10 @@ from paycore.errors import AuthError
 
 pytestmark = pytest.mark.node
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "tests" / "node" / "dashboard_tron.mjs"
 
 
 def node(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if shutil.which("node") is None:
-        if os.environ.get("PAYCORE_REQUIRE_NODE") == "1":
-            pytest.fail("PAYCORE_REQUIRE_NODE=1 but node is not installed")
-        pytest.skip("node is not installed")
-    done = subprocess.run(
-        ["node", str(SCRIPT)],
-        input=json.dumps({"tasks": tasks}),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers: list[dict[str, Any]] = json.loads(done.stdout)
-    return answers
+    return run_oracle("dashboard_tron.mjs", "tronweb", tasks)
 
 
 def tron_owner(key: PrivateKey) -> str:
