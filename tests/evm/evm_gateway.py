@@ -77,6 +77,7 @@ def make_gateway(
     storage: Storage | None = None,
     clock: Clock | None = None,
     ingest_batch: int = 500,
+    allow_private: bool = False,
     **chain: Any,
 ) -> Gateway:
     """TUSDC (``evm.token``) is priced at 1 USD and ETH at 2000; TUSDT is watched, unpriced."""
@@ -86,6 +87,7 @@ def make_gateway(
         chains={CHAIN_ID: chain_config(evm, **chain)},
         checkout_url="https://pay.example.test/checkout",
         ingest_batch=ingest_batch,
+        webhook_allow_private=allow_private,
     )
     return Gateway(
         settings, storage=storage, entry_points=False, plugins=[evm_plugin], clock=clock or Clock()
