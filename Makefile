@@ -30,11 +30,15 @@ demo: $(VENV)/.installed node_modules/.installed
 test: $(VENV)/.installed node_modules/.installed
 	$(PY) -m pytest
 
-# The core and conformance suites: 2,660 tests, about 2.5 minutes on two cores (138 s measured
-# 2026-11-27). Most of it is fixture setup: each conformance test builds its own Litestar app
-# (0.14 s: 147 handlers, and Litestar re-maps a router's routes on every registration).
+# The core and conformance suites. The core is the rules themselves, each in the folder of
+# the subpackage it tests (tests/ mirrors src/paycore): the domain's machines and limits,
+# attribution, the facade, the wire, settings, and the house rules (layers, file sizes,
+# docstrings). Most of the time is fixture setup: each conformance test builds its own
+# Litestar app (0.14 s: 147 handlers, and Litestar re-maps a router's routes on every
+# registration).
+CORE_TESTS := tests/domain tests/accounting tests/facade tests/api tests/config tests/house
 test-core: $(VENV)/.installed
-	$(PY) -m pytest -n auto -p no:schemathesis -p no:faker tests/core tests/conformance \
+	$(PY) -m pytest -n auto -p no:schemathesis -p no:faker $(CORE_TESTS) tests/conformance \
 		-m "not ($(SLOW_TIERS))"
 
 # Every fast test, about two minutes on two cores. The fuzz folder is not even collected, and schemathesis' and

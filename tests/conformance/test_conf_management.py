@@ -4,7 +4,7 @@ Salt-signed calls (docs/interface.md §Salt-signed calls; docs/management.md): t
 signed over its JSON text; refusals are 400 (salt or signature missing, bad fields), 401
 (stale salt, bad or reused signature), 403 (a signer that is neither a known owner nor an app key).
 There is no chain node here, so every call is storage-only (``transaction`` and ``onChain`` null)
-and the staking helpers answer 400; tests/evm runs the chain side on anvil.
+and the staking helpers answer 400; tests/chains/evm runs the chain side on anvil.
 """
 
 from __future__ import annotations

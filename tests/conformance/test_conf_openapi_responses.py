@@ -21,8 +21,8 @@ WALLET_HELPERS = {
 }
 #: Walked elsewhere against this same document: the salt-signed management calls and app
 #: keys in test_conf_management.py (their bodies need a fresh signed salt each), the staking
-#: helpers in tests/evm/test_evm_staking.py and the refunds in tests/evm/test_evm_refunds.py
-#: (they answer only with a chain node behind them).
+#: helpers in tests/chains/evm/test_evm_staking.py and the refunds in
+#: tests/chains/evm/test_evm_refunds.py (they answer only with a chain node behind them).
 WALKED_ELSEWHERE = {
     "/refund",
     "/refund/cancel",
@@ -61,7 +61,7 @@ WALKED_ELSEWHERE = {
     "/subscriptions/{id}",
     "/subscription/cancel",
     "/subscription/{id}",
-    # Batch payouts, in tests/evm/test_evm_payouts_http.py (they need a node and the batch
+    # Batch payouts, in tests/chains/evm/test_evm_payouts_http.py (they need a node and the batch
     # contract on it).
     "/payouts",
     "/payouts/confirm",
@@ -149,7 +149,7 @@ def test_success_answers_match_their_declared_schemas(env: Env) -> None:
     )
 
     every = {(m.upper(), p) for p, item in checked.paths.items() for m in item}
-    # The smart-wallet helpers answer only with a chain node behind them: tests/evm checks
+    # The smart-wallet helpers answer only with a chain node behind them: tests/chains/evm checks
     # their answers against this same served document, on anvil.
     every = {(m, p) for m, p in every if p not in WALLET_HELPERS | WALKED_ELSEWHERE}
     every = {(m, p) for m, p in every if not p.startswith(NOT_JSON_PREFIXES)}

@@ -1,7 +1,7 @@
 """The wallet helpers that need no chain node: /withdraw (410) and /history (GET or POST).
 
 docs/interface.md: each helper answers GET and POST with the same fields; 410
-for /withdraw. The node-backed helpers are exercised on anvil in tests/evm.
+for /withdraw. The node-backed helpers are exercised on anvil in tests/chains/evm.
 """
 
 from __future__ import annotations

@@ -12,20 +12,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from coincurve import PrivateKey
-
-from paycore import NATIVE, ChainConfig
-from paycore.auth.session import is_active
-from paycore.auth.signatures import public_key_to_address
-from paycore.domain.tokens import tron_from_hex
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkout"))
-
 from checkout_browser_driver import (  # noqa: E402
     ARTIFACTS,
     CHROMIUM,
@@ -35,6 +24,12 @@ from checkout_browser_driver import (  # noqa: E402
 )
 from checkout_helpers import OWNER as EVM_OWNER  # noqa: E402
 from checkout_helpers import make_gateway  # noqa: E402
+from coincurve import PrivateKey
+
+from paycore import NATIVE, ChainConfig
+from paycore.auth.session import is_active
+from paycore.auth.signatures import public_key_to_address
+from paycore.domain.tokens import tron_from_hex
 
 pytestmark = [pytest.mark.node, pytest.mark.browser]
 

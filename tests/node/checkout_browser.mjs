@@ -6,7 +6,7 @@
 //
 // argv[2]: JSON {scenario, base, guid, artifacts, chromium}
 //   scenario "deposits": the whole page, deposits recorded by the test (tests/checkout)
-//   scenario "pay-link": the test pays the links the page shows, on anvil (tests/evm)
+//   scenario "pay-link": the test pays the links the page shows, on anvil (tests/chains/evm)
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

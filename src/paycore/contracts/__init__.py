@@ -2,7 +2,7 @@
 
 The artifacts are read at run time (deposit addresses, unsigned transactions), never rebuilt:
 the forwarder's bytecode is an input of every deposit address, so it is frozen here and
-``tests/evm`` recompiles with the pinned solc to prove it still matches the sources.
+``tests/chains/evm`` recompiles with the pinned solc to prove it still matches the sources.
 Rebuild with ``node scripts/compile_contracts.mjs``.
 """
 

@@ -9,7 +9,7 @@ merchant has deployed anything: both addresses are CREATE2 results (docs/archite
   code))`` (``PaycoreWallet.depositAddress``).
 
 The init codes come from the committed artifacts, the same bytes the factory deploys, and
-``tests/evm`` checks these functions against the on-chain views.
+``tests/chains/evm`` checks these functions against the on-chain views.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The contract is the EVM one compiled unchanged (the TVM runs the same bytecode);
 addresses differ: a Tron address is ``0x41`` and 20 bytes, and the ABI carries the 20 bytes.
 TRC20 rows move by ``transferFrom(msg.sender, ...)`` like ERC20 ones, TRX rows by
 ``msg.value`` (``call_value`` in SUN). The encoding is checked against TronWeb's
-(tests/tron/test_tron_payouts_tronweb.py).
+(tests/chains/tron/test_tron_payouts_tronweb.py).
 
 :class:`TronPayouts` builds the unsigned transactions as paycore's other Tron helpers do
 (``operations.build_call``: the node's ``triggersmartcontract``, checked field by field), and

@@ -1,6 +1,6 @@
 """Native coin sent by a contract (internal transfers), found in the node's call traces.
 
-``tests/evm/contracts/Payout.sol``, compiled here with the npm ``solc``, pays deposit
+``tests/chains/evm/contracts/Payout.sol``, compiled here with the npm ``solc``, pays deposit
 addresses from inside its own calls, as an exchange's hot wallet or a batch payout does.
 The block scan cannot see that: only ``internal_transfers`` (``debug``: the callTracer,
 ``trace``: ``trace_block``, both served by anvil) can, and then a transfer inside a call
@@ -27,7 +27,7 @@ from paycore import Gateway
 pytestmark = pytest.mark.node  # anvil and solc come from npm
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 ETH = 10**18
 
 _COMPILE = """

@@ -19,7 +19,7 @@ from eth_account.signers.local import LocalAccount
 from evm_chain import Deployment
 from web3 import Web3
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "conformance"))
 
 from conf_api import Answer, Api  # noqa: E402
 from conf_keys import SessionKey  # noqa: E402

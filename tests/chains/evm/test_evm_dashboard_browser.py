@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
-import sys
 import threading
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from checkout_browser_driver import ARTIFACTS, CHROMIUM, ROOT, require_browser, serve  # noqa: E402
 from eth_account import Account
 from evm_chain import Deployment
 from evm_gateway import CHAIN_ID, USD, chain_config, drain, pay_token, watcher
@@ -33,10 +33,6 @@ from paycore.chains.evm import plugin as evm_plugin
 from paycore.subscriptions.requests import NewPlan, NewSubscription
 from paycore.webhooks.dispatcher import Dispatcher  # noqa: E402
 from paycore_storage import SqlStorage  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkout"))
-
-from checkout_browser_driver import ARTIFACTS, CHROMIUM, ROOT, require_browser, serve  # noqa: E402
 
 pytestmark = [pytest.mark.node, pytest.mark.browser]  # anvil, node and chromium
 

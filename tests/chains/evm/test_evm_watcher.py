@@ -40,7 +40,7 @@ from paycore_storage import SqlStorage
 
 pytestmark = pytest.mark.node  # anvil comes from npm
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def rpc(evm: Deployment, method: str, *params: Any) -> Any:

@@ -1,7 +1,8 @@
 """A real EVM test chain for paycore's tests: anvil from npm, web3.py, raw signed transactions.
 
 Shared by every test that needs a chain (contracts now, the watcher and the transaction
-builders later), so it knows nothing about pytest fixtures: ``tests/evm/conftest.py`` wraps it.
+builders later), so it knows nothing about pytest fixtures: ``tests/chains/evm/conftest.py``
+wraps it.
 
 Transactions are signed locally with eth-account and sent raw, the way a merchant's wallet
 sends what paycore's ``/initWithdraw`` builds; anvil's own unlocked accounts are never used.
@@ -32,7 +33,7 @@ from web3.types import TxParams, TxReceipt, Wei
 from paycore.contracts import load_artifact
 from paycore.crypto.hashing import keccak256
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 NODE_MODULES = REPO_ROOT / "node_modules"
 
 #: anvil's default mnemonic; its accounts start with 10,000 ETH each.

@@ -8,18 +8,13 @@ so a wrong decimals, token or address in a link shows up as an invoice that stay
 from __future__ import annotations
 
 import re
-import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
+from checkout_browser_driver import ARTIFACTS, Browser, require_browser, serve  # noqa: E402
 from eth_account import Account
 from evm_chain import Deployment
 from evm_gateway import CHAIN_ID, ETH_ID, USD, drain, make_gateway, pay_native, pay_token, watcher
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkout"))
-
-from checkout_browser_driver import ARTIFACTS, Browser, require_browser, serve  # noqa: E402
 
 pytestmark = [pytest.mark.node, pytest.mark.browser]  # anvil, node and chromium
 

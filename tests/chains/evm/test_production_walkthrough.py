@@ -32,7 +32,7 @@ from paycore.chains.evm.deploy import batch_pay_address
 
 pytestmark = pytest.mark.slow
 
-PAGE = Path(__file__).parents[2] / "docs" / "production.md"
+PAGE = Path(__file__).parents[3] / "docs" / "production.md"
 ETH = "31337:0x0000000000000000000000000000000000000000"
 BLOCK = re.compile(
     r"<!-- (step(?:: background)?|environment(?:: local)?) -->\s*\n```sh\n(.*?)```", re.S

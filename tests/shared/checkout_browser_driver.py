@@ -1,6 +1,6 @@
 """The checkout page's browser-test plumbing: a real server in a thread, the Node driver.
 
-Shared by tests/checkout (deposits recorded by hand) and tests/evm (payments on anvil made
+Shared by tests/checkout (deposits recorded by hand) and tests/chains/evm (payments on anvil made
 from the very link the page shows), so both drive the page alike.
 """
 

@@ -1,6 +1,6 @@
 """Refunds through the Gateway on in-memory storage, with no node: what the watcher's
 withdrawals confirm (``Gateway.ingest``), cancelling, and that a refund whose transaction
-cannot be built records nothing. Building on a real chain is tests/evm/test_evm_refunds.py.
+cannot be built records nothing. Building on a real chain is tests/chains/evm/test_evm_refunds.py.
 
 The pending refunds here are put in storage directly (``Gateway.storage`` is there for
 tests), as ``Gateway.refund_invoice`` would after building their transaction.

@@ -31,7 +31,7 @@ BLOCKS = "/wallet/getblockbylimitnext"
 @pytest.fixture
 def env() -> Iterator[Env]:
     # The scan's own requests are counted here: detection, which also reads the blocks
-    # above the safe head, is off (tests/tron/test_tron_detected.py counts its reads).
+    # above the safe head, is off (tests/chains/tron/test_tron_detected.py counts its reads).
     with open_env("core", detect_unconfirmed=False) as opened:
         yield opened
 

@@ -17,7 +17,7 @@ from eth_abi import encode
 from fake_trongrid import b58, h20
 from tron_env import CHAIN_ID, PAYER, TRX, USD, USDT, Env, address_of, drain, open_env, watcher
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "conformance"))
 
 from conf_schema import problems  # noqa: E402
 

@@ -3,7 +3,7 @@ pragma solidity ^0.8.20;
 
 /// Pays native coin on from inside a transaction, as an exchange's hot wallet, a multisig or
 /// a batch payout does: the coin moves in internal calls that no log and no block field
-/// shows. A test contract for the watcher's call-trace reading (tests/evm).
+/// shows. A test contract for the watcher's call-trace reading (tests/chains/evm).
 contract Payout {
     /// Sends each recipient its amount; a recipient that refuses makes it all revert.
     function pay(address payable[] calldata to, uint256[] calldata amounts) external payable {

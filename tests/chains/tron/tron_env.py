@@ -2,7 +2,7 @@
 
 The chain is ``fake_trongrid.FakeTron`` served over real HTTP; the gateway's Tron backend
 talks to it through tronpy, exactly as it would to TronGrid. The HTTP client and session
-signing are the conformance suite's own (``tests/conformance``), as in ``tests/evm``.
+signing are the conformance suite's own (``tests/conformance``), as in ``tests/chains/evm``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from eth_account import Account
 from fake_trongrid import FakeTron, Token, b58, h20, keccak256, serve
 from tronpy.keys import PrivateKey
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "conformance"))
 
 from conf_api import Answer, Api  # noqa: E402
 from conf_keys import SessionKey, public_key_of  # noqa: E402
