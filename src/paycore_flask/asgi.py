@@ -17,10 +17,13 @@ Litestar:
   Flask app's gateway and Hub, so a socket is a coroutine, and the socket caps answer a
   refused upgrade with 429 before it is switched. The outbox feed thread and the gateway
   are the app's, unchanged.
-- An unsigned GET {prefix}/invoice/{guid} (the checkout page's poll) is answered on the
-  event loop when nothing would wait (``paycore.api.handle_inline``, as under Litestar: a
-  SQLite file's read, no expiry due) and no host code would see the request (no request
-  hooks or guards, no WSGI middleware); otherwise it goes to Flask like any request.
+- An unsigned GET {prefix}/invoice/{guid} (the checkout page's poll), when no host code
+  would see the request (no request hooks or guards, no WSGI middleware), is answered by the
+  core without Flask: on the event loop when nothing would wait (``paycore.api.
+  handle_inline``, as under Litestar: a SQLite file's read, no expiry due), else on a
+  thread (PostgreSQL: every read is a round trip). Either way it is the answer Flask's view
+  gives, without building a Flask request for it. A hooked app sends it to Flask like any
+  request.
 - GET {prefix}/invoice/{guid}/events (the checkout page's push): the view runs on a
   thread as any request, opens the stream and hands it over (``view.ASYNC_STREAMS``); the
   event loop then sends it, a coroutine per stream as under Litestar, so open streams
@@ -51,8 +54,9 @@ from anyio import to_thread
 from paycore import Gateway, Settings
 from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
-from paycore.api import handle_inline, reads_inline
+from paycore.api import handle, handle_inline, reads_inline
 from paycore.api.http import MAX_BODY
+from paycore.auth.session import sends_session_headers
 from paycore.realtime.asgi import Receive, Send, serve_asgi_socket
 from paycore.realtime.hub import Hub, hub_for
 from paycore.realtime.invoice_stream import EventStream
@@ -94,9 +98,12 @@ class AsgiFront:
         self.gateway = gateway
         self.hub: Hub | None = hub_for(gateway) if gateway is not None else None
         self.ws_path = ws_path
-        #: ``{prefix}/invoice/`` when the checkout's poll may be answered on the event loop
-        #: (:meth:`_inline`), else None.
+        #: ``{prefix}/invoice/`` when the checkout's poll may be answered without Flask
+        #: (:meth:`_poll`), else None.
         self.inline_prefix: str | None = None
+        #: Whether the poll is worth trying on the event loop (not on PostgreSQL, whose
+        #: every read is a round trip: ``paycore.api.reads_inline``), before a thread.
+        self.loop_reads = False
         self.prefix = ""
         # Created on first use, in the worker (after the fork). A plain executor: its
         # hop is cheaper than anyio's to_thread, and Flask needs none of the caller's
@@ -110,8 +117,9 @@ class AsgiFront:
         if isinstance(found, PayCoreState):
             front = cls(app, threads=threads, gateway=found.gateway, ws_path=found.prefix + "/ws")
             front.prefix = found.prefix
-            if _sees_nothing(app) and reads_inline(found.gateway):
+            if _sees_nothing(app):
                 front.inline_prefix = found.prefix + "/invoice/"
+                front.loop_reads = reads_inline(found.gateway)
             return front
         return cls(app, threads=threads)
 
@@ -161,7 +169,7 @@ class AsgiFront:
         except _ClientGone:
             return
         if self.inline_prefix is not None and self._inline_path(scope) is not None:
-            answered = self._inline(scope)
+            answered = await self._poll(scope)
             if answered is not None:
                 await _send_answer(send, answered)
                 return
@@ -208,21 +216,35 @@ class AsgiFront:
             return None
         return path[len(self.prefix) :]
 
-    def _inline(self, scope: Scope) -> PaycoreResponse | None:
-        """The checkout's poll answered here, on the loop, as Litestar answers it
-        (``paycore.api.handle_inline``: unsigned, and only when nothing would wait -- a
-        SQLite file's read, no expiry to write); None sends it to Flask on a thread.
+    async def _poll(self, scope: Scope) -> PaycoreResponse | None:
+        """The checkout's poll answered by the core without Flask: on the loop as Litestar
+        answers it (``paycore.api.handle_inline``) when nothing would wait -- a SQLite
+        file's read, no expiry to write --, else on a thread. None (a signed request) sends
+        it to Flask on a thread.
 
         Only for an app on which nothing of the host sees a request (no ``before_request``
         or ``after_request`` function, guard, teardown or WSGI middleware:
         :func:`_sees_nothing`), so answering without Flask is answering as Flask would."""
+        gateway = self.gateway
+        assert gateway is not None
+        request = self._core_request(scope)
+        if sends_session_headers(request.headers):
+            return None
+        if self.loop_reads:
+            answered = handle_inline(gateway, request)
+            if answered is not None:
+                return answered
+        return await self._on_thread(handle, gateway, request)
+
+    def _core_request(self, scope: Scope) -> PaycoreRequest:
+        """The core's request for a poll, as Flask's view would make it (``view.to_paycore``)."""
         below = self._inline_path(scope)
-        assert below is not None and self.gateway is not None
+        assert below is not None
         environ_like = wsgi_environ(scope, b"")
         server = scope.get("server") or ("localhost", 80)
         host = environ_like.get("HTTP_HOST") or f"{server[0]}:{server[1]}"
         root = environ_like["SCRIPT_NAME"]
-        request = PaycoreRequest(
+        return PaycoreRequest(
             method="GET",
             path=_wsgi_text(below),
             query_string=_wsgi_text(environ_like["QUERY_STRING"]),
@@ -237,7 +259,6 @@ class AsgiFront:
             prefix=self.prefix,
             client=str(environ_like.get("REMOTE_ADDR") or ""),
         )
-        return handle_inline(self.gateway, request)
 
 
 def _sees_nothing(app: Any) -> bool:

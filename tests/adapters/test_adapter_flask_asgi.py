@@ -245,3 +245,56 @@ def test_the_checkout_poll_is_answered_on_the_loop_as_flask_answers_it(
         assert AsgiFront.for_app(hooked).inline_prefix is None
     finally:
         gateway.close()
+
+
+def test_on_postgresql_the_poll_is_answered_on_a_thread_without_flask(
+    paycore_settings: Settings, postgres_schema: Any
+) -> None:
+    """On PostgreSQL every read is a round trip, so the poll is not tried on the loop; it
+    is answered on a thread by the core itself, not by Flask (no WSGI environ, no Flask
+    request), with the very status, body and headers Flask's view gives. A signed GET of
+    the same path still goes to Flask."""
+    from paycore.testing.chain import FakeChain
+    from paycore_storage import SqlStorage
+
+    url = postgres_schema()
+    store = SqlStorage(url)
+    store.migrate()
+    gateway = Gateway(
+        attrs.evolve(paycore_settings, database_url=str(url.render_as_string(hide_password=False))),
+        storage=store,
+        entry_points=False,
+    )
+    try:
+        app = create_app(gateway=gateway)
+        invoice = gateway.create_invoice("0x" + "11" * 20, FakeChain(gateway).invoice_fields("1"))
+        front = AsgiFront.for_app(app, threads=1)
+        assert front.inline_prefix == "/paycore/invoice/" and front.loop_reads is False
+        path = f"/paycore/invoice/{invoice.guid}"
+        calls: list[str] = []
+        original = front._on_thread
+
+        async def counted(fn: Any, *args: Any) -> Any:
+            calls.append(getattr(fn, "__name__", ""))
+            return await original(fn, *args)
+
+        front._on_thread = counted  # type: ignore[method-assign]
+        with running(front) as base:  # its /health request goes to Flask
+            calls.clear()
+            core = _answer(base, path)
+            tag = core[2]["etag"]
+            core_304 = _answer(base, path, **{"If-None-Match": tag})
+            unknown = "/paycore/invoice/00000000-0000-4000-8000-000000000000"
+            missing = _answer(base, unknown)
+            signed = _answer(base, path, **{"x-session-nonce": "1", "x-session-signature": "0x"})
+            assert calls == ["handle", "handle", "handle", "_start"]
+            calls.clear()
+            front.inline_prefix = None  # the same requests through Flask
+            assert _answer(base, path) == core
+            assert _answer(base, path, **{"If-None-Match": tag}) == core_304
+            assert _answer(base, unknown) == missing
+            assert calls == ["_start", "_start", "_start"]
+        assert core[0] == 200 and core[1] == gateway.invoice_view(invoice.guid).body()
+        assert core_304[0] == 304 and missing[0] == 404 and signed[0] == 401
+    finally:
+        gateway.close()
