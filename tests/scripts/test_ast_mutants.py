@@ -95,7 +95,7 @@ def test_the_same_source_without_the_skipped_constructs_loses_only_their_mutants
     assert with_them == without
 
 
-CACHED = b'''\
+CACHED = b"""\
 from functools import lru_cache
 import functools
 
@@ -113,7 +113,7 @@ def checksum(text: str) -> int:
 @lru_cache(maxsize=None)
 def table() -> list[int]:
     return [1, 2]
-'''
+"""
 
 
 def test_a_cache_size_is_not_mutated_but_the_cached_function_is() -> None:
