@@ -312,3 +312,29 @@ def test_a_reorg_takes_a_counted_deposit_back_out_of_the_stored_invoice(
     stored = gw.get_invoice(guid)
     assert changes and stored == changes[-1]
     assert (stored.status, stored.paid_amount, stored.payments) == (Status.INIT, Decimal(0), ())
+
+
+def test_single_attribution_records_once_stores_the_last_record_and_skips_strangers(
+    clock: Clock,
+) -> None:
+    """``attribute_deposit``, one deposit at a time: a deposit to an address without
+    invoices changes nothing; a late one is stored as its last record (expired, then the
+    late payment counted, not the expiry alone); the same transfer a second time is a no-op
+    (its row exists)."""
+    storage = MemoryStorage(clock=clock)
+    gw = Gateway(Settings(database_url="memory://"), storage=storage, entry_points=False)
+    guid = invoice_at(gw, clock, T0)
+    table = PriceTable("usd", T0, {USDC: Decimal(1)})
+    elsewhere = deposit("5", T0 + 1, to="0x" + "33" * 20)
+    late = deposit("100", gw.get_invoice(guid).deadline + 1)
+    with storage.transaction() as tx:
+        assert attribute_deposit(tx, elsewhere, table, Decimal(0)) == []
+        changes = attribute_deposit(tx, late, table, Decimal(0))
+    assert [(c.status, c.paid_amount) for c in changes] == [
+        (Status.EXPIRED, Decimal(0)),
+        (Status.EXPIRED, Decimal(100)),
+    ]
+    assert gw.get_invoice(guid) == changes[-1]
+    with storage.transaction() as tx:
+        assert attribute_deposit(tx, late, table, Decimal(0)) == []
+    assert gw.get_invoice(guid) == changes[-1]
