@@ -23,7 +23,8 @@ Operators:
 Not mutated: annotations, docstrings, ``if TYPE_CHECKING:`` blocks, anything inside an
 f-string (Python 3.11 does not locate nodes there), a ``...`` body (Protocol methods,
 overloads) and an ``assert isinstance(...)`` that narrows a type: deleting either changes
-nothing a test can observe.
+nothing a test can observe; nor the size of a ``@lru_cache`` (how many answers it keeps, not
+what they are).
 
 How it runs, in about a quarter of an hour on two cores:
 
@@ -140,9 +141,34 @@ def _no_op(node: ast.AST) -> bool:
     return False
 
 
+#: Decorators whose size argument bounds a cache: how many answers are kept, not what they are.
+CACHES = {"lru_cache"}
+
+
+def _cache_size(node: ast.AST) -> ast.expr | None:
+    """The size given to ``@lru_cache(maxsize=N)`` (or ``lru_cache(N)``), if ``node`` is that.
+
+    Changing the size changes how often an answer is recomputed, never the answer (the cached
+    function must be pure to be cached at all), so a size off by one is equivalent by
+    construction, as ``signatures.py``'s ``maxsize=4096`` to 4095 was (docs/mutation.md).
+    ``typed=`` and anything else in the call are still mutated.
+    """
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in CACHES:
+        return None
+    for keyword in node.keywords:
+        if keyword.arg == "maxsize":
+            return keyword.value
+    return node.args[0] if node.args else None
+
+
 def _skipped(tree: ast.Module) -> set[int]:
     """ids of the nodes never mutated: annotations, docstrings, TYPE_CHECKING blocks, f-strings,
-    ``...`` bodies and ``assert isinstance`` narrowing (``_no_op``)."""
+    ``...`` bodies, ``assert isinstance`` narrowing (``_no_op``) and a decorator's cache size
+    (``_cache_size``)."""
     skip: set[int] = set()
 
     def under(node: ast.AST | None) -> None:
@@ -158,6 +184,9 @@ def _skipped(tree: ast.Module) -> set[int]:
             under(node.annotation)
         elif isinstance(node, ast.JoinedStr) or _type_checking(node) or _no_op(node):
             under(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                under(_cache_size(decorator))
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):

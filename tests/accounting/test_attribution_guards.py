@@ -291,3 +291,50 @@ def test_a_reorg_of_a_counted_deposit_whose_invoice_is_gone_changes_nothing(
         assert reorg_deposit(tx, orphan, T0 + 10, Decimal(0)) == []
     with storage.transaction() as tx:
         assert reorg_deposit(tx, orphan, T0 + 10, Decimal(0)) == []  # flagged once already
+
+
+def test_a_reorg_takes_a_counted_deposit_back_out_of_the_stored_invoice(
+    gw: Gateway, clock: Clock
+) -> None:
+    """The reorg's new invoice record is what the store keeps, not only what the events
+    say: read back, the invoice has lost the payment, its paidAmount and its status."""
+    from paycore.domain.records import Transaction, TxType
+
+    guid = invoice_at(gw, clock, T0)
+    paid = deposit("100", T0 + 1)
+    gw.record_deposit(paid)
+    assert gw.get_invoice(guid).status is Status.PAID
+    record = Transaction(
+        TxType.DEPOSIT, paid.tx_hash, paid.log_index, CHAIN, USDC_ADDRESS, paid.from_,
+        paid.amount, Decimal(100), paid.timestamp, OWNER, to=ADDRESS,
+    )  # fmt: skip
+    changes = gw.reorg_deposit(record)
+    stored = gw.get_invoice(guid)
+    assert changes and stored == changes[-1]
+    assert (stored.status, stored.paid_amount, stored.payments) == (Status.INIT, Decimal(0), ())
+
+
+def test_single_attribution_records_once_stores_the_last_record_and_skips_strangers(
+    clock: Clock,
+) -> None:
+    """``attribute_deposit``, one deposit at a time: a deposit to an address without
+    invoices changes nothing; a late one is stored as its last record (expired, then the
+    late payment counted, not the expiry alone); the same transfer a second time is a no-op
+    (its row exists)."""
+    storage = MemoryStorage(clock=clock)
+    gw = Gateway(Settings(database_url="memory://"), storage=storage, entry_points=False)
+    guid = invoice_at(gw, clock, T0)
+    table = PriceTable("usd", T0, {USDC: Decimal(1)})
+    elsewhere = deposit("5", T0 + 1, to="0x" + "33" * 20)
+    late = deposit("100", gw.get_invoice(guid).deadline + 1)
+    with storage.transaction() as tx:
+        assert attribute_deposit(tx, elsewhere, table, Decimal(0)) == []
+        changes = attribute_deposit(tx, late, table, Decimal(0))
+    assert [(c.status, c.paid_amount) for c in changes] == [
+        (Status.EXPIRED, Decimal(0)),
+        (Status.EXPIRED, Decimal(100)),
+    ]
+    assert gw.get_invoice(guid) == changes[-1]
+    with storage.transaction() as tx:
+        assert attribute_deposit(tx, late, table, Decimal(0)) == []
+    assert gw.get_invoice(guid) == changes[-1]

@@ -30,3 +30,14 @@ def test_hashes_and_senders_up_to_128_characters(field: str) -> None:
     assert checked_deposit(attrs.evolve(DEPOSIT, **{field: "a" * 128}))
     with pytest.raises(InvalidInput, match=f"deposit.{field}: must be a non-empty string"):
         checked_deposit(attrs.evolve(DEPOSIT, **{field: "a" * 129}))
+
+
+def test_an_amount_from_zero_to_below_ten_to_the_thirty() -> None:
+    """A zero transfer is a transfer (a token may emit one; it counts for nothing); the
+    ceiling is the one every amount has (``MAX_AMOUNT``), exclusive, as documented."""
+    assert checked_deposit(attrs.evolve(DEPOSIT, amount=Decimal(0))).amount == 0
+    below = Decimal("9" * 30 + "." + "9" * 18)
+    assert checked_deposit(attrs.evolve(DEPOSIT, amount=below)).amount == below
+    for amount in (Decimal("-1e-18"), Decimal(10**30)):
+        with pytest.raises(InvalidInput, match="at least 0 and below 10\\^30"):
+            checked_deposit(attrs.evolve(DEPOSIT, amount=amount))

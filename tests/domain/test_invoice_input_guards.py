@@ -102,6 +102,16 @@ def test_description_up_to_2000_characters(gw: Gateway) -> None:
     )
 
 
+def test_a_buyer_email_up_to_254_characters(gw: Gateway) -> None:
+    """254 is the longest mailbox SMTP carries (RFC 5321's 256-octet path, less the angle
+    brackets); a longer one would fail at every receipt, so it is refused when set."""
+    mailbox = "a" * (254 - len("@shop.example")) + "@shop.example"
+    assert gw.create_invoice(OWNER, fields(buyerEmail=mailbox)).buyer_email == mailbox
+    assert refused(gw, buyerEmail="a" + mailbox) == (
+        "invalid request: buyerEmail: longer than 254 characters"
+    )
+
+
 def test_up_to_20_accepted_tokens(gw: Gateway) -> None:
     twenty = [f"{CHAIN}:0x{i:040d}" for i in range(1, 21)]
     invoice = gw.create_invoice(OWNER, fields(acceptedTokens=twenty))

@@ -231,6 +231,15 @@ def test_an_overpaid_invoice_stays_paid_when_the_rest_still_reaches_value() -> N
     assert (back.status, back.paid_amount) == (Status.PAID, Decimal(100))
 
 
+def test_after_a_reorg_the_payments_left_must_reach_the_whole_value_to_stay_paid() -> None:
+    """The payments left are summed from nothing: 99.99 left of a 100 invoice is not paid,
+    however little is missing (a sum started at 1 would have called it paid)."""
+    inv, _ = run(make_invoice("100"), [(Decimal("99.99"), 1_100), (Decimal("0.01"), 1_200)])
+    assert inv.status is Status.PAID
+    [back] = remove_payment(inv, payment_key(pay("0.01", ts=1_200, n=1)), now=1_300)
+    assert (back.status, back.paid_amount) == (Status.PARTIAL_PAID, Decimal("99.99"))
+
+
 def test_past_the_deadline_an_unpaid_invoice_expires_after_the_reorg() -> None:
     [inv] = attribute(make_invoice("100"), pay("100", n=1))
     moved, expired = remove_payment(inv, payment_key(pay("100", n=1)), now=DEADLINE + 1)

@@ -61,3 +61,12 @@ def test_a_table_values_a_deposit_as_it_values_an_amount() -> None:
     table = PriceTable("usd", 10, {ETH: Decimal("3000.123456789")})
     valued = table.value_deposit(None, None, ETH, Decimal("0.1"), 10)  # type: ignore[arg-type]
     assert valued == table.value(ETH, Decimal("0.1")) == Decimal("300.01234568")
+
+
+def test_a_fixed_table_is_its_own_view_for_a_batch() -> None:
+    """``PriceTable.for_batch``: batch attribution asks the pricing for a view of one batch's
+    prices; a fixed table has nothing to read, so the view is the table and values alike."""
+    table = PriceTable("usd", 10, {ETH: Decimal("3000.123456789")})
+    view = table.for_batch(None, [])  # type: ignore[arg-type]
+    assert view is table
+    assert view.value(ETH, Decimal("0.1")) == Decimal("300.01234568")

@@ -1,8 +1,9 @@
 """The second mutator (scripts/ast_mutants.py) itself: what it mutates and what it leaves alone.
 
 A ``...`` body and an ``assert isinstance`` that narrows a type are equivalent when deleted,
-so mutating them only pads the survivors a reader must check by hand (docs/mutation.md). The
-mutator must skip them and still delete the real statements beside them.
+and so is a ``@lru_cache`` size moved by one, so mutating them only pads the survivors a
+reader must check by hand (docs/mutation.md). The mutator must skip them and still mutate the
+real statements and constants beside them.
 """
 
 from __future__ import annotations
@@ -92,3 +93,46 @@ def test_the_same_source_without_the_skipped_constructs_loses_only_their_mutants
     with_them = [(m.operator, m.replacement) for m in mutator.make_mutants("m.py", SOURCE)]
     without = [(m.operator, m.replacement) for m in mutator.make_mutants("m.py", stripped)]
     assert with_them == without
+
+
+CACHED = b"""\
+from functools import lru_cache
+import functools
+
+
+@lru_cache(maxsize=4096)
+def address(key: bytes) -> int:
+    return len(key) + 1
+
+
+@functools.lru_cache(256, typed=True)
+def checksum(text: str) -> int:
+    return len(text) * 2
+
+
+@lru_cache(maxsize=None)
+def table() -> list[int]:
+    return [1, 2]
+"""
+
+
+def test_a_cache_size_is_not_mutated_but_the_cached_function_is() -> None:
+    """``@lru_cache(maxsize=N)``: N is how many answers are kept, never what they are (a
+    function is cached only because it is pure), so N +- 1 is equivalent by construction.
+    Only that argument is skipped: the cached function's own constants are still mutated."""
+    mutants = _mutator().make_mutants("m.py", CACHED)
+    replaced = [(m.line, m.operator, m.replacement) for m in mutants]
+    for size in ("4095", "4097", "255", "257"):
+        assert not [r for r in replaced if r[2] == size], f"cache size mutated to {size}"
+    lines = CACHED.decode().splitlines()
+    body = lines.index("    return len(key) + 1") + 1
+    assert (body, "constant", "2") in replaced  # + 1 to + 2 in the cached function itself
+    doubled = lines.index("    return len(text) * 2") + 1
+    assert (doubled, "constant", "3") in replaced
+
+
+def test_a_call_that_is_not_a_cache_keeps_its_size_mutants() -> None:
+    """The skip is by name: another decorator's integer argument is still mutated."""
+    other = CACHED.replace(b"@lru_cache(maxsize=4096)", b"@retry(maxsize=4096)")
+    replaced = {m.replacement for m in _mutator().make_mutants("m.py", other)}
+    assert {"4095", "4097"} <= replaced

@@ -189,6 +189,28 @@ def test_a_name_that_is_not_a_number_is_left_to_dns() -> None:
     assert literal_address("deadbeef") is None  # hex needs its 0x to be a number
 
 
+@pytest.mark.parametrize("host", ["127.1 x", "127.0.0.1 ::1", "8.8.8.8\t", "10.1 evil.test"])
+def test_a_number_followed_by_whitespace_is_not_read_as_that_number(host: str) -> None:
+    """``inet_aton`` stops at whitespace and ignores what follows, so it reads ``127.1 x`` as
+    127.0.0.1; ``getaddrinfo``, which the HTTP client asks, reads no such host as a number
+    (glibc checks the whole text). The guard reads it as the client does: a name, left to
+    the resolver, never an address the client would not have dialled."""
+    assert literal_address(host) is None
+
+
+@pytest.mark.parametrize(
+    "address",
+    [a for a, _ in REFUSED if ":" in a and "%" not in a] + [a for a in PUBLIC if ":" in a],
+)
+def test_a_zone_changes_no_verdict(address: str) -> None:
+    """``fe80::1%eth0``: the zone names an interface, not another address; every check reads
+    the address's integer, so a zoned address is judged as the address alone."""
+    plain = ipaddress.IPv6Address(address)
+    zoned = ipaddress.IPv6Address(f"{address}%eth0")
+    assert zoned.scope_id == "eth0"
+    assert refusal(zoned) == refusal(plain)
+
+
 # -- what a refusal does to a delivery --------------------------------------------------------
 
 

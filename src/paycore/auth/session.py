@@ -162,12 +162,11 @@ def _refusal(key: SessionKey | None, nonce: int, strict: bool, window: int, now:
         return "unknown session key"
     if not is_active(key, now):
         return "session key expired"
-    highest = key.last_seen_nonce
-    if strict and nonce <= highest:
+    if strict:  # only a nonce above the highest passes, so that is every refusal's reason
         return _NOT_GREATER
-    if nonce <= highest - window:
+    if nonce <= key.last_seen_nonce - window:
         return f"nonce is more than {window} below the highest accepted one"
-    return _NOT_GREATER if strict else _REPLAYED
+    return _REPLAYED
 
 
 def authenticate(

@@ -76,7 +76,6 @@ V6_REFUSED: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
 _MAPPED = _V6("::ffff:0:0/96")
 _TRANSLATED = _V6("::ffff:0:0:0/96")  # SIIT, RFC 2765
 _NAT64 = _V6("64:ff9b::/96")  # the well-known prefix, RFC 6052
-_SIX_TO_FOUR = _V6("2002::/16")
 
 
 class TargetError(Exception):
@@ -101,16 +100,17 @@ def _embedded_v4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, str]
         return low32, "IPv4-translated"
     if ip in _NAT64:
         return low32, "NAT64"
-    if ip in _SIX_TO_FOUR and ip.sixtofour is not None:
-        return ip.sixtofour, "6to4"
+    six_to_four = ip.sixtofour  # set exactly for 2002::/16, the 6to4 prefix (RFC 3056)
+    if six_to_four is not None:
+        return six_to_four, "6to4"
     return None
 
 
 def refusal(ip: IPAddress) -> str | None:
     """Why a webhook may not connect to ``ip`` (a short phrase), or None if it may."""
+    # A zone ("fe80::1%eth0") needs no stripping: every test below reads the address's
+    # integer (network membership, the embedded IPv4, is_global), which a zone leaves alone.
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip.scope_id:  # "fe80::1%eth0": the address alone decides
-            ip = ipaddress.IPv6Address(str(ip).split("%", 1)[0])
         embedded = _embedded_v4(ip)
         if embedded is not None:
             inner, form = embedded
@@ -141,7 +141,9 @@ def literal_address(host: str) -> IPAddress | None:
         return ipaddress.ip_address(host)
     except ValueError:
         pass
-    if ":" in host:
+    # inet_aton stops at whitespace and ignores the rest ("127.1 x", "127.0.0.1 ::1");
+    # getaddrinfo, which the HTTP client asks, reads no such host as a number.
+    if any(c.isspace() for c in host):
         return None
     try:
         return ipaddress.IPv4Address(socket.inet_aton(host))
