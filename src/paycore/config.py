@@ -101,8 +101,8 @@ class Settings:
     #: to page instead, so one request cannot keep a process busy for minutes.
     invoice_list_max: int = attrs.field(default=10_000, converter=int)
     #: Fraction of ``value`` an invoice may fall short by and still count as paid (BTCPay's
-    #: "payment tolerance"); 0 means the full amount.
-    underpayment_tolerance: Decimal = Decimal(0)
+    #: "payment tolerance"); 0 means the full amount. At least 0 and below 1.
+    underpayment_tolerance: Decimal = attrs.field(default=Decimal(0), converter=Decimal)
     #: Chain id -> ChainConfig; the defaults know the usual chains, without nodes.
     chains: Mapping[int, ChainConfig] = attrs.field(factory=default_chains)
     #: Static prices ``{chainId}:{token}`` -> Decimal in ``vs_currency``; the static source.
@@ -352,6 +352,10 @@ class Settings:
             raise InvalidInput("nonce_window", "must be between 1 and 2**53")
         if not 0 <= self.nonce_horizon_ms <= 2**53:
             raise InvalidInput("nonce_horizon_ms", "must be between 0 and 2**53")
+        # A NaN or infinite tolerance would make every comparison with it raise or pass.
+        tolerance = self.underpayment_tolerance
+        if not tolerance.is_finite() or not 0 <= tolerance < 1:
+            raise InvalidInput("underpayment_tolerance", "must be at least 0 and below 1")
 
     def secret_values(self) -> set[str]:
         """Every secret this configuration holds: URL passwords and API keys, and the key

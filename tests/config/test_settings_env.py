@@ -4,6 +4,7 @@ traceback from deep inside a command (``paycore worker`` reads these at start-up
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import attrs
@@ -81,3 +82,16 @@ def test_the_documented_paycore_chains_example_parses() -> None:
     assert found[728126428].rate_limit == 10 and found[728126428].name == "tron-mainnet"
     assert found[31337].faucet_key is not None and 56 not in found
     assert found[8453].detect_unconfirmed is True
+
+
+@pytest.mark.parametrize("tolerance", ["-0.01", "1", "NaN", "Infinity", "sNaN"])
+def test_an_underpayment_tolerance_outside_zero_to_one_is_refused(tolerance: str) -> None:
+    with pytest.raises(
+        InvalidInput, match="underpayment_tolerance: must be at least 0 and below 1"
+    ):
+        Settings(underpayment_tolerance=Decimal(tolerance))
+
+
+def test_an_underpayment_tolerance_in_range_is_kept_as_a_decimal() -> None:
+    assert Settings(underpayment_tolerance="0.02").underpayment_tolerance == Decimal("0.02")  # type: ignore[arg-type]
+    assert Settings().underpayment_tolerance == 0

@@ -119,8 +119,8 @@ def _payment_event(before: Status, move: Move) -> EventType:
 
 
 def _reaches_value(invoice: Invoice, paid: Decimal, tolerance: Decimal) -> bool:
-    if invoice.is_tip_jar:
-        return True
+    # A tip jar's value is 0, so any payment reaches it (Settings keeps the tolerance a
+    # finite fraction below 1).
     with localcontext(MONEY_CONTEXT):
         return paid >= invoice.value * (1 - tolerance)
 
