@@ -250,6 +250,13 @@ class Gateway(InvoiceLists, RefundOperations):
         """
         return self._storage.unit()
 
+    def reading_along(self, guid: str) -> AbstractContextManager[None]:
+        """Inside, a nonce spent on its own also reads the invoice ``guid``, in the same
+        round trip (``Storage.spend_nonce_then_read``), and the first read of that invoice
+        gets what it read. The HTTP dispatcher wraps a signed ``GET /invoice/{guid}`` in it:
+        the same spend, then the same read, in one storage call instead of two."""
+        return self._storage.reading_along(guid)
+
     @property
     def notifiers(self) -> tuple[Notifier, ...]:
         """The notifiers told of each committed change, in the order they are told."""

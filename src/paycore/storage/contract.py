@@ -194,6 +194,23 @@ class Storage(Protocol):
         round trips than a transaction (``paycore_storage``: one autocommitted statement on
         PostgreSQL), since it is the one storage call every signed request makes."""
 
+    def spend_nonce_then_read(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        guid: str,
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        """A signed ``GET /invoice/{guid}``'s storage: :meth:`spend_nonce`, committed, and
+        when it spent, :meth:`read_invoice` of ``guid`` (``None`` for no such invoice);
+        ``(None, None)`` when the nonce was refused: nothing changed and nothing was read.
+        What the two calls would do one after the other; a store may do it in one round
+        trip (``paycore_storage``: one statement on PostgreSQL)."""
+
     def read_invoice(self, guid: str) -> InvoiceRead | None:
         """The invoice ``guid`` with its refunds, ``None`` if there is none: the public
         read of ``GET /invoice/{guid}``, which a checkout page repeats every few seconds.
