@@ -169,6 +169,12 @@ def main() -> None:
             return function(*a)
 
         anyio.to_thread.run_sync = inline  # type: ignore[assignment]
+        from paycore_flask.asgi import AsgiFront
+
+        async def on_loop(self: Any, function: Any, *a: Any) -> Any:
+            return function(*a)
+
+        AsgiFront._on_thread = on_loop  # type: ignore[method-assign]
     with _database(args.db, args.postgres) as url:
         settings = Settings(
             database_url=url, auth_mode="strict", session_key_cap=4,

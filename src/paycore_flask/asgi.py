@@ -53,6 +53,7 @@ from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api import handle_inline, reads_inline
 from paycore.api.http import MAX_BODY
+from paycore.auth.session import SESSION_HEADERS
 from paycore.realtime.asgi import Receive, Send, serve_asgi_socket
 from paycore.realtime.hub import Hub, hub_for
 from paycore.realtime.invoice_stream import EventStream
@@ -160,7 +161,11 @@ class AsgiFront:
             body = await _read_body(scope, receive)
         except _ClientGone:
             return
-        if self.inline_prefix is not None and self._inline_path(scope) is not None:
+        if (
+            self.inline_prefix is not None
+            and self._inline_path(scope) is not None
+            and not _signed(scope)
+        ):
             answered = self._inline(scope)
             if answered is not None:
                 await _send_answer(send, answered)
@@ -238,6 +243,17 @@ class AsgiFront:
             client=str(environ_like.get("REMOTE_ADDR") or ""),
         )
         return handle_inline(self.gateway, request)
+
+
+#: The session headers as ASGI names them (lower case, bytes).
+_SESSION_NAMES = frozenset(name.encode() for name in SESSION_HEADERS)
+
+
+def _signed(scope: Scope) -> bool:
+    """Whether the request carries a session header: ``handle_inline`` answers none of
+    those (a signed read spends its nonce, a write), so the front does not build an
+    inline request for it only to be told to hand it to a thread."""
+    return any(name in _SESSION_NAMES for name, _ in scope["headers"])
 
 
 def _sees_nothing(app: Any) -> bool:
