@@ -26,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from coincurve import PrivateKey  # noqa: E402
 from http_bench import (  # noqa: E402  the bench's own signing and databases
     DEFAULT_POSTGRES,
     ETH_1,
@@ -34,7 +35,6 @@ from http_bench import (  # noqa: E402  the bench's own signing and databases
     _database,
     _sign,
 )
-from coincurve import PrivateKey  # noqa: E402
 
 from paycore.auth.signatures import public_key_to_address  # noqa: E402
 from paycore.config import Settings  # noqa: E402
@@ -85,16 +85,22 @@ class Driver:
 
             await inbox.put({"type": "lifespan.startup"})
             self._life_task = asyncio.ensure_future(
-                self.app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
+                self.app(
+                    {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send
+                )
             )
             await asyncio.wait_for(started.wait(), 30)
 
         self.loop.run_until_complete(run())
 
-    def call(self, method: str, uri: str, headers: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, bytes]:
+    def call(
+        self, method: str, uri: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> tuple[int, bytes]:
         return self.loop.run_until_complete(self._call(method, uri, headers, body))
 
-    def run(self, calls: list[tuple[str, str, list[tuple[bytes, bytes]], bytes]], expect: int) -> None:
+    def run(
+        self, calls: list[tuple[str, str, list[tuple[bytes, bytes]], bytes]], expect: int
+    ) -> None:
         """Every call in turn inside one task, as a server's loop runs them (anyio keeps
         its worker threads for the life of the loop's task, not per call)."""
 
@@ -106,7 +112,9 @@ class Driver:
 
         self.loop.run_until_complete(each())
 
-    async def _call(self, method: str, uri: str, headers: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, bytes]:
+    async def _call(
+        self, method: str, uri: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> tuple[int, bytes]:
         sent = False
         status = 0
         chunks: list[bytes] = []
@@ -130,7 +138,9 @@ class Driver:
         return status, b"".join(chunks)
 
 
-def _signed(kind: str, uri: str, key: PrivateKey, nonce: int) -> tuple[str, list[tuple[bytes, bytes]], bytes]:
+def _signed(
+    kind: str, uri: str, key: PrivateKey, nonce: int
+) -> tuple[str, list[tuple[bytes, bytes]], bytes]:
     signed = uri.encode() if kind == "get" else INVOICE_BODY
     signature = _sign(key, f"sess:{nonce}:{hashlib.sha256(signed).hexdigest()}")
     headers = [
@@ -139,7 +149,10 @@ def _signed(kind: str, uri: str, key: PrivateKey, nonce: int) -> tuple[str, list
         (b"x-session-signature", signature.encode()),
     ]
     if kind == "post":
-        headers += [(b"content-type", b"application/json"), (b"content-length", str(len(INVOICE_BODY)).encode())]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(INVOICE_BODY)).encode()),
+        ]
         return "POST", headers, INVOICE_BODY
     return "GET", headers, b""
 
@@ -160,7 +173,9 @@ def main() -> None:
     parser.add_argument("--kinds", default="get,post")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--profile", help="write a cProfile of the measured calls here")
-    parser.add_argument("--postgres", default=os.environ.get("PAYCORE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
+    parser.add_argument(
+        "--postgres", default=os.environ.get("PAYCORE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
+    )
     args = parser.parse_args()
     if args.profile:  # cProfile sees one thread: the core's call made on the loop's own
         import anyio.to_thread
@@ -189,10 +204,9 @@ def main() -> None:
             "ownerAddress": public_key_to_address(owner.public_key.format(compressed=False)),
             "publicKey": public_key, "signature": _sign(owner, public_key),
         }).encode()  # fmt: skip
-        status, answer = driver.call(
-            "POST", PREFIX + "/auth/register-pubkey",
-            [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())], body,
-        )  # fmt: skip
+        length = str(len(body)).encode()
+        json_headers = [(b"content-type", b"application/json"), (b"content-length", length)]
+        status, answer = driver.call("POST", PREFIX + "/auth/register-pubkey", json_headers, body)
         assert status == 200, answer
         nonce = 1
         method, headers, payload = _signed("post", PREFIX + "/invoice", key, nonce)

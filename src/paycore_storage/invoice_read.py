@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Dialect, and_, bindparam, func, literal_column, or_, select
+from sqlalchemy import Column, Dialect, and_, bindparam, func, literal_column, or_, select
+from sqlalchemy.sql.expression import Label
 
 from paycore.domain.machine import OPEN
 from paycore.domain.records import Status
@@ -56,7 +57,11 @@ _SHOWS_DETECTED = or_(
 )
 
 #: The read's columns, in the order its rows hold them.
-READ_COLUMNS = [*_INVOICE_COLUMNS, *_REFUND_COLUMNS, *_DETECTED_COLUMNS]
+READ_COLUMNS: list[Column[Any] | Label[Any]] = [
+    *_INVOICE_COLUMNS,
+    *_REFUND_COLUMNS,
+    *_DETECTED_COLUMNS,
+]
 #: The read's order: refunds by their numbering, then the detected transfers by block.
 _READ_ORDER = (
     refunds.c.seq,

@@ -61,9 +61,7 @@ class _Statement:
         if self._processors is None:
             with self._lock:
                 self._processors = [
-                    column.type.dialect_impl(self._dialect).result_processor(
-                        self._dialect, kind[1]
-                    )
+                    column.type.dialect_impl(self._dialect).result_processor(self._dialect, kind[1])
                     for column, kind in zip(
                         READ_COLUMNS, description[_KEYS : _KEYS + _READS], strict=True
                     )

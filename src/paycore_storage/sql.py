@@ -57,7 +57,6 @@ from paycore.storage import OutboxSignal, StorageTx
 from paycore.storage.invoice_read import InvoiceRead, refuse_blocking
 
 from .auth import _SPEND as _SPEND  # bench/auth_bench.py reads the statements from here
-from .signed_read import spend_then_read_on_postgres
 from .auth import AuthStatements, _Run, _spend_on_postgres, _spend_on_sqlite, _spend_params
 from .chains import ChainStatements
 from .detected import DetectedStatements
@@ -80,6 +79,7 @@ from .pruning import PruningStatements
 from .refunds import RefundStatements
 from .search import SearchStatements
 from .signal_leases import SignalLeaseStatements
+from .signed_read import spend_then_read_on_postgres
 from .statements import INVOICES as INVOICES  # bench/scale_bench.py reads the count kinds
 from .statements import TRANSACTIONS as TRANSACTIONS
 from .subscriptions import SubscriptionStatements

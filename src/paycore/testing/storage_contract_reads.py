@@ -176,7 +176,11 @@ def test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do(storage: St
     assert key is not None and key.last_seen_nonce == 5
     alone = storage.read_invoice(record.guid)
     assert read is not None and alone is not None
-    assert (read.version, read.status, read.detected) == (alone.version, alone.status, alone.detected)
+    assert (read.version, read.status, read.detected) == (
+        alone.version,
+        alone.status,
+        alone.detected,
+    )
     assert read.invoice() == alone.invoice()
     with storage.transaction() as tx:
         tx.insert_refund(_refund(record.guid, 1))
