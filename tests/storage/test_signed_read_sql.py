@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from coincurve import PrivateKey
@@ -19,6 +20,7 @@ import paycore_storage.plugin
 from paycore import Gateway, Settings
 from paycore.api import Request, handle
 from paycore.auth.signatures import personal_message_hash, public_key_to_address
+from paycore_storage import SqlStorage
 
 ETH_1 = "1:0x0000000000000000000000000000000000000000"
 NOW = 1_700_000_000.0
@@ -47,10 +49,34 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url.render_as_string(hide_password=False)
 
 
-@pytest.fixture
-def gateway(database: str) -> Iterator[Gateway]:
+class PlainStore:
+    """A store with the required methods only (as a plugin written before
+    ``spend_nonce_then_read``): its signed reads make the two calls."""
+
+    def __init__(self, url: str) -> None:
+        self.inner = SqlStorage(url)
+
+    def transaction(self) -> Any:
+        return self.inner.transaction()
+
+    def spend_nonce(self, *args: Any, **kw: Any) -> Any:
+        return self.inner.spend_nonce(*args, **kw)
+
+    def read_invoice(self, guid: str) -> Any:
+        return self.inner.read_invoice(guid)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.fixture(params=["own", "plain"])
+def gateway(request: pytest.FixtureRequest, database: str) -> Iterator[Gateway]:
     settings = Settings(database_url=database, prices={ETH_1: "2000"}, auth_mode="strict")
-    gw = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin], clock=Clock())
+    store = PlainStore(database) if request.param == "plain" else None
+    gw = Gateway(
+        settings, storage=store, entry_points=False, plugins=[paycore_storage.plugin],
+        clock=Clock(),
+    )  # fmt: skip
     yield gw
     gw.close()
 

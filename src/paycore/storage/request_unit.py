@@ -32,7 +32,7 @@ from contextvars import ContextVar
 import attrs
 
 from ..domain.records import SessionKey
-from .contract import Storage, StorageTx
+from .contract import Storage, StorageTx, spend_then_read_of
 from .invoice_read import InvoiceRead
 
 
@@ -64,6 +64,8 @@ class RequestUnits:
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
+        #: The store's one call for a signed read's spend and read, if it has one.
+        self._spend_then_read = spend_then_read_of(storage)
         self._open: ContextVar[_Unit | None] = ContextVar(
             f"paycore-request-unit-{id(self)}", default=None
         )
@@ -137,9 +139,9 @@ class RequestUnits:
     ) -> SessionKey | None:
         if self._open.get() is None:
             along = self._along.get()
-            if along is not None and not along.spent:
+            if along is not None and not along.spent and self._spend_then_read is not None:
                 along.spent = True
-                key, along.read = self._storage.spend_nonce_then_read(
+                key, along.read = self._spend_then_read.spend_nonce_then_read(
                     address, nonce, digest, window=window, strict=strict, now=now,
                     guid=along.guid,
                 )  # fmt: skip
@@ -162,9 +164,10 @@ class RequestUnits:
         now: int,
         guid: str,
     ) -> tuple[SessionKey | None, InvoiceRead | None]:
-        """The store's own outside a unit; inside one, the two calls in its transaction."""
-        if self._open.get() is None:
-            return self._storage.spend_nonce_then_read(
+        """The store's own outside a unit (if it has one); else the two calls, inside a
+        unit in its transaction."""
+        if self._open.get() is None and self._spend_then_read is not None:
+            return self._spend_then_read.spend_nonce_then_read(
                 address, nonce, digest, window=window, strict=strict, now=now, guid=guid
             )
         key = self.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)

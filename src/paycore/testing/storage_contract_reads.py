@@ -12,9 +12,10 @@ import hashlib
 from decimal import Decimal
 
 import attrs
+import pytest
 
 from paycore.domain.records import RateSource, Refund, RefundStatus, Status
-from paycore.storage import Storage
+from paycore.storage import SpendThenRead, Storage, spend_then_read_of
 from paycore.testing.storage_detected import detected
 from paycore.testing.storage_records import OWNER, USDT, invoice, payment, session_key
 
@@ -144,11 +145,16 @@ def test_read_invoice_of_an_open_invoice_takes_each_refund_and_transfer_once(
     assert settled.invoice().refunds == (_refund(record.guid, 1), _refund(record.guid, 2))
 
 
-def _keyed(storage: Storage) -> tuple[str, int]:
+def _keyed(storage: Storage) -> tuple[SpendThenRead, str, int]:
+    """The store's ``spend_nonce_then_read`` (optional: a store without it is skipped)
+    and a registered key's address and a time it is active at."""
+    found = spend_then_read_of(storage)
+    if found is None:
+        pytest.skip("this store has no spend_nonce_then_read (optional)")
     key = session_key()
     with storage.transaction() as tx:
         tx.put_session_key(key)
-    return key.address, key.registered_at + 60
+    return found, key.address, key.registered_at + 60
 
 
 def _digest(label: str) -> str:
@@ -160,7 +166,7 @@ def test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do(storage: St
     same version (a signed read's ``ETag`` is the public read's), refunds and detected
     transfers of an open invoice included; for an unknown guid the nonce is spent all
     the same and the read is None."""
-    address, now = _keyed(storage)
+    store, address, now = _keyed(storage)
     record = invoice(status=Status.PARTIAL_PAID)
     found = (
         detected(2, guid=record.guid, block=101),
@@ -170,7 +176,7 @@ def test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do(storage: St
     with storage.transaction() as tx:
         tx.insert_invoice(record)
         tx.replace_detected(1, list(reversed(found)))
-    key, read = storage.spend_nonce_then_read(
+    key, read = store.spend_nonce_then_read(
         address, 5, _digest("a"), window=1000, now=now, guid=record.guid
     )
     assert key is not None and key.last_seen_nonce == 5
@@ -185,7 +191,7 @@ def test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do(storage: St
     with storage.transaction() as tx:
         tx.insert_refund(_refund(record.guid, 1))
         tx.insert_refund(_refund(record.guid, 2))
-    key, read = storage.spend_nonce_then_read(
+    key, read = store.spend_nonce_then_read(
         address, 6, _digest("a"), window=1000, strict=True, now=now, guid=record.guid
     )
     alone = storage.read_invoice(record.guid)
@@ -194,7 +200,7 @@ def test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do(storage: St
     assert read.invoice().refunds == (_refund(record.guid, 1), _refund(record.guid, 2))
     assert read.detected == found
     unknown = "00000000-0000-4000-8000-00000000dead"
-    key, read = storage.spend_nonce_then_read(
+    key, read = store.spend_nonce_then_read(
         address, 7, _digest("b"), window=1000, now=now, guid=unknown
     )
     assert key is not None and key.last_seen_nonce == 7 and read is None
@@ -208,20 +214,20 @@ def test_spend_nonce_then_read_refused_reads_nothing_and_changes_nothing(
 ) -> None:
     """A replay, a nonce below strict mode's bound and an unknown key: ``(None, None)``,
     and the key stands as it was; the message then still spends nowhere else."""
-    address, now = _keyed(storage)
+    store, address, now = _keyed(storage)
     record = invoice()
     with storage.transaction() as tx:
         tx.insert_invoice(record)
-    first = storage.spend_nonce_then_read(
+    first = store.spend_nonce_then_read(
         address, 9, _digest("a"), window=1000, now=now, guid=record.guid
     )
     assert first[0] is not None and first[1] is not None
     for nonce, label, strict in ((9, "a", False), (8, "c", True)):
-        assert storage.spend_nonce_then_read(
+        assert store.spend_nonce_then_read(
             address, nonce, _digest(label), window=1000, strict=strict, now=now, guid=record.guid
         ) == (None, None)
     stranger = "0x0000000000000000000000000000000000000001"
-    assert storage.spend_nonce_then_read(
+    assert store.spend_nonce_then_read(
         stranger, 10, _digest("a"), window=1000, now=now, guid=record.guid
     ) == (None, None)
     with storage.transaction() as tx:
