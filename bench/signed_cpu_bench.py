@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import pstats
 import hashlib
 import json
 import os
+import pstats
 import sys
 import time
 from pathlib import Path
