@@ -56,7 +56,7 @@ from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api import handle, handle_inline, reads_inline
 from paycore.api.http import MAX_BODY
-from paycore.auth.session import sends_session_headers
+from paycore.auth.session import SESSION_HEADERS
 from paycore.realtime.asgi import Receive, Send, serve_asgi_socket
 from paycore.realtime.hub import Hub, hub_for
 from paycore.realtime.invoice_stream import EventStream
@@ -168,11 +168,13 @@ class AsgiFront:
             body = await _read_body(scope, receive)
         except _ClientGone:
             return
-        if self.inline_prefix is not None and self._inline_path(scope) is not None:
-            answered = await self._poll(scope)
-            if answered is not None:
-                await _send_answer(send, answered)
-                return
+        if (
+            self.inline_prefix is not None
+            and self._inline_path(scope) is not None
+            and not _signed(scope)
+        ):
+            await _send_answer(send, await self._poll(scope))
+            return
         environ = wsgi_environ(scope, body)
         streams: list[EventStream] = []
         environ[ASYNC_STREAMS] = streams
@@ -216,11 +218,11 @@ class AsgiFront:
             return None
         return path[len(self.prefix) :]
 
-    async def _poll(self, scope: Scope) -> PaycoreResponse | None:
+    async def _poll(self, scope: Scope) -> PaycoreResponse:
         """The checkout's poll answered by the core without Flask: on the loop as Litestar
         answers it (``paycore.api.handle_inline``) when nothing would wait -- a SQLite
-        file's read, no expiry to write --, else on a thread. None (a signed request) sends
-        it to Flask on a thread.
+        file's read, no expiry to write --, else on a thread. A signed request never comes
+        here (:func:`_signed`): Flask answers it.
 
         Only for an app on which nothing of the host sees a request (no ``before_request``
         or ``after_request`` function, guard, teardown or WSGI middleware:
@@ -228,8 +230,6 @@ class AsgiFront:
         gateway = self.gateway
         assert gateway is not None
         request = self._core_request(scope)
-        if sends_session_headers(request.headers):
-            return None
         if self.loop_reads:
             answered = handle_inline(gateway, request)
             if answered is not None:
@@ -259,6 +259,17 @@ class AsgiFront:
             prefix=self.prefix,
             client=str(environ_like.get("REMOTE_ADDR") or ""),
         )
+
+
+#: The session headers as ASGI names them (lower case, bytes).
+_SESSION_NAMES = frozenset(name.encode() for name in SESSION_HEADERS)
+
+
+def _signed(scope: Scope) -> bool:
+    """Whether the request carries a session header: ``handle_inline`` answers none of
+    those (a signed read spends its nonce, a write), so the front does not build an
+    inline request for it only to be told to hand it to a thread."""
+    return any(name in _SESSION_NAMES for name, _ in scope["headers"])
 
 
 def _sees_nothing(app: Any) -> bool:

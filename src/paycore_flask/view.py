@@ -60,7 +60,7 @@ def answer(path: str) -> FlaskResponse:
     body = read_capped_body(request.environ)
     if body is None:
         return to_flask(payload_too_large())
-    plain = to_paycore(request.environ, path, body, request.root_url, mount_prefix())
+    plain = to_paycore(request.environ, path, body, _root_url(), mount_prefix())
     response = handle_streamed(current_gateway(), plain)
     slot = request.environ.get(ASYNC_STREAMS)
     if response.stream is None or not isinstance(slot, list):
@@ -71,6 +71,34 @@ def answer(path: str) -> FlaskResponse:
     if served.stream is not None:
         slot.append(served.stream)
     return to_flask(served)
+
+
+#: ``request.root_url`` by the environ values werkzeug makes it from (scheme, Host header,
+#: server name and port, script name: a host's ``ProxyFix`` rewrote them before this), for
+#: a few recent ones: werkzeug decodes and re-quotes it on every request, a tenth of a
+#: signed read's view. Bounded, since the Host header is the client's.
+_ROOT_URLS: dict[tuple[object, ...], str] = {}
+_ROOT_URLS_MAX = 64
+
+
+def _root_url() -> str:
+    """``request.root_url``, remembered for the environ values it is made from."""
+    environ = request.environ
+    key = (
+        environ.get("wsgi.url_scheme"),
+        environ.get("HTTP_HOST"),
+        environ.get("SERVER_NAME"),
+        environ.get("SERVER_PORT"),
+        environ.get("SCRIPT_NAME"),
+        tuple(request.trusted_hosts or ()),
+    )
+    found = _ROOT_URLS.get(key)
+    if found is None:
+        found = request.root_url  # raises for an untrusted host, as before
+        if len(_ROOT_URLS) >= _ROOT_URLS_MAX:
+            _ROOT_URLS.clear()
+        _ROOT_URLS[key] = found
+    return found
 
 
 def checkout_url() -> str:

@@ -306,27 +306,54 @@ async def read_capped_body(request: AnyRequest) -> bytes | None:
 
 def to_paycore(request: AnyRequest, body: bytes, prefix: str = "") -> PaycoreRequest:
     """``prefix`` is the Router's: the paycore path is what follows it."""
-    full: str = request.scope["path"]
+    scope = request.scope
+    full: str = scope["path"]
     below = full[len(prefix) :] if prefix and full.startswith(prefix) else full
     subpath = request.path_params.get("subpath") or below or "/"
     path = subpath if subpath.startswith("/") else "/" + subpath
-    sent = raw_uri(request).split("?", 1)[0]
-    if sent.endswith("/") and not path.endswith("/"):
+    target = raw_uri(request)
+    if target.split("?", 1)[0].endswith("/") and not path.endswith("/"):
         path += "/"  # Litestar's router drops it; paycore treats /x/ and /x as two paths
+    client = scope.get("client")
     return PaycoreRequest(
         method=request.method.upper(),
         path=path,
-        query_string=request.scope.get("query_string", b"").decode("utf-8", "replace"),
+        query_string=scope.get("query_string", b"").decode("utf-8", "replace"),
         headers=joined_headers(request),
         body=body,
-        raw_uri=raw_uri(request),
+        raw_uri=target,
         # The scheme and host Litestar reports (the ASGI server's proxy handling applied,
         # when the host turned it on), with the app's root path.
-        root_url=str(request.base_url).rstrip("/"),
+        root_url=_root_url(request),
         prefix=prefix,
         # the ASGI scope's client (the server's proxy-headers handling applied, if on)
-        client=request.client.host if request.client else "",
+        client=client[0] if client else "",
     )
+
+
+#: ``str(request.base_url)`` by the scope values Litestar makes it from (scheme, server,
+#: root path, Host header), for a few recent ones: building the URL object anew is a
+#: tenth of the adapter's work per request. Bounded, since the Host header is the client's.
+_ROOT_URLS: dict[tuple[Any, ...], str] = {}
+_ROOT_URLS_MAX = 64
+
+
+def _root_url(request: AnyRequest) -> str:
+    scope = request.scope
+    host = next((value for name, value in scope["headers"] if name == b"host"), None)
+    key = (
+        scope.get("scheme"),
+        scope.get("server"),
+        scope.get("app_root_path") or scope.get("root_path", ""),
+        host,
+    )
+    found = _ROOT_URLS.get(key)
+    if found is None:
+        found = str(request.base_url).rstrip("/")
+        if len(_ROOT_URLS) >= _ROOT_URLS_MAX:
+            _ROOT_URLS.clear()
+        _ROOT_URLS[key] = found
+    return found
 
 
 def joined_headers(request: AnyRequest) -> dict[str, str]:

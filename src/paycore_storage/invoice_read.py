@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Dialect, and_, bindparam, literal_column, or_, select
+from sqlalchemy import Column, Dialect, and_, bindparam, func, literal_column, or_, select
+from sqlalchemy.sql.expression import Label
 
 from paycore.domain.machine import OPEN
 from paycore.domain.records import Status
@@ -55,26 +56,45 @@ _SHOWS_DETECTED = or_(
     *(invoices.c.status == literal_column(f"'{status.value}'") for status in sorted(OPEN))
 )
 
+#: The read's columns, in the order its rows hold them.
+READ_COLUMNS: list[Column[Any] | Label[Any]] = [
+    *_INVOICE_COLUMNS,
+    *_REFUND_COLUMNS,
+    *_DETECTED_COLUMNS,
+]
+#: The read's order: refunds by their numbering, then the detected transfers by block.
+_READ_ORDER = (
+    refunds.c.seq,
+    detected_transfers.c.block_number,
+    detected_transfers.c.tx_hash,
+    detected_transfers.c.log_index,
+    detected_transfers.c.token,
+)
+_READ_FROM = invoices.outerjoin(refunds, refunds.c.guid == invoices.c.guid).outerjoin(
+    detected_transfers, and_(detected_transfers.c.guid == invoices.c.guid, _SHOWS_DETECTED)
+)
+#: The label of :data:`NUMBERED_READ`'s last column, its rows' place in the read's order.
+READ_ORDINAL = "read_ordinal"
+#: The read as a subquery may hold it (``spend_nonce_then_read`` on PostgreSQL joins it
+#: to the nonce's statement): its columns, then each row's place in the read's order, which
+#: a subquery's ``ORDER BY`` would not promise to keep.
+NUMBERED_READ = (
+    select(
+        *READ_COLUMNS,
+        func.row_number().over(order_by=_READ_ORDER).label(READ_ORDINAL),
+    )
+    .select_from(_READ_FROM)
+    .where(invoices.c.guid == bindparam("guid"))
+)
+
 _READ = Prepared(
     lambda _: (
-        select(*_INVOICE_COLUMNS, *_REFUND_COLUMNS, *_DETECTED_COLUMNS)
-        .select_from(
-            invoices.outerjoin(refunds, refunds.c.guid == invoices.c.guid).outerjoin(
-                detected_transfers,
-                and_(detected_transfers.c.guid == invoices.c.guid, _SHOWS_DETECTED),
-            )
-        )
+        select(*READ_COLUMNS).select_from(_READ_FROM)
         .where(invoices.c.guid == bindparam("guid"))
-        .order_by(
-            refunds.c.seq,
-            detected_transfers.c.block_number,
-            detected_transfers.c.tx_hash,
-            detected_transfers.c.log_index,
-            detected_transfers.c.token,
-        )
+        .order_by(*_READ_ORDER)
     ),
-    [*_INVOICE_COLUMNS, *_REFUND_COLUMNS, *_DETECTED_COLUMNS],
-)
+    READ_COLUMNS,
+)  # fmt: skip
 
 
 def _part(row: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -90,6 +110,15 @@ def read_on(
     where the detected transfers took a second: each refund's rows repeat every detected
     transfer, so both are taken once each, by their keys, in their order."""
     rows = _READ.raw(dialect, dbapi, invalidate, {"guid": guid})
+    return read_of_rows(guid, rows, lambda row: _READ.convert(dialect, row))
+
+
+def read_of_rows(
+    guid: str, rows: list[Any], convert: Callable[[Any], dict[str, Any]]
+) -> InvoiceRead | None:
+    """The :class:`InvoiceRead` of the read's rows as the driver returned them (the
+    columns of ``READ_COLUMNS``, in order); ``convert`` turns one into column -> value
+    (the columns' result processors). None for no rows: no such invoice."""
     if not rows:
         return None
     first = rows[0]
@@ -101,12 +130,11 @@ def read_on(
             seen.add(key)
             detected_rows.append(raw)
     detected = tuple(
-        detected_from_row(_part(_READ.convert(dialect, row), _DETECTED_PREFIX))
-        for row in detected_rows
+        detected_from_row(_part(convert(row), _DETECTED_PREFIX)) for row in detected_rows
     )
 
     def decode() -> Any:
-        converted = [_READ.convert(dialect, row) for row in rows]
+        converted = [convert(row) for row in rows]
         invoice = invoice_from_row(converted[0])
         found: list[Any] = []
         taken: set[Any] = set()

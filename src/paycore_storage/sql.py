@@ -79,6 +79,7 @@ from .pruning import PruningStatements
 from .refunds import RefundStatements
 from .search import SearchStatements
 from .signal_leases import SignalLeaseStatements
+from .signed_read import spend_then_read_on_postgres
 from .statements import INVOICES as INVOICES  # bench/scale_bench.py reads the count kinds
 from .statements import TRANSACTIONS as TRANSACTIONS
 from .subscriptions import SubscriptionStatements
@@ -194,6 +195,59 @@ class SqlStorage:
                     if pooled.is_valid and dbapi.in_transaction:
                         dbapi.execute("COMMIT" if spent else "ROLLBACK")
                 return spent
+        except Exception as error:
+            outage = unavailable(error)
+            if outage is None:
+                raise
+            raise outage from error
+
+    def spend_nonce_then_read(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        guid: str,
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        """``spend_nonce``, then (when it spent) ``read_invoice(guid)``, on one pooled
+        connection: on PostgreSQL as one autocommitted statement (``signed_read``), one
+        round trip; on SQLite the spend's transaction, committed, then the read."""
+        params = _spend_params(address, nonce, digest, window, now)
+        try:
+            self._ensure_schema()
+            if self._postgres:
+                with self._pooled() as (pooled, _run):
+                    dbapi: Any = pooled.dbapi_connection
+                    dbapi.autocommit = True
+                    try:
+                        return spend_then_read_on_postgres(
+                            self.engine.dialect, dbapi, pooled.invalidate, params, strict, guid
+                        )
+                    finally:
+                        if pooled.is_valid:
+                            dbapi.autocommit = False
+            if self._memory:  # one shared connection: the two calls as they are
+                key = self.spend_nonce(
+                    address, nonce, digest, window=window, strict=strict, now=now
+                )
+                return key, (None if key is None else self.read_invoice(guid))
+            with self._pooled() as (pooled, run):
+                dbapi = pooled.dbapi_connection
+                with self._exclusive():
+                    dbapi.execute("BEGIN IMMEDIATE")
+                    spent = None
+                    try:
+                        spent = _spend_on_sqlite(run, params, strict)
+                    finally:
+                        if pooled.is_valid and dbapi.in_transaction:
+                            dbapi.execute("COMMIT" if spent else "ROLLBACK")
+                if spent is None:
+                    return None, None
+                # Committed and out of the writer lock: a WAL read beside any writer.
+                return spent, read_on(self.engine.dialect, dbapi, pooled.invalidate, guid)
         except Exception as error:
             outage = unavailable(error)
             if outage is None:

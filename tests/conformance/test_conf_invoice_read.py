@@ -128,3 +128,34 @@ def test_a_signed_read_carries_the_same_etag(env: Env) -> None:
     public = env.api.get(f"/invoice/{guid}").headers["etag"]
     signed = env.api.get(f"/invoice/{guid}", session=key, headers={"x-encryption": "none"})
     assert signed.headers["etag"] == public
+
+
+def test_a_signed_read_spends_its_nonce_and_reads_in_one_call(env: Env) -> None:
+    """A signed read's nonce is spent with the read (``Storage.spend_nonce_then_read``):
+    the answer and its ETag are the public read's, a replay is the same 401 as ever, an
+    unknown guid is a 404 whose nonce stays spent, and a due invoice is expired on the
+    way (one event), as on the public read. (The SQL stores' own statement is held to
+    the two calls' behaviour by the storage contract, ``storage_contract_reads``.)"""
+    _, [key] = env.merchant("m", "k")
+    guid = env.create(key, deadlineSecs=60)["guid"]
+    public = env.api.get(f"/invoice/{guid}")
+    plain = {"x-encryption": "none"}
+    nonce = key.next_nonce()
+    signed = env.api.get(f"/invoice/{guid}", session=key, nonce=nonce, headers=plain)
+    assert signed.ok() == public.ok()
+    assert signed.headers["etag"] == public.headers["etag"]
+    replayed = env.api.get(f"/invoice/{guid}", session=key, nonce=nonce, headers=plain)
+    replay = "session signature: this nonce was already accepted for this request (a replay)"
+    replayed.error(401, replay)
+    unknown = str(uuid.uuid4())
+    nonce = key.next_nonce()
+    missing = env.api.get(f"/invoice/{unknown}", session=key, nonce=nonce, headers=plain)
+    missing.error(404, f"invoice {unknown} not found")
+    again = env.api.get(f"/invoice/{unknown}", session=key, nonce=nonce, headers=plain)
+    again.error(401, replay)
+    env.clock.advance(61)
+    expired = env.api.get(f"/invoice/{guid}", session=key, headers=plain).ok()
+    assert expired["status"] == "expired"
+    assert env.api.get(f"/invoice/{guid}").ok() == expired
+    events = env.poll(key)
+    assert [(e["guid"], e["status"]) for e in events] == [(guid, "expired")]

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -143,6 +144,10 @@ class Route:
     #: worker thread (``paycore.api.handle_inline``): its handler makes one read that
     #: never waits, and raises ``WouldBlock`` where it would (then a thread answers).
     inline: bool = False
+    #: The path parameter naming the invoice the handler reads first, if any: a signed
+    #: request's nonce is then spent and that invoice read in one storage call
+    #: (``Gateway.reading_along``), not two.
+    signed_read_of: str | None = None
 
     @property
     def name(self) -> str:
@@ -273,10 +278,11 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
         ):
             result, caller = _in_one_transaction(gateway, route, request, params)
         else:
-            if route.session != "none":
-                caller = _authenticate(gateway, request)
-            _check_soft_mode(route, caller)
-            result = route.handler(Call(gateway, request, params, caller))
+            with _reading_along(gateway, route, request, params):
+                if route.session != "none":
+                    caller = _authenticate(gateway, request)
+                _check_soft_mode(route, caller)
+                result = route.handler(Call(gateway, request, params, caller))
         response = result if isinstance(result, Response) else json_response(result, route.status)
     except MethodNotAllowed as exc:
         response = attrs.evolve(
@@ -303,6 +309,16 @@ def _authenticate(gateway: Gateway, request: Request) -> SessionKey | None:
         headers=request.headers,
         required=False,
     )
+
+
+def _reading_along(
+    gateway: Gateway, route: Route, request: Request, params: Mapping[str, str]
+) -> AbstractContextManager[None]:
+    """For a signed request to a route that reads one invoice first: the nonce's spend
+    reads it along (one storage call); anything else as it is."""
+    if route.signed_read_of is None or not sends_session_headers(request.headers):
+        return contextlib.nullcontext()
+    return gateway.reading_along(params[route.signed_read_of])
 
 
 def _check_soft_mode(route: Route, caller: SessionKey | None) -> None:

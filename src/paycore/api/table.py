@@ -64,6 +64,7 @@ ROUTES: list[Route] = [
         soft_mode="public",
         conditional=True,
         inline=True,
+        signed_read_of="guid",
     ),
     Route(
         ("GET",),

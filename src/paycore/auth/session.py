@@ -35,7 +35,8 @@ from .signatures import parse_public_key, public_key_to_address, recover
 NONCE_HEADER = "x-session-nonce"
 SIGNATURE_HEADER = "x-session-signature"
 PUBKEY_HEADER = "x-session-pubkey"
-_SESSION_HEADERS = (NONCE_HEADER, SIGNATURE_HEADER, PUBKEY_HEADER)
+#: The headers of a session-signed request (lower case); any one of them makes it one.
+SESSION_HEADERS = _SESSION_HEADERS = (NONCE_HEADER, SIGNATURE_HEADER, PUBKEY_HEADER)
 
 #: ``expires_at`` of a deregistered key. The record is kept, not deleted, so that its nonce
 #: counter survives: deleting it would let old captured requests be replayed if the same key

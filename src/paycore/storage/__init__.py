@@ -8,13 +8,24 @@ the path plugin authors know, keeps working.
 
 from __future__ import annotations
 
-from .contract import OutboxSignal, PruneBatch, SignalledStorage, Storage, StorageTx, signal_source
+from .contract import (
+    OutboxSignal,
+    PruneBatch,
+    SignalledStorage,
+    SpendThenRead,
+    Storage,
+    StorageTx,
+    signal_source,
+    spend_then_read_of,
+)
 
 __all__ = [
     "OutboxSignal",
     "PruneBatch",
     "SignalledStorage",
+    "SpendThenRead",
     "Storage",
     "StorageTx",
     "signal_source",
+    "spend_then_read_of",
 ]

@@ -166,6 +166,37 @@ def signal_source(storage: object) -> SignalledStorage | None:
     return None
 
 
+class SpendThenRead(Protocol):
+    """A store that spends a signed read's nonce and reads its invoice in one call
+    (``paycore_storage``, ``paycore.storage.memory``): see :func:`spend_then_read_of`."""
+
+    def spend_nonce_then_read(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        guid: str,
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        """A signed ``GET /invoice/{guid}``'s storage: ``Storage.spend_nonce``, committed, and
+        when it spent, ``Storage.read_invoice`` of ``guid`` (``None`` for no such invoice);
+        ``(None, None)`` when the nonce was refused: nothing changed and nothing was read.
+        What the two calls would do one after the other; a store may do it in one round
+        trip (``paycore_storage``: one statement on PostgreSQL)."""
+        ...
+
+
+def spend_then_read_of(storage: object) -> SpendThenRead | None:
+    """``storage`` when it offers ``spend_nonce_then_read``, else None: optional, so a
+    store written before it keeps working (its signed reads make the two calls)."""
+    if callable(getattr(storage, "spend_nonce_then_read", None)):
+        return cast(SpendThenRead, storage)
+    return None
+
+
 @runtime_checkable
 class Storage(Protocol):
     """A storage backend: what the ``paycore_storage`` hook returns for a database URL.

@@ -168,6 +168,20 @@ class MemoryStorage:
         with self.transaction() as tx:
             return tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
 
+    def spend_nonce_then_read(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        guid: str,
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        key = self.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+        return key, (None if key is None else self.read_invoice(guid))
+
     def read_invoice(self, guid: str) -> InvoiceRead | None:
         with self.transaction() as tx:
             return tx.read_invoice(guid)

@@ -32,7 +32,7 @@ from contextvars import ContextVar
 import attrs
 
 from ..domain.records import SessionKey
-from .contract import Storage, StorageTx
+from .contract import Storage, StorageTx, spend_then_read_of
 from .invoice_read import InvoiceRead
 
 
@@ -48,14 +48,43 @@ class _Unit:
     after: list[Callable[[], None]] = attrs.field(factory=list)
 
 
+@attrs.define
+class _Along:
+    """An invoice to read with the next nonce spent on its own, and what that read found."""
+
+    guid: str
+    spent: bool = False
+    #: The read to hand out once: set when the spend went through.
+    read: InvoiceRead | None = None
+    ready: bool = False
+
+
 class RequestUnits:
     """A ``Storage`` whose transactions join the one a request holds open, if any."""
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
+        #: The store's one call for a signed read's spend and read, if it has one.
+        self._spend_then_read = spend_then_read_of(storage)
         self._open: ContextVar[_Unit | None] = ContextVar(
             f"paycore-request-unit-{id(self)}", default=None
         )
+        self._along: ContextVar[_Along | None] = ContextVar(
+            f"paycore-read-along-{id(self)}", default=None
+        )
+
+    @contextmanager
+    def reading_along(self, guid: str) -> Iterator[None]:
+        """Inside, the first ``spend_nonce`` made outside a unit is the store's
+        ``spend_nonce_then_read`` of ``guid``, and the first ``read_invoice(guid)`` after it
+        gets that read instead of reading again: a signed read's two storage calls, one
+        round trip. Only what the request itself reads first: a later read (after a lazy
+        expiry wrote) reads anew."""
+        token = self._along.set(_Along(guid))
+        try:
+            yield
+        finally:
+            self._along.reset(token)
 
     @contextmanager
     def unit(self) -> Iterator[None]:
@@ -109,16 +138,50 @@ class RequestUnits:
         now: int,
     ) -> SessionKey | None:
         if self._open.get() is None:
+            along = self._along.get()
+            if along is not None and not along.spent and self._spend_then_read is not None:
+                along.spent = True
+                key, along.read = self._spend_then_read.spend_nonce_then_read(
+                    address, nonce, digest, window=window, strict=strict, now=now,
+                    guid=along.guid,
+                )  # fmt: skip
+                along.ready = key is not None
+                return key
             return self._storage.spend_nonce(
                 address, nonce, digest, window=window, strict=strict, now=now
             )
         with self.transaction() as tx:
             return tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
 
+    def spend_nonce_then_read(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        guid: str,
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        """The store's own outside a unit (if it has one); else the two calls, inside a
+        unit in its transaction."""
+        if self._open.get() is None and self._spend_then_read is not None:
+            return self._spend_then_read.spend_nonce_then_read(
+                address, nonce, digest, window=window, strict=strict, now=now, guid=guid
+            )
+        key = self.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+        return key, (None if key is None else self.read_invoice(guid))
+
     def read_invoice(self, guid: str) -> InvoiceRead | None:
         """Outside a unit the store's own one-statement read; inside one, the same read
         in the unit's transaction (it sees what the request wrote)."""
         if self._open.get() is None:
+            along = self._along.get()
+            if along is not None and along.ready and along.guid == guid:
+                along.ready = False
+                found, along.read = along.read, None
+                return found
             return self._storage.read_invoice(guid)
         with self.transaction() as tx:
             return tx.read_invoice(guid)

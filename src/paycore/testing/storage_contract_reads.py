@@ -8,20 +8,24 @@ its own; run it the same way, with the same ``storage`` fixture::
 
 from __future__ import annotations
 
+import hashlib
 from decimal import Decimal
 
 import attrs
+import pytest
 
 from paycore.domain.records import RateSource, Refund, RefundStatus, Status
-from paycore.storage import Storage
+from paycore.storage import SpendThenRead, Storage, spend_then_read_of
 from paycore.testing.storage_detected import detected
-from paycore.testing.storage_records import OWNER, USDT, invoice, payment
+from paycore.testing.storage_records import OWNER, USDT, invoice, payment, session_key
 
 __all__ = [
     "test_read_invoice_of_an_unknown_guid_is_none",
     "test_read_invoice_reads_the_record_and_its_refunds",
     "test_read_invoice_version_is_stable_and_follows_every_change",
     "test_read_invoice_of_an_open_invoice_takes_each_refund_and_transfer_once",
+    "test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do",
+    "test_spend_nonce_then_read_refused_reads_nothing_and_changes_nothing",
 ]
 
 
@@ -139,3 +143,94 @@ def test_read_invoice_of_an_open_invoice_takes_each_refund_and_transfer_once(
     assert settled is not None
     assert settled.detected == ()  # a settled invoice shows none
     assert settled.invoice().refunds == (_refund(record.guid, 1), _refund(record.guid, 2))
+
+
+def _keyed(storage: Storage) -> tuple[SpendThenRead, str, int]:
+    """The store's ``spend_nonce_then_read`` (optional: a store without it is skipped)
+    and a registered key's address and a time it is active at."""
+    found = spend_then_read_of(storage)
+    if found is None:
+        pytest.skip("this store has no spend_nonce_then_read (optional)")
+    key = session_key()
+    with storage.transaction() as tx:
+        tx.put_session_key(key)
+    return found, key.address, key.registered_at + 60
+
+
+def _digest(label: str) -> str:
+    return hashlib.sha256(label.encode()).hexdigest()
+
+
+def test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do(storage: Storage) -> None:
+    """The spend as ``spend_nonce`` makes it, then the read ``read_invoice`` gives -- the
+    same version (a signed read's ``ETag`` is the public read's), refunds and detected
+    transfers of an open invoice included; for an unknown guid the nonce is spent all
+    the same and the read is None."""
+    store, address, now = _keyed(storage)
+    record = invoice(status=Status.PARTIAL_PAID)
+    found = (
+        detected(2, guid=record.guid, block=101),
+        detected(1, guid=record.guid, block=102),
+        detected(3, guid=record.guid, block=102, log_index=1),
+    )
+    with storage.transaction() as tx:
+        tx.insert_invoice(record)
+        tx.replace_detected(1, list(reversed(found)))
+    key, read = store.spend_nonce_then_read(
+        address, 5, _digest("a"), window=1000, now=now, guid=record.guid
+    )
+    assert key is not None and key.last_seen_nonce == 5
+    alone = storage.read_invoice(record.guid)
+    assert read is not None and alone is not None
+    assert (read.version, read.status, read.detected) == (
+        alone.version,
+        alone.status,
+        alone.detected,
+    )
+    assert read.invoice() == alone.invoice()
+    with storage.transaction() as tx:
+        tx.insert_refund(_refund(record.guid, 1))
+        tx.insert_refund(_refund(record.guid, 2))
+    key, read = store.spend_nonce_then_read(
+        address, 6, _digest("a"), window=1000, strict=True, now=now, guid=record.guid
+    )
+    alone = storage.read_invoice(record.guid)
+    assert key is not None and read is not None and alone is not None
+    assert read.version == alone.version and read.invoice() == alone.invoice()
+    assert read.invoice().refunds == (_refund(record.guid, 1), _refund(record.guid, 2))
+    assert read.detected == found
+    unknown = "00000000-0000-4000-8000-00000000dead"
+    key, read = store.spend_nonce_then_read(
+        address, 7, _digest("b"), window=1000, now=now, guid=unknown
+    )
+    assert key is not None and key.last_seen_nonce == 7 and read is None
+    with storage.transaction() as tx:
+        stored = tx.get_session_key(address)
+    assert stored is not None and stored.last_seen_nonce == 7
+
+
+def test_spend_nonce_then_read_refused_reads_nothing_and_changes_nothing(
+    storage: Storage,
+) -> None:
+    """A replay, a nonce below strict mode's bound and an unknown key: ``(None, None)``,
+    and the key stands as it was; the message then still spends nowhere else."""
+    store, address, now = _keyed(storage)
+    record = invoice()
+    with storage.transaction() as tx:
+        tx.insert_invoice(record)
+    first = store.spend_nonce_then_read(
+        address, 9, _digest("a"), window=1000, now=now, guid=record.guid
+    )
+    assert first[0] is not None and first[1] is not None
+    for nonce, label, strict in ((9, "a", False), (8, "c", True)):
+        assert store.spend_nonce_then_read(
+            address, nonce, _digest(label), window=1000, strict=strict, now=now, guid=record.guid
+        ) == (None, None)
+    stranger = "0x0000000000000000000000000000000000000001"
+    assert store.spend_nonce_then_read(
+        stranger, 10, _digest("a"), window=1000, now=now, guid=record.guid
+    ) == (None, None)
+    with storage.transaction() as tx:
+        stored = tx.get_session_key(address)
+    assert stored is not None and stored.last_seen_nonce == 9
+    assert storage.spend_nonce(address, 9, _digest("a"), window=1000, now=now) is None

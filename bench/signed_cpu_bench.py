@@ -1,0 +1,269 @@
+"""CPU per signed request in-process: the adapter's ASGI app driven directly, no server.
+
+The machine is shared, so rates through a socket are noisy; the process's CPU clock over
+thousands of calls through the very app ``paycore serve`` builds (Litestar, or Flask behind
+its ASGI front) is not. Each call is one pre-signed request with a fresh nonce (strict
+mode, as ``http_bench.py`` runs the server): ``get`` is ``GET /paycore/invoice/{guid}``,
+``post`` is ``POST /paycore/invoice``. Prints one JSON line per case: CPU ms per request
+(``time.process_time``: every thread of the process, the worker pool's included), and wall;
+with ``--profile``, Python function calls per request too (the core's thread hop made
+inline, so that one profile sees it all): a count the machine's load does not disturb.
+
+    python bench/signed_cpu_bench.py [--framework litestar|flask] [--db sqlite|postgresql]
+                                     [--kinds get,post] [--requests 2000] [--profile FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import hashlib
+import json
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from coincurve import PrivateKey  # noqa: E402
+from http_bench import (  # noqa: E402  the bench's own signing and databases
+    DEFAULT_POSTGRES,
+    ETH_1,
+    INVOICE_BODY,
+    PREFIX,
+    _database,
+    _sign,
+)
+
+from paycore.auth.signatures import public_key_to_address  # noqa: E402
+from paycore.config import Settings  # noqa: E402
+from paycore.runtime.serve import create_app  # noqa: E402
+
+
+def _asgi(framework: str, app: Any) -> Any:
+    """The app as ``paycore serve`` hands it to the server: Flask behind its ASGI front."""
+    if framework == "flask":
+        from paycore_flask.asgi import AsgiFront
+
+        return AsgiFront.for_app(app, threads=8)
+    return app
+
+
+def _key(i: int) -> PrivateKey:
+    return PrivateKey(hashlib.sha256(f"cpu-bench-key-{i}".encode()).digest())
+
+
+def _scope(method: str, uri: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    path, _, query = uri.partition("?")
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+        "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
+        "query_string": query.encode(), "root_path": "", "headers": headers,
+        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "state": {},
+    }  # fmt: skip
+
+
+class Driver:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.loop = asyncio.new_event_loop()
+        self._lifespan: asyncio.Queue[Any] | None = None
+
+    def start(self) -> None:
+        async def run() -> None:
+            inbox: asyncio.Queue[Any] = asyncio.Queue()
+            started = asyncio.Event()
+            self._lifespan = inbox
+
+            async def receive() -> Any:
+                return await inbox.get()
+
+            async def send(message: Any) -> None:
+                if message["type"] == "lifespan.startup.complete":
+                    started.set()
+
+            await inbox.put({"type": "lifespan.startup"})
+            self._life_task = asyncio.ensure_future(
+                self.app(
+                    {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send
+                )
+            )
+            await asyncio.wait_for(started.wait(), 30)
+
+        self.loop.run_until_complete(run())
+
+    def call(
+        self, method: str, uri: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> tuple[int, bytes]:
+        return self.loop.run_until_complete(self._call(method, uri, headers, body))
+
+    def run(
+        self, calls: list[tuple[str, str, list[tuple[bytes, bytes]], bytes]], expect: int
+    ) -> None:
+        """Every call in turn inside one task, as a server's loop runs them (anyio keeps
+        its worker threads for the life of the loop's task, not per call)."""
+
+        async def each() -> None:
+            for method, uri, headers, body in calls:
+                status, answer = await self._call(method, uri, headers, body)
+                if status != expect:
+                    raise RuntimeError(f"{method} {uri}: {status} {answer[:200]!r}")
+
+        self.loop.run_until_complete(each())
+
+    async def _call(
+        self, method: str, uri: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> tuple[int, bytes]:
+        sent = False
+        status = 0
+        chunks: list[bytes] = []
+
+        async def receive() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.sleep(3600)
+            return {"type": "http.disconnect"}
+
+        async def send(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(_scope(method, uri, headers), receive, send)
+        return status, b"".join(chunks)
+
+
+def _signed(
+    kind: str, uri: str, key: PrivateKey, nonce: int
+) -> tuple[str, list[tuple[bytes, bytes]], bytes]:
+    signed = uri.encode() if kind == "get" else INVOICE_BODY
+    signature = _sign(key, f"sess:{nonce}:{hashlib.sha256(signed).hexdigest()}")
+    headers = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"x-session-nonce", str(nonce).encode()),
+        (b"x-session-signature", signature.encode()),
+    ]
+    if kind == "post":
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(INVOICE_BODY)).encode()),
+        ]
+        return "POST", headers, INVOICE_BODY
+    return "GET", headers, b""
+
+
+def _floor_app(framework: str, url: str, get_body: bytes, post_body: bytes) -> Any:
+    """``bare_app.py``'s floor on the same database: the signed GET's is the one with the
+    read (``/read/invoice/{guid}``: the nonce, then the invoice's ``SELECT``)."""
+    import bare_app
+
+    factory = bare_app.litestar_app if framework == "litestar" else bare_app.flask_app
+    return factory(get_body, post_body, bare_app.Floor(url))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--framework", choices=("litestar", "flask"), default="litestar")
+    parser.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--kinds", default="get,post")
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--profile", help="write a cProfile of the measured calls here")
+    parser.add_argument(
+        "--postgres", default=os.environ.get("PAYCORE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
+    )
+    args = parser.parse_args()
+    if args.profile:  # cProfile sees one thread: the core's call made on the loop's own
+        import anyio.to_thread
+
+        async def inline(function: Any, *a: Any, **_: Any) -> Any:
+            return function(*a)
+
+        anyio.to_thread.run_sync = inline  # type: ignore[assignment]
+        from paycore_flask.asgi import AsgiFront
+
+        async def on_loop(self: Any, function: Any, *a: Any) -> Any:
+            return function(*a)
+
+        AsgiFront._on_thread = on_loop  # type: ignore[method-assign]
+    with _database(args.db, args.postgres) as url:
+        settings = Settings(
+            database_url=url, auth_mode="strict", session_key_cap=4,
+            prices={ETH_1: "3000"},
+        )  # fmt: skip
+        driver = Driver(_asgi(args.framework, create_app(args.framework, settings, PREFIX)))
+        driver.start()
+        owner = PrivateKey(hashlib.sha256(b"cpu-bench-owner").digest())
+        key = _key(0)
+        public_key = "0x" + key.public_key.format(compressed=False).hex()
+        body = json.dumps({
+            "ownerAddress": public_key_to_address(owner.public_key.format(compressed=False)),
+            "publicKey": public_key, "signature": _sign(owner, public_key),
+        }).encode()  # fmt: skip
+        length = str(len(body)).encode()
+        json_headers = [(b"content-type", b"application/json"), (b"content-length", length)]
+        status, answer = driver.call("POST", PREFIX + "/auth/register-pubkey", json_headers, body)
+        assert status == 200, answer
+        nonce = 1
+        method, headers, payload = _signed("post", PREFIX + "/invoice", key, nonce)
+        status, created = driver.call(method, PREFIX + "/invoice", headers, payload)
+        assert status == 201, created
+        uri = f"{PREFIX}/invoice/{json.loads(created)['guid']}"
+        nonce += 1
+        method, headers, payload = _signed("get", uri, key, nonce)
+        status, read = driver.call(method, uri, headers, payload)
+        assert status == 200, read
+        floor_driver = Driver(_asgi(args.framework, _floor_app(args.framework, url, read, created)))
+        floor_nonce = 0
+        for kind in args.kinds.split(","):
+            target = uri if kind == "get" else PREFIX + "/invoice"
+            prepared = []
+            for _ in range(args.requests + 50):
+                nonce += 1
+                prepared.append(_signed(kind, target, key, nonce))
+            expect = 200 if kind == "get" else 201
+            calls = [(m, target, h, p) for m, h, p in prepared]
+            driver.run(calls[:50], expect)  # warm-up
+            floor_calls = []
+            floor_target = uri.replace("/invoice/", "/read/invoice/") if kind == "get" else target
+            for _ in range(args.requests + 50):
+                floor_nonce += 1
+                m, h, p = _signed(kind, floor_target, key, floor_nonce)
+                floor_calls.append((m, floor_target, h, p))
+            floor_driver.run(floor_calls[:50], expect)
+            profile = cProfile.Profile(time.process_time) if args.profile else None
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            counted = 0
+            if profile:
+                profile.enable()
+            driver.run(calls[50:], expect)
+            if profile:
+                profile.disable()
+                profile.dump_stats(f"{args.profile}.{kind}")
+                counted = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            cpu1, wall1 = time.process_time(), time.perf_counter()
+            floor_driver.run(floor_calls[50:], expect)
+            floor_cpu, floor_wall = time.process_time() - cpu1, time.perf_counter() - wall1
+            print(json.dumps({
+                "framework": args.framework, "db": args.db, "kind": kind,
+                "cpu_ms": round(1e3 * cpu / args.requests, 3),
+                "wall_ms": round(1e3 * wall / args.requests, 3),
+                "floor_cpu_ms": round(1e3 * floor_cpu / args.requests, 3),
+                "floor_wall_ms": round(1e3 * floor_wall / args.requests, 3),
+                "cpu_ratio": round(floor_cpu / cpu, 2),
+                # Python function calls per request (with --profile): a count the load
+                # does not disturb, unlike the CPU figures.
+                **({"calls_per_request": round(counted / args.requests, 1)} if profile else {}),
+            }), flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
