@@ -134,10 +134,11 @@ def test_a_signed_create_commits_once_and_a_signed_read_writes_only_its_nonce(
     read = client.send(request)
     assert read.status == 200, read.body
     assert json.loads(read.body)["guid"] == guid
-    # The read is no transaction of SQLAlchemy's (issue 30): its nonce is spent on a pooled
-    # connection by itself (one autocommitted statement on PostgreSQL, BEGIN IMMEDIATE to
-    # COMMIT on SQLite), then the invoice is read by one autocommitted statement.
-    assert commits == ["checkout", "commit", "checkout", "checkout"]
+    # The read is no transaction of SQLAlchemy's (issue 30): its nonce is spent and the
+    # invoice read on one pooled connection (``Storage.spend_nonce_then_read``: one
+    # autocommitted statement on PostgreSQL; BEGIN IMMEDIATE to COMMIT, then the read, on
+    # SQLite).
+    assert commits == ["checkout", "commit", "checkout"]
     replay = client.send(request)  # and the nonce is spent for good
     assert replay.status == 401 and b"already accepted" in replay.body
 
