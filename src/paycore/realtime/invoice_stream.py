@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["EventStream", "StreamSource", "Watch", "admit", "message", "open_stream"]
 
 
-class StreamSource(BoardSource):
+class StreamSource(BoardSource, Protocol):
     """What a stream reads of the gateway: the invoice as GET /invoice/{guid} answers it
     (one statement, lazy expiry), detected transfers of many invoices (the board's
     recheck), the clock and the settings. The ``Gateway`` satisfies it."""

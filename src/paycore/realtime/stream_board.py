@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..domain import machine
 from ..domain.detected import STALE_AFTER, Detected
+from ..domain.records import Status
 from ..errors import InvoiceNotFound, StorageUnavailable
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ class _Topic:
 
     def __init__(self) -> None:
         self.watches: set[Watch] = set()
-        self.status: machine.Status | None = None
+        self.status: Status | None = None
         self.deadline = 0
         self.detected: frozenset[Detected] = frozenset()
         self.fresh = 0
@@ -163,11 +164,12 @@ class StreamBoard:
     def __init__(self, source: BoardSource) -> None:
         self.source = source
         self._lock = threading.Lock()
-        self._wakeup = threading.Condition(self._lock)
+        self._wakeup = threading.Condition(self._lock)  # the reader's
+        self._resting = threading.Condition(self._lock)  # the rechecker's
         self._topics: dict[str, _Topic] = {}
         self._dirty: dict[str, None] = {}
         self._tickets = itertools.count(1)
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._closed = False
         #: Board reads made (for tests and the bench: one per change, not one per stream).
         self.reads = 0
@@ -214,40 +216,54 @@ class StreamBoard:
         if not isinstance(guid, str):
             return
         with self._lock:
-            if guid in self._topics and guid not in self._dirty:
-                self._dirty[guid] = None
-                self._wakeup.notify()
+            if guid in self._topics:
+                self._mark(guid)
 
     def _start(self) -> None:
-        if self._thread is None and not self._closed:
-            self._thread = threading.Thread(
-                target=self._run, name="paycore-invoice-streams", daemon=True
+        if self._threads or self._closed:
+            return
+        for target, name in ((self._run, "reads"), (self._recheck, "rechecks")):
+            thread = threading.Thread(
+                target=target, name=f"paycore-invoice-streams-{name}", daemon=True
             )
-            self._thread.start()
+            self._threads.append(thread)
+            thread.start()
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            self._wakeup.notify()
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(5)
+            self._wakeup.notify_all()
+            self._resting.notify_all()
+            threads = list(self._threads)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(5)
 
     def _run(self) -> None:
-        next_tick = next_recheck = time.monotonic()
+        """The reader: each dirty invoice read once, its version offered to its streams."""
         while True:
             with self._lock:
                 while not self._dirty and not self._closed:
-                    wait = min(next_tick, next_recheck) - time.monotonic()
-                    if wait <= 0:
-                        break
-                    self._wakeup.wait(wait)
+                    self._wakeup.wait()
                 if self._closed:
                     return
                 dirty = list(self._dirty)
                 self._dirty.clear()
             for guid in dirty:
                 self._read(guid)
+
+    def _recheck(self) -> None:
+        """Marks invoices dirty whose deadline passed (every ``tick``) or whose detected
+        transfers changed (every ``recheck``): a thread apart from the reader, so that a
+        change's read never waits behind a recheck of every open invoice."""
+        next_tick = next_recheck = time.monotonic()
+        while True:
+            with self._lock:
+                wait = min(next_tick, next_recheck) - time.monotonic()
+                if wait > 0 and not self._closed:
+                    self._resting.wait(wait)
+                if self._closed:
+                    return
             clock = time.monotonic()
             try:
                 if clock >= next_tick:
@@ -291,7 +307,7 @@ class StreamBoard:
         with self._lock:
             for guid, topic in self._topics.items():
                 if topic.status is not None and machine.due(topic.status, topic.deadline, now):
-                    self._dirty.setdefault(guid, None)
+                    self._mark(guid)
 
     def _detected(self) -> None:
         """Mark the open invoices whose detected transfers changed since their last read."""
@@ -310,7 +326,13 @@ class StreamBoard:
                         continue
                     theirs = found.get(guid, [])
                     if frozenset(theirs) != topic.detected or _fresh(theirs, now) != topic.fresh:
-                        self._dirty.setdefault(guid, None)
+                        self._mark(guid)
+
+    def _mark(self, guid: str) -> None:
+        """Under the lock: ``guid`` to be read (once, however often marked)."""
+        if guid not in self._dirty:
+            self._dirty[guid] = None
+            self._wakeup.notify()
 
 
 def _once(view: InvoiceView) -> Callable[[], bytes]:
