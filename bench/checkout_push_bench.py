@@ -366,6 +366,8 @@ def _rung(
         "open_s": round(open_s, 2),
         "update_p50_s": _pct(latencies, 0.5),
         "update_p99_s": p99,
+        "update_max_s": round(latencies[-1], 4) if latencies else None,
+        "over_1s": sum(1 for t in latencies if t >= 1.0),
         "poll_request_p99_s": _pct(slow, 0.99),
         "plain_get_p99_s": _pct(gets, 0.99),
         "plain_gets": len(gets),
