@@ -141,12 +141,17 @@ def test_endpoints_bench(postgres_url: str) -> None:
 def test_checkout_push_bench(postgres_url: str, db: str) -> None:
     lines = _run(
         "checkout_push_bench.py", "--pages", "20", "--changes", "5", "--rate", "10",
+        "--runs", "1", "--modes", "stream,bare,poll", "--quiet", "0.5", "--gets", "5",
         "--db", db, "--postgres", postgres_url, timeout=600,
     )  # fmt: skip
-    rungs = [line for line in lines if "mode" in line]
-    assert {line["mode"] for line in rungs} == {"poll", "stream"}
+    rungs = [line for line in lines if "mode" in line and "figure" not in line]
+    assert {line["mode"] for line in rungs} == {"poll", "stream", "bare"}
     for line in rungs:
-        assert line["changes"] == 5 and line["errors"] == [], line
+        assert line["changes"] == 5 and line["not_opened"] == 0, line
         _positive(line, "update_p99_s")
-    [stream] = [line for line in rungs if line["mode"] == "stream"]
-    assert stream["missed"] == 0 and stream["refused"] == 0, stream
+    for mode in ("stream", "bare"):
+        [rung] = [line for line in rungs if line["mode"] == mode]
+        assert rung["missed"] == 0 and rung["passes"], rung
+        assert rung["kib_per_stream"] is not None and rung["plain_gets"] > 0, rung
+    medians = [line for line in lines if line.get("figure") == "median"]
+    assert {line["mode"] for line in medians} == {"poll", "stream", "bare"}

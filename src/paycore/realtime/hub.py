@@ -35,9 +35,9 @@ from ..domain.records import Json, OutboxEvent
 from ..events.queues import EventQueues
 from ..notify.contract import BaseNotifier
 from .frames import encode_event
-from .invoice_stream import Watch
 from .limits import SocketLimits
 from .outbox_feed import OutboxFeed
+from .stream_board import BoardSource, StreamBoard, Watch
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -180,9 +180,9 @@ class Hub(BaseNotifier):
         self.feed: OutboxFeed | None = None
         #: The bound gateway's outbox readers (replays read them); None while unbound.
         self.events: EventQueues | None = None
-        #: Open invoice event streams by invoice guid (``invoice_stream``), and how many
-        #: hold a thread / a coroutine, against their caps.
-        self._watches: dict[str, set[Watch]] = {}
+        #: Open invoice event streams by invoice (``stream_board``), made with the first
+        #: stream; and how many streams hold a thread / a coroutine, against their caps.
+        self.board: StreamBoard | None = None
         self._places = {True: 0, False: 0}
 
     def bind(self, gateway: NotifierHost) -> None:
@@ -242,26 +242,28 @@ class Hub(BaseNotifier):
             return sum(len(subs) for subs in self._by_owner.values())
 
     # -- invoice event streams (GET /invoice/{guid}/events) -------------------------------
-    def watch(self, guid: str) -> Watch:
-        """Be told of each committed change of invoice ``guid`` from now on (starting the
-        outbox feed, as a socket's subscription does)."""
+    def stream_board(self, source: BoardSource) -> StreamBoard:
+        """The process's board of open invoice streams, reading through ``source`` (the
+        gateway: the first stream's, which is every stream's)."""
+        with self._lock:
+            if self.board is None:
+                self.board = StreamBoard(source)
+            return self.board
+
+    def watch(self, guid: str, board: StreamBoard) -> Watch:
+        """Be offered each version of invoice ``guid`` that ``board`` reads after a change
+        from now on (starting the outbox feed, as a socket's subscription does)."""
         if self.feed is not None:
             self.feed.listen()
-        watch = Watch(guid)
-        with self._lock:
-            self._watches.setdefault(guid, set()).add(watch)
-        return watch
+        return board.watch(guid)
 
     def unwatch(self, watch: Watch, threaded: bool | None) -> None:
         """Forget ``watch``; give back its stream's place (``threaded``: which kind) if
         it held one."""
-        with self._lock:
-            found = self._watches.get(watch.guid)
-            if found is not None:
-                found.discard(watch)
-                if not found:
-                    del self._watches[watch.guid]
-            if threaded is not None:
+        if self.board is not None:
+            self.board.unwatch(watch)
+        if threaded is not None:
+            with self._lock:
                 self._places[threaded] -= 1
 
     def take_stream_place(self, threaded: bool, cap: int) -> bool:
@@ -280,10 +282,9 @@ class Hub(BaseNotifier):
             return self._places[threaded]
 
     def _poke(self, guid: object) -> None:
-        with self._lock:
-            targets = list(self._watches.get(guid, ())) if isinstance(guid, str) else []
-        for watch in targets:
-            watch.poke()
+        board = self.board
+        if board is not None:
+            board.changed(guid)
 
     # -- changes --------------------------------------------------------------------------
     def invoice_changed(self, owner: str, payload: Json) -> None:
@@ -344,6 +345,8 @@ class Hub(BaseNotifier):
             self.feed.close()
         if self.fanout is not None:
             self.fanout.close()
+        if self.board is not None:
+            self.board.close()
 
 
 class HubHost(Protocol):
