@@ -40,7 +40,10 @@ FRAMEWORKS = ("flask", "litestar")
 #: WebSockets hold none).
 DEFAULT_THREADS = 8
 #: Connections (idle ones and WebSockets included) past which a worker answers HTTP 503.
-DEFAULT_CONNECTIONS = 10_000
+#: Above ``Settings.event_streams_max`` (10,000) by 2,000, so a worker holding its full
+#: share of checkout pages still answers their polls and the merchant's requests: at
+#: exactly 10,000 the server's own 503 came first and the stream cap was never reached.
+DEFAULT_CONNECTIONS = 12_000
 
 
 def create_app(framework: str, settings: Settings, prefix: str) -> Any:
