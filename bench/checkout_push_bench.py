@@ -283,8 +283,16 @@ def _rung(
     procs = [
         ctx.Process(
             target=_pages,
-            args=(mode, port, share, args.interval, args.open_rate / args.clients, ready, stop,
-                  out),
+            args=(
+                mode,
+                port,
+                share,
+                args.interval,
+                args.open_rate / args.clients,
+                ready,
+                stop,
+                out,
+            ),
         )  # fmt: skip
         for share in shares
     ]

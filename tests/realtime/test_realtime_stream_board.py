@@ -93,9 +93,7 @@ def test_idle_open_streams_read_nothing_and_only_beat(
         streams = [await _opened(gateway, i.guid) for i in invoices]
         board = _board(gateway)
         before = board.reads
-        chunks = await asyncio.gather(
-            *(asyncio.wait_for(s.__anext__(), 3) for s in streams)
-        )
+        chunks = await asyncio.gather(*(asyncio.wait_for(s.__anext__(), 3) for s in streams))
         assert set(chunks) == {HEARTBEAT}
         await asyncio.sleep(0.5)
         assert board.reads == before
