@@ -341,9 +341,10 @@ _ROOT_URLS_MAX = 64
 def _root_url(request: AnyRequest) -> str:
     scope = request.scope
     host = next((value for name, value in scope["headers"] if name == b"host"), None)
+    server = scope.get("server")
     key = (
         scope.get("scheme"),
-        scope.get("server"),
+        None if server is None else tuple(server),  # some ASGI clients send a list
         scope.get("app_root_path") or scope.get("root_path", ""),
         host,
     )

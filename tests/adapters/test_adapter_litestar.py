@@ -243,3 +243,27 @@ def test_root_mount_does_not_shadow_host_routes() -> None:
         assert client.get("/hello").json() == {"z": 1, "a": 2}
         assert json.loads(client.get("/prices").content)["vsCurrency"] == "usd"
         assert client.get("/elsewhere").content == b"not found: /elsewhere"
+
+
+@pytest.mark.parametrize("server", [["testserver", 80], ("testserver", 80), None])
+def test_a_scope_whose_server_is_a_list_is_answered(gateway: Gateway, server: Any) -> None:
+    """ASGI says a tuple; some clients (schemathesis' ASGI transport) send a list, and the
+    handler's per-origin root URL memo must not need the scope's values to be hashable."""
+    app = Litestar(plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway, prefix=PREFIX))])
+    sent: list[dict[str, Any]] = []
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        "scheme": "http", "path": f"{PREFIX}/openapi.json", "raw_path": b"", "root_path": "",
+        "query_string": b"", "headers": [[b"host", b"testserver"]], "server": server,
+        "client": ["127.0.0.1", 1],
+    }  # fmt: skip
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    anyio.run(app, scope, receive, send)
+    assert sent[0]["status"] == 200
+    assert json.loads(b"".join(m.get("body", b"") for m in sent[1:]))["openapi"] == "3.1.0"
