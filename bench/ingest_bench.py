@@ -58,7 +58,7 @@ import httpx
 from eth_account import Account
 from sqlalchemy import Engine, bindparam, create_engine, func, select, text, update
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "evm"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "chains" / "evm"))
 
 from evm_chain import Deployment, connect, deploy_paycore, find_anvil, run_anvil  # noqa: E402
 

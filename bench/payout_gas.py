@@ -39,7 +39,7 @@ from eth_account import Account
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "evm"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "chains" / "evm"))
 
 from evm_chain import Deployment, connect, deploy_paycore, find_anvil, run_anvil  # noqa: E402
 

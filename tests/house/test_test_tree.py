@@ -78,3 +78,15 @@ def test_the_readme_lists_every_suite() -> None:
     readme = (TESTS / "README.md").read_text(encoding="utf-8")
     for suite in [*SUITES, *OTHER_SOURCES]:
         assert f"`{suite}/`" in readme, suite
+
+
+def test_the_folders_benches_and_scripts_reach_into_exist() -> None:
+    """A bench that puts a test folder on ``sys.path`` (the EVM chain helpers) breaks
+    silently when the tree moves; the paths it names must be there."""
+    import re
+
+    named = re.compile(r'"tests"((?:\s*/\s*"[\w.]+")+)')
+    for script in [*ROOT.glob("bench/*.py"), *ROOT.glob("scripts/*.py")]:
+        for match in named.finditer(script.read_text(encoding="utf-8")):
+            parts = re.findall(r'"([\w.]+)"', match.group(1))
+            assert TESTS.joinpath(*parts).exists(), f"{script.name}: tests/{'/'.join(parts)}"
