@@ -14,7 +14,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import attrs
 
@@ -60,6 +60,8 @@ class Call:
     request: Request
     params: Mapping[str, str]
     caller: SessionKey | None
+    #: The body already read as the route's request class, outside the transaction.
+    ahead: ReadAhead | None = None
 
     def owner_scope(self, claimed: object, field: str = "owner") -> str:
         """The owner this call may act for.
@@ -94,7 +96,23 @@ class Call:
     def read(self, cls: type[T]) -> T:
         """The request's parameters as ``cls`` (``paycore.api.requests``): the query of a
         GET, the JSON body of a POST, each field parsed once; a 400 names the first bad one."""
+        ahead = self.ahead
+        if ahead is not None and ahead.cls is cls:
+            if ahead.error is not None:
+                raise ahead.error
+            return cast(T, ahead.value)
         return wire.read(cls, self.request.json(), query=self.request.reads_uri)
+
+
+@attrs.frozen
+class ReadAhead:
+    """A POST body read as its route's request class before the request's transaction
+    opened (:func:`_read_ahead`), or the error reading it raised, which the handler's
+    ``Call.read`` raises in its place -- after the session check, as it always was."""
+
+    cls: type
+    value: Any
+    error: PaycoreError | None
 
 
 Handler = Callable[[Call], Any]
@@ -336,28 +354,49 @@ def _in_one_transaction(
 ) -> tuple[Any, SessionKey | None]:
     """The session check and the handler in one storage transaction.
 
+    What needs no storage is done before the transaction opens: the signing key's recovery
+    and the body's reading, a signed write's costliest CPU. Inside, they would hold the
+    transaction's locks while they ran (on SQLite the one writer lock every other write of
+    the process queues for). Their errors keep their order: a bad signature is refused
+    before anything is spent, a bad body after the nonce is spent, as before.
+
     When the handler fails, that transaction rolls back whole, the spent nonce with it; the
     nonce is then spent again on its own, so a refused request stays spent exactly as when
     the two had transactions of their own (a captured request that failed once must not
     succeed later, when the state that refused it has changed). A storage outage is the
     exception: nothing was done, and the client is told to retry.
     """
+    signed = gateway.sessions.check(
+        method=request.method, uri=request.uri, body=request.body, headers=request.headers,
+        required=False,
+    )  # fmt: skip
+    ahead = _read_ahead(route, request)
     caller: SessionKey | None = None
     try:
         with gateway.one_transaction():
-            caller = _authenticate(gateway, request)
+            caller = None if signed is None else gateway.sessions.spend(signed)
             _check_soft_mode(route, caller)
-            return route.handler(Call(gateway, request, params, caller)), caller
+            return route.handler(Call(gateway, request, params, caller, ahead)), caller
     except StorageUnavailable:
         raise
     except Exception:
-        if caller is not None:
+        if signed is not None and caller is not None:
             # Refused if a copy of this request spent the nonce since the rollback (that
             # copy was then the one acceptance of the message), or if storage just went
             # away; either way the handler's error is the answer.
             with contextlib.suppress(PaycoreError):
-                _authenticate(gateway, request)
+                gateway.sessions.spend(signed)
         raise
+
+
+def _read_ahead(route: Route, request: Request) -> ReadAhead | None:
+    """The POST body as the route's request class, read now (see :func:`_in_one_transaction`)."""
+    if route.request is None or request.reads_uri:
+        return None
+    try:
+        return ReadAhead(route.request, wire.read(route.request, request.json()), None)
+    except PaycoreError as error:
+        return ReadAhead(route.request, None, error)
 
 
 def _idempotently(route: Route, key: str) -> Handler:

@@ -24,7 +24,7 @@ from .registry import (
     list_pubkeys,
     register_pubkey,
 )
-from .session import authenticate, verify_session
+from .session import SignedRequest, authenticate, signed_request, spend, verify_session
 
 T = TypeVar("T")
 
@@ -86,6 +86,28 @@ class Sessions:
             now=self._now(),
             required=required,
         )
+
+    def check(
+        self,
+        *,
+        method: str,
+        uri: str | bytes,
+        body: bytes,
+        headers: Mapping[str, str],
+        required: bool | None = None,
+    ) -> SignedRequest | None:
+        """:meth:`authenticate`'s first half, which reads and writes nothing (the key
+        recovered from the signature): what a request worth one transaction does before
+        opening it (``paycore.auth.session.signed_request``)."""
+        return signed_request(
+            self._settings, method=method, uri=uri, body=body, headers=headers,
+            now=self._now(), required=required,
+        )  # fmt: skip
+
+    def spend(self, signed: SignedRequest) -> SessionKey:
+        """:meth:`authenticate`'s second half: the nonce spent, the key returned
+        (``paycore.auth.session.spend``); in the request's transaction when one is open."""
+        return spend(self._storage, self._settings, signed)
 
     def verify(
         self, *, nonce: str, signature: str, payload: bytes, public_key: str | None = None

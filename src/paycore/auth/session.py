@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+import attrs
+
 from ..config import Settings
 from ..crypto.hashing import sha256
 from ..domain.records import SessionKey
@@ -114,6 +116,66 @@ def sends_session_headers(headers: Mapping[str, str]) -> bool:
     return any(name.lower() in _SESSION_HEADERS for name in headers)
 
 
+@attrs.frozen
+class SignedRequest:
+    """What a request's session signature proves before storage is asked: the address of
+    the key that signed, the nonce and the digest of what was signed, checked against the
+    server's clock ``at``. Worked out outside any transaction: recovering the key is a
+    signed request's costliest CPU, and inside the request's transaction it would hold
+    SQLite's one writer lock (a PostgreSQL key row) while it ran, so that concurrent
+    writers queued behind arithmetic."""
+
+    address: str
+    nonce: int
+    digest: str
+    at: int
+
+
+def check_signature(
+    settings: Settings,
+    *,
+    nonce: str,
+    signature: str,
+    payload: bytes,
+    now: int,
+    public_key: str | None = None,
+) -> SignedRequest:
+    """The first half of :func:`verify_session`, which reads and writes nothing: the nonce
+    within the horizon, the key recovered from the signature (and equal to a claimed
+    ``x-session-pubkey``). Raises AuthError; :func:`spend` is the second half."""
+    nonce_value = _parse_nonce(nonce, now=now, horizon_ms=settings.nonce_horizon_ms)
+    digest = sha256(payload).hex()
+    signer = recover(_signed_text(nonce, digest), signature)
+    if public_key is not None:
+        try:
+            claimed = parse_public_key(public_key, PUBKEY_HEADER)
+        except InvalidInput as exc:
+            raise AuthError(f"{PUBKEY_HEADER}: {exc.reason}") from None
+        if claimed != signer:
+            raise AuthError(f"{PUBKEY_HEADER} does not match the signing key")
+    return SignedRequest(public_key_to_address(signer), nonce_value, digest, now)
+
+
+def spend(storage: Storage, settings: Settings, signed: SignedRequest) -> SessionKey:
+    """The second half of :func:`verify_session`: the key is active and the message new,
+    decided and recorded by one storage call; the key with its highest accepted nonce.
+    Raises AuthError, having stored nothing."""
+    strict = settings.nonce_mode == "strict"
+    window = settings.nonce_window
+    # One storage call decides, atomically (one statement on PostgreSQL): the key is active,
+    # the message is new within the window, and the key comes back with it. Inside a
+    # request's one transaction (``paycore.storage.request_unit``) it joins that
+    # transaction; alone, it is a unit of work of its own.
+    key = storage.spend_nonce(
+        signed.address, signed.nonce, signed.digest, window=window, strict=strict, now=signed.at
+    )
+    if key is None:
+        with storage.transaction() as tx:
+            stored = tx.get_session_key(signed.address)
+        raise AuthError(_refusal(stored, signed.nonce, strict, window, signed.at))
+    return key
+
+
 def verify_session(
     storage: Storage,
     settings: Settings,
@@ -130,29 +192,11 @@ def verify_session(
     frame (whose payload is the server's challenge). Returns the key with its highest
     accepted nonce; raises AuthError for every failure, having stored nothing.
     """
-    nonce_value = _parse_nonce(nonce, now=now, horizon_ms=settings.nonce_horizon_ms)
-    digest = sha256(payload).hex()
-    signer = recover(_signed_text(nonce, digest), signature)
-    if public_key is not None:
-        try:
-            claimed = parse_public_key(public_key, PUBKEY_HEADER)
-        except InvalidInput as exc:
-            raise AuthError(f"{PUBKEY_HEADER}: {exc.reason}") from None
-        if claimed != signer:
-            raise AuthError(f"{PUBKEY_HEADER} does not match the signing key")
-    address = public_key_to_address(signer)
-    strict = settings.nonce_mode == "strict"
-    window = settings.nonce_window
-    # One storage call decides, atomically (one statement on PostgreSQL): the key is active,
-    # the message is new within the window, and the key comes back with it. Inside a
-    # request's one transaction (``paycore.storage.request_unit``) it joins that
-    # transaction; alone, it is a unit of work of its own.
-    key = storage.spend_nonce(address, nonce_value, digest, window=window, strict=strict, now=now)
-    if key is None:
-        with storage.transaction() as tx:
-            stored = tx.get_session_key(address)
-        raise AuthError(_refusal(stored, nonce_value, strict, window, now))
-    return key
+    signed = check_signature(
+        settings, nonce=nonce, signature=signature, payload=payload, now=now,
+        public_key=public_key,
+    )  # fmt: skip
+    return spend(storage, settings, signed)
 
 
 def _refusal(key: SessionKey | None, nonce: int, strict: bool, window: int, now: int) -> str:
@@ -183,6 +227,29 @@ def authenticate(
 ) -> SessionKey | None:
     """The session key behind a request, or ``None`` for a request without session headers.
 
+    :func:`signed_request`, then :func:`spend` when the request is signed. Raises AuthError
+    when headers are required and absent, and whenever any is present but does not verify.
+    """
+    signed = signed_request(
+        settings, method=method, uri=uri, body=body, headers=headers, now=now,
+        required=required,
+    )  # fmt: skip
+    return None if signed is None else spend(storage, settings, signed)
+
+
+def signed_request(
+    settings: Settings,
+    *,
+    method: str,
+    uri: str | bytes,
+    body: bytes,
+    headers: Mapping[str, str],
+    now: int,
+    required: bool | None = None,
+) -> SignedRequest | None:
+    """What the request's session headers prove (:func:`check_signature`), or ``None`` for
+    a request without them; nothing is read or stored.
+
     ``uri`` is the request target exactly as sent (path and query string, undecoded), since
     that is the text a client hashes for a read. ``required``: ``True`` for calls that always
     need a session, ``False`` for public reads that take one optionally, ``None`` (owner-scoped
@@ -201,8 +268,7 @@ def authenticate(
     signature = found.get(SIGNATURE_HEADER)
     if nonce is None or signature is None:
         raise AuthError(f"{NONCE_HEADER} and {SIGNATURE_HEADER} must be sent together")
-    return verify_session(
-        storage,
+    return check_signature(
         settings,
         nonce=nonce,
         signature=signature,
