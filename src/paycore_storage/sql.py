@@ -54,6 +54,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from paycore.domain.records import SessionKey
 from paycore.storage import OutboxSignal, StorageTx
+from paycore.storage.contract import spend_then_read
 from paycore.storage.invoice_read import InvoiceRead, refuse_blocking
 
 from .auth import _SPEND as _SPEND  # bench/auth_bench.py reads the statements from here
@@ -230,10 +231,9 @@ class SqlStorage:
                         if pooled.is_valid:
                             dbapi.autocommit = False
             if self._memory:  # one shared connection: the two calls as they are
-                key = self.spend_nonce(
-                    address, nonce, digest, window=window, strict=strict, now=now
+                return spend_then_read(
+                    self, address, nonce, digest, window=window, strict=strict, now=now, guid=guid
                 )
-                return key, (None if key is None else self.read_invoice(guid))
             with self._pooled() as (pooled, run):
                 dbapi = pooled.dbapi_connection
                 with self._exclusive():

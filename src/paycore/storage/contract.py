@@ -189,6 +189,23 @@ class SpendThenRead(Protocol):
         ...
 
 
+def spend_then_read(
+    storage: Storage,
+    address: str,
+    nonce: int,
+    digest: str,
+    *,
+    window: int,
+    strict: bool = False,
+    now: int,
+    guid: str,
+) -> tuple[SessionKey | None, InvoiceRead | None]:
+    """``SpendThenRead.spend_nonce_then_read`` as the two calls it stands for, one after the
+    other: what a store with no one-round-trip way of its own answers with."""
+    key = storage.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+    return key, (None if key is None else storage.read_invoice(guid))
+
+
 def spend_then_read_of(storage: object) -> SpendThenRead | None:
     """``storage`` when it offers ``spend_nonce_then_read``, else None: optional, so a
     store written before it keeps working (its signed reads make the two calls)."""

@@ -45,7 +45,7 @@ from ..merchant.profile import MerchantProfile
 from ..payouts.records import Payout, PayoutBatch
 from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from ..webhooks.records import DeliveryAttempt, WebhookEndpoint
-from .contract import StorageTx
+from .contract import StorageTx, spend_then_read
 from .idempotency import IdempotentAnswer
 from .invoice_read import InvoiceRead
 from .memory_auth import MemoryAuth
@@ -179,8 +179,9 @@ class MemoryStorage:
         now: int,
         guid: str,
     ) -> tuple[SessionKey | None, InvoiceRead | None]:
-        key = self.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
-        return key, (None if key is None else self.read_invoice(guid))
+        return spend_then_read(
+            self, address, nonce, digest, window=window, strict=strict, now=now, guid=guid
+        )
 
     def read_invoice(self, guid: str) -> InvoiceRead | None:
         with self.transaction() as tx:

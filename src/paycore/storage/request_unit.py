@@ -32,7 +32,7 @@ from contextvars import ContextVar
 import attrs
 
 from ..domain.records import SessionKey
-from .contract import Storage, StorageTx, spend_then_read_of
+from .contract import Storage, StorageTx, spend_then_read, spend_then_read_of
 from .invoice_read import InvoiceRead
 
 
@@ -170,8 +170,9 @@ class RequestUnits:
             return self._spend_then_read.spend_nonce_then_read(
                 address, nonce, digest, window=window, strict=strict, now=now, guid=guid
             )
-        key = self.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
-        return key, (None if key is None else self.read_invoice(guid))
+        return spend_then_read(
+            self, address, nonce, digest, window=window, strict=strict, now=now, guid=guid
+        )
 
     def read_invoice(self, guid: str) -> InvoiceRead | None:
         """Outside a unit the store's own one-statement read; inside one, the same read
