@@ -9,7 +9,7 @@ from ..domain.records import Json, Transaction
 from ..domain.tokens import normalize_address
 from ..errors import InvalidInput
 from ..gateway import INVOICE_PAGE_MAX
-from .http import Response, json_array_stream, json_response
+from .http import Response, json_array_stream
 from .requests import (
     ChallengeRequest,
     CreateInvoice,
@@ -22,13 +22,15 @@ from .routing import Call
 
 
 def create_invoice(call: Call) -> Any:
+    """The invoice as a JSON record, which the dispatcher encodes (201, the route's status)
+    once the request's transaction has committed, not inside it."""
     gw = call.gateway
     request = call.read(CreateInvoice)
     owner = call.owner_scope(request.owner)
     if gw.settings.pow_difficulty > 0:
         gw.pow.verify(challenge=request.challenge, nonce=request.nonce, address=owner)
     invoice = gw.create_invoice(owner, request, checkout_url=call.checkout_url())
-    return json_response(gw.invoice_wire(invoice), 201)
+    return gw.invoice_wire(invoice)
 
 
 def invoice_challenge(call: Call) -> Json:
