@@ -26,6 +26,17 @@ against three servers:
   read the floor is the same framework answering from one indexed ``SELECT`` of the
   invoice's row on the same driver, autocommitted.
 
+The floor runs sync handlers in the framework's thread pool, as paycore's do. Issue 30 asks
+for the floor at the libraries' best, so for Litestar on PostgreSQL the bench also starts
+``bare_app.py --floor-async`` -- the same work with psycopg's ``AsyncConnection`` awaited in
+async handlers, no thread hop -- measures it as one more side, interleaved, with the same
+client and repetitions (its signed sides share the sync floor's nonce counters: both spend
+into one table), and keeps, kind by kind, the faster median as ``floor`` (and as
+``floor_with_read``). Those lines print both figures and the one kept
+(``floor_sync_req_per_s``, ``floor_async_req_per_s``, ``floor_kept``; with the
+``floor_with_read_`` prefix for the fuller floor). SQLite has no async driver and Flask no
+event loop of its own: there only the sync floor runs (``floor_kept``: ``sync``).
+
 The load client is ``--clients`` processes, each on one keep-alive connection, sending
 prepared request bytes and reading the answers with a minimal HTTP/1.1 reader (no HTTP
 library in the loop). To show it is not the limit, the bench also runs the bare GET with
