@@ -21,9 +21,16 @@ ratio paycore / ceiling is what paycore itself costs on that server.
   trips, no write lock), then the same bytes. ``GET /paycore/read/invoice/{guid}`` on the
   floor app is the signed GET's fuller floor: the nonce spent as above, then that same
   ``SELECT`` of the invoice it answers (a signed read has to read what it returns).
+- ``floor --floor-async`` (Litestar on PostgreSQL only): the same work at the libraries'
+  best on an async framework -- psycopg's ``AsyncConnection`` (autocommit) awaited in async
+  handlers, from a small per-event-loop list of idle connections, no thread hop; the key
+  recovery stays inline in the handler. ``http_bench.py`` measures it next to the sync
+  floor and keeps the faster as the floor (issue 30). SQLite has no async driver (aiosqlite
+  runs sqlite3 in a thread, the hop the sync floor already makes), and Flask has no event
+  loop of its own, so there the sync floor is the only one.
 
     python bench/bare_app.py --framework litestar --port 8001 --bodies bodies.json \\
-        [--floor DATABASE_URL]
+        [--floor DATABASE_URL [--floor-async]]
 
 ``bodies.json``: ``{"get": "<GET /paycore/invoice/{guid} answer>", "post": "<POST
 /paycore/invoice answer>"}``. Without ``--floor`` the app is ``bare``.
@@ -32,12 +39,14 @@ ratio paycore / ceiling is what paycore itself costs on that server.
 # No ``from __future__ import annotations``: Litestar reads the handlers' annotations, and
 # the framework is imported inside the factory, so they must be evaluated where defined.
 import argparse
+import asyncio
 import contextlib
 import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -55,6 +64,25 @@ FLOOR_TABLES = (
 
 
 # -- the floor: one signature recovery and one durable write -----------------------------------
+def recover(headers: Mapping[str, str], signed: bytes) -> tuple[str, int] | None:
+    """The session key's address and the nonce it signed over ``signed``: the CPU half of a
+    signed request, the same for both floors; None without the session headers."""
+    nonce, signature = headers.get("x-session-nonce"), headers.get("x-session-signature")
+    if not nonce or not signature:
+        return None
+    text = f"sess:{nonce}:{hashlib.sha256(signed).hexdigest()}".encode()
+    digest = keccak.new(
+        data=b"\x19Ethereum Signed Message:\n" + str(len(text)).encode() + text,
+        digest_bits=256,
+    ).digest()
+    raw = bytes.fromhex(signature[2:])
+    key = PublicKey.from_signature_and_message(
+        raw[:64] + bytes((raw[64] - 27,)), digest, hasher=None
+    )
+    point = key.format(compressed=False)[1:]
+    return "0x" + keccak.new(data=point, digest_bits=256).digest()[-20:].hex(), int(nonce)
+
+
 class Floor:
     """Per-thread connections to the bench's database, in autocommit: a statement is its own
     durable transaction. SQLite's writers queue on a lock of this process, as paycore's do."""
@@ -90,21 +118,9 @@ class Floor:
     def spend(self, headers: Mapping[str, str], signed: bytes, body: bytes | None) -> bool:
         """Verify the session signature over ``signed`` and spend its nonce (storing
         ``body`` with it); False for a bad signature or a replay."""
-        nonce, signature = headers.get("x-session-nonce"), headers.get("x-session-signature")
-        if not nonce or not signature:
+        params = recover(headers, signed)
+        if params is None:
             return False
-        text = f"sess:{nonce}:{hashlib.sha256(signed).hexdigest()}".encode()
-        digest = keccak.new(
-            data=b"\x19Ethereum Signed Message:\n" + str(len(text)).encode() + text,
-            digest_bits=256,
-        ).digest()
-        raw = bytes.fromhex(signature[2:])
-        key = PublicKey.from_signature_and_message(
-            raw[:64] + bytes((raw[64] - 27,)), digest, hasher=None
-        )
-        point = key.format(compressed=False)[1:]
-        address = "0x" + keccak.new(data=point, digest_bits=256).digest()[-20:].hex()
-        params = (address, int(nonce))
         connection = self._connection()
         placeholders = "?, ?" if self._sqlite else "%s, %s"
         insert = f"INSERT INTO bench_floor_nonces (address, nonce) VALUES ({placeholders})"
@@ -144,11 +160,113 @@ class Floor:
         return row is not None
 
 
+class AsyncFloor:
+    """The PostgreSQL floor with psycopg's ``AsyncConnection`` (autocommit) awaited in async
+    handlers on the event loop: no thread hop. The same statements as ``Floor``'s; each
+    event loop keeps a list of idle connections, takes one per request (opening a new one
+    when none is idle, so there are as many as requests in flight) and puts it back after.
+    The key recovery (``recover``) runs inline in the handler, on the loop."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        if url.startswith("sqlite"):
+            raise ValueError("the async floor is PostgreSQL's: SQLite has no async driver")
+        self._dsn = url.replace("postgresql+psycopg://", "postgresql://")
+        self._idle: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+        with psycopg.connect(self._dsn, autocommit=True) as connection:
+            for statement in FLOOR_TABLES:
+                connection.execute(statement)
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        from psycopg import AsyncConnection
+        from psycopg.pq import TransactionStatus
+
+        idle = self._idle.setdefault(asyncio.get_running_loop(), [])
+        connection = idle.pop() if idle else None
+        if connection is None:
+            connection = await AsyncConnection.connect(self._dsn, autocommit=True)
+        try:
+            yield connection
+        finally:  # back to the list unless a failure (or a cancel) left it mid-statement
+            if connection.info.transaction_status == TransactionStatus.IDLE:
+                idle.append(connection)
+            else:
+                await connection.close()
+
+    async def spend(self, headers: Mapping[str, str], signed: bytes, body: bytes | None) -> bool:
+        """``Floor.spend`` on the event loop: the recovery inline, the statements awaited."""
+        from psycopg.errors import UniqueViolation
+
+        params = recover(headers, signed)
+        if params is None:
+            return False
+        insert = "INSERT INTO bench_floor_nonces (address, nonce) VALUES (%s, %s)"
+        try:
+            async with self._connection() as connection:
+                if body is None:
+                    await connection.execute(insert, params)
+                else:
+                    async with connection.transaction():
+                        await connection.execute(insert, params)
+                        await connection.execute(
+                            "INSERT INTO bench_floor_docs VALUES (%s)", (body.decode(),)
+                        )
+        except UniqueViolation:  # the primary key refused a replay
+            return False
+        return True
+
+    async def read(self, guid: str) -> bool:
+        """``Floor.read`` on the event loop: one autocommitted, indexed ``SELECT``."""
+        async with self._connection() as connection:
+            cursor = await connection.execute(
+                "SELECT * FROM paycore_invoices WHERE guid = %s", (guid,)
+            )
+            return await cursor.fetchone() is not None
+
+
 # -- the apps ----------------------------------------------------------------------------------
-def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> Any:
+def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | AsyncFloor | None") -> Any:
     from litestar import Litestar, Request, Response, get, post
 
-    if floor is None:
+    def target(request: Request[Any, Any, Any]) -> bytes:  # what a signed GET signed
+        query = request.scope["query_string"]
+        return request.scope["raw_path"] + (b"?" + query if query else b"")
+
+    if isinstance(floor, AsyncFloor):
+        aspend, alookup = floor.spend, floor.read
+
+        @get(PREFIX + "/invoice/{guid:str}")
+        async def read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
+            if "x-session-signature" not in request.headers:  # public: one SELECT
+                if not await alookup(guid):
+                    return Response(b"not found", status_code=404)
+                if "if-none-match" in request.headers:
+                    return Response(b"", status_code=304)
+                return Response(get_body, media_type="application/json")
+            if not await aspend(request.headers, target(request), None):
+                return Response(b"refused", status_code=401)
+            return Response(get_body, media_type="application/json")
+
+        @get(PREFIX + "/read/invoice/{guid:str}")
+        async def spend_and_read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
+            if not await aspend(request.headers, target(request), None):
+                return Response(b"refused", status_code=401)
+            if not await alookup(guid):
+                return Response(b"not found", status_code=404)
+            return Response(get_body, media_type="application/json")
+
+        @post(PREFIX + "/invoice")
+        async def create(request: Request[Any, Any, Any]) -> Response[bytes]:
+            body = await request.body()
+            if not await aspend(request.headers, body, body):
+                return Response(b"refused", status_code=401)
+            return Response(post_body, media_type="application/json", status_code=201)
+
+    elif floor is None:
 
         @get(PREFIX + "/invoice/{guid:str}")
         async def read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
@@ -172,19 +290,13 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> An
                 if "if-none-match" in request.headers:
                     return Response(b"", status_code=304)
                 return Response(get_body, media_type="application/json")
-            target = request.scope["raw_path"] + (
-                b"?" + request.scope["query_string"] if request.scope["query_string"] else b""
-            )
-            if not spend(request.headers, target, None):
+            if not spend(request.headers, target(request), None):
                 return Response(b"refused", status_code=401)
             return Response(get_body, media_type="application/json")
 
         @get(PREFIX + "/read/invoice/{guid:str}", sync_to_thread=True)
         def spend_and_read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
-            target = request.scope["raw_path"] + (
-                b"?" + request.scope["query_string"] if request.scope["query_string"] else b""
-            )
-            if not spend(request.headers, target, None):
+            if not spend(request.headers, target(request), None):
                 return Response(b"refused", status_code=401)
             if not lookup(guid):
                 return Response(b"not found", status_code=404)
@@ -259,19 +371,27 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--bodies", required=True, help="JSON file with the two answers")
     parser.add_argument("--floor", help="database URL: serve the floor app instead of bare")
+    parser.add_argument(
+        "--floor-async",
+        action="store_true",
+        help="with --floor on PostgreSQL under Litestar: the async driver in async handlers",
+    )
     args = parser.parse_args()
+    if args.floor_async and (
+        args.framework != "litestar" or not args.floor or args.floor.startswith("sqlite")
+    ):
+        parser.error("--floor-async is Litestar's, with a PostgreSQL --floor")
     with open(args.bodies, encoding="utf-8") as file:
         bodies = json.load(file)
     get_body, post_body = bodies["get"].encode(), bodies["post"].encode()
-    factories: dict[str, Callable[[bytes, bytes, Floor | None], Any]] = {
-        "litestar": litestar_app,
-        "flask": flask_app,
-    }
-    factory = factories[args.framework]
 
     def build() -> Any:  # in the worker, after the fork: its own connections
+        if args.floor_async:
+            return litestar_app(get_body, post_body, AsyncFloor(args.floor))
         floor = Floor(args.floor) if args.floor else None
-        return factory(get_body, post_body, floor)
+        if args.framework == "litestar":
+            return litestar_app(get_body, post_body, floor)
+        return flask_app(get_body, post_body, floor)
 
     gunicorn_server(args.framework, build, host="127.0.0.1", port=args.port).run()
 

@@ -26,6 +26,17 @@ against three servers:
   read the floor is the same framework answering from one indexed ``SELECT`` of the
   invoice's row on the same driver, autocommitted.
 
+The floor runs sync handlers in the framework's thread pool, as paycore's do. Issue 30 asks
+for the floor at the libraries' best, so for Litestar on PostgreSQL the bench also starts
+``bare_app.py --floor-async`` -- the same work with psycopg's ``AsyncConnection`` awaited in
+async handlers, no thread hop -- measures it as one more side, interleaved, with the same
+client and repetitions (its signed sides share the sync floor's nonce counters: both spend
+into one table), and keeps, kind by kind, the faster median as ``floor`` (and as
+``floor_with_read``). Those lines print both figures and the one kept
+(``floor_sync_req_per_s``, ``floor_async_req_per_s``, ``floor_kept``; with the
+``floor_with_read_`` prefix for the fuller floor). SQLite has no async driver and Flask no
+event loop of its own: there only the sync floor runs (``floor_kept``: ``sync``).
+
 The load client is ``--clients`` processes, each on one keep-alive connection, sending
 prepared request bytes and reading the answers with a minimal HTTP/1.1 reader (no HTTP
 library in the loop). To show it is not the limit, the bench also runs the bare GET with
@@ -116,6 +127,7 @@ FLOOR_NOTES = {
     "get_read": "floor with the read: key recovery, one durable nonce write, then one "
     "indexed, autocommitted SELECT of the invoice it answers",
 }
+ASYNC_NOTE = " (the async floor: psycopg's AsyncConnection awaited in async handlers)"
 
 
 def _log(text: str) -> None:
@@ -447,6 +459,8 @@ def _bench_pair(
 ) -> list[dict[str, Any]]:
     py = sys.executable
     paycore_port, bare_port, floor_port = _free_port(), _free_port(), _free_port()
+    # The async floor: Litestar on PostgreSQL, where an async driver exists (bare_app.py).
+    floor_async_port = _free_port() if (framework, db) == ("litestar", "postgresql") else None
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")}
     env.update(
         {
@@ -489,30 +503,40 @@ def _bench_pair(
             py, str(HERE / "bare_app.py"), "--framework", framework,
             "--port", str(floor_port), "--bodies", str(bodies), "--floor", url,
         ]  # fmt: skip
+        # Both floors spend nonces of the same keys into the same table: one counter.
         floor_nonces = [1] * (2 * args.clients)
-        with (
-            _process(bare, bare_port, env) as bare_pid,
-            _process(floor, floor_port, env) as floor_pid,
-        ):
+        with contextlib.ExitStack() as stack:
+            bare_pid = stack.enter_context(_process(bare, bare_port, env))
+            floor_pid = stack.enter_context(_process(floor, floor_port, env))
             targets = {
                 "paycore": (paycore_pid, paycore_port, nonces),
                 "bare": (bare_pid, bare_port, None),
                 "floor": (floor_pid, floor_port, floor_nonces),
             }
+            if floor_async_port is not None:
+                floor_async = [*floor, "--floor-async"]
+                floor_async[floor_async.index("--port") + 1] = str(floor_async_port)
+                targets["floor_async"] = (
+                    stack.enter_context(_process(floor_async, floor_async_port, env)),
+                    floor_async_port,
+                    floor_nonces,
+                )
             # warm-up: connections, prepared statements, caches
             for pid, port, signed in targets.values():
                 _load(pid, port, "get", uri, args.clients, 0.5, signed, 200)
             # The signed GET's fuller floor: the nonce, then the invoice's SELECT.
             read_uri = uri.replace(PREFIX + "/invoice/", PREFIX + "/read/invoice/", 1)
-            sides = {**targets, "floor_read": (floor_pid, floor_port, floor_nonces)}
+            sides = {**targets, "floor_read": targets["floor"]}
+            if "floor_async" in targets:
+                sides["floor_async_read"] = targets["floor_async"]
             samples: dict[tuple[str, str], list[dict[str, float]]] = {}
             for rep in range(args.reps):
                 for kind in args.kinds:
                     for side, (pid, port, signed) in sides.items():
-                        if side == "floor_read" and kind != "get":
+                        if side.endswith("_read") and kind != "get":
                             continue
                         path = PREFIX + "/invoice" if kind == "post" else uri
-                        path = read_uri if side == "floor_read" else path
+                        path = read_uri if side.endswith("_read") else path
                         result = _load(
                             pid, port, kind, path, args.clients, args.seconds,
                             signed if SIGNED[kind] else None, EXPECT[kind],
@@ -541,6 +565,17 @@ def _bench_pair(
     def median(kind: str, side: str, field: str) -> float:
         return statistics.median(s[field] for s in samples[(kind, side)])
 
+    def faster(kind: str, side: str, prefix: str) -> tuple[str, dict[str, Any]]:
+        """The floor kept for ``kind`` -- the faster of the sync side and its async twin,
+        when there is one -- and both figures, for the line."""
+        rates = {"sync": median(kind, side, "req_per_s")}
+        twin = side.replace("floor", "floor_async", 1)
+        if (kind, twin) in samples:
+            rates["async"] = median(kind, twin, "req_per_s")
+        kept = max(rates, key=lambda name: rates[name])
+        fields = {f"{prefix}_{name}_req_per_s": round(rate, 1) for name, rate in rates.items()}
+        return (twin if kept == "async" else side), {**fields, f"{prefix}_kept": kept}
+
     for kind in args.kinds:
         ours, ceiling = median(kind, "paycore", "req_per_s"), median(kind, "bare", "req_per_s")
         rows.append(
@@ -557,7 +592,8 @@ def _bench_pair(
                 "client_cpu_ms_per_req": round(median(kind, "paycore", "client_cpu_ms"), 3),
             }
         )
-        floor = median(kind, "floor", "req_per_s")
+        side, both = faster(kind, "floor", "floor")
+        floor = median(kind, side, "req_per_s")
         rows.append(
             {
                 **common,
@@ -568,13 +604,15 @@ def _bench_pair(
                 "ceiling_value": round(floor, 1),
                 "ratio": round(ours / floor, 3),
                 "target": TARGETS[kind],
-                "note": FLOOR_NOTES[kind],
+                "note": FLOOR_NOTES[kind] + ASYNC_NOTE * (side != "floor"),
                 "floor_over_bare": round(floor / ceiling, 3),
-                "floor_server_cpu_ms_per_req": round(median(kind, "floor", "server_cpu_ms"), 3),
+                "floor_server_cpu_ms_per_req": round(median(kind, side, "server_cpu_ms"), 3),
+                **both,
             }
         )
         if kind == "get":
-            fuller = median(kind, "floor_read", "req_per_s")
+            side, both = faster(kind, "floor_read", "floor_with_read")
+            fuller = median(kind, side, "req_per_s")
             rows.append(
                 {
                     **common,
@@ -585,10 +623,11 @@ def _bench_pair(
                     "ceiling_value": round(fuller, 1),
                     "ratio": round(ours / fuller, 3),
                     "target": TARGETS[kind],
-                    "note": FLOOR_NOTES["get_read"],
+                    "note": FLOOR_NOTES["get_read"] + ASYNC_NOTE * (side != "floor_read"),
                     "floor_with_read_server_cpu_ms_per_req": round(
-                        median(kind, "floor_read", "server_cpu_ms"), 3
+                        median(kind, side, "server_cpu_ms"), 3
                     ),
+                    **both,
                 }
             )
     single = median(check, "bare", "req_per_s")
@@ -657,8 +696,8 @@ def main(argv: list[str] | None = None) -> int:
             # count means other work competed with the run and the figures are rough.
             "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             **{p: version(p) for p in ("flask", "litestar", "uvicorn", "gunicorn")},
-            "note": "one gunicorn worker process each (paycore serve, bare, floor), the "
-            "same server settings for all three",
+            "note": "one gunicorn worker process each (paycore serve, bare, floor, and the "
+            "async floor for Litestar on PostgreSQL), the same server settings for all",
             "elapsed_s": round(time.perf_counter() - started, 1),
         }
     )
