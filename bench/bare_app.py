@@ -45,6 +45,8 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
+import uuid
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -61,6 +63,40 @@ FLOOR_TABLES = (
     "(address VARCHAR(42) NOT NULL, nonce BIGINT NOT NULL, PRIMARY KEY (address, nonce))",
     "CREATE TABLE IF NOT EXISTS bench_floor_docs (body TEXT NOT NULL)",
 )
+
+
+#: The floor with the write's copy of paycore's invoice table (``Floor._copy_invoice_table``).
+WRITE_TABLE = "bench_floor_invoices"
+JSON_COLUMNS = frozenset(("accepted_tokens", "data", "payments", "checkout"))
+
+
+def invoice_row(body: bytes, owner: str) -> dict[str, Any]:
+    """The least an invoice's row can be made from a ``POST /invoice`` body: its JSON
+    parsed, a random guid, the times and the columns as given, nothing checked, priced or
+    derived (the deposit address is the body's)."""
+    fields = json.loads(body)
+    now = int(time.time())
+    tokens = fields.get("acceptedTokens") or ["1:0x0000000000000000000000000000000000000000"]
+    description = str(fields.get("description", ""))
+    return {
+        "guid": str(uuid.uuid4()),
+        "created_at": now,
+        "deadline": now + int(fields.get("deadlineSecs", 3600)),
+        "status": "init",
+        "value": str(fields.get("value", "0")),
+        "token": tokens[0].split(":", 1)[-1],
+        "chain_id": int(fields.get("chainId", 1)),
+        "description": description,
+        "address": str(fields.get("address", "")),
+        "owner": owner,
+        "accepted_tokens": json.dumps(tokens),
+        "data": json.dumps(fields.get("data", {})),
+        "paid_amount": "0",
+        "payments": "[]",
+        "vs_currency": str(fields.get("vsCurrency", "usd")),
+        "checkout": json.dumps({}),
+        "search_text": description.lower(),
+    }
 
 
 # -- the floor: one signature recovery and one durable write -----------------------------------
@@ -95,6 +131,31 @@ class Floor:
         with self._locked():
             for statement in FLOOR_TABLES:
                 self._connection().execute(statement)
+            self._copy_invoice_table()
+
+    def _copy_invoice_table(self) -> None:
+        """``bench_floor_invoices``: paycore's invoice table as the database has it -- its
+        columns and its B-tree indexes -- without the text search's index (a GIN trigram
+        index on PostgreSQL, FTS5 triggers on SQLite), which a shop could do without."""
+        connection = self._connection()
+        if self._sqlite:
+            found = connection.execute(
+                "SELECT type, sql FROM sqlite_master WHERE tbl_name = 'paycore_invoices' "
+                "AND type IN ('table', 'index') AND sql IS NOT NULL ORDER BY type = 'index'"
+            ).fetchall()
+            for kind, sql in found:
+                word = "TABLE " if kind == "table" else "INDEX "
+                copy = sql.replace("paycore_invoices", WRITE_TABLE)
+                connection.execute(copy.replace(word, word + "IF NOT EXISTS ", 1))
+            return
+        connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {WRITE_TABLE} (LIKE paycore_invoices INCLUDING ALL)"
+        )
+        for (name,) in connection.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef ILIKE %s",
+            (WRITE_TABLE, "%USING gin%"),
+        ).fetchall():
+            connection.execute(f'DROP INDEX IF EXISTS "{name}"')
 
     def _connection(self) -> Any:
         found = getattr(self._local, "connection", None)
@@ -115,12 +176,17 @@ class Floor:
     def _locked(self) -> Any:
         return self._write_lock or contextlib.nullcontext()
 
-    def spend(self, headers: Mapping[str, str], signed: bytes, body: bytes | None) -> bool:
+    def spend(
+        self, headers: Mapping[str, str], signed: bytes, body: bytes | None, invoice: bool = False
+    ) -> bool:
         """Verify the session signature over ``signed`` and spend its nonce (storing
-        ``body`` with it); False for a bad signature or a replay."""
+        ``body`` with it: as it is, or with ``invoice`` as an invoice's row, see
+        :func:`invoice_row`); False for a bad signature or a replay."""
         params = recover(headers, signed)
         if params is None:
             return False
+        if body is not None and invoice:
+            return self._spend_and_write(params, body)
         connection = self._connection()
         placeholders = "?, ?" if self._sqlite else "%s, %s"
         insert = f"INSERT INTO bench_floor_nonces (address, nonce) VALUES ({placeholders})"
@@ -143,6 +209,40 @@ class Floor:
                         connection.execute(
                             "INSERT INTO bench_floor_docs VALUES (%s)", (body.decode(),)
                         )
+        except Exception as error:  # the primary key refused a replay
+            if "unique" in str(error).lower() or "duplicate" in str(error).lower():
+                return False
+            raise
+        return True
+
+    def _spend_and_write(self, params: tuple[str, int], body: bytes) -> bool:
+        """The nonce and the invoice's row in one durable transaction."""
+        connection = self._connection()
+        row = invoice_row(body, params[0])
+        if self._sqlite:
+            nonce = "INSERT INTO bench_floor_nonces (address, nonce) VALUES (?, ?)"
+            write = (
+                f"INSERT INTO {WRITE_TABLE} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
+            )
+        else:
+            nonce = "INSERT INTO bench_floor_nonces (address, nonce) VALUES (%s, %s)"
+            values = ", ".join("%s::json" if name in JSON_COLUMNS else "%s" for name in row)
+            write = f"INSERT INTO {WRITE_TABLE} ({', '.join(row)}) VALUES ({values})"
+        try:
+            with self._locked():
+                if self._sqlite:
+                    connection.execute("BEGIN IMMEDIATE")
+                    try:
+                        connection.execute(nonce, params)
+                        connection.execute(write, tuple(row.values()))
+                        connection.execute("COMMIT")
+                    except BaseException:
+                        connection.execute("ROLLBACK")
+                        raise
+                else:
+                    with connection.transaction():
+                        connection.execute(nonce, params)
+                        connection.execute(write, tuple(row.values()))
         except Exception as error:  # the primary key refused a replay
             if "unique" in str(error).lower() or "duplicate" in str(error).lower():
                 return False
@@ -311,11 +411,22 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | AsyncFloor |
                 return Response(b"refused", status_code=401)
             return Response(post_body, media_type="application/json", status_code=201)
 
+        @post(PREFIX + "/write/invoice")
+        async def spend_and_write(request: Request[Any, Any, Any]) -> Response[bytes]:
+            from anyio import to_thread
+
+            body = await request.body()
+            if not await to_thread.run_sync(spend, request.headers, body, body, True):
+                return Response(b"refused", status_code=401)
+            return Response(post_body, media_type="application/json", status_code=201)
+
     @get("/health")
     async def health() -> dict[str, bool]:
         return {"ok": True}
 
     handlers = [read, create, health] + ([spend_and_read] if floor is not None else [])
+    if isinstance(floor, Floor):
+        handlers.append(spend_and_write)
     return Litestar(handlers, openapi_config=None, logging_config=None)
 
 
@@ -324,12 +435,12 @@ def flask_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> Any:
 
     app = Flask("bare")
 
-    def signed(body: bytes | None) -> bool:
+    def signed(body: bytes | None, invoice: bool = False) -> bool:
         if floor is None:
             return True
         target = request.environ.get("RAW_URI") or request.full_path.rstrip("?")
         covered = body if body is not None else target.encode("latin-1")
-        return floor.spend(request.headers, covered, body)
+        return floor.spend(request.headers, covered, body, invoice)
 
     @app.get(PREFIX + "/invoice/<guid>")
     def read(guid: str) -> Response:
@@ -355,6 +466,12 @@ def flask_app(get_body: bytes, post_body: bytes, floor: "Floor | None") -> Any:
     def create() -> Response:
         body = request.get_data()
         if not signed(body):
+            return Response(b"refused", status=401)
+        return Response(post_body, status=201, mimetype="application/json")
+
+    @app.post(PREFIX + "/write/invoice")
+    def spend_and_write() -> Response:
+        if not signed(request.get_data(), invoice=True):
             return Response(b"refused", status=401)
         return Response(post_body, status=201, mimetype="application/json")
 

@@ -22,7 +22,11 @@ against three servers:
   recorded by one durable statement (and the POST's body in the same transaction), then the
   same bytes (see ``bare_app.py``). It gets fresh nonces as paycore does. The signed GET
   is also measured against ``floor_with_read``: the same, then the public read's ``SELECT``
-  of the invoice it answers, which a signed read cannot skip. For the public
+  of the invoice it answers, which a signed read cannot skip; the POST against
+  ``floor_with_write``: the nonce and the invoice's own row in one transaction, into a copy
+  of paycore's invoice table with its B-tree indexes (not the text search's), the row made
+  from the body with nothing checked, priced or derived -- what a store of invoices that
+  can be listed by owner, address, status and deadline cannot skip. For the public
   read the floor is the same framework answering from one indexed ``SELECT`` of the
   invoice's row on the same driver, autocommitted.
 
@@ -126,6 +130,9 @@ FLOOR_NOTES = {
     "poll": "floor: the same SELECT, then 304 with no body",
     "get_read": "floor with the read: key recovery, one durable nonce write, then one "
     "indexed, autocommitted SELECT of the invoice it answers",
+    "post_write": "floor with the write: key recovery, then the nonce and the invoice's row "
+    "(its JSON body parsed, a random guid) in one durable transaction, into a copy of "
+    "paycore's invoice table with its B-tree indexes",
 }
 ASYNC_NOTE = " (the async floor: psycopg's AsyncConnection awaited in async handlers)"
 
@@ -526,7 +533,7 @@ def _bench_pair(
                 _load(pid, port, "get", uri, args.clients, 0.5, signed, 200)
             # The signed GET's fuller floor: the nonce, then the invoice's SELECT.
             read_uri = uri.replace(PREFIX + "/invoice/", PREFIX + "/read/invoice/", 1)
-            sides = {**targets, "floor_read": targets["floor"]}
+            sides = {**targets, "floor_read": targets["floor"], "floor_write": targets["floor"]}
             if "floor_async" in targets:
                 sides["floor_async_read"] = targets["floor_async"]
             samples: dict[tuple[str, str], list[dict[str, float]]] = {}
@@ -535,8 +542,11 @@ def _bench_pair(
                     for side, (pid, port, signed) in sides.items():
                         if side.endswith("_read") and kind != "get":
                             continue
+                        if side.endswith("_write") and kind != "post":
+                            continue
                         path = PREFIX + "/invoice" if kind == "post" else uri
                         path = read_uri if side.endswith("_read") else path
+                        path = PREFIX + "/write/invoice" if side.endswith("_write") else path
                         result = _load(
                             pid, port, kind, path, args.clients, args.seconds,
                             signed if SIGNED[kind] else None, EXPECT[kind],
@@ -610,6 +620,24 @@ def _bench_pair(
                 **both,
             }
         )
+        if kind == "post":
+            fuller = median(kind, "floor_write", "req_per_s")
+            rows.append(
+                {
+                    **common,
+                    "endpoint": ENDPOINTS[kind],
+                    "figure": "req_per_s",
+                    "value": round(ours, 1),
+                    "ceiling": "floor_with_write_req_per_s",
+                    "ceiling_value": round(fuller, 1),
+                    "ratio": round(ours / fuller, 3),
+                    "target": TARGETS[kind],
+                    "note": FLOOR_NOTES["post_write"],
+                    "floor_with_write_server_cpu_ms_per_req": round(
+                        median(kind, "floor_write", "server_cpu_ms"), 3
+                    ),
+                }
+            )
         if kind == "get":
             side, both = faster(kind, "floor_read", "floor_with_read")
             fuller = median(kind, side, "req_per_s")
