@@ -20,8 +20,10 @@ from sqlalchemy.exc import DBAPIError
 
 import paycore.plugins.hookspecs
 from paycore.config import Settings
+from paycore.domain.records import SessionKey
 from paycore.testing.storage_records import OWNER, invoice
 from paycore_storage import SqlStorage, migrate
+from paycore_storage.auth import _SPEND
 from paycore_storage.engine import database_url, handles, make_engine
 from paycore_storage.migrations import VERSION_TABLE, alembic_config
 from paycore_storage.tables import SEARCH_TEXT_FTS, SEARCH_TEXT_INDEX, metadata
@@ -301,6 +303,69 @@ def test_sqlite_transactions_take_the_write_lock_up_front(sqlite_storage: SqlSto
         for future in [pool.submit(first), pool.submit(second)]:
             future.result()
     assert order == ["first ends", "second begins"]
+
+
+def _spend_key(store: SqlStorage, address: str) -> None:
+    with store.transaction() as tx:
+        tx.put_session_key(
+            SessionKey(address=address, public_key="0x04" + "ab" * 64, owner=OWNER,
+                       registered_at=1, expires_at=2**40)
+        )  # fmt: skip
+
+
+def test_a_sqlite_file_spends_nonces_on_one_held_connection(sqlite_storage: SqlStorage) -> None:
+    """The spend keeps its connection between calls (no pool checkout each time), on any
+    thread, and gives it back on close; a replay still changes nothing."""
+    address = "0x" + "11" * 20
+    _spend_key(sqlite_storage, address)
+    spend = sqlite_storage.spend_nonce
+    assert spend(address, 5, "aa", window=10, now=1) is not None
+    pool = sqlite_storage.engine.pool
+    held = pool.checkedout()  # type: ignore[attr-defined]
+    assert held == 1
+    with ThreadPoolExecutor(max_workers=4) as threads:
+        spent = list(threads.map(lambda n: spend(address, n, "bb", window=10, now=1), range(6, 30)))
+    assert all(key is not None for key in spent)
+    assert pool.checkedout() == held  # type: ignore[attr-defined]
+    assert spend(address, 29, "bb", window=10, now=1) is None  # the replay
+    assert spend(address, 19, "cc", window=10, now=1) is None  # out of the window
+    with sqlite_storage.transaction() as tx:
+        key = tx.get_session_key(address)
+    assert key is not None and key.last_seen_nonce == 29
+    sqlite_storage.close()
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+def test_a_failed_sqlite_spend_gives_its_connection_back(
+    sqlite_storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error inside the spend's transaction leaves nothing open on the held connection:
+    it goes back to the pool (which rolls it back), and the next spend works."""
+    address = "0x" + "22" * 20
+    _spend_key(sqlite_storage, address)
+    assert sqlite_storage.spend_nonce(address, 1, "aa", window=10, now=1) is not None
+    with monkeypatch.context() as patch:
+        patch.setitem(_SPEND, (False, False), ("SELECT * FROM no_such_table",) * 3)
+        with pytest.raises(DBAPIError):
+            sqlite_storage.spend_nonce(address, 2, "aa", window=10, now=1)
+    assert sqlite_storage.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    assert sqlite_storage.spend_nonce(address, 2, "aa", window=10, now=1) is not None
+
+
+def test_a_forked_process_does_not_spend_on_its_parents_connection(
+    sqlite_storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's connections must not cross a fork: a process other than the one that
+    checked the held connection out checks out its own."""
+    address = "0x" + "33" * 20
+    _spend_key(sqlite_storage, address)
+    assert sqlite_storage.spend_nonce(address, 1, "aa", window=10, now=1) is not None
+    parents = sqlite_storage._writer
+    assert parents is not None
+    monkeypatch.setattr("paycore_storage.sql.os.getpid", lambda: parents[2] + 1)
+    assert sqlite_storage.spend_nonce(address, 2, "aa", window=10, now=1) is not None
+    childs = sqlite_storage._writer
+    assert childs is not None and childs[0].dbapi_connection is not parents[0].dbapi_connection
 
 
 def test_in_memory_sqlite_is_one_database_for_every_thread() -> None:
