@@ -121,10 +121,12 @@ class SqlStorage:
         #: Whether ``outbox_signal`` has anything to offer: not for an in-memory database.
         self._memory = is_memory_sqlite(self.url)
         self.has_outbox_signal = not self._memory
-        #: The spending connection (``_held``), kept out of the pool between spends, with
-        #: its runner and the process that checked it out; on PostgreSQL taken by one
-        #: spend at a time, through ``_held_lock`` (a busy one sends the others to the pool).
-        self._writer: tuple[PoolProxiedConnection, _Run, int] | None = None
+        #: The spending connection (``_held``) of each process, by its id, kept out of the
+        #: pool between spends, with its runner; on PostgreSQL taken by one spend at a
+        #: time, through ``_held_lock`` (a busy one sends the others to the pool). A forked
+        #: child keeps its parent's entry untouched: dropping it would let the garbage
+        #: collector close the parent's connection from the child.
+        self._writers: dict[int, tuple[PoolProxiedConnection, _Run]] = {}
         self._held_lock = threading.Lock()
         #: Only where the pool can spare the connection: never its one and only.
         self._may_hold = not self._memory and _spares_one(self.engine.pool)
@@ -342,13 +344,13 @@ class SqlStorage:
         checked as a checkout checks a pooled one (the server may have closed it). A
         process forked after the first spend does not share its parent's connection: it
         checks out its own."""
-        held = self._writer
-        if held is not None and held[2] == os.getpid():
+        held = self._writers.get(os.getpid())
+        if held is not None:
             pooled = held[0]
             if pooled.is_valid and not (
                 self._postgres and closed_by_server(pooled.dbapi_connection)
             ):
-                return pooled, held[1]
+                return held
             if pooled.is_valid:
                 pooled.invalidate()  # closed by the server: the pool discards it
             self._release_writer()
@@ -361,15 +363,15 @@ class SqlStorage:
                 pooled.close()
                 raise
         run = connection_runner(self.engine.dialect, dbapi, pooled.invalidate)
-        self._writer = (pooled, run, os.getpid())
+        self._writers[os.getpid()] = (pooled, run)
         return pooled, run
 
     def _release_writer(self) -> None:
         """The held connection back to the pool (which resets it, or discards it when it
         was invalidated), if this process holds one; out of autocommit on PostgreSQL, as
         every pooled connection is."""
-        held, self._writer = self._writer, None
-        if held is None or held[2] != os.getpid():
+        held = self._writers.pop(os.getpid(), None)
+        if held is None:
             return
         pooled = held[0]
         try:

@@ -3,6 +3,7 @@ PostgreSQL's late-commit event order."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -363,12 +364,13 @@ def test_a_forked_process_does_not_spend_on_its_parents_connection(
     address = "0x" + "33" * 20
     _spend_key(sqlite_storage, address)
     assert sqlite_storage.spend_nonce(address, 1, "aa", window=10, now=1) is not None
-    parents = sqlite_storage._writer
-    assert parents is not None
-    monkeypatch.setattr("paycore_storage.sql.os.getpid", lambda: parents[2] + 1)
+    parent = os.getpid()
+    parents = sqlite_storage._writers[parent]
+    monkeypatch.setattr("paycore_storage.sql.os.getpid", lambda: parent + 1)
     assert sqlite_storage.spend_nonce(address, 2, "aa", window=10, now=1) is not None
-    childs = sqlite_storage._writer
-    assert childs is not None and childs[0].dbapi_connection is not parents[0].dbapi_connection
+    childs = sqlite_storage._writers[parent + 1]
+    assert childs[0].dbapi_connection is not parents[0].dbapi_connection
+    assert sqlite_storage._writers[parent] is parents  # kept, never closed by the child
 
 
 @BOTH
@@ -398,8 +400,7 @@ def test_a_held_connection_the_server_closed_is_replaced(sql_url: URL) -> None:
         address = "0x" + "55" * 20
         _spend_key(store, address)
         assert store.spend_nonce(address, 1, "aa", window=10, now=1) is not None
-        assert store._writer is not None
-        backend = store._writer[0].dbapi_connection.info.backend_pid  # type: ignore[union-attr]
+        backend = store._writers[os.getpid()][0].dbapi_connection.info.backend_pid  # type: ignore[union-attr]
         with admin.connect() as connection:
             connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
         deadline = time.monotonic() + 10
@@ -410,8 +411,7 @@ def test_a_held_connection_the_server_closed_is_replaced(sql_url: URL) -> None:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
         assert store.spend_nonce(address, 2, "aa", window=10, now=1) is not None
-        assert store._writer is not None
-        assert store._writer[0].dbapi_connection.info.backend_pid != backend  # type: ignore[union-attr]
+        assert store._writers[os.getpid()][0].dbapi_connection.info.backend_pid != backend  # type: ignore[union-attr]
     finally:
         admin.dispose()
         store.close()
