@@ -6,8 +6,11 @@ nothing can record a spent nonce faster than the database commits one single-sta
 write. This bench measures paycore's verification and both ceilings in the same run, on a
 SQLite file and on PostgreSQL, interleaved repetition by repetition, and prints medians:
 
-- ``verify``: ``paycore.auth.authenticate`` on ``paycore_storage.SqlStorage`` (window mode,
-  the default), one pre-signed request with a fresh nonce per call, each on its own;
+- ``verify``: ``paycore.auth.authenticate`` on ``paycore_storage.SqlStorage`` with the
+  default ``Settings()``: nonce mode ``window`` (``Settings.nonce_mode``, the default, with
+  the default ``nonce_window``; the bench refuses to run otherwise) and ``auth_mode``
+  ``strict`` (which only says that owner-scoped calls must be signed: every request here
+  is). One pre-signed request with a fresh nonce per call, each on its own;
 - ``raw_recover``: coincurve's recovery of the same signatures (the CPU ceiling);
 - ``raw_write``: ``UPDATE bench_raw SET n = n + 1 WHERE id = 1`` committed, through the
   same driver (sqlite3 / psycopg) on the same database: the statement in autocommit mode,
@@ -23,9 +26,10 @@ SQLite file and on PostgreSQL, interleaved repetition by repetition, and prints 
 
 Both databases keep their durable defaults (SQLite: WAL, synchronous=FULL; PostgreSQL:
 fsync and synchronous_commit as the server has them, printed). The figure to compare across
-machines is ``auth_overhead_ms`` (a verification minus a recovery) over ``raw_write_ms``:
-the target is at most 1.5. Each line of stdout is one JSON object
-(figure, value, ceiling, ratio); progress goes to stderr.
+machines is ``auth_overhead_ms`` (a verification minus a recovery) over ``raw_spend_ms``:
+the target is at most 1.2 (issue 30, window mode; over ``raw_write_ms``, at most 1.5). Each
+line of stdout is one JSON object (figure, value, ceiling, ratio, nonce mode); progress goes
+to stderr.
 
     python bench/auth_bench.py [--requests 400] [--reps 3] [--postgres URL] [--only sqlite]
 
@@ -79,6 +83,8 @@ RAW_TABLE = "CREATE TABLE bench_raw (id INTEGER PRIMARY KEY, n BIGINT NOT NULL)"
 RAW_UPDATE = "UPDATE bench_raw SET n = n + 1 WHERE id = 1"
 #: Requests per case between switches to the next case.
 CHUNK = 20
+#: auth_overhead_ms / ceiling that issue 30 asks for (window mode).
+TARGETS = {"raw_write": "<= 1.5", "raw_spend": "<= 1.2"}
 
 
 def _log(text: str) -> None:
@@ -150,7 +156,11 @@ def _bench_backend(
 ) -> dict[str, float]:
     now = int(time.time())
     storage = SqlStorage(url)
-    settings = Settings(auth_mode="strict")
+    # The defaults: window nonce mode is what the target is about (and what a deployment
+    # runs unless it chose otherwise); say so rather than trust a default to stay put.
+    settings = Settings()
+    if settings.nonce_mode != "window":
+        raise SystemExit(f"auth_bench measures window mode, not {settings.nonce_mode!r}")
     owner = PrivateKey(hashlib.sha256(b"bench-owner").digest())
 
     def register(seed: bytes) -> tuple[PrivateKey, str]:
@@ -256,7 +266,10 @@ def _bench_backend(
 
 
 def _report(name: str, median: dict[str, float], count: int, reps: int) -> None:
-    common = {"bench": "auth", "db": name, "requests": count, "reps": reps, "stat": "median"}
+    common = {
+        "bench": "auth", "db": name, "nonce_mode": Settings().nonce_mode,
+        "requests": count, "reps": reps, "stat": "median",
+    }  # fmt: skip
     verify, recover = median["verify"], median["raw_recover"]
     _emit(
         {
@@ -278,7 +291,7 @@ def _report(name: str, median: dict[str, float], count: int, reps: int) -> None:
                 "ceiling": f"{ceiling}_ms",
                 "ceiling_value": round(median[ceiling] * 1e3, 3),
                 "ratio": round(overhead / median[ceiling], 2),
-                **({"target": "<= 1.5"} if ceiling == "raw_write" else {}),
+                **({"target": TARGETS[ceiling]} if ceiling in TARGETS else {}),
             }
         )
 

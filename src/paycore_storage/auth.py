@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 from sqlalchemy import Connection, case, delete, func, select, update
 
 from paycore.domain.records import PollToken, PowChallenge, SessionKey
@@ -29,6 +30,10 @@ _KEY_COLUMNS = [c for c in session_keys.c if c.name != "nonce_floor"]
 
 
 _KEY_NAMES = [c.name for c in _KEY_COLUMNS]
+# The spend's RETURNING lists them in this order, which is ``SessionKey``'s field order: a
+# returned row is then the key's positional arguments, with no dict built per request.
+if [field.name for field in attrs.fields(SessionKey)] != _KEY_NAMES:  # not under -O either
+    raise RuntimeError("session_keys' columns and SessionKey's fields are in different orders")
 
 
 #: ``accept_nonce`` is ``spend_nonce`` without the expiry test: every stored key passes it.
@@ -107,7 +112,7 @@ def _on(connection: Connection) -> _Run:
 def _spend_on_postgres(run: _Run, params: Mapping[str, Any], strict: bool) -> SessionKey | None:
     """The one statement, straight to psycopg (see ``prepared``)."""
     rows = run(_SPEND[(True, strict)][0], params)
-    return SessionKey(**dict(zip(_KEY_NAMES, rows[0], strict=True))) if rows else None
+    return SessionKey(*rows[0]) if rows else None
 
 
 def _spend_on_sqlite(run: _Run, params: Mapping[str, Any], strict: bool) -> SessionKey | None:
@@ -119,7 +124,7 @@ def _spend_on_sqlite(run: _Run, params: Mapping[str, Any], strict: bool) -> Sess
         return None
     if not run(record, params):
         return None  # a replay; the caller's rollback undoes the (no-op) advance
-    key = SessionKey(**dict(zip(_KEY_NAMES, rows[0], strict=True)))
+    key = SessionKey(*rows[0])
     if key.last_seen_nonce == params["nonce"]:  # the window moved up: forget what fell out
         bound = key.last_seen_nonce - params["window"]
         run(prune, {"address": key.address, "bound": bound}, fetch=False)

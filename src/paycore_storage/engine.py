@@ -125,8 +125,14 @@ def make_engine(url: str | URL, **options: Any) -> Engine:
 def _drop_if_closed_by_server(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
     """Refuse a pooled connection the server has closed or is closing (see the module
     docstring); SQLAlchemy then discards it and checks out, or opens, another."""
-    if dbapi_connection.closed or _readable(dbapi_connection.fileno()):
+    if closed_by_server(dbapi_connection):
         raise sa_exc.DisconnectionError("the server closed this pooled connection")
+
+
+def closed_by_server(dbapi_connection: Any) -> bool:
+    """Whether the server has closed, or is closing, this psycopg connection: the check a
+    checkout makes, for a connection kept out of the pool (``SqlStorage._held``)."""
+    return bool(dbapi_connection.closed) or _readable(dbapi_connection.fileno())
 
 
 def _readable(fd: int) -> bool:

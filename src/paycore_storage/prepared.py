@@ -204,6 +204,28 @@ def on_dbapi(
         cursor.close()
 
 
+def connection_runner(
+    dialect: Dialect, dbapi: Any, invalidate: Callable[[BaseException], None]
+) -> Callable[..., list[Any]]:
+    """``run(sql, arguments, fetch=True) -> rows`` on one DBAPI connection, made once and
+    kept with it: :func:`on_dbapi` without its cursor of our own to open and close (the
+    connection's ``execute`` opens one in C), errors wrapped and a broken connection
+    retired the same way. ``fetch`` is there for ``_Run``'s signature: a statement that
+    returns no rows fetches an empty list at no cost."""
+
+    def run(sql: str, arguments: Any, fetch: bool = True) -> list[Any]:
+        try:
+            rows: list[Any] = dbapi.execute(sql, arguments).fetchall()
+            return rows
+        except Exception as error:
+            wrapped = _wrapped(error, dialect, dbapi, None, sql, arguments, invalidate)
+            if wrapped is None:
+                raise
+            raise wrapped from error
+
+    return run
+
+
 def _wrapped(
     error: Exception,
     dialect: Dialect,

@@ -3,6 +3,7 @@ PostgreSQL's late-commit event order."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -20,8 +21,10 @@ from sqlalchemy.exc import DBAPIError
 
 import paycore.plugins.hookspecs
 from paycore.config import Settings
+from paycore.domain.records import SessionKey
 from paycore.testing.storage_records import OWNER, invoice
 from paycore_storage import SqlStorage, migrate
+from paycore_storage.auth import _SPEND
 from paycore_storage.engine import database_url, handles, make_engine
 from paycore_storage.migrations import VERSION_TABLE, alembic_config
 from paycore_storage.tables import SEARCH_TEXT_FTS, SEARCH_TEXT_INDEX, metadata
@@ -301,6 +304,117 @@ def test_sqlite_transactions_take_the_write_lock_up_front(sqlite_storage: SqlSto
         for future in [pool.submit(first), pool.submit(second)]:
             future.result()
     assert order == ["first ends", "second begins"]
+
+
+def _spend_key(store: SqlStorage, address: str) -> None:
+    with store.transaction() as tx:
+        tx.put_session_key(
+            SessionKey(address=address, public_key="0x04" + "ab" * 64, owner=OWNER,
+                       registered_at=1, expires_at=2**40)
+        )  # fmt: skip
+
+
+@BOTH
+def test_nonces_are_spent_on_one_held_connection(sql_url: URL) -> None:
+    """The spend keeps its connection between calls (no pool checkout each time), on any
+    thread (on PostgreSQL a spend that finds it busy takes a pooled one), and gives it back
+    on close; a replay still changes nothing."""
+    store = SqlStorage(sql_url)
+    address = "0x" + "11" * 20
+    _spend_key(store, address)
+    spend = store.spend_nonce
+    assert spend(address, 5, "aa", window=10, now=1) is not None
+    pool = store.engine.pool
+    held = pool.checkedout()  # type: ignore[attr-defined]
+    assert held == 1
+    with ThreadPoolExecutor(max_workers=4) as threads:
+        spent = list(threads.map(lambda n: spend(address, n, "bb", window=30, now=1), range(6, 30)))
+    assert all(key is not None for key in spent)
+    assert pool.checkedout() == held  # type: ignore[attr-defined]
+    assert spend(address, 29, "bb", window=10, now=1) is None  # the replay
+    assert spend(address, 19, "cc", window=10, now=1) is None  # out of the window
+    with store.transaction() as tx:
+        key = tx.get_session_key(address)
+    assert key is not None and key.last_seen_nonce == 29
+    store.close()
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+def test_a_failed_sqlite_spend_gives_its_connection_back(
+    sqlite_storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error inside the spend's transaction leaves nothing open on the held connection:
+    it goes back to the pool (which rolls it back), and the next spend works."""
+    address = "0x" + "22" * 20
+    _spend_key(sqlite_storage, address)
+    assert sqlite_storage.spend_nonce(address, 1, "aa", window=10, now=1) is not None
+    with monkeypatch.context() as patch:
+        patch.setitem(_SPEND, (False, False), ("SELECT * FROM no_such_table",) * 3)
+        with pytest.raises(DBAPIError):
+            sqlite_storage.spend_nonce(address, 2, "aa", window=10, now=1)
+    assert sqlite_storage.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    assert sqlite_storage.spend_nonce(address, 2, "aa", window=10, now=1) is not None
+
+
+def test_a_forked_process_does_not_spend_on_its_parents_connection(
+    sqlite_storage: SqlStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's connections must not cross a fork: a process other than the one that
+    checked the held connection out checks out its own."""
+    address = "0x" + "33" * 20
+    _spend_key(sqlite_storage, address)
+    assert sqlite_storage.spend_nonce(address, 1, "aa", window=10, now=1) is not None
+    parent = os.getpid()
+    parents = sqlite_storage._writers[parent]
+    monkeypatch.setattr("paycore_storage.sql.os.getpid", lambda: parent + 1)
+    assert sqlite_storage.spend_nonce(address, 2, "aa", window=10, now=1) is not None
+    childs = sqlite_storage._writers[parent + 1]
+    assert childs[0].dbapi_connection is not parents[0].dbapi_connection
+    assert sqlite_storage._writers[parent] is parents  # kept, never closed by the child
+
+
+@BOTH
+def test_a_pool_of_one_is_not_kept_for_spending(sql_url: URL) -> None:
+    """With one pooled connection only, spending a nonce keeps none: a transaction after it
+    still finds the pool's connection (it would wait out the pool's timeout otherwise)."""
+    store = SqlStorage(sql_url, pool_size=1, max_overflow=0, pool_timeout=2)
+    try:
+        address = "0x" + "44" * 20
+        _spend_key(store, address)
+        assert store.spend_nonce(address, 1, "aa", window=10, now=1) is not None
+        assert store.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+        with store.transaction() as tx:
+            key = tx.get_session_key(address)
+        assert key is not None and key.last_seen_nonce == 1
+    finally:
+        store.close()
+
+
+@POSTGRES_ONLY
+def test_a_held_connection_the_server_closed_is_replaced(sql_url: URL) -> None:
+    """The held spending connection is checked before each use as a pooled one is at
+    checkout: when the server ended its backend, the next spend takes another."""
+    store = SqlStorage(sql_url)
+    admin = create_engine(sql_url, isolation_level="AUTOCOMMIT")
+    try:
+        address = "0x" + "55" * 20
+        _spend_key(store, address)
+        assert store.spend_nonce(address, 1, "aa", window=10, now=1) is not None
+        backend = store._writers[os.getpid()][0].dbapi_connection.info.backend_pid  # type: ignore[union-attr]
+        with admin.connect() as connection:
+            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+        deadline = time.monotonic() + 10
+        with admin.connect() as connection:
+            while connection.execute(
+                text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": backend}
+            ).scalar_one():
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        assert store.spend_nonce(address, 2, "aa", window=10, now=1) is not None
+        assert store._writers[os.getpid()][0].dbapi_connection.info.backend_pid != backend  # type: ignore[union-attr]
+    finally:
+        admin.dispose()
+        store.close()
 
 
 def test_in_memory_sqlite_is_one_database_for_every_thread() -> None:
