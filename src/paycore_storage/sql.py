@@ -54,8 +54,9 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from paycore.domain.records import SessionKey
 from paycore.storage import OutboxSignal, StorageTx
-from paycore.storage.invoice_read import InvoiceRead, refuse_blocking
+from paycore.storage.invoice_read import InvoiceRead, WouldBlock, refuse_blocking
 
+from .async_read import AsyncReads
 from .auth import _SPEND as _SPEND  # bench/auth_bench.py reads the statements from here
 from .auth import AuthStatements, _Run, _spend_on_postgres, _spend_on_sqlite, _spend_params
 from .chains import ChainStatements
@@ -120,6 +121,11 @@ class SqlStorage:
         #: Whether ``outbox_signal`` has anything to offer: not for an in-memory database.
         self._memory = is_memory_sqlite(self.url)
         self.has_outbox_signal = not self._memory
+        #: The poll's read on an event loop (``async_read``): PostgreSQL only, where the
+        #: sync read is a round trip a loop must not wait out; a SQLite file's WAL read
+        #: answers inline as it is (``read_invoice``).
+        self._async_reads = AsyncReads(self.engine) if self._postgres else None
+        self.has_async_read = self._async_reads is not None
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision now."""
@@ -285,6 +291,17 @@ class SqlStorage:
                 raise
             raise outage from error
 
+    async def read_invoice_async(self, guid: str) -> InvoiceRead | None:
+        """``read_invoice`` awaited on the caller's event loop (PostgreSQL: ``async_read``,
+        the same statement on a pooled ``AsyncConnection``). Raises ``WouldBlock`` before
+        the schema is known to be migrated (a migration is no work for a loop), and
+        ``StorageUnavailable`` as ``read_invoice`` does."""
+        if self._async_reads is None:
+            raise NotImplementedError("read_invoice_async is for PostgreSQL (has_async_read)")
+        if not self._migrated:
+            raise WouldBlock
+        return await self._async_reads.read_invoice(guid)
+
     @contextmanager
     def _pooled(self) -> Iterator[tuple[PoolProxiedConnection, _Run]]:
         """A pooled DBAPI connection and a ``_Run`` on it; a driver error that broke the
@@ -322,6 +339,8 @@ class SqlStorage:
         return SqliteDataVersion(str(self.url.database))
 
     def close(self) -> None:
+        if self._async_reads is not None:
+            self._async_reads.close()
         self.engine.dispose()
 
 
