@@ -81,6 +81,7 @@ from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
 from .storage import Storage, signal_source
+from .storage.invoice_read import InvoiceRead
 from .storage.protocols.merchant import WalletIndexes
 from .storage.request_unit import RequestUnits
 from .subscriptions.service import Subscriptions
@@ -257,6 +258,15 @@ class Gateway(InvoiceLists, RefundOperations):
         gets what it read. The HTTP dispatcher wraps a signed ``GET /invoice/{guid}`` in it:
         the same spend, then the same read, in one storage call instead of two."""
         return self._storage.reading_along(guid)
+
+    def with_prefetched_read(
+        self, guid: str, read: InvoiceRead | None
+    ) -> AbstractContextManager[None]:
+        """Inside, the first read of the invoice ``guid`` gets ``read`` (what
+        ``Storage.read_invoice(guid)`` returned just before, awaited on an event loop by
+        ``paycore.api.handle_inline_async``) instead of reading: the same rules (lazy
+        expiry, ETag, the answer) then run on it, and only the wait moved."""
+        return self._storage.prefetched(guid, read)
 
     @property
     def notifiers(self) -> tuple[Notifier, ...]:

@@ -17,6 +17,7 @@ import pytest
 
 from paycore.domain.records import RateSource, Refund, RefundStatus, Status
 from paycore.storage import SpendThenRead, Storage, async_read_of, spend_then_read_of
+from paycore.storage.invoice_read import InvoiceRead
 from paycore.testing.storage_detected import detected
 from paycore.testing.storage_records import OWNER, USDT, invoice, payment, session_key
 
@@ -261,7 +262,7 @@ def test_read_invoice_async_reads_what_read_invoice_reads(storage: Storage) -> N
         tx.insert_refund(_refund(paid.guid, 2))
     unknown = "00000000-0000-4000-8000-00000000dead"
 
-    async def reads() -> list[object]:
+    async def reads() -> list[InvoiceRead | None]:
         return [await reader.read_invoice_async(g) for g in (record.guid, paid.guid, unknown)]
 
     for _loop in range(2):
@@ -278,4 +279,5 @@ def test_read_invoice_async_reads_what_read_invoice_reads(storage: Storage) -> N
                 alone.detected,
             )
             assert read.invoice() == alone.invoice()
-    assert awaited[0].detected == found  # type: ignore[union-attr]
+    opened = awaited[0]
+    assert opened is not None and opened.detected == found
