@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from ..auth.session import sends_session_headers
 from ..errors import PaycoreError, StorageUnavailable
-from ..storage import async_read_of
 from ..storage.invoice_read import WouldBlock, without_blocking
 from .http import MAX_BODY, Request, Response
 from .routing import Route, Router, dispatch
@@ -70,12 +69,11 @@ async def handle_inline_async(gateway: Gateway, request: Request) -> Response | 
     :func:`handle_inline` as it is."""
     if sends_session_headers(request.headers):
         return None
-    reader = async_read_of(gateway.storage)
-    guid = None if reader is None else _inline_read_of(request)
-    if reader is None or guid is None:
+    guid = _inline_read_of(request) if gateway.reads_invoices_async else None
+    if guid is None:
         return handle_inline(gateway, request)
     try:
-        read = await reader.read_invoice_async(guid)
+        read = await gateway.read_invoice_async(guid)
     except (WouldBlock, StorageUnavailable):
         return None
     except Exception:  # a bug here must not cost the poll its answer: the thread's path
@@ -110,7 +108,7 @@ def reads_inline(gateway: Gateway) -> bool:
 def reads_inline_async(gateway: Gateway) -> bool:
     """Whether an async adapter should answer ``inline`` routes with
     :func:`handle_inline_async`: its store has ``read_invoice_async``."""
-    return async_read_of(gateway.storage) is not None
+    return gateway.reads_invoices_async
 
 
 def _shared_router() -> Router:
