@@ -268,7 +268,7 @@ class Gateway(InvoiceLists, RefundOperations):
         return self._async_read is not None
 
     async def read_invoice_async(self, guid: str) -> InvoiceRead | None:
-        """The store's one-statement read of ``guid`` awaited on the calling event loop,
+        """(A coroutine.) The store's one-statement read of ``guid``, awaited on the calling loop,
         to hand to :meth:`with_prefetched_read` (``paycore.api.handle_inline_async``).
         Raises ``StorageUnavailable``, or ``WouldBlock`` when it cannot read without
         blocking; ``RuntimeError`` without :attr:`reads_invoices_async`."""

@@ -54,7 +54,12 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from paycore.domain.records import SessionKey
 from paycore.storage import OutboxSignal, StorageTx
-from paycore.storage.invoice_read import InvoiceRead, WouldBlock, refuse_blocking
+from paycore.storage.invoice_read import (
+    InvoiceRead,
+    WouldBlock,
+    refuse_blocking,
+    without_blocking,
+)
 
 from .async_read import AsyncReads
 from .auth import _SPEND as _SPEND  # bench/auth_bench.py reads the statements from here
@@ -121,9 +126,9 @@ class SqlStorage:
         #: Whether ``outbox_signal`` has anything to offer: not for an in-memory database.
         self._memory = is_memory_sqlite(self.url)
         self.has_outbox_signal = not self._memory
-        #: The poll's read on an event loop (``async_read``): PostgreSQL only, where the
-        #: sync read is a round trip a loop must not wait out; a SQLite file's WAL read
-        #: answers inline as it is (``read_invoice``).
+        #: The poll's read on an event loop (``async_read``): PostgreSQL, where the sync
+        #: read is a round trip a loop must not wait out; a SQLite file's WAL read answers
+        #: inline as it is (``read_invoice``), so ``has_async_read`` is off there.
         self._async_reads = AsyncReads(self.engine) if self._postgres else None
         self.has_async_read = self._async_reads is not None
 
@@ -292,14 +297,18 @@ class SqlStorage:
             raise outage from error
 
     async def read_invoice_async(self, guid: str) -> InvoiceRead | None:
-        """``read_invoice`` awaited on the caller's event loop (PostgreSQL: ``async_read``,
-        the same statement on a pooled ``AsyncConnection``). Raises ``WouldBlock`` before
-        the schema is known to be migrated (a migration is no work for a loop), and
+        """``read_invoice`` awaited on the caller's event loop. PostgreSQL: ``async_read``,
+        the same statement on a pooled ``AsyncConnection``. SQLite: ``read_invoice`` itself
+        inside ``without_blocking()`` (a file's WAL read waits for nothing; where it would,
+        ``WouldBlock``), which is why ``has_async_read`` is off there: awaiting it gains
+        nothing over calling ``read_invoice`` inline. Raises ``WouldBlock`` before the
+        schema is known to be migrated (a migration is no work for a loop), and
         ``StorageUnavailable`` as ``read_invoice`` does."""
-        if self._async_reads is None:
-            raise NotImplementedError("read_invoice_async is for PostgreSQL (has_async_read)")
         if not self._migrated:
             raise WouldBlock
+        if self._async_reads is None:
+            with without_blocking():
+                return self.read_invoice(guid)
         return await self._async_reads.read_invoice(guid)
 
     @contextmanager

@@ -30,8 +30,9 @@ class AsyncInvoiceRead(Protocol):
 
 
 def async_read_of(storage: object) -> AsyncInvoiceRead | None:
-    """``storage`` when it offers ``read_invoice_async`` (and, if it says, ``has_async_read``
-    -- ``paycore_storage`` has it on PostgreSQL only), else None."""
+    """``storage`` when it offers ``read_invoice_async`` and awaiting it is worth it: not
+    when it says ``has_async_read = False`` (``paycore_storage`` on SQLite, whose read
+    does not wait and is made inline as it is), else None."""
     if callable(getattr(storage, "read_invoice_async", None)) and getattr(
         storage, "has_async_read", True
     ):
