@@ -80,7 +80,8 @@ from .prices.pricing import PriceSource, PriceTable
 from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
-from .storage import Storage, signal_source
+from .storage import Storage, async_read_of, signal_source
+from .storage.invoice_read import InvoiceRead
 from .storage.protocols.merchant import WalletIndexes
 from .storage.request_unit import RequestUnits
 from .subscriptions.service import Subscriptions
@@ -138,6 +139,8 @@ class Gateway(InvoiceLists, RefundOperations):
         if found is None:
             raise PaycoreError(f"no storage plugin handles {self.settings.database_url!r}")
         self._given: Storage = found
+        #: The store's poll read on an event loop, if it has one (PostgreSQL).
+        self._async_read = async_read_of(found)
         # Every service holds the same wrapper, so that inside ``one_transaction()`` all
         # their units of work join the request's one transaction.
         self._storage = units = RequestUnits(found)
@@ -257,6 +260,30 @@ class Gateway(InvoiceLists, RefundOperations):
         gets what it read. The HTTP dispatcher wraps a signed ``GET /invoice/{guid}`` in it:
         the same spend, then the same read, in one storage call instead of two."""
         return self._storage.reading_along(guid)
+
+    @property
+    def reads_invoices_async(self) -> bool:
+        """Whether :meth:`read_invoice_async` is there: the store reads one invoice on an
+        event loop (``Storage.read_invoice_async``: ``paycore_storage`` on PostgreSQL)."""
+        return self._async_read is not None
+
+    async def read_invoice_async(self, guid: str) -> InvoiceRead | None:
+        """(A coroutine.) The store's one-statement read of ``guid``, awaited on the calling loop,
+        to hand to :meth:`with_prefetched_read` (``paycore.api.handle_inline_async``).
+        Raises ``StorageUnavailable``, or ``WouldBlock`` when it cannot read without
+        blocking; ``RuntimeError`` without :attr:`reads_invoices_async`."""
+        if self._async_read is None:
+            raise RuntimeError("this gateway's storage has no read_invoice_async")
+        return await self._async_read.read_invoice_async(guid)
+
+    def with_prefetched_read(
+        self, guid: str, read: InvoiceRead | None
+    ) -> AbstractContextManager[None]:
+        """Inside, the first read of the invoice ``guid`` gets ``read`` (what
+        ``Storage.read_invoice(guid)`` returned just before, awaited on an event loop by
+        ``paycore.api.handle_inline_async``) instead of reading: the same rules (lazy
+        expiry, ETag, the answer) then run on it, and only the wait moved."""
+        return self._storage.prefetched(guid, read)
 
     @property
     def notifiers(self) -> tuple[Notifier, ...]:

@@ -54,7 +54,13 @@ from anyio import to_thread
 from paycore import Gateway, Settings
 from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
-from paycore.api import handle, handle_inline, reads_inline
+from paycore.api import (
+    handle,
+    handle_inline,
+    handle_inline_async,
+    reads_inline,
+    reads_inline_async,
+)
 from paycore.api.http import MAX_BODY
 from paycore.auth.session import SESSION_HEADERS
 from paycore.realtime.asgi import Receive, Send, serve_asgi_socket
@@ -104,6 +110,9 @@ class AsgiFront:
         #: Whether the poll is worth trying on the event loop (not on PostgreSQL, whose
         #: every read is a round trip: ``paycore.api.reads_inline``), before a thread.
         self.loop_reads = False
+        #: Whether the poll's read is awaited on the loop first (PostgreSQL with a store
+        #: that has ``read_invoice_async``: ``paycore.api.handle_inline_async``).
+        self.loop_reads_async = False
         self.prefix = ""
         # Created on first use, in the worker (after the fork). A plain executor: its
         # hop is cheaper than anyio's to_thread, and Flask needs none of the caller's
@@ -120,6 +129,7 @@ class AsgiFront:
             if _sees_nothing(app):
                 front.inline_prefix = found.prefix + "/invoice/"
                 front.loop_reads = reads_inline(found.gateway)
+                front.loop_reads_async = reads_inline_async(found.gateway)
             return front
         return cls(app, threads=threads)
 
@@ -221,8 +231,9 @@ class AsgiFront:
     async def _poll(self, scope: Scope) -> PaycoreResponse:
         """The checkout's poll answered by the core without Flask: on the loop as Litestar
         answers it (``paycore.api.handle_inline``) when nothing would wait -- a SQLite
-        file's read, no expiry to write --, else on a thread. A signed request never comes
-        here (:func:`_signed`): Flask answers it.
+        file's read, or on PostgreSQL the read awaited on the loop
+        (``handle_inline_async``), and no expiry to write --, else on a thread. A signed
+        request never comes here (:func:`_signed`): Flask answers it.
 
         Only for an app on which nothing of the host sees a request (no ``before_request``
         or ``after_request`` function, guard, teardown or WSGI middleware:
@@ -230,8 +241,12 @@ class AsgiFront:
         gateway = self.gateway
         assert gateway is not None
         request = self._core_request(scope)
-        if self.loop_reads:
-            answered = handle_inline(gateway, request)
+        if self.loop_reads_async or self.loop_reads:
+            answered = (
+                await handle_inline_async(gateway, request)
+                if self.loop_reads_async
+                else handle_inline(gateway, request)
+            )
             if answered is not None:
                 return answered
         return await self._on_thread(handle, gateway, request)

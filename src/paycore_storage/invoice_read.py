@@ -113,6 +113,20 @@ def read_on(
     return read_of_rows(guid, rows, lambda row: _READ.convert(dialect, row))
 
 
+async def read_on_async(dialect: Dialect, connection: Any, guid: str) -> InvoiceRead | None:
+    """:func:`read_on`'s statement on a psycopg ``AsyncConnection`` in autocommit (the
+    checkout page's poll answered on an event loop: ``async_read``): the same SQL and
+    arguments, the same rows, the same conversions, so the same :class:`InvoiceRead`
+    (``version`` included). Driver errors leave as the driver raised them."""
+    sql, arguments, describe = _READ.call(dialect, {"guid": guid})
+    async with connection.cursor() as cursor:
+        await cursor.execute(sql, arguments)
+        rows = await cursor.fetchall()
+        if rows and describe:
+            _READ.learn(dialect, cursor.description)
+    return read_of_rows(guid, rows, lambda row: _READ.convert(dialect, row))
+
+
 def read_of_rows(
     guid: str, rows: list[Any], convert: Callable[[Any], dict[str, Any]]
 ) -> InvoiceRead | None:

@@ -118,6 +118,20 @@ class Prepared:
             compiled.results = self._results(dialect, description)
         return fetched
 
+    def call(self, dialect: Dialect, params: Mapping[str, Any]) -> tuple[str, Any, bool]:
+        """What :meth:`raw` sends, for a caller that runs it on a driver connection of its
+        own (an ``AsyncConnection``: ``invoice_read.read_on_async``): the SQL, the
+        arguments, and whether the result conversions are still to be learned from the
+        cursor's description (then pass it to :meth:`learn`)."""
+        compiled = self._for(dialect)
+        return compiled.sql, compiled.arguments(params), compiled.results is None
+
+    def learn(self, dialect: Dialect, description: Sequence[Sequence[Any]]) -> None:
+        """Keep the result conversions of a first execution made through :meth:`call`."""
+        compiled = self._for(dialect)
+        if compiled.results is None:
+            compiled.results = self._results(dialect, description)
+
     def convert(self, dialect: Dialect, row: Sequence[Any]) -> dict[str, Any]:
         """One row of :meth:`raw` as :meth:`rows` would have returned it."""
         results = self._for(dialect).results or ()

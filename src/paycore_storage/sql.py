@@ -56,8 +56,14 @@ from sqlalchemy.pool import NullPool, Pool, PoolProxiedConnection, QueuePool
 from paycore.domain.records import SessionKey
 from paycore.storage import OutboxSignal, StorageTx
 from paycore.storage.contract import spend_then_read
-from paycore.storage.invoice_read import InvoiceRead, refuse_blocking
+from paycore.storage.invoice_read import (
+    InvoiceRead,
+    WouldBlock,
+    refuse_blocking,
+    without_blocking,
+)
 
+from .async_read import AsyncReads
 from .auth import _SPEND as _SPEND  # bench/auth_bench.py reads the statements from here
 from .auth import AuthStatements, _Run, _spend_on_postgres, _spend_on_sqlite, _spend_params
 from .chains import ChainStatements
@@ -131,6 +137,11 @@ class SqlStorage:
         self._held_lock = threading.Lock()
         #: Only where the pool can spare the connection: never its one and only.
         self._may_hold = not self._memory and _spares_one(self.engine.pool)
+        #: The poll's read on an event loop (``async_read``): PostgreSQL, where the sync
+        #: read is a round trip a loop must not wait out; a SQLite file's WAL read answers
+        #: inline as it is (``read_invoice``), so ``has_async_read`` is off there.
+        self._async_reads = AsyncReads(self.engine) if self._postgres else None
+        self.has_async_read = self._async_reads is not None
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision now."""
@@ -383,6 +394,21 @@ class SqlStorage:
         finally:
             pooled.close()
 
+    async def read_invoice_async(self, guid: str) -> InvoiceRead | None:
+        """``read_invoice`` awaited on the caller's event loop. PostgreSQL: ``async_read``,
+        the same statement on a pooled ``AsyncConnection``. SQLite: ``read_invoice`` itself
+        inside ``without_blocking()`` (a file's WAL read waits for nothing; where it would,
+        ``WouldBlock``), which is why ``has_async_read`` is off there: awaiting it gains
+        nothing over calling ``read_invoice`` inline. Raises ``WouldBlock`` before the
+        schema is known to be migrated (a migration is no work for a loop), and
+        ``StorageUnavailable`` as ``read_invoice`` does."""
+        if not self._migrated:
+            raise WouldBlock
+        if self._async_reads is None:
+            with without_blocking():
+                return self.read_invoice(guid)
+        return await self._async_reads.read_invoice(guid)
+
     @contextmanager
     def _pooled(self) -> Iterator[tuple[PoolProxiedConnection, _Run]]:
         """A pooled DBAPI connection and a ``_Run`` on it; a driver error that broke the
@@ -422,6 +448,8 @@ class SqlStorage:
     def close(self) -> None:
         with self._exclusive(), self._held_lock:
             self._release_writer()
+        if self._async_reads is not None:
+            self._async_reads.close()
         self.engine.dispose()
 
 

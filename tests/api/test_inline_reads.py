@@ -7,16 +7,27 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
+from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 import paycore_storage.plugin
 from paycore import Gateway, Settings
-from paycore.api import Request, handle, handle_inline
+from paycore.api import (
+    Request,
+    Response,
+    handle,
+    handle_inline,
+    handle_inline_async,
+    reads_inline_async,
+)
+from paycore.domain.records import Status
 
 ETH_1 = "1:0x0000000000000000000000000000000000000000"
 OWNER = "0x" + "33" * 20
@@ -114,3 +125,104 @@ def test_session_headers_are_never_verified_inline(gateway: Gateway) -> None:
     handle(gateway, _read(guid))
     headers = {"x-session-nonce": "1", "x-session-signature": "0x" + "00" * 65}
     assert handle_inline(gateway, _read(guid, **headers)) is None
+
+
+# ``handle_inline_async``: on PostgreSQL the read is awaited on the loop (the store's
+# ``read_invoice_async``), then the sync rules answer inline on what it read.
+
+postgres_only = pytest.mark.parametrize(
+    "database", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
+
+
+def _inline_async(gateway: Gateway, request: Request) -> Response | None:
+    return asyncio.run(handle_inline_async(gateway, request))
+
+
+def _same(one: Response | None, other: Response) -> None:
+    assert one is not None
+    assert (one.status, one.body, dict(one.headers), one.content_type) == (
+        other.status, other.body, dict(other.headers), other.content_type,
+    )  # fmt: skip
+
+
+def _paid(gateway: Gateway, guid: str) -> None:
+    read = gateway.storage.read_invoice(guid)
+    assert read is not None
+    with gateway.storage.transaction() as tx:
+        tx.update_invoice(attrs.evolve(read.invoice(), status=Status.PAID))
+
+
+@postgres_only
+def test_on_postgresql_the_async_read_answers_as_handle_answers(gateway: Gateway) -> None:
+    """Open, paid and unknown, a 304 on the ETag, HEAD: the very answers the thread's
+    ``handle`` gives, with no blocking read made (``handle_inline`` alone refuses)."""
+    assert reads_inline_async(gateway)
+    guid = _invoice(gateway)
+    unknown = "00000000-0000-4000-8000-00000000dead"
+    for _state in ("open", "paid"):
+        for request in (_read(guid), _read(unknown), Request("HEAD", f"/invoice/{guid}")):
+            _same(_inline_async(gateway, request), handle(gateway, request))
+        etag = handle(gateway, _read(guid)).headers["etag"]
+        unchanged = _read(guid, **{"if-none-match": etag})
+        _same(_inline_async(gateway, unchanged), handle(gateway, unchanged))
+        assert handle(gateway, unchanged).status == 304
+        assert handle_inline(gateway, _read(guid)) is None  # the sync read would block
+        _paid(gateway, guid)
+    assert b'"status":"paid"' in handle(gateway, _read(guid)).body
+
+
+@postgres_only
+def test_an_expiry_due_on_postgresql_falls_back_to_the_thread_and_is_written_once(
+    gateway: Gateway, clock: Clock
+) -> None:
+    guid = _invoice(gateway)
+    assert _inline_async(gateway, _read(guid)) is not None
+    clock.now += 61
+    assert _inline_async(gateway, _read(guid)) is None
+    with gateway.storage.transaction() as tx:
+        assert tx.outbox_since(0, 10, OWNER).events == []  # nothing was written inline
+    answer = handle(gateway, _read(guid))
+    assert b'"status":"expired"' in answer.body
+    _same(_inline_async(gateway, _read(guid)), handle(gateway, _read(guid)))
+    with gateway.storage.transaction() as tx:
+        assert [e.type for e in tx.outbox_since(0, 10, OWNER).events] == ["invoice.expired"]
+
+
+@postgres_only
+def test_a_broken_async_connection_is_discarded_and_the_next_poll_works(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend killed while its connection sat idle: dropped at checkout (its socket
+    reads the server's goodbye), the poll answered on a new one. Killed where checkout
+    cannot tell (the check fooled): the statement fails, the connection is closed and
+    not kept, the adapter's thread answers that poll, and the next one connects anew."""
+    import paycore_storage.async_read as async_read
+
+    guid = _invoice(gateway)
+    store: Any = gateway.storage
+    reads = store._async_reads
+
+    async def polls(kill: bool) -> list[Response | None]:
+        first = await handle_inline_async(gateway, _read(guid))
+        assert reads.idle() == 1
+        if kill:
+            (connection,) = reads._pool().idle
+            with store.engine.begin() as sql:
+                sql.execute(
+                    text("SELECT pg_terminate_backend(:pid)"), {"pid": connection.info.backend_pid}
+                )
+            await asyncio.sleep(0.2)
+        second = await handle_inline_async(gateway, _read(guid))
+        third = await handle_inline_async(gateway, _read(guid))
+        return [first, second, third]
+
+    threaded = handle(gateway, _read(guid))
+    first, second, third = asyncio.run(polls(kill=True))
+    for answer in (first, second, third):
+        _same(answer, threaded)
+    monkeypatch.setattr(async_read, "_readable", lambda _fd: False)
+    first, second, third = asyncio.run(polls(kill=True))
+    _same(first, threaded)
+    assert second is None  # the broken statement: the thread answers this one
+    _same(third, threaded)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from ..auth.session import sends_session_headers
+from ..errors import PaycoreError, StorageUnavailable
 from ..storage.invoice_read import WouldBlock, without_blocking
 from .http import MAX_BODY, Request, Response
 from .routing import Route, Router, dispatch
@@ -14,6 +16,7 @@ if TYPE_CHECKING:
     from ..gateway import Gateway
 
 _router: Router | None = None
+log = logging.getLogger("paycore.api")
 
 
 def handle(gateway: Gateway, request: Request) -> Response:
@@ -54,12 +57,58 @@ def handle_inline(gateway: Gateway, request: Request) -> Response | None:
         return None
 
 
+async def handle_inline_async(gateway: Gateway, request: Request) -> Response | None:
+    """:func:`handle_inline` for a store whose read is a round trip (PostgreSQL): the
+    route's one read of its invoice is awaited first, on the loop
+    (``Storage.read_invoice_async``), then :func:`handle_inline` runs on it
+    (``Gateway.with_prefetched_read``) -- the same sync rules (lazy expiry, ETag and 304,
+    404, the answer's bytes), with the wait moved out of them. ``None`` as there (an
+    expiry to write, a second read): the adapter answers in a worker thread; also when
+    the async read cannot answer (the database unreachable, a connection broken), so the
+    thread's own read and its error texts decide. A store without the async read:
+    :func:`handle_inline` as it is."""
+    if sends_session_headers(request.headers):
+        return None
+    guid = _inline_read_of(request) if gateway.reads_invoices_async else None
+    if guid is None:
+        return handle_inline(gateway, request)
+    try:
+        read = await gateway.read_invoice_async(guid)
+    except (WouldBlock, StorageUnavailable):
+        return None
+    except Exception:  # a bug here must not cost the poll its answer: the thread's path
+        log.exception("async invoice read failed on %s %s", request.method, request.path)
+        return None
+    with gateway.with_prefetched_read(guid, read):
+        return handle_inline(gateway, request)
+
+
+def _inline_read_of(request: Request) -> str | None:
+    """The invoice an ``inline`` route reads (its ``signed_read_of`` parameter: the one
+    read of ``GET /invoice/{guid}``, signed or not), or None: no such route matched, or a
+    path the router refuses (its error is the sync path's to give)."""
+    try:
+        route, params = _shared_router().match(request.method, request.path)
+    except PaycoreError:
+        return None
+    if not route.inline or route.signed_read_of is None:
+        return None
+    return params.get(route.signed_read_of)
+
+
 def reads_inline(gateway: Gateway) -> bool:
     """Whether :func:`handle_inline` is worth trying on ``gateway``: not when its database
     is PostgreSQL, whose every read is a round trip an event loop must not wait out (the
-    attempt would end in ``WouldBlock`` after routing the request for nothing). Only a
-    hint: a store that cannot answer inline still refuses, and a thread then answers."""
+    attempt would end in ``WouldBlock`` after routing the request for nothing; an async
+    adapter tries :func:`handle_inline_async` there, see :func:`reads_inline_async`). Only
+    a hint: a store that cannot answer inline still refuses, and a thread then answers."""
     return not gateway.settings.database_url.startswith("postgres")
+
+
+def reads_inline_async(gateway: Gateway) -> bool:
+    """Whether an async adapter should answer ``inline`` routes with
+    :func:`handle_inline_async`: its store has ``read_invoice_async``."""
+    return gateway.reads_invoices_async
 
 
 def _shared_router() -> Router:
@@ -79,7 +128,9 @@ __all__ = [
     "build_router",
     "handle",
     "handle_inline",
+    "handle_inline_async",
     "handle_streamed",
     "reads_inline",
+    "reads_inline_async",
     "routes",
 ]

@@ -18,14 +18,17 @@ from .contract import (
     signal_source,
     spend_then_read_of,
 )
+from .protocols.async_read import AsyncInvoiceRead, async_read_of
 
 __all__ = [
+    "AsyncInvoiceRead",
     "OutboxSignal",
     "PruneBatch",
     "SignalledStorage",
     "SpendThenRead",
     "Storage",
     "StorageTx",
+    "async_read_of",
     "signal_source",
     "spend_then_read_of",
 ]

@@ -87,6 +87,18 @@ class RequestUnits:
             self._along.reset(token)
 
     @contextmanager
+    def prefetched(self, guid: str, read: InvoiceRead | None) -> Iterator[None]:
+        """Inside, the first ``read_invoice(guid)`` made outside a unit returns ``read``,
+        read beforehand (awaited on an event loop: ``Storage.read_invoice_async``), instead
+        of reading: the sync rules run on it as on their own read. Only that first read:
+        a later one (after a lazy expiry wrote) reads anew."""
+        token = self._along.set(_Along(guid, spent=True, read=read, ready=True))
+        try:
+            yield
+        finally:
+            self._along.reset(token)
+
+    @contextmanager
     def unit(self) -> Iterator[None]:
         """Run everything inside in one transaction, committed when the block ends; a unit
         opened inside another joins it."""

@@ -8,14 +8,17 @@ its own; run it the same way, with the same ``storage`` fixture::
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from decimal import Decimal
+from typing import cast
 
 import attrs
 import pytest
 
 from paycore.domain.records import RateSource, Refund, RefundStatus, Status
-from paycore.storage import SpendThenRead, Storage, spend_then_read_of
+from paycore.storage import AsyncInvoiceRead, SpendThenRead, Storage, spend_then_read_of
+from paycore.storage.invoice_read import InvoiceRead
 from paycore.testing.storage_detected import detected
 from paycore.testing.storage_records import OWNER, USDT, invoice, payment, session_key
 
@@ -26,6 +29,7 @@ __all__ = [
     "test_read_invoice_of_an_open_invoice_takes_each_refund_and_transfer_once",
     "test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do",
     "test_spend_nonce_then_read_refused_reads_nothing_and_changes_nothing",
+    "test_read_invoice_async_reads_what_read_invoice_reads",
 ]
 
 
@@ -234,3 +238,51 @@ def test_spend_nonce_then_read_refused_reads_nothing_and_changes_nothing(
         stored = tx.get_session_key(address)
     assert stored is not None and stored.last_seen_nonce == 9
     assert storage.spend_nonce(address, 9, _digest("a"), window=1000, now=now) is None
+
+
+def test_read_invoice_async_reads_what_read_invoice_reads(storage: Storage) -> None:
+    """The optional async read (``AsyncInvoiceRead``; offered by the SQL store on both
+    databases, ``has_async_read`` or not) returns what ``read_invoice`` does --
+    the same version, status, deadline, detected transfers and invoice with its refunds
+    -- for an open invoice, a paid one with refunds and an unknown guid, on one loop and
+    on a second one (a connection belongs to its loop)."""
+    if not callable(getattr(storage, "read_invoice_async", None)):
+        pytest.skip("this store has no read_invoice_async (optional)")
+    reader = cast(AsyncInvoiceRead, storage)
+    record = invoice(status=Status.PARTIAL_PAID)
+    paid = attrs.evolve(
+        invoice("00000000-0000-4000-8000-000000000002", address="0x" + "22" * 20),
+        payments=(payment(),),
+        status=Status.PAID,
+    )
+    found = (detected(1, guid=record.guid, block=101), detected(2, guid=record.guid, block=102))
+    with storage.transaction() as tx:
+        tx.insert_invoice(record)
+        tx.insert_invoice(paid)
+        tx.replace_detected(1, list(found))
+        tx.insert_refund(_refund(paid.guid, 1))
+        tx.insert_refund(_refund(paid.guid, 2))
+    unknown = "00000000-0000-4000-8000-00000000dead"
+    # Idle at least once: a store may refuse (WouldBlock) where a read would wait for a
+    # connection to open; after a sync read it must answer.
+    assert storage.read_invoice(record.guid) is not None
+
+    async def reads() -> list[InvoiceRead | None]:
+        return [await reader.read_invoice_async(g) for g in (record.guid, paid.guid, unknown)]
+
+    for _loop in range(2):
+        awaited = asyncio.run(reads())
+        assert awaited[2] is None
+        for guid, read in zip((record.guid, paid.guid), awaited, strict=False):
+            alone = storage.read_invoice(guid)
+            assert read is not None and alone is not None
+            assert (read.guid, read.version, read.status, read.deadline, read.detected) == (
+                alone.guid,
+                alone.version,
+                alone.status,
+                alone.deadline,
+                alone.detected,
+            )
+            assert read.invoice() == alone.invoice()
+    opened = awaited[0]
+    assert opened is not None and opened.detected == found

@@ -1,0 +1,40 @@
+"""The checkout page's poll read awaited on an event loop: an optional part of ``Storage``.
+
+``Storage.read_invoice`` blocks for its round trip. On a database where that is a network
+round trip (PostgreSQL), an async adapter answering the poll inline (``paycore.api
+.handle_inline_async``) awaits this instead, then hands what it read to the core's sync
+rules (``Gateway.with_prefetched_read``): the rules stay in one place, only the wait moves.
+
+Optional, as ``SpendThenRead`` is: a store without it keeps working (its polls are answered
+as before, inline when its read does not block, else in a worker thread).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, cast
+
+from ..invoice_read import InvoiceRead
+
+
+class AsyncInvoiceRead(Protocol):
+    """A store that can read one invoice on an event loop without blocking it
+    (``paycore_storage`` on PostgreSQL): see :func:`async_read_of`."""
+
+    async def read_invoice_async(self, guid: str) -> InvoiceRead | None:
+        """What ``Storage.read_invoice(guid)`` returns at that moment -- the same
+        ``version``, status, deadline, refunds and detected transfers -- awaited on the
+        calling event loop, which it never blocks. Raises ``StorageUnavailable`` when the
+        database cannot answer, and ``paycore.storage.invoice_read.WouldBlock`` when it
+        cannot read without blocking after all (then the caller reads in a thread)."""
+        ...
+
+
+def async_read_of(storage: object) -> AsyncInvoiceRead | None:
+    """``storage`` when it offers ``read_invoice_async`` and awaiting it is worth it: not
+    when it says ``has_async_read = False`` (``paycore_storage`` on SQLite, whose read
+    does not wait and is made inline as it is), else None."""
+    if callable(getattr(storage, "read_invoice_async", None)) and getattr(
+        storage, "has_async_read", True
+    ):
+        return cast(AsyncInvoiceRead, storage)
+    return None

@@ -1,0 +1,142 @@
+"""Litestar on PostgreSQL answers the checkout page's poll (an unsigned ``GET
+/invoice/{guid}``) on the event loop: the read awaited there
+(``paycore.api.handle_inline_async``), no worker thread -- with the very status, headers
+and body the thread's path gives, and the thread still answering what needs a write (an
+expiry due) or a session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+from sqlalchemy.engine import URL
+
+import paycore_litestar.handler as handler
+import paycore_storage.plugin
+from paycore import Gateway, Settings
+from paycore.domain.records import Status
+from paycore_litestar import PayCoreConfig, PayCorePlugin
+
+ETH_1 = "1:0x0000000000000000000000000000000000000000"
+OWNER = "0x" + "33" * 20
+UNKNOWN = "00000000-0000-4000-8000-00000000dead"
+
+
+class Clock:
+    now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def gateway(postgres_schema: Any, clock: Clock) -> Iterator[Gateway]:
+    url: URL = postgres_schema()
+    settings = Settings(
+        database_url=url.render_as_string(hide_password=False),
+        prices={ETH_1: "2000"},
+        auth_mode="soft",
+    )
+    gw = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin], clock=clock)
+    yield gw
+    gw.close()
+
+
+@pytest.fixture
+def threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the calls the adapter sent to a worker thread."""
+    calls: list[str] = []
+    original = handler.to_thread.run_sync
+
+    async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(getattr(fn, "__name__", ""))
+        return await original(fn, *args, **kwargs)
+
+    monkeypatch.setattr(handler, "to_thread", attrs.make_class("T", [])())
+    handler.to_thread.run_sync = counted  # type: ignore[attr-defined]
+    return calls
+
+
+def _invoice(gateway: Gateway) -> str:
+    fields = {
+        "value": "10", "chainId": 1, "description": "poll", "acceptedTokens": [ETH_1],
+        "address": "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed", "deadlineSecs": 60,
+    }  # fmt: skip
+    return gateway.create_invoice(OWNER, fields).guid
+
+
+def _answer(client: TestClient[Litestar], path: str, **headers: str) -> tuple[Any, ...]:
+    got = client.get(path, headers=headers)
+    kept = {k: v for k, v in got.headers.items() if k not in ("date", "server")}
+    return got.status_code, got.content, kept
+
+
+def test_the_poll_on_postgresql_is_answered_on_the_loop_as_the_thread_answers_it(
+    gateway: Gateway, clock: Clock, threads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    guid = _invoice(gateway)
+    path = f"/paycore/invoice/{guid}"
+    app = Litestar(plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway))])
+    with TestClient(app) as client:
+
+        def both(path: str, **headers: str) -> tuple[Any, ...]:
+            """The answer on the loop (no thread), then the thread's: equal."""
+            threads.clear()
+            inline = _answer(client, path, **headers)
+            assert threads == []
+            with monkeypatch.context() as off:
+                off.setattr(handler, "handle_inline_async", _never)
+                threaded = _answer(client, path, **headers)
+            assert threads == ["handle_streamed"]
+            assert inline == threaded
+            return inline
+
+        opened = both(path)
+        assert opened[0] == 200 and b'"status":"init"' in opened[1].replace(b" ", b"")
+        unchanged = both(path, **{"If-None-Match": opened[2]["etag"]})
+        assert unchanged[0] == 304 and unchanged[1] == b""
+        missing = both(f"/paycore/invoice/{UNKNOWN}")
+        assert missing[0] == 404
+        read = gateway.storage.read_invoice(guid)
+        assert read is not None
+        with gateway.storage.transaction() as tx:
+            tx.update_invoice(attrs.evolve(read.invoice(), status=Status.PAID))
+        paid = both(path)
+        assert paid[0] == 200 and paid[2]["etag"] != opened[2]["etag"]
+        signed = {"x-session-nonce": "1", "x-session-signature": "0x" + "00" * 65}
+        threads.clear()
+        assert _answer(client, path, **signed)[0] == 401
+        assert threads == ["handle_streamed"]  # a session is never verified on the loop
+
+
+def test_an_expiry_due_goes_to_the_thread_and_is_written_once(
+    gateway: Gateway, clock: Clock, threads: list[str]
+) -> None:
+    guid = _invoice(gateway)
+    path = f"/paycore/invoice/{guid}"
+    app = Litestar(plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway))])
+    with TestClient(app) as client:
+        assert _answer(client, path)[0] == 200
+        assert threads == []
+        clock.now += 61
+        expired = _answer(client, path)
+        assert threads == ["handle_streamed"]  # the write happened there
+        assert b'"status":"expired"' in expired[1].replace(b" ", b"")
+        threads.clear()
+        assert _answer(client, path) == expired  # settled: on the loop again
+        assert threads == []
+    with gateway.storage.transaction() as tx:
+        assert [e.type for e in tx.outbox_since(0, 10, OWNER).events] == ["invoice.expired"]
+
+
+async def _never(*_args: Any) -> None:
+    return None
