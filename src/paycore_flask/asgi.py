@@ -56,7 +56,6 @@ from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api import (
     handle,
-    handle_inline,
     handle_inline_async,
     reads_inline,
     reads_inline_async,
@@ -241,12 +240,10 @@ class AsgiFront:
         gateway = self.gateway
         assert gateway is not None
         request = self._core_request(scope)
-        if self.loop_reads_async or self.loop_reads:
-            answered = (
-                await handle_inline_async(gateway, request)
-                if self.loop_reads_async
-                else handle_inline(gateway, request)
-            )
+        if self.loop_reads or self.loop_reads_async:
+            # handle_inline_async awaits the read where the store has an async one, and is
+            # handle_inline itself where it has not.
+            answered = await handle_inline_async(gateway, request)
             if answered is not None:
                 return answered
         return await self._on_thread(handle, gateway, request)

@@ -33,7 +33,6 @@ from paycore import Gateway
 from paycore.api import (
     MAX_BODY,
     Route,
-    handle_inline,
     handle_inline_async,
     handle_streamed,
     reads_inline,
@@ -94,8 +93,7 @@ def build_router(
     schema = operation_class(rows, tuple(gateway.settings.chains))
     # PostgreSQL: the inline route's read is awaited on the loop (handle_inline_async);
     # a store whose read does not block (a SQLite file) answers as it is.
-    read_async = reads_inline_async(gateway)
-    inline = reads_inline(gateway) or read_async
+    inline = reads_inline(gateway) or reads_inline_async(gateway)
     handlers: list[BaseRouteHandler] = []
     taken: dict[str, set[str]] = {}
     for row in rows:
@@ -119,7 +117,7 @@ def build_router(
                 opt={ROUTE_OPT: row.name},
                 status_code=row.status,
                 request_max_body_size=None,
-            )(core_call(gateway, prefix, inline=row.inline and inline, read_async=read_async))
+            )(core_call(gateway, prefix, inline=row.inline and inline))
         )
         if "GET" in methods and "HEAD" not in taken[path]:
             taken[path].add("HEAD")  # paycore answers HEAD as GET: guarded alike, not listed
@@ -223,25 +221,21 @@ def _plain(
 
 
 def core_call(
-    gateway: Gateway, prefix: str, *, inline: bool = False, read_async: bool = False
+    gateway: Gateway, prefix: str, *, inline: bool = False
 ) -> Callable[[AnyRequest], Coroutine[Any, Any, LitestarResponse[Any]]]:
     """A fresh handler function (Litestar keeps per-function state) making the one core call.
 
     A GET or HEAD is read without its body (paycore never reads a GET's body); for a row
     marked ``inline`` the core answers it on the event loop when it can do so without
     waiting (``paycore.api.handle_inline``: the checkout page's poll), with no hop to a
-    worker thread and back; with ``read_async`` (PostgreSQL) its read is awaited on the
-    loop first (``paycore.api.handle_inline_async``)."""
+    worker thread and back; on PostgreSQL its read is awaited on the loop first
+    (``paycore.api.handle_inline_async`` decides which)."""
 
     async def paycore_handler(request: AnyRequest) -> LitestarResponse[Any]:
         if request.method in _BODILESS:
             plain = to_paycore(request, b"", prefix)
             if inline:
-                answered = (
-                    await handle_inline_async(gateway, plain)
-                    if read_async
-                    else handle_inline(gateway, plain)
-                )
+                answered = await handle_inline_async(gateway, plain)
                 if answered is not None:
                     return to_litestar(answered)
             return to_litestar(await to_thread.run_sync(handle_streamed, gateway, plain))
