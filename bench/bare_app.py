@@ -185,64 +185,42 @@ class Floor:
         params = recover(headers, signed)
         if params is None:
             return False
-        if body is not None and invoice:
-            return self._spend_and_write(params, body)
-        connection = self._connection()
         placeholders = "?, ?" if self._sqlite else "%s, %s"
-        insert = f"INSERT INTO bench_floor_nonces (address, nonce) VALUES ({placeholders})"
+        nonce = f"INSERT INTO bench_floor_nonces (address, nonce) VALUES ({placeholders})"
+        if body is None:
+            return self._durably([(nonce, params)])
+        if invoice:
+            row = invoice_row(body, params[0])
+            values = ", ".join(
+                "?" if self._sqlite else "%s::json" if name in JSON_COLUMNS else "%s"
+                for name in row
+            )
+            write = f"INSERT INTO {WRITE_TABLE} ({', '.join(row)}) VALUES ({values})"
+            return self._durably([(nonce, params), (write, tuple(row.values()))])
+        doc = f"INSERT INTO bench_floor_docs VALUES ({'?' if self._sqlite else '%s'})"
+        return self._durably([(nonce, params), (doc, (body if self._sqlite else body.decode(),))])
+
+    def _durably(self, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
+        """Run ``statements`` as one durable transaction (one alone: autocommitted), with
+        this process's writer lock on SQLite; False when a primary key refused a replay."""
+        connection = self._connection()
         try:
             with self._locked():
-                if body is None:
-                    connection.execute(insert, params)
+                if len(statements) == 1:
+                    connection.execute(*statements[0])
                 elif self._sqlite:
                     connection.execute("BEGIN IMMEDIATE")
                     try:
-                        connection.execute(insert, params)
-                        connection.execute("INSERT INTO bench_floor_docs VALUES (?)", (body,))
+                        for statement in statements:
+                            connection.execute(*statement)
                         connection.execute("COMMIT")
                     except BaseException:
                         connection.execute("ROLLBACK")
                         raise
                 else:
                     with connection.transaction():
-                        connection.execute(insert, params)
-                        connection.execute(
-                            "INSERT INTO bench_floor_docs VALUES (%s)", (body.decode(),)
-                        )
-        except Exception as error:  # the primary key refused a replay
-            if "unique" in str(error).lower() or "duplicate" in str(error).lower():
-                return False
-            raise
-        return True
-
-    def _spend_and_write(self, params: tuple[str, int], body: bytes) -> bool:
-        """The nonce and the invoice's row in one durable transaction."""
-        connection = self._connection()
-        row = invoice_row(body, params[0])
-        if self._sqlite:
-            nonce = "INSERT INTO bench_floor_nonces (address, nonce) VALUES (?, ?)"
-            write = (
-                f"INSERT INTO {WRITE_TABLE} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
-            )
-        else:
-            nonce = "INSERT INTO bench_floor_nonces (address, nonce) VALUES (%s, %s)"
-            values = ", ".join("%s::json" if name in JSON_COLUMNS else "%s" for name in row)
-            write = f"INSERT INTO {WRITE_TABLE} ({', '.join(row)}) VALUES ({values})"
-        try:
-            with self._locked():
-                if self._sqlite:
-                    connection.execute("BEGIN IMMEDIATE")
-                    try:
-                        connection.execute(nonce, params)
-                        connection.execute(write, tuple(row.values()))
-                        connection.execute("COMMIT")
-                    except BaseException:
-                        connection.execute("ROLLBACK")
-                        raise
-                else:
-                    with connection.transaction():
-                        connection.execute(nonce, params)
-                        connection.execute(write, tuple(row.values()))
+                        for statement in statements:
+                            connection.execute(*statement)
         except Exception as error:  # the primary key refused a replay
             if "unique" in str(error).lower() or "duplicate" in str(error).lower():
                 return False
