@@ -262,6 +262,13 @@ class Gateway(InvoiceLists, RefundOperations):
         return self._storage.reading_along(guid)
 
     @property
+    def spends_inline(self) -> bool:
+        """Whether a signed ``GET /invoice/{guid}`` may be answered on an event loop: the
+        store spends its nonce all or nothing there (``has_inline_spend``: ``paycore_storage``
+        on a SQLite file; see ``paycore.storage.invoice_read.spending_inline``)."""
+        return bool(getattr(self._given, "has_inline_spend", False))
+
+    @property
     def reads_invoices_async(self) -> bool:
         """Whether :meth:`read_invoice_async` is there: the store reads one invoice on an
         event loop (``Storage.read_invoice_async``: ``paycore_storage`` on PostgreSQL)."""

@@ -85,11 +85,17 @@ class InvoiceViews:
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
+    def settles(self, read: InvoiceRead | None) -> bool:
+        """Whether ``read`` answers the request with nothing written first: no expiry due
+        (a missing invoice's 404 writes nothing either). What a signed read made on an
+        event loop asks of its read before the nonce's spend commits (``spending_inline``)."""
+        return read is None or not machine.due(read.status, read.deadline, self._now())
+
     def view(self, guid: str) -> InvoiceView:
         """The invoice ``guid`` as stored now, expired first when its deadline has passed
         (lazy expiry); ``InvoiceNotFound`` when there is none."""
         read = self._read(guid)
-        if read is not None and machine.due(read.status, read.deadline, self._now()):
+        if not self.settles(read):
             refuse_blocking()  # a write, under a row lock: not on an event loop
             self._expire(guid)  # the gateway's path: row lock, re-check, event, once
             read = self._read(guid)

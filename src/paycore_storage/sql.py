@@ -41,6 +41,7 @@ the owner counts they share. ``SqlTx`` is composed of them; ``SqlStorage`` opens
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -58,7 +59,9 @@ from paycore.storage import OutboxSignal, StorageTx
 from paycore.storage.contract import spend_then_read
 from paycore.storage.invoice_read import (
     InvoiceRead,
+    ReadSettles,
     WouldBlock,
+    inline_spend,
     refuse_blocking,
     without_blocking,
 )
@@ -69,7 +72,14 @@ from .auth import AuthStatements, _Run, _spend_on_postgres, _spend_on_sqlite, _s
 from .chains import ChainStatements
 from .detected import DetectedStatements
 from .endpoints import EndpointStatements
-from .engine import closed_by_server, database_url, is_memory_sqlite, make_engine, unavailable
+from .engine import (
+    SQLITE_BUSY_TIMEOUT,
+    closed_by_server,
+    database_url,
+    is_memory_sqlite,
+    make_engine,
+    unavailable,
+)
 from .export import ExportStatements
 from .idempotency import IdempotencyStatements
 from .invoice_read import read_on
@@ -142,6 +152,9 @@ class SqlStorage:
         #: inline as it is (``read_invoice``), so ``has_async_read`` is off there.
         self._async_reads = AsyncReads(self.engine) if self._postgres else None
         self.has_async_read = self._async_reads is not None
+        #: A signed read's spend on an event loop (``spending_inline``): a SQLite file,
+        #: whose spend waits for nothing but its fsync when no other writer holds the lock.
+        self.has_inline_spend = self._may_hold and sqlite and not self._memory
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision now."""
@@ -198,6 +211,8 @@ class SqlStorage:
         checkout, begin, commit and close cost more CPU than the statements (on a SQLite
         file, 0.2 ms of a verification's 0.5). Nor is the connection checked out of the pool
         each time, where the pool can spare one (``_held``)."""
+        if inline_spend() is not None:
+            raise WouldBlock  # only a signed read's spend is made inline (its read decides)
         params = _spend_params(address, nonce, digest, window, now)
         try:
             self._ensure_schema()
@@ -243,12 +258,18 @@ class SqlStorage:
         now: int,
         guid: str,
     ) -> tuple[SessionKey | None, InvoiceRead | None]:
-        """``spend_nonce``, then (when it spent) ``read_invoice(guid)``, on one pooled
-        connection: on PostgreSQL as one autocommitted statement (``signed_read``), one
-        round trip; on SQLite the spend's transaction, committed, then the read."""
+        """``spend_nonce``, then (when it spent) ``read_invoice(guid)``: on PostgreSQL as
+        one autocommitted statement (``signed_read``), one round trip; on a SQLite file the
+        read inside the spend's transaction, on the held spending connection
+        (``_spend_and_read_on_file``), which is also how it is made on an event loop
+        (``spending_inline``, where the store has ``has_inline_spend``)."""
         params = _spend_params(address, nonce, digest, window, now)
+        settles = inline_spend()
+        if settles is not None and not self.has_inline_spend:
+            raise WouldBlock
         try:
-            self._ensure_schema()
+            if settles is None:
+                self._ensure_schema()
             if self._postgres:
                 with self._pooled() as (pooled, _run):
                     dbapi: Any = pooled.dbapi_connection
@@ -260,24 +281,12 @@ class SqlStorage:
                     finally:
                         if pooled.is_valid:
                             dbapi.autocommit = False
-            if self._memory:  # one shared connection: the two calls as they are
-                return spend_then_read(
-                    self, address, nonce, digest, window=window, strict=strict, now=now, guid=guid
-                )
-            with self._pooled() as (pooled, run):
-                dbapi = pooled.dbapi_connection
-                with self._exclusive():
-                    dbapi.execute("BEGIN IMMEDIATE")
-                    spent = None
-                    try:
-                        spent = _spend_on_sqlite(run, params, strict)
-                    finally:
-                        if pooled.is_valid and dbapi.in_transaction:
-                            dbapi.execute("COMMIT" if spent else "ROLLBACK")
-                if spent is None:
-                    return None, None
-                # Committed and out of the writer lock: a WAL read beside any writer.
-                return spent, read_on(self.engine.dialect, dbapi, pooled.invalidate, guid)
+            if self._may_hold:
+                return self._spend_and_read_on_file(params, strict, guid, settles)
+            # An in-memory database (one shared connection), or a pool with none to spare.
+            return spend_then_read(
+                self, address, nonce, digest, window=window, strict=strict, now=now, guid=guid
+            )
         except Exception as error:
             outage = unavailable(error)
             if outage is None:
@@ -342,6 +351,56 @@ class SqlStorage:
             self._release_writer()
             raise
         return spent
+
+    def _spend_and_read_on_file(
+        self, params: dict[str, Any], strict: bool, guid: str, settles: ReadSettles | None
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        """A signed read's spend and read on a SQLite file: ``BEGIN IMMEDIATE`` on the held
+        spending connection under this process's writer lock, the spend, the read, then
+        ``COMMIT`` (``ROLLBACK`` for a refused nonce). The read is made before the commit,
+        on the same connection, so that no pool checkout is paid for it.
+
+        With ``settles`` (``spending_inline``: an event loop's call) it is all or nothing
+        and waits for nothing: the writer lock is taken only if free, ``BEGIN IMMEDIATE``
+        runs with no busy timeout (a writer of another process sends the request to a
+        thread at once), and a refused nonce (its reason is another read) or a read that
+        does not ``settle`` the request (an expiry due: a second write, which may wait)
+        rolls the spend back. Each of those raises ``WouldBlock`` with nothing committed,
+        and the thread that answers next finds the nonce unspent. Only the commit's fsync
+        is waited for. A first spend, which checks the connection out of the pool, and a
+        schema not yet migrated are left to a thread too."""
+        lock = self._shared_connection
+        assert lock is not None  # a SQLite file
+        if settles is None:
+            lock.acquire()
+        elif not (self._migrated and os.getpid() in self._writers and lock.acquire(False)):
+            raise WouldBlock
+        try:
+            writer, run = self._held()
+            dbapi: Any = writer.dbapi_connection
+            try:
+                if settles is None:
+                    dbapi.execute("BEGIN IMMEDIATE")
+                else:
+                    _begin_at_once(dbapi)
+                spent = _spend_on_sqlite(run, params, strict)
+                read = None
+                if spent is not None:
+                    read = read_on(self.engine.dialect, dbapi, writer.invalidate, guid)
+                if spent is None or (settles is not None and not settles(read)):
+                    dbapi.execute("ROLLBACK")
+                    if settles is not None:
+                        raise WouldBlock
+                    return None, None
+                dbapi.execute("COMMIT")
+                return spent, read
+            except WouldBlock:
+                raise
+            except BaseException:
+                self._release_writer()
+                raise
+        finally:
+            lock.release()
 
     def _held(self) -> tuple[PoolProxiedConnection, _Run]:
         """The connection that spends nonces, with its runner; call with the writer lock
@@ -451,6 +510,24 @@ class SqlStorage:
         if self._async_reads is not None:
             self._async_reads.close()
         self.engine.dispose()
+
+
+_BUSY_MS = int(SQLITE_BUSY_TIMEOUT * 1000)
+
+
+def _begin_at_once(dbapi: Any) -> None:
+    """``BEGIN IMMEDIATE`` that does not wait: ``WouldBlock`` when another connection (of
+    another process) holds the write lock. The busy timeout is put back before anything
+    else runs, so the connection leaves as every other connection is."""
+    dbapi.execute("PRAGMA busy_timeout=0")
+    try:
+        dbapi.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:
+        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # an extended code too
+            raise
+        raise WouldBlock from None
+    finally:
+        dbapi.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
 
 
 def _spares_one(pool: Pool) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from sqlalchemy.engine import URL
 
 import paycore_storage.plugin
 from paycore import Gateway, Settings
-from paycore.api import Request, handle
+from paycore.api import Request, handle, handle_inline
 from paycore.auth.signatures import personal_message_hash, public_key_to_address
 from paycore_storage import SqlStorage
 
@@ -100,7 +102,8 @@ def _signed_post(path: str, body: bytes, nonce: int) -> Request:
     return Request("POST", path, headers=headers, body=body)
 
 
-def test_a_signed_read_on_sql_is_the_public_read_with_its_nonce_spent(gateway: Gateway) -> None:
+def _registered_invoice(gateway: Gateway) -> str:
+    """A session key registered for the owner, and an invoice it made (nonce 1): its URI."""
     public_key = "0x" + SESSION_KEY.public_key.format(compressed=False).hex()
     registration = {
         "ownerAddress": public_key_to_address(OWNER_KEY.public_key.format(compressed=False)),
@@ -119,8 +122,11 @@ def test_a_signed_read_on_sql_is_the_public_read_with_its_nonce_spent(gateway: G
     }  # fmt: skip
     created = handle(gateway, _signed_post("/invoice", json.dumps(fields).encode(), 1))
     assert created.status == 201, created.body
-    guid = json.loads(created.body)["guid"]
-    uri = f"/invoice/{guid}"
+    return f"/invoice/{json.loads(created.body)['guid']}"
+
+
+def test_a_signed_read_on_sql_is_the_public_read_with_its_nonce_spent(gateway: Gateway) -> None:
+    uri = _registered_invoice(gateway)
     public = handle(gateway, Request("GET", uri))
     signed = handle(gateway, _signed_get(uri, 2))
     assert (signed.status, signed.body) == (200, public.body)
@@ -137,3 +143,90 @@ def test_a_signed_read_on_sql_is_the_public_read_with_its_nonce_spent(gateway: G
     expired = handle(gateway, _signed_get(uri, 4))
     assert expired.status == 200 and json.loads(expired.body)["status"] == "expired"
     assert handle(gateway, Request("GET", uri)).body == expired.body
+
+
+# ``handle_inline`` on a signed read: made on the caller's thread (an event loop's) where
+# the store spends all or nothing there (``has_inline_spend``: SQLite, with the store's own
+# ``spend_nonce_then_read``), else None; every None leaves the nonce unspent, so the
+# thread's ``handle`` then answers the same request as if no attempt had been made.
+
+
+def _inline_here(gateway: Gateway, database: str) -> bool:
+    return database.startswith("sqlite") and not isinstance(gateway._given, PlainStore)
+
+
+def test_a_signed_read_is_made_inline_as_handle_makes_it(gateway: Gateway, database: str) -> None:
+    uri = _registered_invoice(gateway)
+    public = handle(gateway, Request("GET", uri))
+    handle(gateway, _signed_get(uri, 2))  # the first spend checks its connection out
+    answered = handle_inline(gateway, _signed_get(uri, 3))
+    if not _inline_here(gateway, database):
+        assert answered is None
+        assert gateway.spends_inline is False
+        assert handle(gateway, _signed_get(uri, 3)).status == 200  # nothing was spent
+        return
+    assert answered is not None
+    assert (answered.status, answered.body) == (200, public.body)
+    assert answered.headers["etag"] == public.headers["etag"]
+    # A replay is refused by a thread (the refusal's reason is a second read), and the
+    # inline attempt before it changed nothing.
+    assert handle_inline(gateway, _signed_get(uri, 3)) is None
+    replayed = handle(gateway, _signed_get(uri, 3))
+    assert (replayed.status, replayed.body) == (
+        401, b"session signature: this nonce was already accepted for this request (a replay)",
+    )  # fmt: skip
+    unknown = "00000000-0000-4000-8000-00000000dead"
+    missing = handle_inline(gateway, _signed_get(f"/invoice/{unknown}", 4))
+    assert missing is not None and missing.status == 404  # a 404 writes nothing: inline
+    assert handle(gateway, _signed_get(f"/invoice/{unknown}", 4)).status == 401
+
+
+def test_an_expiry_due_sends_the_signed_read_to_a_thread_with_its_nonce_unspent(
+    gateway: Gateway, database: str
+) -> None:
+    uri = _registered_invoice(gateway)
+    handle(gateway, _signed_get(uri, 2))
+    gateway.clock.now += 61  # type: ignore[attr-defined]
+    assert handle_inline(gateway, _signed_get(uri, 3)) is None
+    expired = handle(gateway, _signed_get(uri, 3))  # the same nonce: it was rolled back
+    assert expired.status == 200 and json.loads(expired.body)["status"] == "expired"
+    with gateway.storage.transaction() as tx:
+        events = tx.outbox_since(0, 10, gateway.storage.read_invoice(uri[9:]).invoice().owner)
+    assert [e.type for e in events.events].count("invoice.expired") == 1
+    if _inline_here(gateway, database):  # settled: inline again
+        again = handle_inline(gateway, _signed_get(uri, 4))
+        assert again is not None and again.body == expired.body
+
+
+def test_a_writer_of_another_process_sends_the_signed_read_to_a_thread_at_once(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Another connection holding SQLite's write lock (as a worker process would) is not
+    waited for on the loop: the attempt returns at once, with the busy timeout of the
+    spending connection as it was, and the thread's spend of the same nonce then waits
+    for that writer as any write does."""
+    database = f"sqlite:///{tmp_path / 'other-writer.sqlite3'}"
+    settings = Settings(database_url=database, prices={ETH_1: "2000"}, auth_mode="strict")
+    gateway = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin], clock=Clock())
+    request.addfinalizer(gateway.close)
+    uri = _registered_invoice(gateway)
+    handle(gateway, _signed_get(uri, 2))
+    other = sqlite3.connect(database.removeprefix("sqlite:///"), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        assert handle_inline(gateway, _signed_get(uri, 3)) is None
+        assert time.monotonic() - started < 1.0  # not the 30 s busy timeout
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    store = gateway._given
+    assert isinstance(store, SqlStorage)
+    held = store._writers[next(iter(store._writers))][0].dbapi_connection
+    assert held.execute("PRAGMA busy_timeout").fetchone() == (30_000,)
+    assert handle(gateway, _signed_get(uri, 3)).status == 200  # unspent until now
+    # This process's own writer lock, held by a thread, is not waited for either.
+    assert store._shared_connection is not None
+    with store._shared_connection:
+        assert handle_inline(gateway, _signed_get(uri, 4)) is None
+    assert handle_inline(gateway, _signed_get(uri, 4)) is not None

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..auth.session import sends_session_headers
 from ..errors import PaycoreError, StorageUnavailable
-from ..storage.invoice_read import WouldBlock, without_blocking
+from ..storage.invoice_read import WouldBlock, spending_inline, without_blocking
 from .http import MAX_BODY, Request, Response
 from .routing import Route, Router, dispatch
 from .table import ROUTES, build_router
@@ -41,15 +41,27 @@ def handle_streamed(gateway: Gateway, request: Request) -> Response:
 
 def handle_inline(gateway: Gateway, request: Request) -> Response | None:
     """The answer made on the calling thread -- an event loop's -- for a route marked
-    ``inline`` that a request without session headers reaches, or ``None``: then the
-    adapter calls :func:`handle_streamed` in a worker thread as for any other request.
-    ``None`` also when the answer would have to wait after all (an expiry to write, no
-    idle pooled connection): nothing was done, the thread does it all.
+    ``inline``, or ``None``: then the adapter calls :func:`handle_streamed` in a worker
+    thread as for any other request. ``None`` also when the answer would have to wait
+    after all (an expiry to write, no idle pooled connection, another process writing):
+    nothing was done, the thread does it all.
+
+    A request with session headers is made inline only where the store spends its nonce
+    all or nothing on a loop (``Gateway.spends_inline``: a SQLite file): the signature is
+    checked here, and the spend commits only with a read that needs nothing more written
+    (``spending_inline``), so a request sent on to the thread never has its nonce spent.
+    The hop to a thread and back cost a signed read more CPU than its fsync waits.
 
     Only for an adapter that knows the request is for such a route (Litestar's handler
     per row); the answer is the one :func:`handle_streamed` would give."""
     if sends_session_headers(request.headers):
-        return None
+        if not gateway.spends_inline:
+            return None
+        try:
+            with spending_inline(gateway.invoice_views.settles):
+                return dispatch(gateway, _shared_router(), request)
+        except WouldBlock:
+            return None
     try:
         with without_blocking():
             return dispatch(gateway, _shared_router(), request)
@@ -68,7 +80,7 @@ async def handle_inline_async(gateway: Gateway, request: Request) -> Response | 
     thread's own read and its error texts decide. A store without the async read:
     :func:`handle_inline` as it is."""
     if sends_session_headers(request.headers):
-        return None
+        return handle_inline(gateway, request)  # a spend on the loop, where it waits for nothing
     guid = _inline_read_of(request) if gateway.reads_invoices_async else None
     if guid is None:
         return handle_inline(gateway, request)

@@ -116,3 +116,33 @@ def refuse_blocking() -> None:
     """Raise :class:`WouldBlock` when inside :func:`without_blocking`."""
     if _NOT_BLOCKING.get():
         raise WouldBlock
+
+
+#: What a read must show for the request to be answered from it with nothing more written.
+ReadSettles = Callable[["InvoiceRead | None"], bool]
+
+_INLINE_SPEND: ContextVar[ReadSettles | None] = ContextVar("paycore-inline-spend", default=None)
+
+
+@contextmanager
+def spending_inline(settles: ReadSettles) -> Iterator[None]:
+    """Mark the nonce spend inside as made on an event loop, all or nothing: the store's
+    ``spend_nonce_then_read`` either spends, reads, and finds the read ``settles`` the
+    request (nothing more to write: no expiry due), committing only then, or raises
+    :class:`WouldBlock` having committed nothing -- when it would wait for a lock, when
+    the nonce is refused (the refusal's text is a second read), when ``settles`` says no,
+    and on a store that cannot spend without waiting. The caller then answers the whole
+    request in a worker thread, where the same nonce is still unspent. Nothing after the
+    commit may raise ``WouldBlock``: that would send a request whose nonce is spent to a
+    thread that must refuse it as a replay, so unlike :func:`without_blocking` this marks
+    the spend alone."""
+    token = _INLINE_SPEND.set(settles)
+    try:
+        yield
+    finally:
+        _INLINE_SPEND.reset(token)
+
+
+def inline_spend() -> ReadSettles | None:
+    """Inside :func:`spending_inline`, its ``settles``; else None (a spend may wait)."""
+    return _INLINE_SPEND.get()
