@@ -20,7 +20,7 @@ from sqlalchemy.engine import URL
 
 import paycore_storage.plugin
 from paycore import Gateway, Settings
-from paycore.api import Request, handle, handle_inline
+from paycore.api import Request, Response, handle, handle_inline
 from paycore.auth.signatures import personal_message_hash, public_key_to_address
 from paycore_storage import SqlStorage
 
@@ -125,16 +125,23 @@ def _registered_invoice(gateway: Gateway) -> str:
     return f"/invoice/{json.loads(created.body)['guid']}"
 
 
+def _same_as_public(answer: Response | None, public: Response) -> None:
+    assert answer is not None
+    assert (answer.status, answer.body) == (200, public.body)
+    assert answer.headers["etag"] == public.headers["etag"]
+
+
+def _refused_as_replay(answer: Response) -> None:
+    assert (answer.status, answer.body) == (
+        401, b"session signature: this nonce was already accepted for this request (a replay)",
+    )  # fmt: skip
+
+
 def test_a_signed_read_on_sql_is_the_public_read_with_its_nonce_spent(gateway: Gateway) -> None:
     uri = _registered_invoice(gateway)
     public = handle(gateway, Request("GET", uri))
-    signed = handle(gateway, _signed_get(uri, 2))
-    assert (signed.status, signed.body) == (200, public.body)
-    assert signed.headers["etag"] == public.headers["etag"]
-    replayed = handle(gateway, _signed_get(uri, 2))
-    assert (replayed.status, replayed.body) == (
-        401, b"session signature: this nonce was already accepted for this request (a replay)",
-    )  # fmt: skip
+    _same_as_public(handle(gateway, _signed_get(uri, 2)), public)
+    _refused_as_replay(handle(gateway, _signed_get(uri, 2)))
     unknown = "00000000-0000-4000-8000-00000000dead"
     missing = handle(gateway, _signed_get(f"/invoice/{unknown}", 3))
     assert (missing.status, missing.body) == (404, f"invoice {unknown} not found".encode())
@@ -165,16 +172,11 @@ def test_a_signed_read_is_made_inline_as_handle_makes_it(gateway: Gateway, datab
         assert gateway.spends_inline is False
         assert handle(gateway, _signed_get(uri, 3)).status == 200  # nothing was spent
         return
-    assert answered is not None
-    assert (answered.status, answered.body) == (200, public.body)
-    assert answered.headers["etag"] == public.headers["etag"]
+    _same_as_public(answered, public)
     # A replay is refused by a thread (the refusal's reason is a second read), and the
     # inline attempt before it changed nothing.
     assert handle_inline(gateway, _signed_get(uri, 3)) is None
-    replayed = handle(gateway, _signed_get(uri, 3))
-    assert (replayed.status, replayed.body) == (
-        401, b"session signature: this nonce was already accepted for this request (a replay)",
-    )  # fmt: skip
+    _refused_as_replay(handle(gateway, _signed_get(uri, 3)))
     unknown = "00000000-0000-4000-8000-00000000dead"
     missing = handle_inline(gateway, _signed_get(f"/invoice/{unknown}", 4))
     assert missing is not None and missing.status == 404  # a 404 writes nothing: inline
