@@ -142,7 +142,7 @@ FLOOR_NOTES = {
     "(its JSON body parsed, a random guid) in one durable transaction, into a copy of "
     "paycore's invoice table with its B-tree indexes",
 }
-#: What the kept floor's note adds when a twin of the threaded floor won (``faster`` in ``_bench_pair``).
+#: What the kept floor's note adds when a twin of the threaded floor won (``faster``).
 TWIN_NOTES = {
     "sync": "",
     "async": " (the async floor: psycopg's AsyncConnection awaited in async handlers)",
