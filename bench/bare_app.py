@@ -27,10 +27,20 @@ ratio paycore / ceiling is what paycore itself costs on that server.
   recovery stays inline in the handler. ``http_bench.py`` measures it next to the sync
   floor and keeps the faster as the floor (issue 30). SQLite has no async driver (aiosqlite
   runs sqlite3 in a thread, the hop the sync floor already makes), and Flask has no event
-  loop of its own, so there the sync floor is the only one.
+  loop of its own, so there the floor is the sync one: in the thread pool, and for
+  Litestar on SQLite also on the loop:
+- ``floor --floor-inline`` (Litestar on a SQLite file only): the sync floor's very handlers
+  and ``Floor`` run on the event loop itself -- the GETs with ``sync_to_thread=False``, the
+  POSTs calling ``spend`` directly, no ``to_thread`` -- so no thread hop at all. On a SQLite
+  file the statements' wait (the WAL append and its fsync) is short, and on one core the
+  hop's wake-ups (the loop handing off to a pool thread and being woken back) cost more
+  than the wait they let the loop overlap; ``http_bench.py`` measures this floor beside the
+  threaded one and keeps the faster per kind (issue 30: the libraries at their best). On
+  PostgreSQL a blocking round trip on the loop would stall every other request; there the
+  async floor is the loop's.
 
     python bench/bare_app.py --framework litestar --port 8001 --bodies bodies.json \\
-        [--floor DATABASE_URL [--floor-async]]
+        [--floor DATABASE_URL [--floor-async | --floor-inline]]
 
 ``bodies.json``: ``{"get": "<GET /paycore/invoice/{guid} answer>", "post": "<POST
 /paycore/invoice answer>"}``. Without ``--floor`` the app is ``bare``.
@@ -307,7 +317,12 @@ class AsyncFloor:
 
 
 # -- the apps ----------------------------------------------------------------------------------
-def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | AsyncFloor | None") -> Any:
+def litestar_app(
+    get_body: bytes, post_body: bytes, floor: "Floor | AsyncFloor | None", inline: bool = False
+) -> Any:
+    """The Litestar app: ``bare`` without a floor, the async floor's handlers with an
+    ``AsyncFloor``, else the sync floor's -- in the thread pool, or with ``inline`` on the
+    event loop itself (``--floor-inline``): the same handlers, only where they run differs."""
     from litestar import Litestar, Request, Response, get, post
 
     def target(request: Request[Any, Any, Any]) -> bytes:  # what a signed GET signed
@@ -359,8 +374,16 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | AsyncFloor |
 
     else:
         spend, lookup = floor.spend, floor.read
+        threaded = not inline
+        if inline:  # on the loop: the call made right there, no thread hop
 
-        @get(PREFIX + "/invoice/{guid:str}", sync_to_thread=True)
+            async def run(function: Any, *args: Any) -> Any:
+                return function(*args)
+
+        else:
+            from anyio.to_thread import run_sync as run
+
+        @get(PREFIX + "/invoice/{guid:str}", sync_to_thread=threaded)
         def read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
             if "x-session-signature" not in request.headers:  # public: one SELECT
                 if not lookup(guid):
@@ -372,7 +395,7 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | AsyncFloor |
                 return Response(b"refused", status_code=401)
             return Response(get_body, media_type="application/json")
 
-        @get(PREFIX + "/read/invoice/{guid:str}", sync_to_thread=True)
+        @get(PREFIX + "/read/invoice/{guid:str}", sync_to_thread=threaded)
         def spend_and_read(guid: str, request: Request[Any, Any, Any]) -> Response[bytes]:
             if not spend(request.headers, target(request), None):
                 return Response(b"refused", status_code=401)
@@ -382,19 +405,15 @@ def litestar_app(get_body: bytes, post_body: bytes, floor: "Floor | AsyncFloor |
 
         @post(PREFIX + "/invoice")
         async def create(request: Request[Any, Any, Any]) -> Response[bytes]:
-            from anyio import to_thread
-
             body = await request.body()
-            if not await to_thread.run_sync(spend, request.headers, body, body):
+            if not await run(spend, request.headers, body, body):
                 return Response(b"refused", status_code=401)
             return Response(post_body, media_type="application/json", status_code=201)
 
         @post(PREFIX + "/write/invoice")
         async def spend_and_write(request: Request[Any, Any, Any]) -> Response[bytes]:
-            from anyio import to_thread
-
             body = await request.body()
-            if not await to_thread.run_sync(spend, request.headers, body, body, True):
+            if not await run(spend, request.headers, body, body, True):
                 return Response(b"refused", status_code=401)
             return Response(post_body, media_type="application/json", status_code=201)
 
@@ -471,11 +490,20 @@ def main() -> None:
         action="store_true",
         help="with --floor on PostgreSQL under Litestar: the async driver in async handlers",
     )
+    parser.add_argument(
+        "--floor-inline",
+        action="store_true",
+        help="with --floor on SQLite under Litestar: the sync floor's work on the event loop",
+    )
     args = parser.parse_args()
     if args.floor_async and (
         args.framework != "litestar" or not args.floor or args.floor.startswith("sqlite")
     ):
         parser.error("--floor-async is Litestar's, with a PostgreSQL --floor")
+    if args.floor_inline and (
+        args.framework != "litestar" or not args.floor or not args.floor.startswith("sqlite")
+    ):
+        parser.error("--floor-inline is Litestar's, with a SQLite --floor")
     with open(args.bodies, encoding="utf-8") as file:
         bodies = json.load(file)
     get_body, post_body = bodies["get"].encode(), bodies["post"].encode()
@@ -485,7 +513,7 @@ def main() -> None:
             return litestar_app(get_body, post_body, AsyncFloor(args.floor))
         floor = Floor(args.floor) if args.floor else None
         if args.framework == "litestar":
-            return litestar_app(get_body, post_body, floor)
+            return litestar_app(get_body, post_body, floor, inline=args.floor_inline)
         return flask_app(get_body, post_body, floor)
 
     gunicorn_server(args.framework, build, host="127.0.0.1", port=args.port).run()

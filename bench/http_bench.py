@@ -31,15 +31,23 @@ against three servers:
   invoice's row on the same driver, autocommitted.
 
 The floor runs sync handlers in the framework's thread pool, as paycore's do. Issue 30 asks
-for the floor at the libraries' best, so for Litestar on PostgreSQL the bench also starts
-``bare_app.py --floor-async`` -- the same work with psycopg's ``AsyncConnection`` awaited in
-async handlers, no thread hop -- measures it as one more side, interleaved, with the same
-client and repetitions (its signed sides share the sync floor's nonce counters: both spend
-into one table), and keeps, kind by kind, the faster median as ``floor`` (and as
-``floor_with_read``). Those lines print both figures and the one kept
-(``floor_sync_req_per_s``, ``floor_async_req_per_s``, ``floor_kept``; with the
-``floor_with_read_`` prefix for the fuller floor). SQLite has no async driver and Flask no
-event loop of its own: there only the sync floor runs (``floor_kept``: ``sync``).
+for the floor at the libraries' best, so for Litestar the bench also starts a twin of it
+and measures it as one more side, interleaved, with the same client and repetitions (its
+signed sides share the sync floor's nonce counters: both spend into one table):
+
+- on PostgreSQL ``bare_app.py --floor-async``: the same work with psycopg's
+  ``AsyncConnection`` awaited in async handlers, no thread hop (it has no write floor);
+- on a SQLite file ``bare_app.py --floor-inline``: the sync floor's very work run on the
+  event loop, no thread hop -- SQLite has no async driver (aiosqlite is sqlite3 in a
+  thread), but its fsync is short, and on one core the hop's wake-ups cost more than the
+  wait they overlap.
+
+Kind by kind the fastest median is kept as ``floor`` (and as ``floor_with_read`` and
+``floor_with_write``). Those lines print every figure and the one kept
+(``floor_sync_req_per_s``, ``floor_async_req_per_s`` or ``floor_inline_req_per_s``,
+``floor_kept``: ``sync``, ``async`` or ``inline``; with the ``floor_with_read_`` and
+``floor_with_write_`` prefixes for the fuller floors). Flask has no event loop of its own:
+there only the sync floor runs (``floor_kept``: ``sync``).
 
 The load client is ``--clients`` processes, each on one keep-alive connection, sending
 prepared request bytes and reading the answers with a minimal HTTP/1.1 reader (no HTTP
@@ -134,7 +142,12 @@ FLOOR_NOTES = {
     "(its JSON body parsed, a random guid) in one durable transaction, into a copy of "
     "paycore's invoice table with its B-tree indexes",
 }
-ASYNC_NOTE = " (the async floor: psycopg's AsyncConnection awaited in async handlers)"
+#: What the kept floor's note adds when a twin of the threaded floor won (``faster``).
+TWIN_NOTES = {
+    "sync": "",
+    "async": " (the async floor: psycopg's AsyncConnection awaited in async handlers)",
+    "inline": " (the inline floor: the same work on the event loop, no thread hop)",
+}
 
 
 def _log(text: str) -> None:
@@ -466,8 +479,9 @@ def _bench_pair(
 ) -> list[dict[str, Any]]:
     py = sys.executable
     paycore_port, bare_port, floor_port = _free_port(), _free_port(), _free_port()
-    # The async floor: Litestar on PostgreSQL, where an async driver exists (bare_app.py).
-    floor_async_port = _free_port() if (framework, db) == ("litestar", "postgresql") else None
+    # The floor's twins, at the libraries' best where the threaded one may not be
+    # (bare_app.py): on PostgreSQL the async driver, on a SQLite file the loop itself.
+    twin_kind = {"postgresql": "async", "sqlite": "inline"}[db] if framework == "litestar" else None
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")}
     env.update(
         {
@@ -520,22 +534,27 @@ def _bench_pair(
                 "bare": (bare_pid, bare_port, None),
                 "floor": (floor_pid, floor_port, floor_nonces),
             }
-            if floor_async_port is not None:
-                floor_async = [*floor, "--floor-async"]
-                floor_async[floor_async.index("--port") + 1] = str(floor_async_port)
-                targets["floor_async"] = (
-                    stack.enter_context(_process(floor_async, floor_async_port, env)),
-                    floor_async_port,
-                    floor_nonces,
+            if twin_kind is not None:
+                twin_port = _free_port()
+                floor_twin = [*floor, f"--floor-{twin_kind}"]
+                floor_twin[floor_twin.index("--port") + 1] = str(twin_port)
+                targets[f"floor_{twin_kind}"] = (
+                    stack.enter_context(_process(floor_twin, twin_port, env)),
+                    twin_port,
+                    floor_nonces,  # spent into the sync floor's table: its counters
                 )
             # warm-up: connections, prepared statements, caches
             for pid, port, signed in targets.values():
                 _load(pid, port, "get", uri, args.clients, 0.5, signed, 200)
-            # The signed GET's fuller floor: the nonce, then the invoice's SELECT.
+            # The signed GET's fuller floor: the nonce, then the invoice's SELECT; the
+            # POST's: the nonce and the invoice's row (the async floor has no write).
             read_uri = uri.replace(PREFIX + "/invoice/", PREFIX + "/read/invoice/", 1)
-            sides = {**targets, "floor_read": targets["floor"], "floor_write": targets["floor"]}
-            if "floor_async" in targets:
-                sides["floor_async_read"] = targets["floor_async"]
+            sides = dict(targets)
+            for name in ("floor", "floor_async", "floor_inline"):
+                if name in targets:
+                    sides[f"{name}_read"] = targets[name]
+                    if name != "floor_async":
+                        sides[f"{name}_write"] = targets[name]
             samples: dict[tuple[str, str], list[dict[str, float]]] = {}
             for rep in range(args.reps):
                 for kind in args.kinds:
@@ -575,16 +594,19 @@ def _bench_pair(
     def median(kind: str, side: str, field: str) -> float:
         return statistics.median(s[field] for s in samples[(kind, side)])
 
-    def faster(kind: str, side: str, prefix: str) -> tuple[str, dict[str, Any]]:
-        """The floor kept for ``kind`` -- the faster of the sync side and its async twin,
-        when there is one -- and both figures, for the line."""
-        rates = {"sync": median(kind, side, "req_per_s")}
-        twin = side.replace("floor", "floor_async", 1)
-        if (kind, twin) in samples:
-            rates["async"] = median(kind, twin, "req_per_s")
+    def faster(kind: str, side: str, prefix: str) -> tuple[str, str, dict[str, Any]]:
+        """The floor kept for ``kind`` -- the fastest of the sync (threaded) side and its
+        twins measured here, async or inline -- its side, its name (a ``TWIN_NOTES`` key)
+        and every figure with the name kept, for the line."""
+        names = {"sync": side}
+        for name in ("async", "inline"):
+            twin = side.replace("floor", f"floor_{name}", 1)
+            if (kind, twin) in samples:
+                names[name] = twin
+        rates = {name: median(kind, twin, "req_per_s") for name, twin in names.items()}
         kept = max(rates, key=lambda name: rates[name])
         fields = {f"{prefix}_{name}_req_per_s": round(rate, 1) for name, rate in rates.items()}
-        return (twin if kept == "async" else side), {**fields, f"{prefix}_kept": kept}
+        return names[kept], kept, {**fields, f"{prefix}_kept": kept}
 
     for kind in args.kinds:
         ours, ceiling = median(kind, "paycore", "req_per_s"), median(kind, "bare", "req_per_s")
@@ -602,7 +624,7 @@ def _bench_pair(
                 "client_cpu_ms_per_req": round(median(kind, "paycore", "client_cpu_ms"), 3),
             }
         )
-        side, both = faster(kind, "floor", "floor")
+        side, kept, both = faster(kind, "floor", "floor")
         floor = median(kind, side, "req_per_s")
         rows.append(
             {
@@ -614,14 +636,15 @@ def _bench_pair(
                 "ceiling_value": round(floor, 1),
                 "ratio": round(ours / floor, 3),
                 "target": TARGETS[kind],
-                "note": FLOOR_NOTES[kind] + ASYNC_NOTE * (side != "floor"),
+                "note": FLOOR_NOTES[kind] + TWIN_NOTES[kept],
                 "floor_over_bare": round(floor / ceiling, 3),
                 "floor_server_cpu_ms_per_req": round(median(kind, side, "server_cpu_ms"), 3),
                 **both,
             }
         )
         if kind == "post":
-            fuller = median(kind, "floor_write", "req_per_s")
+            side, kept, both = faster(kind, "floor_write", "floor_with_write")
+            fuller = median(kind, side, "req_per_s")
             rows.append(
                 {
                     **common,
@@ -632,14 +655,15 @@ def _bench_pair(
                     "ceiling_value": round(fuller, 1),
                     "ratio": round(ours / fuller, 3),
                     "target": TARGETS[kind],
-                    "note": FLOOR_NOTES["post_write"],
+                    "note": FLOOR_NOTES["post_write"] + TWIN_NOTES[kept],
                     "floor_with_write_server_cpu_ms_per_req": round(
-                        median(kind, "floor_write", "server_cpu_ms"), 3
+                        median(kind, side, "server_cpu_ms"), 3
                     ),
+                    **both,
                 }
             )
         if kind == "get":
-            side, both = faster(kind, "floor_read", "floor_with_read")
+            side, kept, both = faster(kind, "floor_read", "floor_with_read")
             fuller = median(kind, side, "req_per_s")
             rows.append(
                 {
@@ -651,7 +675,7 @@ def _bench_pair(
                     "ceiling_value": round(fuller, 1),
                     "ratio": round(ours / fuller, 3),
                     "target": TARGETS[kind],
-                    "note": FLOOR_NOTES["get_read"] + ASYNC_NOTE * (side != "floor_read"),
+                    "note": FLOOR_NOTES["get_read"] + TWIN_NOTES[kept],
                     "floor_with_read_server_cpu_ms_per_req": round(
                         median(kind, side, "server_cpu_ms"), 3
                     ),
@@ -724,8 +748,9 @@ def main(argv: list[str] | None = None) -> int:
             # count means other work competed with the run and the figures are rough.
             "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             **{p: version(p) for p in ("flask", "litestar", "uvicorn", "gunicorn")},
-            "note": "one gunicorn worker process each (paycore serve, bare, floor, and the "
-            "async floor for Litestar on PostgreSQL), the same server settings for all",
+            "note": "one gunicorn worker process each (paycore serve, bare, floor, and for "
+            "Litestar the async floor on PostgreSQL, the inline floor on SQLite), the same "
+            "server settings for all",
             "elapsed_s": round(time.perf_counter() - started, 1),
         }
     )

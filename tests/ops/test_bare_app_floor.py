@@ -1,0 +1,187 @@
+"""The http bench's inline floor (``bare_app.py --floor-inline``) is the threaded floor moved
+onto the event loop, nothing else.
+
+``http_bench.py`` keeps, per kind, the fastest of the floors it measured; a twin that
+answered differently -- skipped the nonce, refused nothing, served another body -- would
+win by doing less and make paycore's ratio look worse than it is. So both Litestar floors
+built on one SQLite file answer the same signed requests the same way, refuse the same
+replays and unsigned writes, and the inline one really runs ``Floor.spend`` on the loop
+(the threaded one in a worker thread, where no loop runs). The flag is refused where it
+has no meaning, as ``--floor-async`` is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from coincurve import PrivateKey
+from litestar.testing import TestClient
+
+from paycore.auth.signatures import personal_message_hash
+from paycore_storage import SqlStorage
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+GET_BODY, POST_BODY = b'{"the": "get"}', b'{"the": "post"}'
+INVOICE = (
+    b'{"value": "49.90", "chainId": 1, "address": "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"}'
+)
+
+
+def _bare_app() -> ModuleType:
+    """``bench/bare_app.py`` (not a package), registered: Litestar resolves its handlers'
+    annotations in their module's namespace."""
+    name = "bare_app_under_test"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCH / "bare_app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _headers(key: PrivateKey, nonce: int, signed: bytes) -> dict[str, str]:
+    message = f"sess:{nonce}:{hashlib.sha256(signed).hexdigest()}"
+    signature = key.sign_recoverable(personal_message_hash(message), hasher=None)
+    return {
+        "x-session-nonce": str(nonce),
+        "x-session-signature": "0x" + signature[:64].hex() + f"{signature[64] + 27:02x}",
+        "content-type": "application/json",
+    }
+
+
+def _noting(floor: Any) -> list[bool]:
+    """Make ``floor.spend`` note, call by call, whether an event loop runs where it runs
+    (set before the app is built: its handlers take ``floor.spend`` then)."""
+    on_loop: list[bool] = []
+    spend = floor.spend
+
+    def noted(*args: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            on_loop.append(False)
+        else:
+            on_loop.append(True)
+        return spend(*args)
+
+    floor.spend = noted
+    return on_loop
+
+
+@pytest.fixture
+def floors(tmp_path: Path) -> Iterator[tuple[str, dict[str, tuple[TestClient[Any], list[bool]]]]]:
+    """A migrated SQLite file holding one invoice, and both Litestar floors on it, each with
+    its own ``Floor`` (as each bench process has its own)."""
+    bare_app = _bare_app()
+    url = f"sqlite:///{tmp_path / 'bench.sqlite3'}"
+    store = SqlStorage(url)
+    store.migrate()
+    store.close()
+    row = bare_app.invoice_row(INVOICE, "0x" + "11" * 20)
+    threaded, inline = bare_app.Floor(url), bare_app.Floor(url)
+    threaded._connection().execute(
+        f"INSERT INTO paycore_invoices ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+        tuple(row.values()),
+    )
+    notes = {"threaded": _noting(threaded), "inline": _noting(inline)}
+    with (
+        TestClient(bare_app.litestar_app(GET_BODY, POST_BODY, threaded)) as threaded_client,
+        TestClient(
+            bare_app.litestar_app(GET_BODY, POST_BODY, inline, inline=True)
+        ) as inline_client,
+    ):
+        yield (
+            row["guid"],
+            {
+                "threaded": (threaded_client, notes["threaded"]),
+                "inline": (inline_client, notes["inline"]),
+            },
+        )
+
+
+def _answers(client: TestClient[Any], guid: str, key: PrivateKey, nonce: int) -> list[Any]:
+    """Every request the bench sends a floor, a replay of each signed one, an unsigned
+    POST and a read of an invoice that is not there: (status, body) in order."""
+    get, read = f"/paycore/invoice/{guid}", f"/paycore/read/invoice/{guid}"
+    missing = "/paycore/read/invoice/00000000-0000-4000-8000-000000000000"
+    sent = [
+        client.get(get, headers=_headers(key, nonce, get.encode())),
+        client.get(get, headers=_headers(key, nonce, get.encode())),  # replay
+        client.get(read, headers=_headers(key, nonce + 1, read.encode())),
+        client.get(missing, headers=_headers(key, nonce + 2, missing.encode())),
+        client.post("/paycore/invoice", content=INVOICE, headers=_headers(key, nonce + 3, INVOICE)),
+        client.post("/paycore/invoice", content=INVOICE, headers=_headers(key, nonce + 3, INVOICE)),
+        client.post(
+            "/paycore/write/invoice", content=INVOICE, headers=_headers(key, nonce + 4, INVOICE)
+        ),
+        client.post(
+            "/paycore/write/invoice", content=INVOICE, headers=_headers(key, nonce + 4, INVOICE)
+        ),
+        # Unsigned: no nonce to spend. (The floor trusts any key it recovers: whose key it
+        # is, paycore's session registry, is no part of the floor.)
+        client.post("/paycore/invoice", content=INVOICE),
+        client.get(get),  # the public read: no nonce, one SELECT
+        client.get(get, headers={"if-none-match": '"x"'}),
+    ]
+    return [(answer.status_code, answer.content) for answer in sent]
+
+
+def test_the_inline_floor_answers_as_the_threaded_one_from_the_loop(
+    floors: tuple[str, dict[str, tuple[TestClient[Any], list[bool]]]],
+) -> None:
+    guid, apps = floors
+    key = PrivateKey(hashlib.sha256(b"floor-inline-key").digest())
+    # One table of nonces, as in the bench: each floor spends its own.
+    threaded = _answers(apps["threaded"][0], guid, key, 1)
+    inline = _answers(apps["inline"][0], guid, key, 101)
+    assert [status for status, _ in threaded] == [
+        200,
+        401,
+        200,
+        404,
+        201,
+        401,
+        201,
+        401,
+        401,
+        200,
+        304,
+    ]
+    assert inline == threaded
+    assert threaded[0][1] == GET_BODY and threaded[4][1] == POST_BODY
+    # And a nonce one floor spent is spent for the other (the bench shares the counters).
+    replay = _headers(key, 1, f"/paycore/invoice/{guid}".encode())
+    assert apps["inline"][0].get(f"/paycore/invoice/{guid}", headers=replay).status_code == 401
+    threaded_calls, inline_calls = apps["threaded"][1], apps["inline"][1]
+    assert threaded_calls and not any(threaded_calls)  # in the worker threads
+    assert inline_calls and all(inline_calls)  # on the loop: no thread hop
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--framework", "flask", "--floor", "sqlite:////tmp/x.sqlite3"],
+        ["--framework", "litestar", "--floor", "postgresql://postgres@127.0.0.1:5432/test"],
+        ["--framework", "litestar"],
+    ],
+    ids=["flask", "postgresql", "no-floor"],
+)
+def test_floor_inline_is_refused_but_for_litestar_on_sqlite(args: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bare_app.py"), "--port", "1", "--bodies", "absent.json",
+         *args, "--floor-inline"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done
+    assert "--floor-inline is Litestar's, with a SQLite --floor" in done.stderr
