@@ -81,7 +81,7 @@ from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
 from .storage import Storage, async_read_of, signal_source
-from .storage.invoice_read import InvoiceRead
+from .storage.invoice_read import InvoiceRead, refuse_inline
 from .storage.protocols.merchant import WalletIndexes
 from .storage.request_unit import RequestUnits
 from .subscriptions.service import Subscriptions
@@ -408,6 +408,7 @@ class Gateway(InvoiceLists, RefundOperations):
             backend = self.chains.get(chain_id)
             if backend is None:
                 raise NoAddressDeriver("address", chain_id, "required")
+            refuse_inline()  # a backend may ask its node: not on an event loop
             return backend.deposit_address(
                 owner, chain_id, tx.allocate_wallet_index(owner, chain_id)
             )

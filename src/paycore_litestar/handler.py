@@ -33,6 +33,7 @@ from paycore import Gateway
 from paycore.api import (
     MAX_BODY,
     Route,
+    handle_inline,
     handle_inline_async,
     handle_streamed,
     reads_inline,
@@ -227,8 +228,9 @@ def core_call(
 
     A GET or HEAD is read without its body (paycore never reads a GET's body); for a row
     marked ``inline`` the core answers it on the event loop when it can do so without
-    waiting (``paycore.api.handle_inline``: the checkout page's poll), with no hop to a
-    worker thread and back; on PostgreSQL its read is awaited on the loop first
+    waiting (``paycore.api.handle_inline``: the checkout page's poll, and on a SQLite file
+    a signed read or a signed ``POST /invoice``), with no hop to a worker thread and back;
+    on PostgreSQL a poll's read is awaited on the loop first
     (``paycore.api.handle_inline_async`` decides which)."""
 
     async def paycore_handler(request: AnyRequest) -> LitestarResponse[Any]:
@@ -243,6 +245,10 @@ def core_call(
         if body is None:
             return to_litestar(payload_too_large())
         plain = to_paycore(request, body, prefix)
+        if inline:  # a signed write, all or nothing on the loop where the store allows it
+            written = handle_inline(gateway, plain)
+            if written is not None:
+                return to_litestar(written)
         return to_litestar(await to_thread.run_sync(handle_streamed, gateway, plain))
 
     # The annotations as objects, not the strings this module's future import makes them:

@@ -43,6 +43,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
 from paycore.errors import PaycoreError, StorageUnavailable
+from paycore.storage.invoice_read import WouldBlock, inline_attempt
 
 SUPPORTED = ("sqlite", "postgresql")
 #: Seconds a SQLite writer waits for the lock before giving up.
@@ -190,9 +191,29 @@ def _sqlite_engine(url: URL, options: dict[str, Any]) -> Engine:
     def _on_begin(connection: Any) -> None:
         # Straight to sqlite3: SQLAlchemy's execution layer cost more than SQLite's BEGIN.
         # A lock timeout raises sqlite3's own error, which ``unavailable`` recognises.
-        connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
+        dbapi = connection.connection.dbapi_connection
+        if inline_attempt() is None:
+            dbapi.execute("BEGIN IMMEDIATE")
+        else:  # an event loop's transaction (``spending_inline``) waits for no other writer
+            begin_at_once(dbapi)
 
     return engine
+
+
+def begin_at_once(dbapi: Any) -> None:
+    """``BEGIN IMMEDIATE`` that does not wait: ``WouldBlock`` when another connection (of
+    another process: this one's take turns on its writer lock) holds the write lock. The
+    busy timeout is put back before anything else runs, so the connection goes on as
+    every other one does."""
+    dbapi.execute("PRAGMA busy_timeout=0")
+    try:
+        dbapi.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:
+        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # an extended code too
+            raise
+        raise WouldBlock from None
+    finally:
+        dbapi.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT * 1000)}")
 
 
 def _enable_wal(cursor: Any, patience: float) -> None:

@@ -41,7 +41,6 @@ the owner counts they share. ``SqlTx`` is composed of them; ``SqlStorage`` opens
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -58,10 +57,10 @@ from paycore.domain.records import SessionKey
 from paycore.storage import OutboxSignal, StorageTx
 from paycore.storage.contract import spend_then_read
 from paycore.storage.invoice_read import (
+    InlineAttempt,
     InvoiceRead,
-    ReadSettles,
     WouldBlock,
-    inline_spend,
+    inline_attempt,
     refuse_blocking,
     without_blocking,
 )
@@ -73,7 +72,7 @@ from .chains import ChainStatements
 from .detected import DetectedStatements
 from .endpoints import EndpointStatements
 from .engine import (
-    SQLITE_BUSY_TIMEOUT,
+    begin_at_once,
     closed_by_server,
     database_url,
     is_memory_sqlite,
@@ -176,20 +175,45 @@ class SqlStorage:
         """One unit of work. A failure to reach the database -- connecting, in a statement,
         at commit -- raises ``StorageUnavailable`` (see ``engine.unavailable``); the
         transaction is rolled back as for any other error."""
+        attempt = inline_attempt()
         try:
-            self._ensure_schema()
-            with self._exclusive(), self.engine.connect() as connection, connection.begin():
+            if attempt is None:
+                self._ensure_schema()
+            with (
+                self._exclusive() if attempt is None else self._inline_turn(),
+                self.engine.connect() as connection,
+                connection.begin(),  # engine.py: BEGIN IMMEDIATE, at once for an attempt
+            ):
                 tx = SqlTx(connection, self._clock)
                 try:
                     yield tx
                     tx.before_commit()
                 finally:
                     tx.close()
+            if attempt is not None:
+                attempt.committed = True
         except Exception as error:
             outage = unavailable(error)
             if outage is None:
                 raise
             raise outage from error
+
+    @contextmanager
+    def _inline_turn(self) -> Iterator[None]:
+        """This process's writer lock for an event loop's transaction (``spending_inline``),
+        or ``WouldBlock``: when the lock is taken, when the store cannot write inline (see
+        ``has_inline_spend``) or has yet to migrate, and when no pooled connection is idle
+        (a checkout would connect, or wait for one)."""
+        lock = self._shared_connection
+        pool: Any = self.engine.pool
+        if not self.has_inline_spend or not self._migrated or lock is None:
+            raise WouldBlock
+        if pool.checkedin() == 0 or not lock.acquire(blocking=False):
+            raise WouldBlock
+        try:
+            yield
+        finally:
+            lock.release()
 
     def spend_nonce(
         self,
@@ -211,8 +235,8 @@ class SqlStorage:
         checkout, begin, commit and close cost more CPU than the statements (on a SQLite
         file, 0.2 ms of a verification's 0.5). Nor is the connection checked out of the pool
         each time, where the pool can spare one (``_held``)."""
-        if inline_spend() is not None:
-            raise WouldBlock  # only a signed read's spend is made inline (its read decides)
+        if inline_attempt() is not None:
+            raise WouldBlock  # inline, a spend is a read's (its read decides) or a write's
         params = _spend_params(address, nonce, digest, window, now)
         try:
             self._ensure_schema()
@@ -264,11 +288,11 @@ class SqlStorage:
         (``_spend_and_read_on_file``), which is also how it is made on an event loop
         (``spending_inline``, where the store has ``has_inline_spend``)."""
         params = _spend_params(address, nonce, digest, window, now)
-        settles = inline_spend()
-        if settles is not None and not self.has_inline_spend:
+        attempt = inline_attempt()
+        if attempt is not None and not self.has_inline_spend:
             raise WouldBlock
         try:
-            if settles is None:
+            if attempt is None:
                 self._ensure_schema()
             if self._postgres:
                 with self._pooled() as (pooled, _run):
@@ -282,7 +306,7 @@ class SqlStorage:
                         if pooled.is_valid:
                             dbapi.autocommit = False
             if self._may_hold:
-                return self._spend_and_read_on_file(params, strict, guid, settles)
+                return self._spend_and_read_on_file(params, strict, guid, attempt)
             # An in-memory database (one shared connection), or a pool with none to spare.
             return spend_then_read(
                 self, address, nonce, digest, window=window, strict=strict, now=now, guid=guid
@@ -353,25 +377,25 @@ class SqlStorage:
         return spent
 
     def _spend_and_read_on_file(
-        self, params: dict[str, Any], strict: bool, guid: str, settles: ReadSettles | None
+        self, params: dict[str, Any], strict: bool, guid: str, attempt: InlineAttempt | None
     ) -> tuple[SessionKey | None, InvoiceRead | None]:
         """A signed read's spend and read on a SQLite file: ``BEGIN IMMEDIATE`` on the held
         spending connection under this process's writer lock, the spend, the read, then
         ``COMMIT`` (``ROLLBACK`` for a refused nonce). The read is made before the commit,
         on the same connection, so that no pool checkout is paid for it.
 
-        With ``settles`` (``spending_inline``: an event loop's call) it is all or nothing
+        With an ``attempt`` (``spending_inline``: an event loop's call) it is all or nothing
         and waits for nothing: the writer lock is taken only if free, ``BEGIN IMMEDIATE``
         runs with no busy timeout (a writer of another process sends the request to a
         thread at once), and a refused nonce (its reason is another read) or a read that
-        does not ``settle`` the request (an expiry due: a second write, which may wait)
+        does not settle the request (``attempt.settles``: an expiry due, a second write)
         rolls the spend back. Each of those raises ``WouldBlock`` with nothing committed,
         and the thread that answers next finds the nonce unspent. Only the commit's fsync
         is waited for. A first spend, which checks the connection out of the pool, and a
         schema not yet migrated are left to a thread too."""
         lock = self._shared_connection
         assert lock is not None  # a SQLite file
-        if settles is None:
+        if attempt is None:
             lock.acquire()
         elif not (self._migrated and os.getpid() in self._writers and lock.acquire(False)):
             raise WouldBlock
@@ -379,20 +403,22 @@ class SqlStorage:
             writer, run = self._held()
             dbapi: Any = writer.dbapi_connection
             try:
-                if settles is None:
+                if attempt is None:
                     dbapi.execute("BEGIN IMMEDIATE")
                 else:
-                    _begin_at_once(dbapi)
+                    begin_at_once(dbapi)
                 spent = _spend_on_sqlite(run, params, strict)
                 read = None
                 if spent is not None:
                     read = read_on(self.engine.dialect, dbapi, writer.invalidate, guid)
-                if spent is None or (settles is not None and not settles(read)):
+                if spent is None or (attempt is not None and not attempt.settles(read)):
                     dbapi.execute("ROLLBACK")
-                    if settles is not None:
+                    if attempt is not None:
                         raise WouldBlock
                     return None, None
                 dbapi.execute("COMMIT")
+                if attempt is not None:
+                    attempt.committed = True
                 return spent, read
             except WouldBlock:
                 raise
@@ -510,24 +536,6 @@ class SqlStorage:
         if self._async_reads is not None:
             self._async_reads.close()
         self.engine.dispose()
-
-
-_BUSY_MS = int(SQLITE_BUSY_TIMEOUT * 1000)
-
-
-def _begin_at_once(dbapi: Any) -> None:
-    """``BEGIN IMMEDIATE`` that does not wait: ``WouldBlock`` when another connection (of
-    another process) holds the write lock. The busy timeout is put back before anything
-    else runs, so the connection leaves as every other connection is."""
-    dbapi.execute("PRAGMA busy_timeout=0")
-    try:
-        dbapi.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as error:
-        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # an extended code too
-            raise
-        raise WouldBlock from None
-    finally:
-        dbapi.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
 
 
 def _spares_one(pool: Pool) -> bool:

@@ -233,3 +233,98 @@ def test_a_writer_of_another_process_sends_the_signed_read_to_a_thread_at_once(
     with store._shared_connection:
         assert handle_inline(gateway, _signed_get(uri, 4)) is None
     assert handle_inline(gateway, _signed_get(uri, 4)) is not None
+
+
+# A signed ``POST /invoice`` made inline: its one transaction (the nonce, the invoice) is
+# begun on the loop only where nothing is waited for, and commits whole or not at all.
+
+FIELDS = {
+    "value": "10", "chainId": 1, "description": "inline write", "acceptedTokens": [ETH_1],
+    "address": "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed", "deadlineSecs": 60,
+}  # fmt: skip
+
+
+def _invoices(gateway: Gateway) -> int:
+    owner = public_key_to_address(OWNER_KEY.public_key.format(compressed=False))
+    with gateway.storage.transaction() as tx:
+        return tx.count_invoices(owner=owner)
+
+
+def test_a_signed_write_is_made_inline_whole_or_not_at_all(gateway: Gateway, database: str) -> None:
+    _registered_invoice(gateway)
+    body = json.dumps(FIELDS).encode()
+    created = handle_inline(gateway, _signed_post("/invoice", body, 2))
+    if not _inline_here(gateway, database):
+        assert created is None and _invoices(gateway) == 1
+        assert handle(gateway, _signed_post("/invoice", body, 2)).status == 201
+        return
+    assert created is not None and created.status == 201, created
+    assert json.loads(created.body)["description"] == "inline write"
+    assert _invoices(gateway) == 2
+    # A replay is refused inline: the refusal's read joins the transaction that spent.
+    replayed = handle_inline(gateway, _signed_post("/invoice", body, 2))
+    assert replayed is not None
+    _refused_as_replay(replayed)
+    # A bad body: rolled back with its nonce; the nonce is spent again on its own, which
+    # waits, so the thread answers -- as if the loop had never tried.
+    bad = json.dumps({**FIELDS, "value": "-1"}).encode()
+    assert handle_inline(gateway, _signed_post("/invoice", bad, 3)) is None
+    refused = handle(gateway, _signed_post("/invoice", bad, 3))
+    assert refused.status == 400
+    _refused_as_replay(handle(gateway, _signed_post("/invoice", bad, 3)))  # spent once
+    assert _invoices(gateway) == 2
+
+
+class Deriver:
+    """A chain backend's one call an invoice without an address makes, recording where."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def deposit_address(self, owner: str, chain_id: int, index: int) -> str:
+        self.calls += 1
+        return "0x" + f"{index + 1:040x}"
+
+
+def test_an_address_to_derive_sends_the_signed_write_to_a_thread(tmp_path: Path) -> None:
+    """A backend may ask its node for an address: never on the loop. The attempt rolls
+    back before the call, and the thread's answer is the one the request gets."""
+    database = f"sqlite:///{tmp_path / 'derive.sqlite3'}"
+    settings = Settings(database_url=database, prices={ETH_1: "2000"}, auth_mode="strict")
+    gateway = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin])
+    try:
+        deriver = Deriver()
+        gateway.chains[1] = deriver  # type: ignore[assignment]
+        _registered_invoice(gateway)
+        fields = {k: v for k, v in FIELDS.items() if k != "address"}
+        request = _signed_post("/invoice", json.dumps(fields).encode(), 2)
+        assert handle_inline(gateway, request) is None
+        assert deriver.calls == 0 and _invoices(gateway) == 1
+        created = handle(gateway, request)
+        assert created.status == 201 and deriver.calls == 1
+        assert json.loads(created.body)["address"] == "0x" + f"{1:040x}"
+    finally:
+        gateway.close()
+
+
+def test_a_writer_of_another_process_sends_the_signed_write_to_a_thread_at_once(
+    tmp_path: Path,
+) -> None:
+    database = f"sqlite:///{tmp_path / 'write-other.sqlite3'}"
+    settings = Settings(database_url=database, prices={ETH_1: "2000"}, auth_mode="strict")
+    gateway = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin])
+    try:
+        _registered_invoice(gateway)
+        request = _signed_post("/invoice", json.dumps(FIELDS).encode(), 2)
+        other = sqlite3.connect(database.removeprefix("sqlite:///"), isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            started = time.monotonic()
+            assert handle_inline(gateway, request) is None
+            assert time.monotonic() - started < 1.0
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert handle(gateway, request).status == 201 and _invoices(gateway) == 2
+    finally:
+        gateway.close()

@@ -48,9 +48,12 @@ def handle_inline(gateway: Gateway, request: Request) -> Response | None:
 
     A request with session headers is made inline only where the store spends its nonce
     all or nothing on a loop (``Gateway.spends_inline``: a SQLite file): the signature is
-    checked here, and the spend commits only with a read that needs nothing more written
-    (``spending_inline``), so a request sent on to the thread never has its nonce spent.
-    The hop to a thread and back cost a signed read more CPU than its fsync waits.
+    checked here, and the request's storage commits only when nothing is left to wait for
+    (``spending_inline``: a read's spend with a read that needs nothing more written; a
+    write's one transaction, begun only if no other writer holds the lock), so a request
+    sent on to the thread never has its nonce spent. The hop to a thread and back cost a
+    signed request more CPU than its fsync waits. An unsigned write always goes to the
+    thread.
 
     Only for an adapter that knows the request is for such a route (Litestar's handler
     per row); the answer is the one :func:`handle_streamed` would give."""
@@ -62,6 +65,8 @@ def handle_inline(gateway: Gateway, request: Request) -> Response | None:
                 return dispatch(gateway, _shared_router(), request)
         except WouldBlock:
             return None
+    if request.method not in ("GET", "HEAD"):
+        return None
     try:
         with without_blocking():
             return dispatch(gateway, _shared_router(), request)

@@ -158,9 +158,11 @@ class Route:
     #: The answer carries an ``ETag`` and a request naming it in ``If-None-Match`` is
     #: answered ``304`` with no body (the OpenAPI document says so).
     conditional: bool = False
-    #: An unsigned request may be answered on the server's event loop, with no hop to a
-    #: worker thread (``paycore.api.handle_inline``): its handler makes one read that
-    #: never waits, and raises ``WouldBlock`` where it would (then a thread answers).
+    #: The request may be answered on the server's event loop, with no hop to a worker
+    #: thread (``paycore.api.handle_inline``): an unsigned GET's handler makes one read
+    #: that never waits, and raises ``WouldBlock`` where it would (then a thread
+    #: answers); a signed request's storage calls are all or nothing there, where the
+    #: store allows it (``spending_inline``).
     inline: bool = False
     #: The path parameter naming the invoice the handler reads first, if any: a signed
     #: request's nonce is then spent and that invoice read in one storage call

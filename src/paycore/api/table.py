@@ -42,6 +42,7 @@ ROUTES: list[Route] = [
         idempotent=True,
         one_transaction=True,
         soft_mode="claimed",
+        inline=True,
     ),
     Route(
         ("POST",),

@@ -121,28 +121,50 @@ def refuse_blocking() -> None:
 #: What a read must show for the request to be answered from it with nothing more written.
 ReadSettles = Callable[["InvoiceRead | None"], bool]
 
-_INLINE_SPEND: ContextVar[ReadSettles | None] = ContextVar("paycore-inline-spend", default=None)
+
+@attrs.define
+class InlineAttempt:
+    """One request answered on an event loop with storage writes (:func:`spending_inline`)."""
+
+    #: Asked of a signed read's invoice before its spend commits.
+    settles: ReadSettles
+    #: Set by the store once the attempt's one commit is made: from then on nothing may
+    #: raise ``WouldBlock`` (the request's nonce is spent), so later calls wait as usual.
+    committed: bool = False
+
+
+_INLINE: ContextVar[InlineAttempt | None] = ContextVar("paycore-inline-write", default=None)
 
 
 @contextmanager
-def spending_inline(settles: ReadSettles) -> Iterator[None]:
-    """Mark the nonce spend inside as made on an event loop, all or nothing: the store's
-    ``spend_nonce_then_read`` either spends, reads, and finds the read ``settles`` the
-    request (nothing more to write: no expiry due), committing only then, or raises
-    :class:`WouldBlock` having committed nothing -- when it would wait for a lock, when
-    the nonce is refused (the refusal's text is a second read), when ``settles`` says no,
-    and on a store that cannot spend without waiting. The caller then answers the whole
-    request in a worker thread, where the same nonce is still unspent. Nothing after the
-    commit may raise ``WouldBlock``: that would send a request whose nonce is spent to a
-    thread that must refuse it as a replay, so unlike :func:`without_blocking` this marks
-    the spend alone."""
-    token = _INLINE_SPEND.set(settles)
+def spending_inline(settles: ReadSettles) -> Iterator[InlineAttempt]:
+    """Mark the storage calls inside as an event loop's, all or nothing: until its one
+    commit, a store with ``has_inline_spend`` waits for nothing -- a lock it would wait
+    for, a connection it would open, a plugin that may ask a node all raise
+    :class:`WouldBlock` -- and commits only what leaves nothing more to write: a signed
+    read's spend commits only with a read that ``settles`` the request (no expiry due),
+    and a refused nonce raises too (the refusal's text is a second read). ``WouldBlock``
+    is raised with nothing committed; the caller then answers the whole request in a
+    worker thread, where the same nonce is still unspent. After the commit nothing raises
+    it: that would send a request whose nonce is spent to a thread that must refuse it as
+    a replay of itself, so a rare later write (the clock passing a deadline between the
+    spend and the view) waits as on a thread."""
+    attempt = InlineAttempt(settles)
+    token = _INLINE.set(attempt)
     try:
-        yield
+        yield attempt
     finally:
-        _INLINE_SPEND.reset(token)
+        _INLINE.reset(token)
 
 
-def inline_spend() -> ReadSettles | None:
-    """Inside :func:`spending_inline`, its ``settles``; else None (a spend may wait)."""
-    return _INLINE_SPEND.get()
+def inline_attempt() -> InlineAttempt | None:
+    """The open :func:`spending_inline` attempt that has not committed yet, else None."""
+    attempt = _INLINE.get()
+    return None if attempt is None or attempt.committed else attempt
+
+
+def refuse_inline() -> None:
+    """Raise :class:`WouldBlock` inside an uncommitted :func:`spending_inline` attempt:
+    before a call that may wait (a chain backend deriving an address may ask its node)."""
+    if inline_attempt() is not None:
+        raise WouldBlock
