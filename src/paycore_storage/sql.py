@@ -41,6 +41,7 @@ the owner counts they share. ``SqlTx`` is composed of them; ``SqlStorage`` opens
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -61,6 +62,7 @@ from paycore.storage.invoice_read import (
     InvoiceRead,
     WouldBlock,
     inline_attempt,
+    on_event_loop,
     refuse_blocking,
     without_blocking,
 )
@@ -154,6 +156,11 @@ class SqlStorage:
         #: A signed read's spend on an event loop (``spending_inline``): a SQLite file,
         #: whose spend waits for nothing but its fsync when no other writer holds the lock.
         self.has_inline_spend = self._may_hold and sqlite and not self._memory
+        #: A SQLite file's reader for each event loop's thread (``_loop_reader``), opened
+        #: outside the pool, by (process, thread); None where the file is not a plain path.
+        self._loop_readers: dict[tuple[int, int], Any] = {}
+        plain_file = sqlite and not self._memory and not self.url.query
+        self._reader_path = self.url.database if plain_file else None
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision now."""
@@ -327,6 +334,8 @@ class SqlStorage:
         # one request at a time, where worker threads overlap their waits), a shared lock
         # to wait for, a migration, a connection to open. A SQLite file's WAL read is none.
         pool: Any = self.engine.pool
+        if self._reader_path is not None and self._migrated and on_event_loop():
+            return self._read_on_loop(guid)
         if self._postgres or self._memory or not self._migrated or pool.checkedin() == 0:
             refuse_blocking()
         try:
@@ -479,6 +488,37 @@ class SqlStorage:
         finally:
             pooled.close()
 
+    def _read_on_loop(self, guid: str) -> InvoiceRead | None:
+        """``read_invoice`` on an event loop's thread, on a SQLite file: on a connection of
+        that thread's own, kept open outside the pool (a poll's pool checkout and check-in,
+        with its reset, cost more than its ``SELECT``), with no busy timeout -- a WAL read
+        waits for no writer, and where SQLite would make it wait (a checkpoint restarting
+        the log) it raises ``WouldBlock`` and a thread reads. A driver error drops the
+        connection, so the next poll opens a fresh one."""
+        key = (os.getpid(), threading.get_ident())
+        reader = self._loop_readers.get(key)
+        if reader is None:
+            assert self._reader_path is not None
+            reader = sqlite3.connect(
+                self._reader_path, isolation_level=None, check_same_thread=False
+            )
+            reader.execute("PRAGMA busy_timeout=0")
+            self._loop_readers[key] = reader
+
+        def drop(_error: BaseException) -> None:
+            if self._loop_readers.pop(key, None) is not None:
+                reader.close()
+
+        try:
+            return read_on(self.engine.dialect, reader, drop, guid)
+        except sqlite3.Error as error:
+            if getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
+                raise WouldBlock from None
+            outage = unavailable(error)
+            if outage is None:
+                raise
+            raise outage from error
+
     async def read_invoice_async(self, guid: str) -> InvoiceRead | None:
         """``read_invoice`` awaited on the caller's event loop. PostgreSQL: ``async_read``,
         the same statement on a pooled ``AsyncConnection``. SQLite: ``read_invoice`` itself
@@ -533,6 +573,9 @@ class SqlStorage:
     def close(self) -> None:
         with self._exclusive(), self._held_lock:
             self._release_writer()
+        for key in list(self._loop_readers):
+            if key[0] == os.getpid():  # a forked child's copies are its parent's to close
+                self._loop_readers.pop(key).close()
         if self._async_reads is not None:
             self._async_reads.close()
         self.engine.dispose()

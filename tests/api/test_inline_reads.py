@@ -8,6 +8,7 @@ PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 import paycore_storage.plugin
+import paycore_storage.sql
 from paycore import Gateway, Settings
 from paycore.api import (
     Request,
@@ -95,12 +97,36 @@ def test_a_public_read_is_answered_inline_as_handle_answers_it(gateway: Gateway)
     assert unchanged is not None and unchanged.status == 304
 
 
-def test_no_idle_connection_means_no_inline_answer(gateway: Gateway) -> None:
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+def test_a_poll_on_the_loop_reads_on_a_connection_of_its_own(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a SQLite file the loop's read needs no pooled connection: its thread reads on a
+    connection of its own, opened once and kept outside the pool (a checkout and check-in,
+    with its reset, cost more than the ``SELECT``); the store's close closes it. Where
+    SQLite would make that read wait (SQLITE_BUSY, as while a checkpoint restarts the log),
+    the loop does not: a thread answers, and the reader stays."""
     guid = _invoice(gateway)
     storage: Any = gateway.storage
-    storage.engine.pool.dispose()  # no idle connection: one would have to be opened
+    storage.engine.pool.dispose()  # no idle pooled connection: none is needed
+    first = handle_inline(gateway, _read(guid))
+    _same(first, handle(gateway, _read(guid)))
+    assert storage.engine.pool.checkedout() == 0
+    (reader,) = storage._loop_readers.values()
+    assert handle_inline(gateway, _read(guid)) is not None
+    assert list(storage._loop_readers.values()) == [reader]
+    busy = sqlite3.OperationalError("database is locked")
+    busy.sqlite_errorcode = sqlite3.SQLITE_BUSY
+
+    def waits(*_: Any) -> None:
+        raise busy
+
+    monkeypatch.setattr(paycore_storage.sql, "read_on", waits)
     assert handle_inline(gateway, _read(guid)) is None
-    assert handle(gateway, _read(guid)).status == 200  # the thread's answer opens one
+    monkeypatch.undo()
+    assert list(storage._loop_readers.values()) == [reader]
+    storage.close()
+    assert storage._loop_readers == {}
 
 
 @pytest.mark.parametrize("database", ["sqlite"], indirect=True)

@@ -118,6 +118,11 @@ def refuse_blocking() -> None:
         raise WouldBlock
 
 
+def on_event_loop() -> bool:
+    """Whether the caller is inside :func:`without_blocking` (an event loop's call)."""
+    return _NOT_BLOCKING.get()
+
+
 #: What a read must show for the request to be answered from it with nothing more written.
 ReadSettles = Callable[["InvoiceRead | None"], bool]
 
