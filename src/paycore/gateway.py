@@ -263,9 +263,10 @@ class Gateway(InvoiceLists, RefundOperations):
 
     @property
     def spends_inline(self) -> bool:
-        """Whether a signed ``GET /invoice/{guid}`` may be answered on an event loop: the
-        store spends its nonce all or nothing there (``has_inline_spend``: ``paycore_storage``
-        on a SQLite file; see ``paycore.storage.invoice_read.spending_inline``)."""
+        """Whether a signed ``GET /invoice/{guid}`` or ``POST /invoice`` may be answered on
+        an event loop: the store makes its storage calls all or nothing there
+        (``has_inline_spend``: ``paycore_storage`` on a SQLite file; see
+        ``paycore.storage.invoice_read.spending_inline``)."""
         return bool(getattr(self._given, "has_inline_spend", False))
 
     @property

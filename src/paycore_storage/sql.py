@@ -153,11 +153,12 @@ class SqlStorage:
         #: inline as it is (``read_invoice``), so ``has_async_read`` is off there.
         self._async_reads = AsyncReads(self.engine) if self._postgres else None
         self.has_async_read = self._async_reads is not None
-        #: A signed read's spend on an event loop (``spending_inline``): a SQLite file,
-        #: whose spend waits for nothing but its fsync when no other writer holds the lock.
+        #: A signed request's storage on an event loop, all or nothing (``spending_inline``):
+        #: a SQLite file, whose writes wait for nothing but their fsync when no other writer
+        #: holds the lock.
         self.has_inline_spend = self._may_hold and sqlite and not self._memory
-        #: A SQLite file's reader for each event loop's thread (``_loop_reader``), opened
-        #: outside the pool, by (process, thread); None where the file is not a plain path.
+        #: A SQLite file's reader for each event loop's thread (``_read_on_loop``), opened
+        #: outside the pool, by (process, thread); no path where the file is not a plain one.
         self._loop_readers: dict[tuple[int, int], Any] = {}
         plain_file = sqlite and not self._memory and not self.url.query
         self._reader_path = self.url.database if plain_file else None
