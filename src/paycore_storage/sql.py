@@ -160,7 +160,10 @@ class SqlStorage:
         #: A SQLite file's reader for each event loop's thread (``_read_on_loop``), opened
         #: outside the pool, by (process, thread); no path where the file is not a plain one.
         self._loop_readers: dict[tuple[int, int], Any] = {}
+        # Opened as sqlite3 opens a path: not where the URL or the engine's options say
+        # how to connect (a ``file:`` URI, a creator of the host's).
         plain_file = sqlite and not self._memory and not self.url.query
+        plain_file = plain_file and not {"connect_args", "creator"} & engine_options.keys()
         self._reader_path = self.url.database if plain_file else None
 
     def migrate(self) -> None:
