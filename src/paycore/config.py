@@ -317,6 +317,11 @@ class Settings:
     #: checkout page's address with its last path segment replaced by ``link``, which is
     #: where paycore serves GET /link/{id} when the checkout page is its own.
     payment_link_url: str | None = attrs.field(default=None, converter=_fields.optional_text)
+    #: Answer a signed ``GET /invoice/{guid}`` or ``POST /invoice`` on the event loop where
+    #: the store can make it all or nothing there (Litestar on a SQLite file: no thread hop,
+    #: which costs more CPU than a short fsync waits). Off on a disk whose fsync is slow:
+    #: the loop, and every socket on it, would wait for each one.
+    inline_writes: bool = attrs.field(default=True, converter=_fields.flag)
     # -- outages (docs/operations.md) ---------------------------------------------------------
     #: Seconds a 503 "storage unavailable" answer asks clients to wait (``Retry-After``).
     storage_retry_after: int = attrs.field(default=5, converter=_fields.whole_seconds)

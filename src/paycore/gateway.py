@@ -266,8 +266,8 @@ class Gateway(InvoiceLists, RefundOperations):
         """Whether a signed ``GET /invoice/{guid}`` or ``POST /invoice`` may be answered on
         an event loop: the store makes its storage calls all or nothing there
         (``has_inline_spend``: ``paycore_storage`` on a SQLite file; see
-        ``paycore.storage.invoice_read.spending_inline``)."""
-        return bool(getattr(self._given, "has_inline_spend", False))
+        ``paycore.storage.invoice_read.spending_inline``), unless ``inline_writes`` is off."""
+        return self.settings.inline_writes and bool(getattr(self._given, "has_inline_spend", False))
 
     @property
     def reads_invoices_async(self) -> bool:

@@ -328,3 +328,26 @@ def test_a_writer_of_another_process_sends_the_signed_write_to_a_thread_at_once(
         assert handle(gateway, request).status == 201 and _invoices(gateway) == 2
     finally:
         gateway.close()
+
+
+def test_inline_writes_off_sends_every_signed_request_to_a_thread(tmp_path: Path) -> None:
+    """``inline_writes=False`` (a disk whose fsync is slow): nothing signed is tried on the
+    loop, and nothing was spent by asking."""
+    database = f"sqlite:///{tmp_path / 'off.sqlite3'}"
+    settings = Settings.from_env({
+        "PAYCORE_DATABASE_URL": database, "PAYCORE_PRICES": json.dumps({ETH_1: "2000"}),
+        "PAYCORE_AUTH_MODE": "strict", "PAYCORE_INLINE_WRITES": "false",
+    })  # fmt: skip
+    assert settings.inline_writes is False  # as docs/operations.md spells it
+    gateway = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin])
+    try:
+        uri = _registered_invoice(gateway)
+        handle(gateway, _signed_get(uri, 2))
+        assert gateway.spends_inline is False
+        assert handle_inline(gateway, _signed_get(uri, 3)) is None
+        body = json.dumps(FIELDS).encode()
+        assert handle_inline(gateway, _signed_post("/invoice", body, 4)) is None
+        assert handle(gateway, _signed_get(uri, 3)).status == 200
+        assert handle(gateway, _signed_post("/invoice", body, 4)).status == 201
+    finally:
+        gateway.close()
