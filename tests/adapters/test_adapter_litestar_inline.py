@@ -2,11 +2,13 @@
 /invoice/{guid}``) on the event loop: the read awaited there
 (``paycore.api.handle_inline_async``), no worker thread -- with the very status, headers
 and body the thread's path gives, and the thread still answering what needs a write (an
-expiry due) or a session."""
+expiry due) or a session. On a SQLite file signed reads and invoice creations are answered
+on the loop too."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -19,6 +21,7 @@ import paycore_litestar.handler as handler
 import paycore_storage.plugin
 from paycore import Gateway, Settings
 from paycore.domain.records import Status
+from paycore.testing.client import PaycoreClient
 from paycore_litestar import PayCoreConfig, PayCorePlugin
 
 ETH_1 = "1:0x0000000000000000000000000000000000000000"
@@ -140,3 +143,43 @@ def test_an_expiry_due_goes_to_the_thread_and_is_written_once(
 
 async def _never(*_args: Any) -> None:
     return None
+
+
+@pytest.mark.parametrize("inline_writes", [True, False])
+def test_signed_requests_on_a_sqlite_file_are_answered_on_the_loop(
+    tmp_path: Path, threads: list[str], inline_writes: bool
+) -> None:
+    """Under Litestar on a SQLite file a signed read and a signed ``POST /invoice`` need no
+    worker thread (their storage all or nothing on the loop), with the answers a thread
+    gives; ``inline_writes=False`` sends them to the thread, as it always does a write that
+    is not signed."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'signed.sqlite3'}",
+        prices={ETH_1: "2000"},
+        auth_mode="strict",
+        inline_writes=inline_writes,
+    )
+    gateway = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin])
+    app = Litestar(plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway))])
+    try:
+        with TestClient(app) as client:
+            merchant = PaycoreClient(client)
+            merchant.register()
+            fields = {
+                "value": "10", "chainId": 1, "description": "signed", "acceptedTokens": [ETH_1],
+                "address": "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+            }  # fmt: skip
+            # Warming up, on threads: the first signed read checks the spending connection
+            # out of the pool, and a write on the loop needs an idle one left in it.
+            first = merchant.post("/invoice", fields)
+            assert merchant.get(f"/invoice/{first.json['guid']}").json == first.json
+            assert merchant.post("/invoice", fields).status == 201
+            threads.clear()
+            created = merchant.post("/invoice", fields)
+            assert created.status == 201, created.body
+            read = merchant.get(f"/invoice/{created.json['guid']}")
+            assert read.status == 200 and read.json == created.json
+            hops = [] if inline_writes else ["handle_streamed", "handle_streamed"]
+            assert threads == hops
+    finally:
+        gateway.close()
