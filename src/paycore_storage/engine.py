@@ -48,6 +48,7 @@ from paycore.storage.invoice_read import WouldBlock, inline_attempt
 SUPPORTED = ("sqlite", "postgresql")
 #: Seconds a SQLite writer waits for the lock before giving up.
 SQLITE_BUSY_TIMEOUT = 30.0
+_BUSY_MS = int(SQLITE_BUSY_TIMEOUT * 1000)
 #: Seconds a PostgreSQL connection attempt may take (libpq's ``connect_timeout``).
 POSTGRES_CONNECT_TIMEOUT = 5
 
@@ -174,7 +175,6 @@ def _sqlite_engine(url: URL, options: dict[str, Any]) -> Engine:
             "connect_args": {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT},
         }
     engine = create_engine(url, **{**defaults, **options})
-    busy_ms = int(SQLITE_BUSY_TIMEOUT * 1000)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -182,7 +182,7 @@ def _sqlite_engine(url: URL, options: dict[str, Any]) -> Engine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+            cursor.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
             _enable_wal(cursor, SQLITE_BUSY_TIMEOUT)
         finally:
             cursor.close()
@@ -191,29 +191,35 @@ def _sqlite_engine(url: URL, options: dict[str, Any]) -> Engine:
     def _on_begin(connection: Any) -> None:
         # Straight to sqlite3: SQLAlchemy's execution layer cost more than SQLite's BEGIN.
         # A lock timeout raises sqlite3's own error, which ``unavailable`` recognises.
-        dbapi = connection.connection.dbapi_connection
-        if inline_attempt() is None:
-            dbapi.execute("BEGIN IMMEDIATE")
-        else:  # an event loop's transaction (``spending_inline``) waits for no other writer
-            begin_at_once(dbapi)
+        begin(connection.connection.dbapi_connection)
 
     return engine
 
 
-def begin_at_once(dbapi: Any) -> None:
-    """``BEGIN IMMEDIATE`` that does not wait: ``WouldBlock`` when another connection (of
-    another process: this one's take turns on its writer lock) holds the write lock. The
-    busy timeout is put back before anything else runs, so the connection goes on as
-    every other one does."""
+def begin(dbapi: Any) -> None:
+    """``BEGIN IMMEDIATE`` on a SQLite connection, waiting out another writer for up to the
+    busy timeout -- except for an event loop's transaction (``spending_inline``), which
+    waits for none: ``WouldBlock`` when another connection (of another process: this
+    one's take turns on its writer lock) holds the write lock. The busy timeout is put
+    back before anything else runs, so the connection goes on as every other one does."""
+    if inline_attempt() is None:
+        dbapi.execute("BEGIN IMMEDIATE")
+        return
     dbapi.execute("PRAGMA busy_timeout=0")
     try:
         dbapi.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as error:
-        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # an extended code too
+        if not busy(error):
             raise
         raise WouldBlock from None
     finally:
-        dbapi.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT * 1000)}")
+        dbapi.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+
+
+def busy(error: sqlite3.Error) -> bool:
+    """Whether SQLite refused for a lock another connection holds (``SQLITE_BUSY``, an
+    extended code of it too)."""
+    return getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
 
 
 def _enable_wal(cursor: Any, patience: float) -> None:

@@ -74,7 +74,8 @@ from .chains import ChainStatements
 from .detected import DetectedStatements
 from .endpoints import EndpointStatements
 from .engine import (
-    begin_at_once,
+    begin,
+    busy,
     closed_by_server,
     database_url,
     is_memory_sqlite,
@@ -252,8 +253,7 @@ class SqlStorage:
         try:
             self._ensure_schema()
             if self._may_hold and not self._postgres:
-                with self._exclusive():
-                    return self._spend_on_sqlite_file(params, strict)
+                return self._spend_and_read_on_file(params, strict, None, None)[0]
             if self._may_hold and self._held_lock.acquire(blocking=False):
                 try:
                     return self._spend_on_held_postgres(params, strict)
@@ -372,30 +372,19 @@ class SqlStorage:
             self._release_writer()
             raise
 
-    def _spend_on_sqlite_file(self, params: dict[str, Any], strict: bool) -> SessionKey | None:
-        """``spend_nonce`` on a SQLite file, with this process's writer lock held: its
-        ``BEGIN IMMEDIATE`` transaction on the held writer connection, committed only when
-        the nonce was spent. Any error gives the connection back to the pool, whose reset
-        rolls back whatever the error left open (or which discards it, when the error broke
-        it), exactly as a connection checked out for this one call would have gone back."""
-        writer, run = self._held()
-        dbapi: Any = writer.dbapi_connection
-        try:
-            dbapi.execute("BEGIN IMMEDIATE")
-            spent = _spend_on_sqlite(run, params, strict)
-            dbapi.execute("COMMIT" if spent else "ROLLBACK")
-        except BaseException:
-            self._release_writer()
-            raise
-        return spent
-
     def _spend_and_read_on_file(
-        self, params: dict[str, Any], strict: bool, guid: str, attempt: InlineAttempt | None
+        self,
+        params: dict[str, Any],
+        strict: bool,
+        guid: str | None,
+        attempt: InlineAttempt | None,
     ) -> tuple[SessionKey | None, InvoiceRead | None]:
-        """A signed read's spend and read on a SQLite file: ``BEGIN IMMEDIATE`` on the held
-        spending connection under this process's writer lock, the spend, the read, then
-        ``COMMIT`` (``ROLLBACK`` for a refused nonce). The read is made before the commit,
-        on the same connection, so that no pool checkout is paid for it.
+        """A spend on a SQLite file, and a signed read's read of ``guid`` with it:
+        ``BEGIN IMMEDIATE`` on the held spending connection under this process's writer
+        lock, the spend, the read, then ``COMMIT`` (``ROLLBACK`` for a refused nonce). The
+        read is made before the commit, on the same connection, so that no pool checkout is
+        paid for it. Any error gives the connection back to the pool, whose reset rolls
+        back whatever the error left open (or which discards it, when the error broke it).
 
         With an ``attempt`` (``spending_inline``: an event loop's call) it is all or nothing
         and waits for nothing: the writer lock is taken only if free, ``BEGIN IMMEDIATE``
@@ -416,13 +405,10 @@ class SqlStorage:
             writer, run = self._held()
             dbapi: Any = writer.dbapi_connection
             try:
-                if attempt is None:
-                    dbapi.execute("BEGIN IMMEDIATE")
-                else:
-                    begin_at_once(dbapi)
+                begin(dbapi)
                 spent = _spend_on_sqlite(run, params, strict)
                 read = None
-                if spent is not None:
+                if spent is not None and guid is not None:
                     read = read_on(self.engine.dialect, dbapi, writer.invalidate, guid)
                 if spent is None or (attempt is not None and not attempt.settles(read)):
                     dbapi.execute("ROLLBACK")
@@ -516,7 +502,7 @@ class SqlStorage:
         try:
             return read_on(self.engine.dialect, reader, drop, guid)
         except sqlite3.Error as error:
-            if getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
+            if busy(error):
                 raise WouldBlock from None
             outage = unavailable(error)
             if outage is None:
