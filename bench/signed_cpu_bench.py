@@ -4,13 +4,16 @@ The machine is shared, so rates through a socket are noisy; the process's CPU cl
 thousands of calls through the very app ``paycore serve`` builds (Litestar, or Flask behind
 its ASGI front) is not. Each call is one pre-signed request with a fresh nonce (strict
 mode, as ``http_bench.py`` runs the server): ``get`` is ``GET /paycore/invoice/{guid}``,
-``post`` is ``POST /paycore/invoice``. Prints one JSON line per case: CPU ms per request
+``post`` is ``POST /paycore/invoice``; ``public`` is the unsigned ``GET`` (the checkout
+page's poll) and ``poll`` the same with ``If-None-Match`` (a 304), each against one indexed
+``SELECT``. Prints one JSON line per case: CPU ms per request
 (``time.process_time``: every thread of the process, the worker pool's included), and wall;
 with ``--profile``, Python function calls per request too (the core's thread hop made
 inline, so that one profile sees it all): a count the machine's load does not disturb.
 
     python bench/signed_cpu_bench.py [--framework litestar|flask] [--db sqlite|postgresql]
-                                     [--kinds get,post] [--requests 2000] [--profile FILE]
+                                     [--kinds get,post,public,poll] [--requests 2000]
+                                     [--profile FILE]
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class Driver:
         self.app = app
         self.loop = asyncio.new_event_loop()
         self._lifespan: asyncio.Queue[Any] | None = None
+        self.last_headers: list[tuple[bytes, bytes]] = []
 
     def start(self) -> None:
         async def run() -> None:
@@ -148,6 +152,7 @@ class Driver:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                self.last_headers = message.get("headers", [])
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
@@ -176,11 +181,14 @@ def _signed(
 
 def _floor_app(framework: str, url: str, get_body: bytes, post_body: bytes) -> Any:
     """``bare_app.py``'s floor on the same database: the signed GET's is the one with the
-    read (``/read/invoice/{guid}``: the nonce, then the invoice's ``SELECT``)."""
+    read (``/read/invoice/{guid}``: the nonce, then the invoice's ``SELECT``). Litestar's on
+    a SQLite file runs on the event loop (``--floor-inline``), its fastest form there."""
     import bare_app
 
-    factory = bare_app.litestar_app if framework == "litestar" else bare_app.flask_app
-    return factory(get_body, post_body, bare_app.Floor(url))
+    if framework == "litestar":
+        inline = url.startswith("sqlite")
+        return bare_app.litestar_app(get_body, post_body, bare_app.Floor(url), inline=inline)
+    return bare_app.flask_app(get_body, post_body, bare_app.Floor(url))
 
 
 def main() -> None:
@@ -236,21 +244,32 @@ def main() -> None:
         assert status == 200, read
         floor_driver = Driver(_asgi(args.framework, _floor_app(args.framework, url, read, created)))
         floor_nonce = 0
+        status, _ = driver.call("GET", uri, [(b"host", b"127.0.0.1:8000")], b"")
+        tag = dict(driver.last_headers).get(b"etag", b"")
         for kind in args.kinds.split(","):
-            target = uri if kind == "get" else PREFIX + "/invoice"
-            prepared = []
-            for _ in range(args.requests + 50):
-                nonce += 1
-                prepared.append(_signed(kind, target, key, nonce))
-            expect = 200 if kind == "get" else 201
-            calls = [(m, target, h, p) for m, h, p in prepared]
+            target = uri if kind in ("get", "public", "poll") else PREFIX + "/invoice"
+            expect = {"get": 200, "post": 201, "public": 200, "poll": 304}[kind]
+            if kind in ("public", "poll"):  # unsigned: the checkout page's poll
+                headers = [(b"host", b"127.0.0.1:8000")]
+                if kind == "poll":
+                    headers.append((b"if-none-match", tag))
+                calls = [("GET", uri, headers, b"")] * (args.requests + 50)
+                floor_calls = list(calls)
+            else:
+                prepared = []
+                for _ in range(args.requests + 50):
+                    nonce += 1
+                    prepared.append(_signed(kind, target, key, nonce))
+                calls = [(m, target, h, p) for m, h, p in prepared]
+                floor_calls = []
+                floor_target = (
+                    uri.replace("/invoice/", "/read/invoice/") if kind == "get" else target
+                )
+                for _ in range(args.requests + 50):
+                    floor_nonce += 1
+                    m, h, p = _signed(kind, floor_target, key, floor_nonce)
+                    floor_calls.append((m, floor_target, h, p))
             driver.run(calls[:50], expect)  # warm-up
-            floor_calls = []
-            floor_target = uri.replace("/invoice/", "/read/invoice/") if kind == "get" else target
-            for _ in range(args.requests + 50):
-                floor_nonce += 1
-                m, h, p = _signed(kind, floor_target, key, floor_nonce)
-                floor_calls.append((m, floor_target, h, p))
             floor_driver.run(floor_calls[:50], expect)
             profile = cProfile.Profile(time.process_time) if args.profile else None
             cpu0, wall0 = time.process_time(), time.perf_counter()

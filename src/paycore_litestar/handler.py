@@ -17,7 +17,6 @@ import typing
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
-from urllib.parse import quote
 
 from anyio import to_thread
 from litestar import Request, Router, route
@@ -40,13 +39,14 @@ from paycore.api import (
     reads_inline_async,
     routes,
 )
-from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api.http import text_response
 from paycore.api.openapi import operation, operation_id
 from paycore.api.streams import for_server
 from paycore.errors import PayloadTooLarge
 
+from .direct import direct_gets
+from .request import scope_request
 from .ws import websocket_handler
 
 #: Every method reaches paycore, which answers 404/405 itself with its own one-line texts.
@@ -118,6 +118,9 @@ def build_router(
                 opt={ROUTE_OPT: row.name},
                 status_code=row.status,
                 request_max_body_size=None,
+                # An inline row's GET answered without Litestar's request and response
+                # objects where no host code would see it (paycore_litestar.direct).
+                middleware=[direct_gets(gateway, prefix)] if row.inline and inline else None,
             )(core_call(gateway, prefix, inline=row.inline and inline))
         )
         if "GET" in methods and "HEAD" not in taken[path]:
@@ -235,7 +238,7 @@ def core_call(
 
     async def paycore_handler(request: AnyRequest) -> LitestarResponse[Any]:
         if request.method in _BODILESS:
-            plain = to_paycore(request, b"", prefix)
+            plain = scope_request(request.scope, prefix)
             if inline:
                 answered = await handle_inline_async(gateway, plain)
                 if answered is not None:
@@ -244,7 +247,7 @@ def core_call(
         body = await read_capped_body(request)
         if body is None:
             return to_litestar(payload_too_large())
-        plain = to_paycore(request, body, prefix)
+        plain = scope_request(request.scope, prefix, body)
         if inline:  # a signed write, all or nothing on the loop where the store allows it
             written = handle_inline(gateway, plain)
             if written is not None:
@@ -320,92 +323,6 @@ async def read_capped_body(request: AnyRequest) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def to_paycore(request: AnyRequest, body: bytes, prefix: str = "") -> PaycoreRequest:
-    """``prefix`` is the Router's: the paycore path is what follows it."""
-    scope = request.scope
-    full: str = scope["path"]
-    below = full[len(prefix) :] if prefix and full.startswith(prefix) else full
-    subpath = request.path_params.get("subpath") or below or "/"
-    path = subpath if subpath.startswith("/") else "/" + subpath
-    target = raw_uri(request)
-    if target.split("?", 1)[0].endswith("/") and not path.endswith("/"):
-        path += "/"  # Litestar's router drops it; paycore treats /x/ and /x as two paths
-    client = scope.get("client")
-    return PaycoreRequest(
-        method=request.method.upper(),
-        path=path,
-        query_string=scope.get("query_string", b"").decode("utf-8", "replace"),
-        headers=joined_headers(request),
-        body=body,
-        raw_uri=target,
-        # The scheme and host Litestar reports (the ASGI server's proxy handling applied,
-        # when the host turned it on), with the app's root path.
-        root_url=_root_url(request),
-        prefix=prefix,
-        # the ASGI scope's client (the server's proxy-headers handling applied, if on)
-        client=client[0] if client else "",
-    )
-
-
-#: ``str(request.base_url)`` by the scope values Litestar makes it from (scheme, server,
-#: root path, Host header), for a few recent ones: building the URL object anew is a
-#: tenth of the adapter's work per request. Bounded, since the Host header is the client's.
-_ROOT_URLS: dict[tuple[Any, ...], str] = {}
-_ROOT_URLS_MAX = 64
-
-
-def _root_url(request: AnyRequest) -> str:
-    scope = request.scope
-    host = next((value for name, value in scope["headers"] if name == b"host"), None)
-    server = scope.get("server")
-    key = (
-        scope.get("scheme"),
-        None if server is None else tuple(server),  # some ASGI clients send a list
-        scope.get("app_root_path") or scope.get("root_path", ""),
-        host,
-    )
-    found = _ROOT_URLS.get(key)
-    if found is None:
-        found = str(request.base_url).rstrip("/")
-        if len(_ROOT_URLS) >= _ROOT_URLS_MAX:
-            _ROOT_URLS.clear()
-        _ROOT_URLS[key] = found
-    return found
-
-
-def joined_headers(request: AnyRequest) -> dict[str, str]:
-    """Every header field, a repeated one joined with ``", "`` as WSGI servers join them.
-
-    ``dict(request.headers)`` would keep only the first of two ``x-session-nonce`` fields;
-    joined, a repeated session header reaches paycore as one value that does not parse, and
-    is refused the same way under both adapters.
-    """
-    joined: dict[str, str] = {}
-    for raw_name, raw_value in request.scope["headers"]:
-        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
-        joined[name] = f"{joined[name]}, {value}" if name in joined else value
-    return joined
-
-
-def raw_uri(request: AnyRequest) -> str:
-    """The request target exactly as the client sent it: a GET's session signature covers it.
-
-    ASGI's ``raw_path`` is the path undecoded (some test transports leave the query on it,
-    and a raw path cannot hold a literal ``?``, so that case is recognised); without one the
-    decoded path is re-quoted the way clients do.
-    """
-    scope = request.scope
-    query = scope.get("query_string", b"")
-    raw = scope.get("raw_path")
-    if raw:
-        if b"?" in raw:
-            return raw.decode("utf-8", "replace")
-        target = raw
-    else:
-        target = quote(scope["path"], safe="/:@!$&'()*+,;=~").encode()
-    return (target + (b"?" + query if query else b"")).decode("utf-8", "replace")
 
 
 def payload_too_large() -> PaycoreResponse:

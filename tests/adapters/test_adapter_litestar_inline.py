@@ -17,6 +17,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy.engine import URL
 
+import paycore_litestar.direct as direct
 import paycore_litestar.handler as handler
 import paycore_storage.plugin
 from paycore import Gateway, Settings
@@ -98,6 +99,7 @@ def test_the_poll_on_postgresql_is_answered_on_the_loop_as_the_thread_answers_it
             assert threads == []
             with monkeypatch.context() as off:
                 off.setattr(handler, "handle_inline_async", _never)
+                off.setattr(direct, "handle_inline_async", _never)
                 threaded = _answer(client, path, **headers)
             assert threads == ["handle_streamed"]
             assert inline == threaded
