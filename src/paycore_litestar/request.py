@@ -75,8 +75,12 @@ def joined_headers(scope: Scope) -> dict[str, str]:
     joined, a repeated session header reaches paycore as one value that does not parse, and
     is refused the same way under both adapters.
     """
-    joined: dict[str, str] = {}
-    for raw_name, raw_value in scope["headers"]:
+    fields = list(scope["headers"])  # a list from every server; an iterable by the type
+    joined = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in fields}
+    if len(joined) == len(fields):  # no name repeated (the usual request): done
+        return joined
+    joined = {}
+    for raw_name, raw_value in fields:
         name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
         joined[name] = f"{joined[name]}, {value}" if name in joined else value
     return joined

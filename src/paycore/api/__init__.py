@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..auth.session import sends_session_headers
 from ..errors import PaycoreError, StorageUnavailable
 from ..storage.invoice_read import WouldBlock, spending_inline, without_blocking
 from .http import MAX_BODY, Request, Response
@@ -57,7 +56,7 @@ def handle_inline(gateway: Gateway, request: Request) -> Response | None:
 
     Only for an adapter that knows the request is for such a route (Litestar's handler
     per row); the answer is the one :func:`handle_streamed` would give."""
-    if sends_session_headers(request.headers):
+    if request.sends_session:
         if not gateway.spends_inline:
             return None
         try:
@@ -84,7 +83,7 @@ async def handle_inline_async(gateway: Gateway, request: Request) -> Response | 
     the async read cannot answer (the database unreachable, a connection broken), so the
     thread's own read and its error texts decide. A store without the async read:
     :func:`handle_inline` as it is."""
-    if sends_session_headers(request.headers):
+    if request.sends_session:
         return handle_inline(gateway, request)  # a spend on the loop, where it waits for nothing
     guid = _inline_read_of(request) if gateway.reads_invoices_async else None
     if guid is None:

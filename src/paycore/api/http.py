@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 
 import attrs
 
-from ..auth.session import URI_SIGNED_METHODS
+from ..auth.session import SESSION_HEADERS, URI_SIGNED_METHODS
 from ..domain.reading import shown as _shown
 from ..domain.records import json_bytes
 from ..errors import InvalidInput, StreamAborted
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from ..realtime.invoice_stream import EventStream
 
 log = logging.getLogger("paycore.api")
+
+
+_SESSION_NAMES = frozenset(SESSION_HEADERS)
 
 
 def _lower(headers: Mapping[str, str]) -> dict[str, str]:
@@ -64,6 +67,13 @@ class Request:
         return self.path + ("?" + self.query_string if self.query_string else "")
 
     @property
+    def sends_session(self) -> bool:
+        """Whether any session header is present (the request then is session-signed or
+        401). The names are lower case already (the converter): one set test, which runs
+        several times on every request."""
+        return not _SESSION_NAMES.isdisjoint(self.headers)
+
+    @property
     def reads_uri(self) -> bool:
         """Whether the parameters are in the URI (GET, HEAD: what their signature covers);
         every other method's parameters are its body."""
@@ -88,6 +98,8 @@ class Request:
         values counts is exactly where a signer and a parser can disagree."""
         _, _, query = self.uri.partition("?")
         found: dict[str, str] = {}
+        if not query:  # the checkout page's poll: no query to parse
+            return found
         for name, value in parse_qsl(query, keep_blank_values=True):
             if name in found:
                 raise InvalidInput(_shown(name), "given more than once in the query")

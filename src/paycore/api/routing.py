@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import attrs
 
-from ..auth.session import sends_session_headers
 from ..domain.records import SessionKey
 from ..domain.tokens import normalize_owner
 from ..errors import (
@@ -281,7 +280,7 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
             elif (
                 not request.body
                 and not route.signed_empty_body
-                and sends_session_headers(request.headers)
+                and request.sends_session
             ):
                 # Refused before the nonce is spent: the signature may be a poll's.
                 raise InvalidInput(
@@ -294,12 +293,12 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
         elif (
             route.one_transaction
             and route.session != "none"
-            and sends_session_headers(request.headers)
+            and request.sends_session
         ):
             result, caller = _in_one_transaction(gateway, route, request, params)
         else:
             with _reading_along(gateway, route, request, params):
-                if route.session != "none":
+                if route.session != "none" and request.sends_session:
                     caller = _authenticate(gateway, request)
                 _check_soft_mode(route, caller)
                 result = route.handler(Call(gateway, request, params, caller))
@@ -336,7 +335,7 @@ def _reading_along(
 ) -> AbstractContextManager[None]:
     """For a signed request to a route that reads one invoice first: the nonce's spend
     reads it along (one storage call); anything else as it is."""
-    if route.signed_read_of is None or not sends_session_headers(request.headers):
+    if route.signed_read_of is None or not request.sends_session:
         return contextlib.nullcontext()
     return gateway.reading_along(params[route.signed_read_of])
 
