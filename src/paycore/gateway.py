@@ -30,6 +30,7 @@ from .accounting.creation import NewInvoiceTx
 from .accounting.search import AttachTx, InvoiceSearchService
 from .accounting.service import Accounting
 from .auth.service import ProofOfWork, Sessions
+from .auth.session import SignedRequest, nonce_terms
 from .chains import ChainBackend
 from .chains.ledger import ChainLedger
 from .chains.records import DepositBatch, Ingested, LeaseLost
@@ -47,6 +48,7 @@ from .domain.records import (
     OutboxEvent,
     PriceSnapshot,
     Refund,
+    SessionKey,
     Transaction,
 )
 from .domain.registry import token_info_wire
@@ -80,7 +82,7 @@ from .prices.pricing import PriceSource, PriceTable
 from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
-from .storage import Storage, async_read_of, signal_source
+from .storage import Storage, async_read_of, async_spend_of, signal_source
 from .storage.invoice_read import InvoiceRead, refuse_inline
 from .storage.protocols.merchant import WalletIndexes
 from .storage.request_unit import RequestUnits
@@ -141,6 +143,8 @@ class Gateway(InvoiceLists, RefundOperations):
         self._given: Storage = found
         #: The store's poll read on an event loop, if it has one (PostgreSQL).
         self._async_read = async_read_of(found)
+        #: The store's signed read (spend and read) on an event loop, if it has one.
+        self._async_spend = async_spend_of(found)
         # Every service holds the same wrapper, so that inside ``one_transaction()`` all
         # their units of work join the request's one transaction.
         self._storage = units = RequestUnits(found)
@@ -283,6 +287,39 @@ class Gateway(InvoiceLists, RefundOperations):
         if self._async_read is None:
             raise RuntimeError("this gateway's storage has no read_invoice_async")
         return await self._async_read.read_invoice_async(guid)
+
+    @property
+    def spends_async(self) -> bool:
+        """Whether :meth:`spend_and_read_async` is there: the store spends a signed read's
+        nonce and reads its invoice on an event loop (``Storage.spend_nonce_then_read_async``:
+        ``paycore_storage`` on PostgreSQL)."""
+        return self._async_spend is not None
+
+    async def spend_and_read_async(
+        self, signed: SignedRequest, guid: str
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        """(A coroutine.) The nonce of ``signed`` spent, committed, and the invoice ``guid`` read,
+        as ``Storage.spend_nonce_then_read`` makes them, awaited on the calling loop, to hand
+        to :meth:`with_prefetched_spend` (``paycore.api.handle_inline_async``). Raises
+        ``StorageUnavailable`` (the spend may or may not have been made), ``WouldBlock``
+        (nothing was sent), ``RuntimeError`` without :attr:`spends_async`."""
+        if self._async_spend is None:
+            raise RuntimeError("this gateway's storage has no spend_nonce_then_read_async")
+        strict, window = nonce_terms(self.settings)
+        return await self._async_spend.spend_nonce_then_read_async(
+            signed.address, signed.nonce, signed.digest, window=window, strict=strict,
+            now=signed.at, guid=guid,
+        )  # fmt: skip
+
+    def with_prefetched_spend(
+        self, signed: SignedRequest, key: SessionKey | None, guid: str, read: InvoiceRead | None
+    ) -> AbstractContextManager[None]:
+        """Inside, the spend of ``signed``'s nonce gets ``key`` and the first read of
+        ``guid`` gets ``read`` (what :meth:`spend_and_read_async` returned) instead of
+        being made again: the request's sync rules run on them, and its nonce is spent
+        once, whether they finish on the loop or in a worker thread."""
+        message = (signed.address, signed.nonce, signed.digest)
+        return self._storage.prefetched_spend(message, key, guid, read)
 
     def with_prefetched_read(
         self, guid: str, read: InvoiceRead | None

@@ -1,4 +1,5 @@
-"""``read_invoice_async``: the checkout page's poll read on an event loop, on PostgreSQL.
+"""``read_invoice_async``: the checkout page's poll read on an event loop, on PostgreSQL;
+and ``spend_nonce_then_read_async``, a signed read's one statement there.
 
 ``SqlStorage.read_invoice`` blocks for its round trip, so an async adapter (Litestar) sent
 every PostgreSQL poll to a worker thread and back: the hop cost more CPU than the read.
@@ -21,14 +22,19 @@ import asyncio
 import contextlib
 import threading
 import weakref
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
+from paycore.domain.records import SessionKey
 from paycore.storage.invoice_read import InvoiceRead
 
 from .engine import POSTGRES_CONNECT_TIMEOUT, _readable, unavailable
 from .invoice_read import read_on_async
+from .signed_read import spend_then_read_on_postgres_async
+
+_T = TypeVar("_T")
 
 #: Connections per event loop: a worker's concurrent polls beyond it queue for one.
 POOL_SIZE = 8
@@ -70,13 +76,30 @@ class AsyncReads:
         """The one-statement read of ``guid`` on a pooled async connection. A failure to
         reach the database raises ``StorageUnavailable`` (``engine.unavailable``), the
         connection discarded."""
+        return await self._on_connection(lambda c: read_on_async(self._dialect, c, guid))
+
+    async def spend_nonce_then_read(
+        self, params: dict[str, Any], strict: bool, guid: str
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        """A signed read's one statement (``signed_read``: the nonce's spend, committed
+        with the statement, and the read of ``guid``) on a pooled async connection; errors
+        as :meth:`read_invoice`'s. A statement cut short (an outage, a cancelled task) may
+        or may not have spent: the caller answers as the sync path would (503), never
+        spends again."""
+        return await self._on_connection(
+            lambda c: spend_then_read_on_postgres_async(self._dialect, c, params, strict, guid)
+        )
+
+    async def _on_connection(self, work: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``work(connection)`` awaited on a pooled connection, which goes back to the
+        pool after, or is discarded when ``work`` failed."""
         if self._closed:
             raise RuntimeError("storage used after close()")
         pool = self._pool()
         async with pool.slots:
             connection = await self._checkout(pool)
             try:
-                found = await read_on_async(self._dialect, connection, guid)
+                found = await work(connection)
             except BaseException as error:
                 # Broken, or left mid-statement (a cancelled task): never handed out again.
                 await _discard(connection)

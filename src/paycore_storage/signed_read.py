@@ -87,14 +87,42 @@ def spend_then_read_on_postgres(
     guid: str,
 ) -> tuple[SessionKey | None, InvoiceRead | None]:
     """The one statement on ``dbapi``, in autocommit (the caller's)."""
-    statement = _STATEMENTS.get(strict)
-    if statement is None:
-        with _STATEMENTS_LOCK:
-            statement = _STATEMENTS.setdefault(strict, _Statement(dialect, strict))
+    statement = _statement(dialect, strict)
     rows, description = on_dbapi(
         dialect, dbapi, statement.sql, {**params, "guid": guid}, invalidate,
         describe=statement._processors is None,
     )  # fmt: skip
+    return _of_rows(statement, rows, description, guid)
+
+
+async def spend_then_read_on_postgres_async(
+    dialect: Dialect, connection: Any, params: dict[str, Any], strict: bool, guid: str
+) -> tuple[SessionKey | None, InvoiceRead | None]:
+    """:func:`spend_then_read_on_postgres` on a psycopg ``AsyncConnection`` in autocommit
+    (a signed read answered on an event loop: ``AsyncReads.spend_nonce_then_read``): the
+    same statement, arguments and conversions, so the same key and ``InvoiceRead``. Driver
+    errors leave as the driver raised them."""
+    statement = _statement(dialect, strict)
+    async with connection.cursor() as cursor:
+        await cursor.execute(statement.sql, {**params, "guid": guid})
+        rows = await cursor.fetchall()
+        description = cursor.description if statement._processors is None else None
+    return _of_rows(statement, rows, description, guid)
+
+
+def _statement(dialect: Dialect, strict: bool) -> _Statement:
+    statement = _STATEMENTS.get(strict)
+    if statement is None:
+        with _STATEMENTS_LOCK:
+            statement = _STATEMENTS.setdefault(strict, _Statement(dialect, strict))
+    return statement
+
+
+def _of_rows(
+    statement: _Statement, rows: list[Any], description: Any, guid: str
+) -> tuple[SessionKey | None, InvoiceRead | None]:
+    """The key and the read of the statement's rows (``description`` needed on the first
+    rows only, before the conversions are known)."""
     if not rows:
         return None, None  # refused: nothing was spent, nothing read
     key = SessionKey(**dict(zip(_KEY_NAMES, rows[0][:_KEYS], strict=True)))

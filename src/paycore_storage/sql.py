@@ -154,6 +154,9 @@ class SqlStorage:
         #: inline as it is (``read_invoice``), so ``has_async_read`` is off there.
         self._async_reads = AsyncReads(self.engine) if self._postgres else None
         self.has_async_read = self._async_reads is not None
+        #: A signed read's spend and read awaited on a loop (``spend_nonce_then_read_async``):
+        #: the same statement as the sync call's, on PostgreSQL.
+        self.has_async_spend = self.has_async_read
         #: A signed request's storage on an event loop, all or nothing (``spending_inline``):
         #: a SQLite file, whose writes wait for nothing but their fsync when no other writer
         #: holds the lock.
@@ -523,6 +526,31 @@ class SqlStorage:
             with without_blocking():
                 return self.read_invoice(guid)
         return await self._async_reads.read_invoice(guid)
+
+    async def spend_nonce_then_read_async(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        guid: str,
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        """``spend_nonce_then_read`` awaited on the caller's event loop: on PostgreSQL its
+        one statement on a pooled ``AsyncConnection`` (``async_read``), committed with the
+        statement. Elsewhere (``has_async_spend`` off) the sync call itself. Raises
+        ``WouldBlock`` before the schema is known to be migrated, and
+        ``StorageUnavailable`` as the sync call does."""
+        if self._async_reads is None:
+            return self.spend_nonce_then_read(
+                address, nonce, digest, window=window, strict=strict, now=now, guid=guid
+            )
+        if not self._migrated:
+            raise WouldBlock
+        params = _spend_params(address, nonce, digest, window, now)
+        return await self._async_reads.spend_nonce_then_read(params, strict, guid)
 
     @contextmanager
     def _pooled(self) -> Iterator[tuple[PoolProxiedConnection, _Run]]:

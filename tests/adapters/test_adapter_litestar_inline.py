@@ -7,6 +7,7 @@ on the loop too."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from sqlalchemy.engine import URL
 
+import paycore.api
 import paycore_litestar.direct as direct
 import paycore_litestar.handler as handler
 import paycore_storage.plugin
@@ -185,3 +187,64 @@ def test_signed_requests_on_a_sqlite_file_are_answered_on_the_loop(
             assert threads == hops
     finally:
         gateway.close()
+
+
+def test_a_signed_read_on_postgresql_spends_on_the_loop_once(
+    gateway: Gateway, clock: Clock, threads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL a signed read's spend and read are awaited on the loop as one statement
+    (``Gateway.spend_and_read_async``) and the answer made there -- the very answer of the
+    thread's path. A replay is refused with the thread's text; an expiry due is written in
+    a worker thread on the same spend: the request is answered, never refused as a replay
+    of itself, and the expiry is written once."""
+    core_hops: list[str] = []
+    original = paycore.api.to_thread.run_sync
+
+    async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        core_hops.append(getattr(fn, "__name__", ""))
+        return await original(fn, *args, **kwargs)
+
+    monkeypatch.setattr(paycore.api, "to_thread", attrs.make_class("T", [])())
+    paycore.api.to_thread.run_sync = counted  # type: ignore[attr-defined]
+    clock.now = time.time()  # the client's nonces are milliseconds of the real clock
+    app = Litestar(plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway))])
+    with TestClient(app) as client:
+        merchant = PaycoreClient(client)
+        merchant.register()
+        fields = {
+            "value": "10", "chainId": 1, "description": "signed", "acceptedTokens": [ETH_1],
+            "address": "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed", "deadlineSecs": 60,
+        }  # fmt: skip
+        created = merchant.post("/invoice", fields)
+        assert created.status == 201, created.body
+        path = f"/paycore/invoice/{created.json['guid']}"
+
+        def signed_get(headers: dict[str, str], on_loop: bool = True) -> tuple[Any, ...]:
+            if on_loop:
+                return _answer(client, path, **headers)
+            with monkeypatch.context() as off:
+                off.setattr(handler, "handle_inline_async", _never)
+                off.setattr(direct, "handle_inline_async", _never)
+                return _answer(client, path, **headers)
+
+        threads.clear()
+        first = merchant._headers(path.encode())
+        inline = signed_get(first)
+        assert inline[0] == 200 and threads == [] and core_hops == []
+        threaded = signed_get(merchant._headers(path.encode()), on_loop=False)
+        assert threads == ["handle_streamed"]
+        assert inline == threaded
+        # A replay: refused, with the thread's own words (it reads the stored key there).
+        replayed = signed_get(first)
+        assert replayed[0] == 401 and core_hops == ["on_thread"]
+        assert replayed == signed_get(first, on_loop=False)
+        # An expiry due: the thread writes it on the spend the loop made.
+        clock.now += 61
+        threads.clear()
+        expired = signed_get(merchant._headers(path.encode()))
+        assert expired[0] == 200, expired[1]
+        assert b'"status":"expired"' in expired[1].replace(b" ", b"")
+        assert threads == [] and core_hops == ["on_thread", "on_thread"]
+    with gateway.storage.transaction() as tx:
+        events = [e.type for e in tx.outbox_since(0, 20, merchant.address).events]
+    assert events.count("invoice.expired") == 1

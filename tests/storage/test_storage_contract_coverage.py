@@ -17,19 +17,24 @@ from functools import cache
 
 import pytest
 
-from paycore.storage import AsyncInvoiceRead, SpendThenRead, Storage, StorageTx
+from paycore.storage import AsyncInvoiceRead, AsyncSignedRead, SpendThenRead, Storage, StorageTx
 from paycore.testing import storage_contract
 
 
 def _protocols() -> list[type]:
     """``StorageTx``'s concern protocols, in its order, ``Storage``, and the optional parts
-    of ``Storage`` a store may add (``spend_then_read_of``, ``async_read_of``)."""
+    of ``Storage`` a store may add (``spend_then_read_of``, ``async_read_of``,
+    ``async_spend_of``)."""
     bases = [
         base
         for base in StorageTx.__mro__[1:]
         if base.__module__.startswith("paycore.") and _own_methods(base)
     ]
-    return [*bases, Storage, SpendThenRead, AsyncInvoiceRead]
+    return [*bases, *_OF_STORAGE]
+
+
+#: ``Storage`` and its optional parts: not ``StorageTx``'s.
+_OF_STORAGE = (Storage, SpendThenRead, AsyncInvoiceRead, AsyncSignedRead)
 
 
 def _own_methods(protocol: type) -> list[str]:
@@ -60,7 +65,7 @@ def _called() -> frozenset[str]:
 def test_storage_tx_is_composed_of_the_protocols_and_adds_no_method_of_its_own() -> None:
     assert len(_protocols()) > 20
     assert _own_methods(StorageTx) == []
-    composed = {name for base in _protocols()[:-3] for name in _own_methods(base)}
+    composed = {name for base in _protocols()[: -len(_OF_STORAGE)] for name in _own_methods(base)}
     public = {name for name in dir(StorageTx) if not name.startswith("_")}
     assert composed == public
 

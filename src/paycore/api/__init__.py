@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from anyio import to_thread
+
 from ..errors import PaycoreError, StorageUnavailable
 from ..storage.invoice_read import WouldBlock, spending_inline, without_blocking
-from .http import MAX_BODY, Request, Response
-from .routing import Route, Router, dispatch
+from .http import MAX_BODY, Request, Response, text_response
+from .routing import Route, Router, dispatch, storage_unavailable
 from .table import ROUTES, build_router
 
 if TYPE_CHECKING:
@@ -84,6 +86,8 @@ async def handle_inline_async(gateway: Gateway, request: Request) -> Response | 
     thread's own read and its error texts decide. A store without the async read:
     :func:`handle_inline` as it is."""
     if request.sends_session:
+        if gateway.spends_async:
+            return await _signed_read_async(gateway, request)
         return handle_inline(gateway, request)  # a spend on the loop, where it waits for nothing
     guid = _inline_read_of(request) if gateway.reads_invoices_async else None
     if guid is None:
@@ -98,6 +102,56 @@ async def handle_inline_async(gateway: Gateway, request: Request) -> Response | 
         return None
     with gateway.with_prefetched_read(guid, read):
         return handle_inline(gateway, request)
+
+
+async def _signed_read_async(gateway: Gateway, request: Request) -> Response | None:
+    """A signed ``GET /invoice/{guid}`` on a store that spends and reads on a loop
+    (PostgreSQL): the signature checked (the key recovered; nothing stored), the spend and
+    the read awaited as one statement (``Gateway.spend_and_read_async``), then the sync
+    rules run on what it returned (``Gateway.with_prefetched_spend``): on the loop when
+    they need nothing more from storage, else in a worker thread -- with the same spend,
+    never a second one, so the request is never refused as a replay of itself.
+
+    ``None`` (the adapter's thread answers the request whole, nothing having been spent)
+    for any other request, and for a request refused before its spend: its query or its
+    signature (the thread gives the refusal's text). An outage during the spend answers
+    503, as the sync path does, since the spend may have been made."""
+    guid = _inline_read_of(request)
+    if guid is None:
+        return handle_inline(gateway, request)
+    try:
+        request.json()  # the query's check, which the dispatcher makes before the spend
+        signed = gateway.sessions.check(
+            method=request.method, uri=request.uri, body=request.body,
+            headers=request.headers, required=False,
+        )  # fmt: skip
+    except PaycoreError:
+        return None
+    if signed is None:
+        return None
+    try:
+        key, read = await gateway.spend_and_read_async(signed, guid)
+    except WouldBlock:
+        return None  # nothing was sent
+    except StorageUnavailable as exc:
+        return storage_unavailable(gateway, exc)
+    except Exception:  # the spend's fate unknown: answered as dispatch answers a bug
+        log.exception("async signed read failed")
+        return text_response("internal error", 500)
+    # A refused nonce's text reads the stored key: a transaction, for a thread.
+    if key is not None:
+        with gateway.with_prefetched_spend(signed, key, guid, read):
+            try:
+                with without_blocking():
+                    return dispatch(gateway, _shared_router(), request)
+            except WouldBlock:
+                pass  # an expiry to write: the thread makes it, on the same spend
+
+    def on_thread() -> Response:
+        with gateway.with_prefetched_spend(signed, key, guid, read):
+            return handle_streamed(gateway, request).joined()
+
+    return await to_thread.run_sync(on_thread)
 
 
 def _inline_read_of(request: Request) -> str | None:

@@ -277,11 +277,7 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
         if route.session != "none":
             if request.reads_uri:
                 request.json()  # a repeated query parameter is refused on every signed read
-            elif (
-                not request.body
-                and not route.signed_empty_body
-                and request.sends_session
-            ):
+            elif not request.body and not route.signed_empty_body and request.sends_session:
                 # Refused before the nonce is spent: the signature may be a poll's.
                 raise InvalidInput(
                     "body", "required with session headers (the signature covers the body)"
@@ -290,11 +286,7 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
         if idempotency_key is not None:
             once = attrs.evolve(route, handler=_idempotently(route, check_key(idempotency_key)))
             result, caller = _in_one_transaction(gateway, once, request, params)
-        elif (
-            route.one_transaction
-            and route.session != "none"
-            and request.sends_session
-        ):
+        elif route.one_transaction and route.session != "none" and request.sends_session:
             result, caller = _in_one_transaction(gateway, route, request, params)
         else:
             with _reading_along(gateway, route, request, params):
@@ -308,7 +300,7 @@ def dispatch(gateway: Gateway, router: Router, request: Request) -> Response:
             text_response(exc.text, exc.status), headers={"allow": ", ".join(exc.allowed)}
         )
     except StorageUnavailable as exc:
-        return _storage_unavailable(gateway, exc)
+        return storage_unavailable(gateway, exc)
     except PaycoreError as exc:
         response = text_response(exc.text, exc.status)
         extra = getattr(exc, "headers", None)  # an error that tells when to retry (429)
@@ -428,7 +420,7 @@ def _idempotently(route: Route, key: str) -> Handler:
     return run
 
 
-def _storage_unavailable(gateway: Gateway, exc: StorageUnavailable) -> Response:
+def storage_unavailable(gateway: Gateway, exc: StorageUnavailable) -> Response:
     """503 with ``Retry-After``: the request was fine, storage was not. One log line per
     kind of failure per interval, no traceback: an outage must not flood the log."""
     gateway.storage_outages.failure(

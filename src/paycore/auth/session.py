@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 import attrs
 
@@ -145,7 +146,9 @@ def check_signature(
     ``x-session-pubkey``). Raises AuthError; :func:`spend` is the second half."""
     nonce_value = _parse_nonce(nonce, now=now, horizon_ms=settings.nonce_horizon_ms)
     digest = sha256(payload).hex()
-    signer = recover(_signed_text(nonce, digest), signature)
+    text = _signed_text(nonce, digest)
+    # A signature a JSON frame carried may be any value: only text is worth keeping.
+    signer = _recovered(text, signature) if isinstance(signature, str) else recover(text, signature)
     if public_key is not None:
         try:
             claimed = parse_public_key(public_key, PUBKEY_HEADER)
@@ -156,12 +159,27 @@ def check_signature(
     return SignedRequest(public_key_to_address(signer), nonce_value, digest, now)
 
 
+@lru_cache(maxsize=1024)
+def _recovered(text: str, signature: str) -> bytes:
+    """The key behind ``signature`` over ``text``, for the last distinct ones: a signed read
+    answered on an event loop checks its signature before its spend is awaited
+    (``paycore.api.handle_inline_async``), and the dispatcher checks it again after; the
+    second recovery, a signed request's costliest CPU, is this lookup. A pure function of
+    its arguments, so a hit tells nothing a recovery would not; a refusal is not kept."""
+    return recover(text, signature)
+
+
+def nonce_terms(settings: Settings) -> tuple[bool, int]:
+    """Whether nonces are strictly increasing, and the window of the other mode: what
+    every spend of a nonce is given (here, and a signed read's spend awaited on a loop)."""
+    return settings.nonce_mode == "strict", settings.nonce_window
+
+
 def spend(storage: Storage, settings: Settings, signed: SignedRequest) -> SessionKey:
     """The second half of :func:`verify_session`: the key is active and the message new,
     decided and recorded by one storage call; the key with its highest accepted nonce.
     Raises AuthError, having stored nothing."""
-    strict = settings.nonce_mode == "strict"
-    window = settings.nonce_window
+    strict, window = nonce_terms(settings)
     # One storage call decides, atomically (one statement on PostgreSQL): the key is active,
     # the message is new within the window, and the key comes back with it. Inside a
     # request's one transaction (``paycore.storage.request_unit``) it joins that

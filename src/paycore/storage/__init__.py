@@ -18,10 +18,16 @@ from .contract import (
     signal_source,
     spend_then_read_of,
 )
-from .protocols.async_read import AsyncInvoiceRead, async_read_of
+from .protocols.async_read import (
+    AsyncInvoiceRead,
+    AsyncSignedRead,
+    async_read_of,
+    async_spend_of,
+)
 
 __all__ = [
     "AsyncInvoiceRead",
+    "AsyncSignedRead",
     "OutboxSignal",
     "PruneBatch",
     "SignalledStorage",
@@ -29,6 +35,7 @@ __all__ = [
     "Storage",
     "StorageTx",
     "async_read_of",
+    "async_spend_of",
     "signal_source",
     "spend_then_read_of",
 ]

@@ -196,6 +196,24 @@ class MemoryStorage:
         optional call, so the contract suite runs each of its tests on it."""
         return self.read_invoice(guid)
 
+    #: Likewise ``spend_nonce_then_read_async`` (``async_spend_of`` passes it over).
+    has_async_spend = False
+
+    async def spend_nonce_then_read_async(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        guid: str,
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        return self.spend_nonce_then_read(
+            address, nonce, digest, window=window, strict=strict, now=now, guid=guid
+        )
+
     def close(self) -> None:
         """Nothing to release; present because the protocol asks for it."""
 

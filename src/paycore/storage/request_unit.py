@@ -57,6 +57,11 @@ class _Along:
     #: The read to hand out once: set when the spend went through.
     read: InvoiceRead | None = None
     ready: bool = False
+    #: A spend made beforehand (awaited on an event loop): the message it spent (address,
+    #: nonce, digest) and the key it returned, handed to the first ``spend_nonce`` of that
+    #: very message instead of spending again.
+    made: tuple[str, int, str] | None = None
+    key: SessionKey | None = None
 
 
 class RequestUnits:
@@ -79,7 +84,12 @@ class RequestUnits:
         ``spend_nonce_then_read`` of ``guid``, and the first ``read_invoice(guid)`` after it
         gets that read instead of reading again: a signed read's two storage calls, one
         round trip. Only what the request itself reads first: a later read (after a lazy
-        expiry wrote) reads anew."""
+        expiry wrote) reads anew. Inside :meth:`prefetched_spend` it adds nothing: the
+        spend and the read are made already."""
+        current = self._along.get()
+        if current is not None and current.made is not None:
+            yield
+            return
         token = self._along.set(_Along(guid))
         try:
             yield
@@ -93,6 +103,27 @@ class RequestUnits:
         of reading: the sync rules run on it as on their own read. Only that first read:
         a later one (after a lazy expiry wrote) reads anew."""
         token = self._along.set(_Along(guid, spent=True, read=read, ready=True))
+        try:
+            yield
+        finally:
+            self._along.reset(token)
+
+    @contextmanager
+    def prefetched_spend(
+        self,
+        message: tuple[str, int, str],
+        key: SessionKey | None,
+        guid: str,
+        read: InvoiceRead | None,
+    ) -> Iterator[None]:
+        """Inside, the first ``spend_nonce`` of ``message`` (address, nonce, digest) made
+        outside a unit returns ``key`` -- what ``spend_nonce_then_read`` returned for it
+        just before, awaited on an event loop -- and, when it spent, the first
+        ``read_invoice(guid)`` returns ``read``: the sync rules (the refusal's text, lazy
+        expiry, the answer) run on them as on their own calls, and the nonce is spent once.
+        Any other message spends as usual."""
+        along = _Along(guid, spent=True, read=read, made=message, key=key)
+        token = self._along.set(along)
         try:
             yield
         finally:
@@ -151,6 +182,10 @@ class RequestUnits:
     ) -> SessionKey | None:
         if self._open.get() is None:
             along = self._along.get()
+            if along is not None and along.made == (address, nonce, digest):
+                along.made = None  # handed out once
+                along.ready = along.key is not None
+                return along.key
             if along is not None and not along.spent and self._spend_then_read is not None:
                 along.spent = True
                 key, along.read = self._spend_then_read.spend_nonce_then_read(

@@ -16,8 +16,14 @@ from typing import cast
 import attrs
 import pytest
 
-from paycore.domain.records import RateSource, Refund, RefundStatus, Status
-from paycore.storage import AsyncInvoiceRead, SpendThenRead, Storage, spend_then_read_of
+from paycore.domain.records import RateSource, Refund, RefundStatus, SessionKey, Status
+from paycore.storage import (
+    AsyncInvoiceRead,
+    AsyncSignedRead,
+    SpendThenRead,
+    Storage,
+    spend_then_read_of,
+)
 from paycore.storage.invoice_read import InvoiceRead
 from paycore.testing.storage_detected import detected
 from paycore.testing.storage_records import OWNER, USDT, invoice, payment, session_key
@@ -30,6 +36,7 @@ __all__ = [
     "test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do",
     "test_spend_nonce_then_read_refused_reads_nothing_and_changes_nothing",
     "test_read_invoice_async_reads_what_read_invoice_reads",
+    "test_spend_nonce_then_read_async_does_what_the_sync_call_does",
 ]
 
 
@@ -286,3 +293,58 @@ def test_read_invoice_async_reads_what_read_invoice_reads(storage: Storage) -> N
             assert read.invoice() == alone.invoice()
     opened = awaited[0]
     assert opened is not None and opened.detected == found
+
+
+def test_spend_nonce_then_read_async_does_what_the_sync_call_does(storage: Storage) -> None:
+    """The optional async spend and read (``AsyncSignedRead``): the nonce spent and
+    committed (the key comes back with it, and the stored key shows it), the read
+    ``read_invoice`` gives, ``(key, None)`` for an unknown guid, and ``(None, None)`` with
+    nothing changed for a replay -- on one loop and on a second one."""
+    if not callable(getattr(storage, "spend_nonce_then_read_async", None)):
+        pytest.skip("this store has no spend_nonce_then_read_async (optional)")
+    spender = cast(AsyncSignedRead, storage)
+    _store, address, now = _keyed(storage)
+    record = invoice(status=Status.PARTIAL_PAID)
+    with storage.transaction() as tx:
+        tx.insert_invoice(record)
+        tx.replace_detected(1, [detected(1, guid=record.guid, block=101)])
+    unknown = "00000000-0000-4000-8000-00000000dead"
+    assert storage.read_invoice(record.guid) is not None  # idle once, as above
+
+    async def spends(first: int) -> list[tuple[SessionKey | None, InvoiceRead | None]]:
+        made: list[tuple[SessionKey | None, InvoiceRead | None]] = []
+        for nonce, guid, strict in ((first, record.guid, False), (first + 1, unknown, True)):
+            made.append(
+                await spender.spend_nonce_then_read_async(
+                    address,
+                    nonce,
+                    _digest(str(nonce)),
+                    window=1000,
+                    strict=strict,
+                    now=now,
+                    guid=guid,
+                )  # fmt: skip
+            )
+        made.append(  # the first again: a replay
+            await spender.spend_nonce_then_read_async(
+                address, first, _digest(str(first)), window=1000, now=now, guid=record.guid
+            )
+        )
+        return made
+
+    for first in (20, 30):
+        (key, read), (other, none), replayed = asyncio.run(spends(first))
+        assert key is not None and key.last_seen_nonce == first
+        assert other is not None and other.last_seen_nonce == first + 1
+        assert none is None and replayed == (None, None)
+        alone = storage.read_invoice(record.guid)
+        assert read is not None and alone is not None
+        assert (read.version, read.status, read.detected) == (
+            alone.version,
+            alone.status,
+            alone.detected,
+        )
+        assert read.invoice() == alone.invoice()
+        with storage.transaction() as tx:
+            stored = tx.get_session_key(address)
+        assert stored is not None and stored.last_seen_nonce == first + 1

@@ -1,4 +1,5 @@
-"""The checkout page's poll read awaited on an event loop: an optional part of ``Storage``.
+"""The checkout page's poll read, and a signed read's spend and read, awaited on an event
+loop: optional parts of ``Storage``.
 
 ``Storage.read_invoice`` blocks for its round trip. On a database where that is a network
 round trip (PostgreSQL), an async adapter answering the poll inline (``paycore.api
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol, cast
 
+from ...domain.records import SessionKey
 from ..invoice_read import InvoiceRead
 
 
@@ -37,4 +39,37 @@ def async_read_of(storage: object) -> AsyncInvoiceRead | None:
         storage, "has_async_read", True
     ):
         return cast(AsyncInvoiceRead, storage)
+    return None
+
+
+class AsyncSignedRead(Protocol):
+    """A store that spends a signed read's nonce and reads its invoice on an event loop
+    (``paycore_storage`` on PostgreSQL): see :func:`async_spend_of`."""
+
+    async def spend_nonce_then_read_async(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        guid: str,
+    ) -> tuple[SessionKey | None, InvoiceRead | None]:
+        """What ``spend_nonce_then_read`` does and returns -- the spend committed before it
+        returns, ``(None, None)`` for a refused nonce with nothing changed -- awaited on the
+        calling event loop, which it never blocks. Raises ``StorageUnavailable`` when the
+        database cannot answer (the spend then may or may not have been made), and
+        ``WouldBlock`` only before anything was sent."""
+        ...
+
+
+def async_spend_of(storage: object) -> AsyncSignedRead | None:
+    """``storage`` when it offers ``spend_nonce_then_read_async`` and awaiting it is worth
+    it (not when it says ``has_async_spend = False``), else None."""
+    if callable(getattr(storage, "spend_nonce_then_read_async", None)) and getattr(
+        storage, "has_async_spend", True
+    ):
+        return cast(AsyncSignedRead, storage)
     return None
