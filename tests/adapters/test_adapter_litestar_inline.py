@@ -24,6 +24,8 @@ import paycore_litestar.handler as handler
 import paycore_storage.plugin
 from paycore import Gateway, Settings
 from paycore.domain.records import Status
+from paycore.errors import StorageUnavailable
+from paycore.storage.invoice_read import WouldBlock
 from paycore.testing.client import PaycoreClient
 from paycore_litestar import PayCoreConfig, PayCorePlugin
 
@@ -248,3 +250,35 @@ def test_a_signed_read_on_postgresql_spends_on_the_loop_once(
     with gateway.storage.transaction() as tx:
         events = [e.type for e in tx.outbox_since(0, 20, merchant.address).events]
     assert events.count("invoice.expired") == 1
+
+
+@pytest.mark.parametrize("failure", ["outage", "would block"])
+def test_a_signed_read_whose_async_spend_fails_on_postgresql(
+    gateway: Gateway, clock: Clock, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    """The spend's statement cut short by an outage may have spent: 503 with
+    ``Retry-After``, as the sync path answers an outage, never a retry that would refuse
+    the request as its own replay. ``WouldBlock`` (nothing sent): the thread answers the
+    request whole, spending its nonce there, once."""
+    clock.now = time.time()
+    error = StorageUnavailable("connect", "refused") if failure == "outage" else WouldBlock()
+
+    async def failing(*_args: Any) -> Any:
+        raise error
+
+    app = Litestar(plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway))])
+    with TestClient(app) as client:
+        merchant = PaycoreClient(client)
+        merchant.register()
+        guid = _invoice(gateway)
+        path = f"/paycore/invoice/{guid}"
+        with monkeypatch.context() as broken:
+            broken.setattr(gateway, "spend_and_read_async", failing)
+            headers = merchant._headers(path.encode())
+            answer = client.get(path, headers=headers)
+        if failure == "outage":
+            assert answer.status_code == 503 and "retry-after" in answer.headers
+            assert answer.text == "storage unavailable, retry later"
+        else:
+            assert answer.status_code == 200 and answer.json()["guid"] == guid
+            assert client.get(path, headers=headers).status_code == 401  # spent, once
