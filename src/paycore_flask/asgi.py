@@ -17,12 +17,13 @@ Litestar:
   Flask app's gateway and Hub, so a socket is a coroutine, and the socket caps answer a
   refused upgrade with 429 before it is switched. The outbox feed thread and the gateway
   are the app's, unchanged.
-- An unsigned GET {prefix}/invoice/{guid} (the checkout page's poll), when no host code
-  would see the request (no request hooks or guards, no WSGI middleware), is answered by the
-  core without Flask: on the event loop when nothing would wait (``paycore.api.
-  handle_inline``, as under Litestar: a SQLite file's read, no expiry due), else on a
-  thread (PostgreSQL: every read is a round trip). Either way it is the answer Flask's view
-  gives, without building a Flask request for it. A hooked app sends it to Flask like any
+- A GET {prefix}/invoice/{guid} (the checkout page's poll, and a merchant's signed read),
+  when no host code would see the request (no request hooks or guards, no WSGI
+  middleware), is answered by the core without Flask: on the event loop when nothing
+  would wait (``paycore.api.handle_inline_async``, as under Litestar: a SQLite file's
+  read, a signed read's spend all or nothing there, no expiry due; on PostgreSQL the
+  round trip awaited), else on a thread. Either way it is the answer Flask's view gives,
+  without building a Flask request for it. A hooked app sends it to Flask like any
   request.
 - GET {prefix}/invoice/{guid}/events (the checkout page's push): the view runs on a
   thread as any request, opens the stream and hands it over (``view.ASYNC_STREAMS``); the
@@ -61,7 +62,6 @@ from paycore.api import (
     reads_inline_async,
 )
 from paycore.api.http import MAX_BODY
-from paycore.auth.session import SESSION_HEADERS
 from paycore.realtime.asgi import Receive, Send, serve_asgi_socket
 from paycore.realtime.hub import Hub, hub_for
 from paycore.realtime.invoice_stream import EventStream
@@ -103,7 +103,7 @@ class AsgiFront:
         self.gateway = gateway
         self.hub: Hub | None = hub_for(gateway) if gateway is not None else None
         self.ws_path = ws_path
-        #: ``{prefix}/invoice/`` when the checkout's poll may be answered without Flask
+        #: ``{prefix}/invoice/`` when a GET of one invoice may be answered without Flask
         #: (:meth:`_poll`), else None.
         self.inline_prefix: str | None = None
         #: Whether the poll is worth trying on the event loop (not on PostgreSQL, whose
@@ -177,11 +177,7 @@ class AsgiFront:
             body = await _read_body(scope, receive)
         except _ClientGone:
             return
-        if (
-            self.inline_prefix is not None
-            and self._inline_path(scope) is not None
-            and not _signed(scope)
-        ):
+        if self.inline_prefix is not None and self._inline_path(scope) is not None:
             await _send_answer(send, await self._poll(scope))
             return
         environ = wsgi_environ(scope, body)
@@ -228,11 +224,12 @@ class AsgiFront:
         return path[len(self.prefix) :]
 
     async def _poll(self, scope: Scope) -> PaycoreResponse:
-        """The checkout's poll answered by the core without Flask: on the loop as Litestar
-        answers it (``paycore.api.handle_inline``) when nothing would wait -- a SQLite
-        file's read, or on PostgreSQL the read awaited on the loop
-        (``handle_inline_async``), and no expiry to write --, else on a thread. A signed
-        request never comes here (:func:`_signed`): Flask answers it.
+        """A GET of one invoice answered by the core without Flask: on the loop as Litestar
+        answers it (``paycore.api.handle_inline_async``) when nothing would wait -- a SQLite
+        file's read, or on PostgreSQL the read awaited on the loop; for a signed read its
+        spend all or nothing on a SQLite file, or awaited on PostgreSQL; no expiry to
+        write --, else on a thread, where the core answers it whole (nothing was spent)
+        or, after a spend awaited on the loop, on that same spend.
 
         Only for an app on which nothing of the host sees a request (no ``before_request``
         or ``after_request`` function, guard, teardown or WSGI middleware:
@@ -271,17 +268,6 @@ class AsgiFront:
             prefix=self.prefix,
             client=str(environ_like.get("REMOTE_ADDR") or ""),
         )
-
-
-#: The session headers as ASGI names them (lower case, bytes).
-_SESSION_NAMES = frozenset(name.encode() for name in SESSION_HEADERS)
-
-
-def _signed(scope: Scope) -> bool:
-    """Whether the request carries a session header: ``handle_inline`` answers none of
-    those (a signed read spends its nonce, a write), so the front does not build an
-    inline request for it only to be told to hand it to a thread."""
-    return any(name in _SESSION_NAMES for name, _ in scope["headers"])
 
 
 def _sees_nothing(app: Any) -> bool:

@@ -6,6 +6,7 @@ mid-body holding no thread."""
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -19,6 +20,7 @@ from flask import Flask, Response, request
 
 from paycore import Gateway, Settings
 from paycore.api.http import MAX_BODY
+from paycore.testing.client import PaycoreClient
 from paycore_flask import create_app
 from paycore_flask.asgi import AsgiFront, create_asgi_app
 
@@ -252,8 +254,8 @@ def test_on_postgresql_the_poll_is_answered_on_a_thread_without_flask(
 ) -> None:
     """On PostgreSQL the poll's read is awaited on the loop (``handle_inline_async``) and
     the core answers it there, not Flask (no WSGI environ, no Flask request, no thread),
-    with the very status, body and headers Flask's view gives. A signed GET of the same
-    path still goes to Flask."""
+    with the very status, body and headers Flask's view gives. A signed GET whose
+    signature is refused goes to a thread, where the core answers as Flask does."""
     from paycore.testing.chain import FakeChain
     from paycore_storage import SqlStorage
 
@@ -287,15 +289,75 @@ def test_on_postgresql_the_poll_is_answered_on_a_thread_without_flask(
             core_304 = _answer(base, path, **{"If-None-Match": tag})
             unknown = "/paycore/invoice/00000000-0000-4000-8000-000000000000"
             missing = _answer(base, unknown)
-            signed = _answer(base, path, **{"x-session-nonce": "1", "x-session-signature": "0x"})
-            assert calls == ["_start"]  # only the signed one reached a thread (Flask's)
+            bad = {"x-session-nonce": "1", "x-session-signature": "0x"}
+            signed = _answer(base, path, **bad)
+            # Only the refused signature reached a thread: the core's, nothing spent.
+            assert calls == ["handle"]
             calls.clear()
             front.inline_prefix = None  # the same requests through Flask
             assert _answer(base, path) == core
             assert _answer(base, path, **{"If-None-Match": tag}) == core_304
             assert _answer(base, unknown) == missing
-            assert calls == ["_start", "_start", "_start"]
+            assert _answer(base, path, **bad) == signed
+            assert calls == ["_start", "_start", "_start", "_start"]
         assert core[0] == 200 and core[1] == gateway.invoice_view(invoice.guid).body()
         assert core_304[0] == 304 and missing[0] == 404 and signed[0] == 401
+    finally:
+        gateway.close()
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_signed_read_is_answered_by_the_front_as_flask_answers_it(
+    paycore_settings: Settings, tmp_path: Any, request: pytest.FixtureRequest, database: str
+) -> None:
+    """A merchant's signed GET /invoice/{guid} on an app no host code hooks: answered by
+    the core on the loop (a SQLite file's spend all or nothing there; PostgreSQL's one
+    statement awaited), with Flask's very answer to the same read; its replay refused as
+    Flask refuses it; the nonce spent once."""
+    from paycore.testing.chain import FakeChain
+    from paycore_storage import SqlStorage
+
+    if database == "sqlite":
+        url: Any = f"sqlite:///{tmp_path / 'signed.sqlite3'}"
+        text = url
+    else:
+        url = request.getfixturevalue("postgres_schema")()
+        text = str(url.render_as_string(hide_password=False))
+    store = SqlStorage(url)
+    store.migrate()
+    gateway = Gateway(
+        attrs.evolve(paycore_settings, database_url=text, auth_mode="strict"),
+        storage=store,
+        entry_points=False,
+    )
+    try:
+        app = create_app(gateway=gateway)
+        front = AsgiFront.for_app(app, threads=1)
+        with app.test_client() as flask_client:
+            merchant = PaycoreClient(flask_client)
+            merchant.register()
+            fields = FakeChain(gateway).invoice_fields("1")
+            guid = merchant.post("/invoice", fields).json["guid"]
+        path = f"/paycore/invoice/{guid}"
+        calls: list[str] = []
+        original = front._on_thread
+
+        async def counted(fn: Any, *args: Any) -> Any:
+            calls.append(getattr(fn, "__name__", ""))
+            return await original(fn, *args)
+
+        front._on_thread = counted  # type: ignore[method-assign]
+        with running(front) as base:
+            _answer(base, path, **merchant._headers(path.encode()))  # warming up
+            calls.clear()
+            first = merchant._headers(path.encode())
+            core = _answer(base, path, **first)
+            assert calls == [] and core[0] == 200
+            replayed = _answer(base, path, **first)
+            front.inline_prefix = None  # the same through Flask
+            assert _answer(base, path, **merchant._headers(path.encode())) == core
+            assert _answer(base, path, **first) == replayed
+        assert replayed[0] == 401 and b"replay" in replayed[1]
+        assert json.loads(core[1])["guid"] == guid
     finally:
         gateway.close()
