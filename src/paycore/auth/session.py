@@ -112,11 +112,6 @@ def _session_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
-def sends_session_headers(headers: Mapping[str, str]) -> bool:
-    """Whether any session header is present (the request then is session-signed or 401)."""
-    return any(name.lower() in _SESSION_HEADERS for name in headers)
-
-
 @attrs.frozen
 class SignedRequest:
     """What a request's session signature proves before storage is asked: the address of
