@@ -104,7 +104,7 @@ class AsgiFront:
         self.hub: Hub | None = hub_for(gateway) if gateway is not None else None
         self.ws_path = ws_path
         #: ``{prefix}/invoice/`` when a GET of one invoice may be answered without Flask
-        #: (:meth:`_poll`), else None.
+        #: (:meth:`_invoice_get`), else None.
         self.inline_prefix: str | None = None
         #: Whether the poll is worth trying on the event loop (not on PostgreSQL, whose
         #: every read is a round trip: ``paycore.api.reads_inline``), before a thread.
@@ -178,7 +178,7 @@ class AsgiFront:
         except _ClientGone:
             return
         if self.inline_prefix is not None and self._inline_path(scope) is not None:
-            await _send_answer(send, await self._poll(scope))
+            await _send_answer(send, await self._invoice_get(scope))
             return
         environ = wsgi_environ(scope, body)
         streams: list[EventStream] = []
@@ -223,7 +223,7 @@ class AsgiFront:
             return None
         return path[len(self.prefix) :]
 
-    async def _poll(self, scope: Scope) -> PaycoreResponse:
+    async def _invoice_get(self, scope: Scope) -> PaycoreResponse:
         """A GET of one invoice answered by the core without Flask: on the loop as Litestar
         answers it (``paycore.api.handle_inline_async``) when nothing would wait -- a SQLite
         file's read, or on PostgreSQL the read awaited on the loop; for a signed read its

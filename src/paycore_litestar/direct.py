@@ -47,9 +47,10 @@ class DirectGet:
         self.app = app
         self.gateway = gateway
         self.prefix = prefix
-        #: Whether the host sees nothing past this point, per handler (decided on its
-        #: first request: Litestar resolves a handler's layers once the app is built).
-        self._free: dict[int, bool] = {}
+        #: Whether the host sees nothing past this point (decided on the first request:
+        #: Litestar resolves the handler's layers once the app is built). Litestar builds
+        #: one middleware stack per handler, so this instance serves one handler.
+        self._free: bool | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A handler's middleware sees its handler's requests only: HTTP ones, here.
@@ -62,11 +63,9 @@ class DirectGet:
         await self.app(scope, receive, send)
 
     def _sees_nothing(self, scope: HTTPScope) -> bool:
-        handler = typing.cast(HTTPRouteHandler, scope["route_handler"])
-        free = self._free.get(id(handler))
-        if free is None:
-            free = self._free[id(handler)] = sees_nothing(handler)
-        return free
+        if self._free is None:
+            self._free = sees_nothing(typing.cast(HTTPRouteHandler, scope["route_handler"]))
+        return self._free
 
 
 def sees_nothing(handler: HTTPRouteHandler) -> bool:

@@ -7,7 +7,10 @@ fallback handlers, so paycore's own 404/405 texts answer them. Every handler cal
 ``paycore.api.handle_streamed`` and nothing else: what an endpoint decides happens there.
 The handlers are async for one reason: the body is read with a cap as it streams in, which
 needs ``await``. The core call itself is blocking and runs in a worker thread (anyio's pool,
-the one ``sync_to_thread=True`` uses).
+the one ``sync_to_thread=True`` uses), except on the rows marked ``inline``, whose requests
+the core answers on the loop where nothing would wait; their GETs reach a middleware first
+that answers without Litestar's request and response objects where no host code would see
+them (``paycore_litestar.direct``).
 """
 
 from __future__ import annotations
