@@ -52,12 +52,29 @@ def _spend_sql(*, postgres: bool, strict: bool) -> tuple[str, ...]:
     the ``UPDATE .. RETURNING``, the ``INSERT`` and the prune, run one after the other in the
     same serial transaction. Text rather than Core (Core cannot write a data-modifying CTE
     around an ``INSERT .. ON CONFLICT`` that its cache keeps), sent as it is to the driver
-    (``prepared.on_driver``); the columns and tables still come from ``tables.py``."""
+    (``prepared.on_driver``); the columns and tables still come from ``tables.py``.
+
+    Strict mode writes the key's row and nothing else: a nonce above the highest is new by
+    that alone, so no message is recorded, and the key's ``nonce_floor`` rises with it
+    (every nonce at or below it is refused in either mode, as the storage contract asks of
+    nonces accepted unrecorded). One row written per signed request, as a bare counter
+    would write it; on PostgreSQL the statement keeps its CTE's shape, which the signed
+    read extends (``signed_read``)."""
     keys, used, names = session_keys.name, session_nonces.name, ", ".join(_KEY_NAMES)
     lowest = "last_seen_nonce" if strict else "last_seen_nonce - :window"
     where = (
         f"address = :address AND expires_at > :now AND nonce_floor < :nonce AND {lowest} < :nonce"
     )
+    if strict:
+        nonce = "CAST(:nonce AS BIGINT)" if postgres else ":nonce"
+        advance = (
+            f"UPDATE {keys} SET last_seen_nonce = {nonce}, nonce_floor = {nonce} "
+            f"WHERE {where} RETURNING {names}"
+        )
+        if postgres:
+            statement = f"WITH advanced AS ({advance}) SELECT {names} FROM advanced"
+            return (_driver_sql(statement, postgres=True),)
+        return (advance,)
     if postgres:
         statement = f"""
             WITH advanced AS (
@@ -116,9 +133,13 @@ def _spend_on_postgres(run: _Run, params: Mapping[str, Any], strict: bool) -> Se
 
 
 def _spend_on_sqlite(run: _Run, params: Mapping[str, Any], strict: bool) -> SessionKey | None:
-    """The three statements straight to sqlite3 (see ``prepared``), inside a transaction
-    the caller began and ends: committed when a key comes back, rolled back otherwise."""
-    advance, record, prune = _SPEND[(False, strict)]
+    """The statements straight to sqlite3 (see ``prepared``; strict mode's one, window
+    mode's three), inside a transaction the caller began and ends: committed when a key
+    comes back, rolled back otherwise."""
+    if strict:
+        rows = run(_SPEND[(False, True)][0], params)
+        return SessionKey(*rows[0]) if rows else None
+    advance, record, prune = _SPEND[(False, False)]
     rows = run(advance, params)
     if not rows:
         return None

@@ -723,6 +723,27 @@ class IgnoresStrictNonces(Tx):
 
 
 @broken
+class LeavesNoFloorInStrictMode(Tx):
+    """Strict mode raises ``last_seen_nonce`` and records nothing, but leaves no floor:
+    switched to window mode, the key accepts again the nonces it accepted strictly."""
+
+    def accept_nonce(self, address: str, nonce: int, digest: str, **kw: Any) -> bool:
+        if not kw.get("strict"):
+            return bool(self.inner.accept_nonce(address, nonce, digest, **kw))
+        return bool(self.inner.advance_nonce(address, nonce))
+
+    def spend_nonce(self, address: str, nonce: int, digest: str, **kw: Any) -> Any:
+        if not kw.get("strict"):
+            return self.inner.spend_nonce(address, nonce, digest, **kw)
+        key = self.inner.get_session_key(address)
+        if key is None or not kw["now"] < key.expires_at:
+            return None
+        return self.inner.get_session_key(address) if self.accept_nonce(
+            address, nonce, digest, strict=True
+        ) else None
+
+
+@broken
 class OverwritesADuplicateRefund(Tx):
     """``insert_refund`` of an id stored already overwrites it instead of raising."""
 
@@ -826,20 +847,24 @@ class SpendsANonceInTwoSteps(FaithfulStorage):
     def spend_nonce(
         self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False, now: int
     ) -> SessionKey | None:
-        with self.inner.transaction() as tx:
+        passes = False
+        with suppress(_DryRun), self.inner.transaction() as tx:  # the check, rolled back
             key = tx.get_session_key(address)
-            if key is None or not now < key.expires_at:
-                return None
-            if (address, nonce, digest) in self.kept:
-                return None
-            if nonce <= key.last_seen_nonce - window or (strict and nonce <= key.last_seen_nonce):
-                return None
+            passes = key is not None and now < key.expires_at and tx.accept_nonce(
+                address, nonce, digest, window=window, strict=strict
+            )
+            raise _DryRun
+        if not passes:
+            return None
         time.sleep(0.002)  # the gap between the check and the write
         with self.inner.transaction() as tx:
-            self.kept[(address, nonce, digest)] = True
             tx.accept_nonce(address, nonce, digest, window=window, strict=strict)
             found: SessionKey | None = tx.get_session_key(address)
             return found
+
+
+class _DryRun(Exception):
+    """Rolls a check's transaction back."""
 
 
 BROKEN[SpendsANonceInTwoSteps.__name__] = SpendsANonceInTwoSteps

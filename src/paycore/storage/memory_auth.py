@@ -74,8 +74,16 @@ class MemoryAuth(MemoryTxBase):
         if nonce <= highest - window or (strict and nonce <= highest):
             return False
         used = self._t.used_nonces.get(address)
+        if used is not None and nonce <= used.floor:
+            return False
         if used is None:  # a new entry: the snapshot's restore drops it on rollback
             used = self._t.used_nonces[address] = _NonceWindow()
+        if strict:  # above the highest: new by that alone, so a floor instead of a record
+            floor = used.floor
+            used.floor = nonce
+            self._undo.append(lambda: setattr(used, "floor", floor))
+            self._t.session_keys[address] = attrs.evolve(key, last_seen_nonce=nonce)
+            return True
         digests = used.by_nonce.get(nonce)
         if digests is not None and digest in digests:
             return False

@@ -46,10 +46,12 @@ class _LinkRow:
 @attrs.define
 class _NonceWindow:
     """One key's accepted messages: the payload digests per nonce, and a min-heap of those
-    nonces, so that moving the window costs only what it forgets."""
+    nonces, so that moving the window costs only what it forgets; and the floor strict mode
+    raises, at or below which every nonce is refused."""
 
     by_nonce: dict[int, set[str]] = attrs.field(factory=dict)
     heap: list[int] = attrs.field(factory=list)
+    floor: int = 0
 
 
 def _detached(invoice: Invoice) -> Invoice:

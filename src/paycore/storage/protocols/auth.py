@@ -51,10 +51,14 @@ class SessionKeys(Protocol):
         already recorded, ``nonce <= last_seen_nonce - window``, or (``strict``)
         ``nonce <= last_seen_nonce``. Recorded triples at or below the new
         ``last_seen_nonce - window`` are forgotten, since that bound refuses them anyway;
-        what stays is at most what the key signed within the window. A store that starts
-        recording while keys already have nonces must also refuse every nonce at or below
-        the ``last_seen_nonce`` of that moment (``paycore_storage`` keeps it as a floor),
-        because nothing says which of them were used."""
+        what stays is at most what the key signed within the window.
+
+        A nonce accepted without a record must stay refused in either mode: a store that
+        starts recording while keys already have nonces refuses every nonce at or below
+        the ``last_seen_nonce`` of that moment, because nothing says which of them were
+        used. Strict mode records nothing (a nonce above the highest is new by that
+        alone; one row written per signed request) and so raises that floor to ``nonce``
+        each time (``paycore_storage`` keeps it in ``nonce_floor``)."""
 
     def spend_nonce(
         self,

@@ -98,12 +98,23 @@ def test_strict_accepts_only_above_the_highest(keyed: Storage) -> None:
     assert accept(keyed, 11, strict=True) is True and highest(keyed) == 11
 
 
-def test_messages_recorded_in_strict_mode_stay_refused_in_window_mode(keyed: Storage) -> None:
-    """Switching the setting never reopens a replay: strict mode records what it accepts."""
+def test_nonces_accepted_in_strict_mode_stay_refused_in_window_mode(keyed: Storage) -> None:
+    """Switching the setting never reopens a replay: strict mode records nothing, so it
+    leaves a floor under which window mode refuses every nonce, used or not."""
     for nonce in (100, 200, 300):
         assert accept(keyed, nonce, strict=True) is True
-    assert [accept(keyed, n) for n in (100, 200, 300)] == [False, False, False]
-    assert accept(keyed, 150) is True
+    assert [accept(keyed, n) for n in (100, 150, 200, 300)] == [False] * 4
+    assert accept(keyed, 250, "other") is False
+    assert accept(keyed, 301) is True and accept(keyed, 290) is False
+    assert accept(keyed, 350) is True and accept(keyed, 320) is True  # the window, above it
+
+
+def test_window_mode_messages_stay_refused_in_strict_mode_and_below_its_floor(
+    keyed: Storage,
+) -> None:
+    assert accept(keyed, 500) is True and accept(keyed, 400) is True
+    assert [accept(keyed, n, strict=True) for n in (400, 450, 500)] == [False] * 3
+    assert accept(keyed, 501, strict=True) is True and accept(keyed, 480) is False
 
 
 def test_window_moves_and_forgets_only_what_it_refuses_anyway(keyed: Storage) -> None:
