@@ -738,9 +738,11 @@ class LeavesNoFloorInStrictMode(Tx):
         key = self.inner.get_session_key(address)
         if key is None or not kw["now"] < key.expires_at:
             return None
-        return self.inner.get_session_key(address) if self.accept_nonce(
-            address, nonce, digest, strict=True
-        ) else None
+        return (
+            self.inner.get_session_key(address)
+            if self.accept_nonce(address, nonce, digest, strict=True)
+            else None
+        )
 
 
 @broken
@@ -850,8 +852,10 @@ class SpendsANonceInTwoSteps(FaithfulStorage):
         passes = False
         with suppress(_DryRun), self.inner.transaction() as tx:  # the check, rolled back
             key = tx.get_session_key(address)
-            passes = key is not None and now < key.expires_at and tx.accept_nonce(
-                address, nonce, digest, window=window, strict=strict
+            passes = (
+                key is not None
+                and now < key.expires_at
+                and tx.accept_nonce(address, nonce, digest, window=window, strict=strict)
             )
             raise _DryRun
         if not passes:
