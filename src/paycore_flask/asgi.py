@@ -24,7 +24,9 @@ Litestar:
   read, a signed read's spend all or nothing there, no expiry due; on PostgreSQL the
   round trip awaited), else on a thread. Either way it is the answer Flask's view gives,
   without building a Flask request for it. A hooked app sends it to Flask like any
-  request.
+  request. So is a POST {prefix}/invoice (an invoice's creation): on the loop where a
+  SQLite file lets its one transaction run all or nothing there
+  (``paycore.api.handle_inline``), else on a thread.
 - GET {prefix}/invoice/{guid}/events (the checkout page's push): the view runs on a
   thread as any request, opens the stream and hands it over (``view.ASYNC_STREAMS``); the
   event loop then sends it, a coroutine per stream as under Litestar, so open streams
@@ -57,6 +59,7 @@ from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api import (
     handle,
+    handle_inline,
     handle_inline_async,
     reads_inline,
     reads_inline_async,
@@ -180,6 +183,9 @@ class AsgiFront:
         if self.inline_prefix is not None and self._inline_path(scope) is not None:
             await _send_answer(send, await self._invoice_get(scope))
             return
+        if self.inline_prefix is not None and self._is_creation(scope, body):
+            await _send_answer(send, await self._invoice_post(scope, body))
+            return
         environ = wsgi_environ(scope, body)
         streams: list[EventStream] = []
         environ[ASYNC_STREAMS] = streams
@@ -245,24 +251,54 @@ class AsgiFront:
                 return answered
         return await self._on_thread(handle, gateway, request)
 
-    def _core_request(self, scope: Scope) -> PaycoreRequest:
-        """The core's request for a poll, as Flask's view would make it (``view.to_paycore``)."""
-        below = self._inline_path(scope)
+    def _is_creation(self, scope: Scope, body: bytes) -> bool:
+        """Whether this is a ``POST {prefix}/invoice`` whose whole body was read (none over
+        the cap: Flask's view refuses those, with its text)."""
+        if scope["method"] != "POST" or self.inline_prefix is None:
+            return False
+        path: str = scope["path"]
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        if path != self.inline_prefix[:-1] or len(body) > MAX_BODY:
+            return False
+        declared = _header(scope, b"content-length")
+        return declared is None or (declared.isdigit() and int(declared) == len(body))
+
+    async def _invoice_post(self, scope: Scope, body: bytes) -> PaycoreResponse:
+        """An invoice's creation answered by the core without Flask, on an app no host code
+        hooks (as for :meth:`_invoice_get`): made on the loop where the store spends and
+        writes all or nothing there (``paycore.api.handle_inline``: a SQLite file), else
+        on a thread."""
+        gateway = self.gateway
+        assert gateway is not None
+        request = self._core_request(scope, "/invoice", body)
+        answered = handle_inline(gateway, request)
+        if answered is not None:
+            return answered
+        return await self._on_thread(handle, gateway, request)
+
+    def _core_request(
+        self, scope: Scope, below: str | None = None, body: bytes = b""
+    ) -> PaycoreRequest:
+        """The core's request for a poll (or, with ``below`` and ``body``, an invoice's
+        creation), as Flask's view would make it (``view.to_paycore``)."""
+        below = below or self._inline_path(scope)
         assert below is not None
         environ_like = wsgi_environ(scope, b"")
         server = scope.get("server") or ("localhost", 80)
         host = environ_like.get("HTTP_HOST") or f"{server[0]}:{server[1]}"
         root = environ_like["SCRIPT_NAME"]
         return PaycoreRequest(
-            method="GET",
+            method=scope["method"],
             path=_wsgi_text(below),
             query_string=_wsgi_text(environ_like["QUERY_STRING"]),
             headers={
-                name[5:].replace("_", "-"): value
+                name.removeprefix("HTTP_").replace("_", "-"): value
                 for name, value in environ_like.items()
-                if name.startswith("HTTP_")
+                if name.startswith(("HTTP_", "CONTENT_"))
             },
-            body=b"",
+            body=body,
             raw_uri=_wsgi_text(environ_like["RAW_URI"]),
             root_url=f"{environ_like['wsgi.url_scheme']}://{host}{_wsgi_text(root)}",
             prefix=self.prefix,

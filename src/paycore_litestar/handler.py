@@ -8,9 +8,9 @@ fallback handlers, so paycore's own 404/405 texts answer them. Every handler cal
 The handlers are async for one reason: the body is read with a cap as it streams in, which
 needs ``await``. The core call itself is blocking and runs in a worker thread (anyio's pool,
 the one ``sync_to_thread=True`` uses), except on the rows marked ``inline``, whose requests
-the core answers on the loop where nothing would wait; their GETs reach a middleware first
-that answers without Litestar's request and response objects where no host code would see
-them (``paycore_litestar.direct``).
+the core answers on the loop where nothing would wait; their GETs and POSTs reach a
+middleware first that answers without Litestar's request and response objects where no host
+code would see them (``paycore_litestar.direct``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from paycore.api.openapi import operation, operation_id
 from paycore.api.streams import for_server
 from paycore.errors import PayloadTooLarge
 
-from .direct import direct_gets
+from .direct import direct_answers
 from .request import scope_request
 from .ws import websocket_handler
 
@@ -121,9 +121,10 @@ def build_router(
                 opt={ROUTE_OPT: row.name},
                 status_code=row.status,
                 request_max_body_size=None,
-                # An inline row's GET answered without Litestar's request and response
-                # objects where no host code would see it (paycore_litestar.direct).
-                middleware=[direct_gets(gateway, prefix)] if row.inline and inline else None,
+                # An inline row's GET and POST answered without Litestar's request and
+                # response objects where no host code would see them
+                # (paycore_litestar.direct).
+                middleware=[direct_answers(gateway, prefix)] if row.inline and inline else None,
             )(core_call(gateway, prefix, inline=row.inline and inline))
         )
         if "GET" in methods and "HEAD" not in taken[path]:

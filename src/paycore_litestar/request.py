@@ -1,7 +1,7 @@
 """Litestar's request, as its ASGI scope holds it, made into paycore's ``Request``.
 
 From the scope rather than Litestar's ``Request`` object: the direct path
-(``paycore_litestar.direct``) answers a GET before Litestar builds one, and the handlers
+(``paycore_litestar.direct``) answers a GET or POST before Litestar builds one, and the handlers
 read the same values through it, so both give the core the same request.
 """
 

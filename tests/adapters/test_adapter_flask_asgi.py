@@ -361,3 +361,82 @@ def test_a_signed_read_is_answered_by_the_front_as_flask_answers_it(
         assert json.loads(core[1])["guid"] == guid
     finally:
         gateway.close()
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_an_invoice_is_created_by_the_front_as_flask_creates_it(
+    paycore_settings: Settings, tmp_path: Any, request: pytest.FixtureRequest, database: str
+) -> None:
+    """A signed POST /invoice on an app no host code hooks: made by the core without Flask
+    (on the loop on a SQLite file, on a thread on PostgreSQL), answered with the head Flask
+    gives the same creation; the refusals (unsigned, a broken body, a replay) are Flask's
+    byte for byte; and the invoice is there to read."""
+    from paycore.testing.chain import FakeChain
+    from paycore_storage import SqlStorage
+
+    if database == "sqlite":
+        url: Any = f"sqlite:///{tmp_path / 'create.sqlite3'}"
+        text = url
+    else:
+        url = request.getfixturevalue("postgres_schema")()
+        text = str(url.render_as_string(hide_password=False))
+    store = SqlStorage(url)
+    store.migrate()
+    gateway = Gateway(
+        attrs.evolve(paycore_settings, database_url=text, auth_mode="strict"),
+        storage=store,
+        entry_points=False,
+    )
+    try:
+        app = create_app(gateway=gateway)
+        front = AsgiFront.for_app(app, threads=1)
+        with app.test_client() as flask_client:
+            merchant = PaycoreClient(flask_client)
+            merchant.register()
+        body = json.dumps(FakeChain(gateway).invoice_fields("1")).encode()
+        calls: list[str] = []
+        original = front._on_thread
+
+        async def counted(fn: Any, *args: Any) -> Any:
+            calls.append(getattr(fn, "__name__", ""))
+            return await original(fn, *args)
+
+        def post(base: str, payload: bytes, **headers: str) -> tuple[int, bytes, dict[str, str]]:
+            got = httpx.post(
+                base + "/paycore/invoice", content=payload, timeout=10,
+                headers={"content-type": "application/json", **headers},
+            )  # fmt: skip
+            kept = {k: v for k, v in got.headers.items() if k not in ("date", "server")}
+            return got.status_code, got.content, kept
+
+        front._on_thread = counted  # type: ignore[method-assign]
+        with running(front) as base:
+            post(base, body, **merchant._headers(body))  # warming up: the spending connection
+            calls.clear()
+            first = merchant._headers(body)
+            made = post(base, body, **first)
+            made_on = list(calls)
+            replayed = post(base, body, **first)
+            unsigned = post(base, body)
+            broken = post(base, b"{", **merchant._headers(b"{"))
+            by_core = list(calls)
+            front.inline_prefix = None  # the same through Flask
+            calls.clear()
+            by_flask = post(base, body, **merchant._headers(body))
+            assert post(base, body, **first) == replayed
+            assert post(base, body) == unsigned
+            assert post(base, b"{", **merchant._headers(b"{"))[:2] == broken[:2]
+            assert calls and set(calls) == {"_start"}
+        assert made[0] == by_flask[0] == 201 and made[2].keys() == by_flask[2].keys()
+        assert made[2]["content-type"] == by_flask[2]["content-type"]
+        assert (replayed[0], unsigned[0], broken[0]) == (401, 401, 400)
+        # SQLite: made on the loop (a refusal on a thread); PostgreSQL: the core on a
+        # thread. Never Flask's _start.
+        assert made_on == ([] if database == "sqlite" else ["handle"])
+        assert set(by_core) == {"handle"} and len(by_core) == (2 if database == "sqlite" else 4)
+        created = json.loads(made[1])
+        with gateway.storage.transaction() as tx:
+            stored = tx.get_invoice(created["guid"])
+        assert stored is not None and stored.owner == merchant.address
+    finally:
+        gateway.close()

@@ -1,7 +1,8 @@
-"""The direct path (``paycore_litestar.direct``): a GET of ``/invoice/{guid}`` answered under
-Litestar's router without its request and response objects -- the same head, byte for
-byte and in order, and the same body as the handler's -- and never where host code would
-see the request: a guard, a request hook, a layer's response headers or cookies."""
+"""The direct path (``paycore_litestar.direct``): a GET of ``/invoice/{guid}`` and a ``POST
+/invoice`` answered under Litestar's router without its request and response objects --
+the same head, byte for byte and in order, and the same body as the handler's -- and never
+where host code would see the request: a guard, a request hook, a layer's response headers
+or cookies."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def _raw(app: Litestar, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[
 
 def _through_handler(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every request to Litestar's handler: the direct path declines all."""
-    monkeypatch.setattr(direct.DirectGet, "_sees_nothing", lambda _self, _scope: False)
+    monkeypatch.setattr(direct.DirectAnswer, "_sees_nothing", lambda _self, _scope: False)
 
 
 def test_the_direct_answer_is_the_handlers_byte_for_byte(
@@ -149,6 +150,13 @@ def test_a_guard_on_the_route_is_not_skipped(gateway: Gateway, sent: list[int]) 
         with TestClient(app) as client:
             answer = client.get(f"/paycore/invoice/{guid}")
             assert answer.status_code == 401 and "the host's guard" in answer.text
+    for app in (
+        _app(gateway, paycore_guards={"paycore.create_invoice": [_refuse]}),
+        _app(gateway, guards=[_refuse]),
+    ):
+        with TestClient(app) as client:
+            answer = client.post("/paycore/invoice", json=FIELDS)
+            assert answer.status_code == 401 and "the host's guard" in answer.text
     assert sent == []
 
 
@@ -203,3 +211,100 @@ def test_host_middleware_still_wraps_the_direct_answer(gateway: Gateway, sent: l
         got = client.get(f"/paycore/invoice/{guid}")
         assert got.status_code == 200 and got.headers["x-host"] == "seen"
     assert sent == [200]
+
+
+def _post(app: Litestar, messages: list[dict[str, Any]], headers: list[tuple[bytes, bytes]]) -> Any:
+    """Status, head (in order) and body of a ``POST /paycore/invoice`` whose body arrives as
+    ``messages``."""
+    import asyncio
+
+    sent: list[dict[str, Any]] = []
+    pending = list(messages)
+
+    async def receive() -> Any:
+        if pending:
+            return pending.pop(0)
+        await asyncio.sleep(3600)
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    path = "/paycore/invoice"
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+        "root_path": "", "headers": [(b"host", b"testserver"), *headers],
+        "client": ("127.0.0.1", 5000), "server": ("testserver", 80), "state": {},
+    }  # fmt: skip
+    asyncio.run(app(scope, receive, send))  # type: ignore[arg-type]
+    if not sent:
+        return None
+    start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
+    return start["status"], list(start["headers"]), body
+
+
+def _whole(body: bytes) -> list[dict[str, Any]]:
+    return [{"type": "http.request", "body": body, "more_body": False}]
+
+
+def test_a_post_is_answered_directly_as_the_handler_answers_it(
+    gateway: Gateway, sent: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    app = Litestar(plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway))])
+    with TestClient(app) as client:
+        merchant = PaycoreClient(client)
+        merchant.register()
+        body = json.dumps(FIELDS).encode()
+        json_type = [(b"content-type", b"application/json")]
+
+        def signed(payload: bytes = body) -> list[tuple[bytes, bytes]]:
+            return json_type + [
+                (k.lower().encode(), v.encode()) for k, v in merchant._headers(payload).items()
+            ]
+
+        # Signed, on a SQLite file: made on the loop; the body in two messages.
+        halves = [
+            {"type": "http.request", "body": body[:10], "more_body": True},
+            {"type": "http.request", "body": body[10:], "more_body": False},
+        ]
+        direct_made = _post(app, halves, signed())
+        unsigned = _post(app, _whole(body), json_type)  # strict mode: refused
+        broken = _post(app, _whole(b"{"), signed(b"{"))
+        assert (direct_made[0], unsigned[0], broken[0]) == (201, 401, 400)
+        assert sent == [201, 401, 400]
+        with monkeypatch.context() as off:
+            _through_handler(off)
+            handler_made = _post(app, _whole(body), signed())
+            assert _post(app, _whole(body), json_type) == unsigned
+            assert _post(app, _whole(b"{"), signed(b"{"))[:2] == broken[:2]
+        assert sent == [201, 401, 400]
+        # Two invoices: their guids, addresses and times differ, their heads' names not.
+        assert handler_made[0] == 201
+        assert [name for name, _ in direct_made[1]] == [name for name, _ in handler_made[1]]
+        made, again = json.loads(direct_made[2]), json.loads(handler_made[2])
+        assert made.keys() == again.keys() and made["guid"] != again["guid"]
+        assert made["value"] == again["value"] == "10" and made["description"] == "direct"
+        read = merchant.get(f"/invoice/{made['guid']}")
+        assert read.status == 200 and read.json == made
+
+
+def test_a_post_over_the_cap_goes_to_the_handler_and_one_cut_short_is_dropped(
+    gateway: Gateway, sent: list[int]
+) -> None:
+    from paycore.api import MAX_BODY
+
+    app = Litestar(plugins=[PayCorePlugin(PayCoreConfig(gateway=gateway))])
+    with TestClient(app):
+        declared = [(b"content-length", str(MAX_BODY + 1).encode())]
+        refused = _post(app, _whole(b"{}"), declared)
+        assert refused[0] == 413 and b"too large" in refused[2].lower()
+        streamed = [{"type": "http.request", "body": b" " * MAX_BODY, "more_body": True}] * 2
+        assert _post(app, streamed, [])[0] == 413
+        gone = [
+            {"type": "http.request", "body": b"{", "more_body": True},
+            {"type": "http.disconnect"},
+        ]
+        assert _post(app, gone, []) is None  # no one left to answer
+    assert sent == []
