@@ -273,6 +273,14 @@ class Gateway(InvoiceLists, RefundOperations):
         ``paycore.storage.invoice_read.spending_inline``), unless ``inline_writes`` is off."""
         return self.settings.inline_writes and bool(getattr(self._given, "has_inline_spend", False))
 
+    def inline_turn_free(self) -> bool:
+        """Whether a write made on the event loop would find this process's writer free
+        now (the store's ``inline_turn_free``; True for a store that does not say): a hint
+        for :func:`paycore.api.handle_inline_async`, which waits on the loop while it is
+        not. Meaningful where :attr:`spends_inline`."""
+        probe = getattr(self._given, "inline_turn_free", None)
+        return True if probe is None else bool(probe())
+
     @property
     def reads_invoices_async(self) -> bool:
         """Whether :meth:`read_invoice_async` is there: the store reads one invoice on an

@@ -59,7 +59,6 @@ from paycore.api import Request as PaycoreRequest
 from paycore.api import Response as PaycoreResponse
 from paycore.api import (
     handle,
-    handle_inline,
     handle_inline_async,
     reads_inline,
     reads_inline_async,
@@ -273,7 +272,7 @@ class AsgiFront:
         gateway = self.gateway
         assert gateway is not None
         request = self._core_request(scope, "/invoice", body)
-        answered = handle_inline(gateway, request)
+        answered = await handle_inline_async(gateway, request)
         if answered is not None:
             return answered
         return await self._on_thread(handle, gateway, request)

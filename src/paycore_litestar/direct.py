@@ -33,7 +33,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.types import ASGIApp, HTTPScope, Receive, Scope, Send
 
 from paycore import Gateway
-from paycore.api import MAX_BODY, handle_inline, handle_inline_async, handle_streamed
+from paycore.api import MAX_BODY, handle_inline_async, handle_streamed
 from paycore.api import Response as PaycoreResponse
 
 from .request import scope_request
@@ -79,7 +79,7 @@ class DirectAnswer:
                 await self.app(scope, replaying(messages, receive), send)
                 return
             request = scope_request(http, self.prefix, body)
-            written = handle_inline(self.gateway, request)
+            written = await handle_inline_async(self.gateway, request)
             if written is None:
                 written = await to_thread.run_sync(handle_streamed, self.gateway, request)
             await send_answer(send, written)

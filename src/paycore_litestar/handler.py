@@ -35,7 +35,6 @@ from paycore import Gateway
 from paycore.api import (
     MAX_BODY,
     Route,
-    handle_inline,
     handle_inline_async,
     handle_streamed,
     reads_inline,
@@ -253,7 +252,7 @@ def core_call(
             return to_litestar(payload_too_large())
         plain = scope_request(request.scope, prefix, body)
         if inline:  # a signed write, all or nothing on the loop where the store allows it
-            written = handle_inline(gateway, plain)
+            written = await handle_inline_async(gateway, plain)
             if written is not None:
                 return to_litestar(written)
         return to_litestar(await to_thread.run_sync(handle_streamed, gateway, plain))

@@ -213,6 +213,15 @@ class SqlStorage:
                 raise
             raise outage from error
 
+    def inline_turn_free(self) -> bool:
+        """Whether an event loop's transaction would find its turn now (``_inline_turn``):
+        this process's writer lock free and a pooled connection idle. A hint, read without
+        taking anything: ``paycore.api`` waits on the loop while a worker thread of this
+        process holds the writer, rather than send the request to a thread as well."""
+        lock = self._shared_connection
+        pool: Any = self.engine.pool
+        return lock is not None and not lock.locked() and pool.checkedin() > 0
+
     @contextmanager
     def _inline_turn(self) -> Iterator[None]:
         """This process's writer lock for an event loop's transaction (``spending_inline``),

@@ -330,6 +330,70 @@ def test_a_writer_of_another_process_sends_the_signed_write_to_a_thread_at_once(
         gateway.close()
 
 
+@pytest.mark.parametrize(("held", "wait"), [(0.001, 2.0), (0.2, 0.01)])
+def test_a_signed_write_waits_on_the_loop_for_this_process_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: float, wait: float
+) -> None:
+    """A worker thread of this process writing (here: a transaction held open): the
+    request waits for the writer on the loop, which goes on serving meanwhile, and is made
+    there once the writer is free; held past the wait, it goes to a thread with its nonce
+    unspent. (The wait is set wide of the hold either way: a loaded machine's thread
+    switches are not what is tested.)"""
+    import asyncio
+    import threading
+
+    import paycore.api
+    from paycore.api import handle_inline_async
+
+    monkeypatch.setattr(paycore.api, "_TURN_WAIT", wait)
+
+    database = f"sqlite:///{tmp_path / 'turn.sqlite3'}"
+    settings = Settings(database_url=database, prices={ETH_1: "2000"}, auth_mode="strict")
+    gateway = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin])
+    try:
+        _registered_invoice(gateway)
+        request = _signed_post("/invoice", json.dumps(FIELDS).encode(), 2)
+        entered, release = threading.Event(), threading.Event()
+
+        def writer() -> None:
+            with gateway.storage.transaction():
+                entered.set()
+                release.wait(5)
+
+        async def attempt() -> tuple[Response | None, int, bool]:
+            ticks = 0
+
+            async def ticking() -> None:  # the loop serves other work while it waits
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.0001)
+                    ticks += 1
+
+            ticker = asyncio.create_task(ticking())
+            asyncio.get_running_loop().call_later(held, release.set)
+            free_before = gateway.inline_turn_free()
+            answered = await handle_inline_async(gateway, request)
+            ticker.cancel()
+            return answered, ticks, free_before
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        assert entered.wait(5)
+        answered, ticks, free_before = asyncio.run(attempt())
+        release.set()
+        thread.join(5)
+        assert free_before is False and ticks > 0
+        if held < wait:  # freed within the wait: made on the loop
+            assert answered is not None and answered.status == 201
+            _refused_as_replay(handle(gateway, request))
+        else:
+            assert answered is None and _invoices(gateway) == 1
+            assert handle(gateway, request).status == 201
+        assert _invoices(gateway) == 2
+    finally:
+        gateway.close()
+
+
 def test_inline_writes_off_sends_every_signed_request_to_a_thread(tmp_path: Path) -> None:
     """``inline_writes=False`` (a disk whose fsync is slow): nothing signed is tried on the
     loop, and nothing was spent by asking."""
