@@ -61,7 +61,8 @@ def gateway(postgres_schema: Any, clock: Clock) -> Iterator[Gateway]:
 
 @pytest.fixture
 def threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the calls the adapter sent to a worker thread."""
+    """The names of the calls the adapter sent to a worker thread (from its handlers, or
+    from the middleware that answers without them: ``paycore_litestar.direct``)."""
     calls: list[str] = []
     original = handler.to_thread.run_sync
 
@@ -69,8 +70,9 @@ def threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append(getattr(fn, "__name__", ""))
         return await original(fn, *args, **kwargs)
 
-    monkeypatch.setattr(handler, "to_thread", attrs.make_class("T", [])())
-    handler.to_thread.run_sync = counted  # type: ignore[attr-defined]
+    for module in (handler, direct):
+        monkeypatch.setattr(module, "to_thread", attrs.make_class("T", [])())
+        module.to_thread.run_sync = counted  # type: ignore[attr-defined]
     return calls
 
 

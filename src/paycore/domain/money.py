@@ -22,6 +22,7 @@ _ONE = Decimal(1)
 #: Fractional digits of a vsValue. Eight keeps sub-cent payments visible in any fiat.
 VS_PLACES = 8
 _QUANTUM = Decimal(1).scaleb(-VS_PLACES)
+_MAX_SCALE_QUANTUM = Decimal(1).scaleb(-MAX_SCALE)
 
 
 def parse_amount(raw: object, field: str, *, allow_zero: bool = True) -> Decimal:
@@ -52,9 +53,10 @@ def parse_amount(raw: object, field: str, *, allow_zero: bool = True) -> Decimal
         raise InvalidInput(field, "is too large")
     exponent = value.as_tuple().exponent
     assert isinstance(exponent, int)
-    with localcontext(MONEY_CONTEXT):
-        if -exponent > MAX_SCALE and value != value.quantize(Decimal(1).scaleb(-MAX_SCALE)):
-            raise InvalidInput(field, f"has more than {MAX_SCALE} decimal places")
+    # The context passed to the one call that needs it, rather than entered for every
+    # amount (as in ``normalize``).
+    if -exponent > MAX_SCALE and value != value.quantize(_MAX_SCALE_QUANTUM, context=MONEY_CONTEXT):
+        raise InvalidInput(field, f"has more than {MAX_SCALE} decimal places")
     if value == 0 and not allow_zero:
         raise InvalidInput(field, "must be greater than 0")
     return normalize(value)
