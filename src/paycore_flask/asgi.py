@@ -217,10 +217,7 @@ class AsgiFront:
         """The path below the prefix of a ``GET {prefix}/invoice/{guid}``, else None."""
         if scope["method"] != "GET" or self.inline_prefix is None:
             return None
-        path: str = scope["path"]
-        root: str = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :]
+        path = _below_root(scope)
         if not path.startswith(self.inline_prefix):
             return None
         guid = path[len(self.inline_prefix) :]
@@ -255,11 +252,7 @@ class AsgiFront:
         the cap: Flask's view refuses those, with its text)."""
         if scope["method"] != "POST" or self.inline_prefix is None:
             return False
-        path: str = scope["path"]
-        root: str = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :]
-        if path != self.inline_prefix[:-1] or len(body) > MAX_BODY:
+        if _below_root(scope) != self.inline_prefix[:-1] or len(body) > MAX_BODY:
             return False
         declared = _header(scope, b"content-length")
         return declared is None or (declared.isdigit() and int(declared) == len(body))
@@ -318,6 +311,13 @@ def _sees_nothing(app: Any) -> bool:
     if "wsgi_app" in vars(app):
         return False
     return not any(funcs for name in hooks for funcs in getattr(app, name, {}).values())
+
+
+def _below_root(scope: Scope) -> str:
+    """The request's path without the app's root path (where the server mounted it)."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def _wsgi_text(value: str) -> str:

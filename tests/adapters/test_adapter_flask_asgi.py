@@ -196,6 +196,40 @@ def _answer(base: str, path: str, **headers: str) -> tuple[int, bytes, dict[str,
     return got.status_code, got.content, kept
 
 
+def _strict_gateway(
+    paycore_settings: Settings, tmp_path: Any, request: pytest.FixtureRequest, database: str
+) -> Gateway:
+    """A gateway in strict auth mode on a SQLite file or a PostgreSQL schema of its own."""
+    from paycore_storage import SqlStorage
+
+    if database == "sqlite":
+        url: Any = f"sqlite:///{tmp_path / 'front.sqlite3'}"
+        text = url
+    else:
+        url = request.getfixturevalue("postgres_schema")()
+        text = str(url.render_as_string(hide_password=False))
+    store = SqlStorage(url)
+    store.migrate()
+    return Gateway(
+        attrs.evolve(paycore_settings, database_url=text, auth_mode="strict"),
+        storage=store,
+        entry_points=False,
+    )
+
+
+def _thread_calls(front: AsgiFront) -> list[str]:
+    """The names of the calls ``front`` sends to its threads from now on."""
+    calls: list[str] = []
+    original = front._on_thread
+
+    async def counted(fn: Any, *args: Any) -> Any:
+        calls.append(getattr(fn, "__name__", ""))
+        return await original(fn, *args)
+
+    front._on_thread = counted  # type: ignore[method-assign]
+    return calls
+
+
 def test_the_checkout_poll_is_answered_on_the_loop_as_flask_answers_it(
     paycore_settings: Settings, tmp_path: Any
 ) -> None:
@@ -217,14 +251,8 @@ def test_the_checkout_poll_is_answered_on_the_loop_as_flask_answers_it(
         front = AsgiFront.for_app(app, threads=1)
         assert front.inline_prefix == "/paycore/invoice/"
         path = f"/paycore/invoice/{invoice.guid}"
-        calls: list[str] = []
-        original = front._on_thread
+        calls = _thread_calls(front)
 
-        async def counted(fn: Any, *args: Any) -> Any:
-            calls.append(getattr(fn, "__name__", ""))
-            return await original(fn, *args)
-
-        front._on_thread = counted  # type: ignore[method-assign]
         with running(front) as base:
             _answer(base, path)  # the pool's first connection is opened on a thread
             calls.clear()
@@ -274,14 +302,8 @@ def test_on_postgresql_the_poll_is_answered_on_a_thread_without_flask(
         assert front.inline_prefix == "/paycore/invoice/" and front.loop_reads is False
         assert front.loop_reads_async is True
         path = f"/paycore/invoice/{invoice.guid}"
-        calls: list[str] = []
-        original = front._on_thread
+        calls = _thread_calls(front)
 
-        async def counted(fn: Any, *args: Any) -> Any:
-            calls.append(getattr(fn, "__name__", ""))
-            return await original(fn, *args)
-
-        front._on_thread = counted  # type: ignore[method-assign]
         with running(front) as base:  # its /health request goes to Flask
             calls.clear()
             core = _answer(base, path)
@@ -315,21 +337,8 @@ def test_a_signed_read_is_answered_by_the_front_as_flask_answers_it(
     statement awaited), with Flask's very answer to the same read; its replay refused as
     Flask refuses it; the nonce spent once."""
     from paycore.testing.chain import FakeChain
-    from paycore_storage import SqlStorage
 
-    if database == "sqlite":
-        url: Any = f"sqlite:///{tmp_path / 'signed.sqlite3'}"
-        text = url
-    else:
-        url = request.getfixturevalue("postgres_schema")()
-        text = str(url.render_as_string(hide_password=False))
-    store = SqlStorage(url)
-    store.migrate()
-    gateway = Gateway(
-        attrs.evolve(paycore_settings, database_url=text, auth_mode="strict"),
-        storage=store,
-        entry_points=False,
-    )
+    gateway = _strict_gateway(paycore_settings, tmp_path, request, database)
     try:
         app = create_app(gateway=gateway)
         front = AsgiFront.for_app(app, threads=1)
@@ -339,14 +348,8 @@ def test_a_signed_read_is_answered_by_the_front_as_flask_answers_it(
             fields = FakeChain(gateway).invoice_fields("1")
             guid = merchant.post("/invoice", fields).json["guid"]
         path = f"/paycore/invoice/{guid}"
-        calls: list[str] = []
-        original = front._on_thread
+        calls = _thread_calls(front)
 
-        async def counted(fn: Any, *args: Any) -> Any:
-            calls.append(getattr(fn, "__name__", ""))
-            return await original(fn, *args)
-
-        front._on_thread = counted  # type: ignore[method-assign]
         with running(front) as base:
             _answer(base, path, **merchant._headers(path.encode()))  # warming up
             calls.clear()
@@ -372,21 +375,8 @@ def test_an_invoice_is_created_by_the_front_as_flask_creates_it(
     gives the same creation; the refusals (unsigned, a broken body, a replay) are Flask's
     byte for byte; and the invoice is there to read."""
     from paycore.testing.chain import FakeChain
-    from paycore_storage import SqlStorage
 
-    if database == "sqlite":
-        url: Any = f"sqlite:///{tmp_path / 'create.sqlite3'}"
-        text = url
-    else:
-        url = request.getfixturevalue("postgres_schema")()
-        text = str(url.render_as_string(hide_password=False))
-    store = SqlStorage(url)
-    store.migrate()
-    gateway = Gateway(
-        attrs.evolve(paycore_settings, database_url=text, auth_mode="strict"),
-        storage=store,
-        entry_points=False,
-    )
+    gateway = _strict_gateway(paycore_settings, tmp_path, request, database)
     try:
         app = create_app(gateway=gateway)
         front = AsgiFront.for_app(app, threads=1)
@@ -394,12 +384,7 @@ def test_an_invoice_is_created_by_the_front_as_flask_creates_it(
             merchant = PaycoreClient(flask_client)
             merchant.register()
         body = json.dumps(FakeChain(gateway).invoice_fields("1")).encode()
-        calls: list[str] = []
-        original = front._on_thread
-
-        async def counted(fn: Any, *args: Any) -> Any:
-            calls.append(getattr(fn, "__name__", ""))
-            return await original(fn, *args)
+        calls = _thread_calls(front)
 
         def post(base: str, payload: bytes, **headers: str) -> tuple[int, bytes, dict[str, str]]:
             got = httpx.post(
@@ -409,7 +394,6 @@ def test_an_invoice_is_created_by_the_front_as_flask_creates_it(
             kept = {k: v for k, v in got.headers.items() if k not in ("date", "server")}
             return got.status_code, got.content, kept
 
-        front._on_thread = counted  # type: ignore[method-assign]
         with running(front) as base:
             post(base, body, **merchant._headers(body))  # warming up: the spending connection
             calls.clear()

@@ -59,25 +59,37 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return statuses
 
 
-def _raw(app: Litestar, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[Any, ...]:
-    """Status, head (in order) and body as the app sends them to the server."""
+def _raw(
+    app: Litestar,
+    path: str,
+    headers: list[tuple[bytes, bytes]],
+    method: str = "GET",
+    received: list[dict[str, Any]] | None = None,
+) -> Any:
+    """Status, head (in order) and body as the app sends them to the server, for a request
+    whose body arrives as ``received`` (none by default); None when nothing was sent."""
     import asyncio
 
     messages: list[dict[str, Any]] = []
+    pending = list(received or [{"type": "http.request", "body": b"", "more_body": False}])
 
     async def receive() -> Any:
-        return {"type": "http.request", "body": b"", "more_body": False}
+        if pending:
+            return pending.pop(0)
+        await asyncio.sleep(3600)
 
     async def send(message: Any) -> None:
         messages.append(message)
 
     scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
         "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
         "root_path": "", "headers": [(b"host", b"testserver"), *headers],
         "client": ("127.0.0.1", 5000), "server": ("testserver", 80), "state": {},
     }  # fmt: skip
     asyncio.run(app(scope, receive, send))  # type: ignore[arg-type]
+    if not messages:
+        return None
     start, body = messages[0], b"".join(m.get("body", b"") for m in messages[1:])
     return start["status"], list(start["headers"]), body
 
@@ -213,34 +225,9 @@ def test_host_middleware_still_wraps_the_direct_answer(gateway: Gateway, sent: l
     assert sent == [200]
 
 
-def _post(app: Litestar, messages: list[dict[str, Any]], headers: list[tuple[bytes, bytes]]) -> Any:
-    """Status, head (in order) and body of a ``POST /paycore/invoice`` whose body arrives as
-    ``messages``."""
-    import asyncio
-
-    sent: list[dict[str, Any]] = []
-    pending = list(messages)
-
-    async def receive() -> Any:
-        if pending:
-            return pending.pop(0)
-        await asyncio.sleep(3600)
-
-    async def send(message: Any) -> None:
-        sent.append(message)
-
-    path = "/paycore/invoice"
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-        "root_path": "", "headers": [(b"host", b"testserver"), *headers],
-        "client": ("127.0.0.1", 5000), "server": ("testserver", 80), "state": {},
-    }  # fmt: skip
-    asyncio.run(app(scope, receive, send))  # type: ignore[arg-type]
-    if not sent:
-        return None
-    start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
-    return start["status"], list(start["headers"]), body
+def _post(app: Litestar, received: list[dict[str, Any]], headers: list[tuple[bytes, bytes]]) -> Any:
+    """:func:`_raw` for a ``POST /paycore/invoice`` whose body arrives as ``received``."""
+    return _raw(app, "/paycore/invoice", headers, "POST", received)
 
 
 def _whole(body: bytes) -> list[dict[str, Any]]:
