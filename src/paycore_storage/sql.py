@@ -214,13 +214,14 @@ class SqlStorage:
             raise outage from error
 
     def inline_turn_free(self) -> bool:
-        """Whether an event loop's transaction would find its turn now (``_inline_turn``):
-        this process's writer lock free and a pooled connection idle. A hint, read without
-        taking anything: ``paycore.api`` waits on the loop while a worker thread of this
-        process holds the writer, rather than send the request to a thread as well."""
+        """Whether this process's writer lock is free now: what an event loop's spend or
+        transaction takes first (``_spend_and_read_on_file``, ``_inline_turn``). A hint,
+        read without taking anything: ``paycore.api`` waits on the loop while a worker
+        thread of this process holds the writer, rather than send the request to a thread
+        as well. (A write also needs an idle pooled connection, which ``_inline_turn``
+        checks; a signed read's spend does not, so the hint leaves it out.)"""
         lock = self._shared_connection
-        pool: Any = self.engine.pool
-        return lock is not None and not lock.locked() and pool.checkedin() > 0
+        return lock is not None and not lock.locked()
 
     @contextmanager
     def _inline_turn(self) -> Iterator[None]:
