@@ -217,6 +217,18 @@ def _strict_gateway(
     )
 
 
+@contextlib.contextmanager
+def _front_with_merchant(gateway: Gateway) -> Iterator[tuple[AsgiFront, PaycoreClient]]:
+    """The front of ``gateway``'s Flask app, and a merchant registered through Flask (its
+    test client open inside)."""
+    app = create_app(gateway=gateway)
+    front = AsgiFront.for_app(app, threads=1)
+    with app.test_client() as flask_client:
+        merchant = PaycoreClient(flask_client)
+        merchant.register()
+        yield front, merchant
+
+
 def _thread_calls(front: AsgiFront) -> list[str]:
     """The names of the calls ``front`` sends to its threads from now on."""
     calls: list[str] = []
@@ -340,11 +352,7 @@ def test_a_signed_read_is_answered_by_the_front_as_flask_answers_it(
 
     gateway = _strict_gateway(paycore_settings, tmp_path, request, database)
     try:
-        app = create_app(gateway=gateway)
-        front = AsgiFront.for_app(app, threads=1)
-        with app.test_client() as flask_client:
-            merchant = PaycoreClient(flask_client)
-            merchant.register()
+        with _front_with_merchant(gateway) as (front, merchant):
             fields = FakeChain(gateway).invoice_fields("1")
             guid = merchant.post("/invoice", fields).json["guid"]
         path = f"/paycore/invoice/{guid}"
@@ -378,12 +386,8 @@ def test_an_invoice_is_created_by_the_front_as_flask_creates_it(
 
     gateway = _strict_gateway(paycore_settings, tmp_path, request, database)
     try:
-        app = create_app(gateway=gateway)
-        front = AsgiFront.for_app(app, threads=1)
-        with app.test_client() as flask_client:
-            merchant = PaycoreClient(flask_client)
-            merchant.register()
-        body = json.dumps(FakeChain(gateway).invoice_fields("1")).encode()
+        with _front_with_merchant(gateway) as (front, merchant):
+            body = json.dumps(FakeChain(gateway).invoice_fields("1")).encode()
         calls = _thread_calls(front)
 
         def post(base: str, payload: bytes, **headers: str) -> tuple[int, bytes, dict[str, str]]:

@@ -102,6 +102,12 @@ def _signed_post(path: str, body: bytes, nonce: int) -> Request:
     return Request("POST", path, headers=headers, body=body)
 
 
+def _strict_gateway(database: str) -> Gateway:
+    """A gateway on ``database`` in strict auth mode, with the SQL store's plugin."""
+    settings = Settings(database_url=database, prices={ETH_1: "2000"}, auth_mode="strict")
+    return Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin])
+
+
 def _registered_invoice(gateway: Gateway) -> str:
     """A session key registered for the owner, and an invoice it made (nonce 1): its URI."""
     public_key = "0x" + SESSION_KEY.public_key.format(compressed=False).hex()
@@ -290,8 +296,7 @@ def test_an_address_to_derive_sends_the_signed_write_to_a_thread(tmp_path: Path)
     """A backend may ask its node for an address: never on the loop. The attempt rolls
     back before the call, and the thread's answer is the one the request gets."""
     database = f"sqlite:///{tmp_path / 'derive.sqlite3'}"
-    settings = Settings(database_url=database, prices={ETH_1: "2000"}, auth_mode="strict")
-    gateway = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin])
+    gateway = _strict_gateway(database)
     try:
         deriver = Deriver()
         gateway.chains[1] = deriver  # type: ignore[assignment]
@@ -311,8 +316,7 @@ def test_a_writer_of_another_process_sends_the_signed_write_to_a_thread_at_once(
     tmp_path: Path,
 ) -> None:
     database = f"sqlite:///{tmp_path / 'write-other.sqlite3'}"
-    settings = Settings(database_url=database, prices={ETH_1: "2000"}, auth_mode="strict")
-    gateway = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin])
+    gateway = _strict_gateway(database)
     try:
         _registered_invoice(gateway)
         request = _signed_post("/invoice", json.dumps(FIELDS).encode(), 2)
@@ -348,8 +352,7 @@ def test_a_signed_write_waits_on_the_loop_for_this_process_writer(
     monkeypatch.setattr(paycore.api, "_TURN_WAIT", wait)
 
     database = f"sqlite:///{tmp_path / 'turn.sqlite3'}"
-    settings = Settings(database_url=database, prices={ETH_1: "2000"}, auth_mode="strict")
-    gateway = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin])
+    gateway = _strict_gateway(database)
     try:
         _registered_invoice(gateway)
         request = _signed_post("/invoice", json.dumps(FIELDS).encode(), 2)
