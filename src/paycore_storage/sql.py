@@ -141,11 +141,13 @@ class SqlStorage:
         self._memory = is_memory_sqlite(self.url)
         self.has_outbox_signal = not self._memory
         #: The spending connection (``_held``) of each process, by its id, kept out of the
-        #: pool between spends, with its runner; on PostgreSQL taken by one spend at a
-        #: time, through ``_held_lock`` (a busy one sends the others to the pool). A forked
-        #: child keeps its parent's entry untouched: dropping it would let the garbage
-        #: collector close the parent's connection from the child.
-        self._writers: dict[int, tuple[PoolProxiedConnection, _Run]] = {}
+        #: pool between spends, with its runner and, on a SQLite file, the SQLAlchemy
+        #: ``Connection`` around it, which this process's transactions run on too
+        #: (``_connection``); on PostgreSQL taken by one spend at a time, through
+        #: ``_held_lock`` (a busy one sends the others to the pool). A forked child keeps
+        #: its parent's entry untouched: dropping it would let the garbage collector close
+        #: the parent's connection from the child.
+        self._writers: dict[int, tuple[PoolProxiedConnection, _Run, Connection | None]] = {}
         self._held_lock = threading.Lock()
         #: Only where the pool can spare the connection: never its one and only.
         self._may_hold = not self._memory and _spares_one(self.engine.pool)
@@ -196,7 +198,7 @@ class SqlStorage:
                 self._ensure_schema()
             with (
                 self._exclusive() if attempt is None else self._inline_turn(),
-                self.engine.connect() as connection,
+                self._connection() as connection,
                 connection.begin(),  # engine.py: BEGIN IMMEDIATE, at once for an attempt
             ):
                 tx = SqlTx(connection, self._clock)
@@ -212,6 +214,28 @@ class SqlStorage:
             if outage is None:
                 raise
             raise outage from error
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """The connection a transaction runs on, inside this process's writer lock on
+        SQLite: on a SQLite file the held one (``_held``), which every write of the
+        process takes its turn on anyway, so that a transaction pays no pool checkout and
+        check-in (with its reset ``ROLLBACK``) and no ``Connection`` built and closed --
+        together about a tenth of an invoice's creation. An error that leaves it broken
+        or inside a transaction gives it back to the pool, which resets or discards it.
+        Elsewhere a pooled connection for the one transaction."""
+        if not self._may_hold or self._postgres:
+            with self.engine.connect() as connection:
+                yield connection
+            return
+        _pooled, _run, held = self._held()
+        assert held is not None  # a SQLite file's held connection is a Connection
+        try:
+            yield held
+        except BaseException:
+            if held.invalidated or held.in_transaction() or not _pooled.is_valid:
+                self._release_writer()
+            raise
 
     def inline_turn_free(self) -> bool:
         """Whether this process's writer lock is free now: what an event loop's spend or
@@ -233,7 +257,8 @@ class SqlStorage:
         pool: Any = self.engine.pool
         if not self.has_inline_spend or not self._migrated or lock is None:
             raise WouldBlock
-        if pool.checkedin() == 0 or not lock.acquire(blocking=False):
+        held = os.getpid() in self._writers  # else a checkout: an idle pooled one or none
+        if (not held and pool.checkedin() == 0) or not lock.acquire(blocking=False):
             raise WouldBlock
         try:
             yield
@@ -378,7 +403,7 @@ class SqlStorage:
         """``spend_nonce`` on PostgreSQL on the held connection, which stays in autocommit
         mode while held (no switch on and off per call). Any error gives it back to the
         pool, as a connection checked out for this one call would have gone back."""
-        _held, run = self._held()
+        _held, run, _connection = self._held()
         try:
             return _spend_on_postgres(run, params, strict)
         except BaseException:
@@ -415,7 +440,7 @@ class SqlStorage:
         elif not (self._migrated and os.getpid() in self._writers and lock.acquire(False)):
             raise WouldBlock
         try:
-            writer, run = self._held()
+            writer, run, _connection = self._held()
             dbapi: Any = writer.dbapi_connection
             try:
                 begin(dbapi)
@@ -440,8 +465,9 @@ class SqlStorage:
         finally:
             lock.release()
 
-    def _held(self) -> tuple[PoolProxiedConnection, _Run]:
-        """The connection that spends nonces, with its runner; call with the writer lock
+    def _held(self) -> tuple[PoolProxiedConnection, _Run, Connection | None]:
+        """The connection that spends nonces, with its runner (and on a SQLite file the
+        ``Connection`` around it, for ``_connection``); call with the writer lock
         (``_exclusive``, a SQLite file) or ``_held_lock`` (PostgreSQL) held. A SQLite
         file's spends are writes, which take turns on that lock anyway, so one connection,
         kept checked out, serves them all; on PostgreSQL it serves whichever spend finds it
@@ -462,17 +488,20 @@ class SqlStorage:
             if pooled.is_valid:
                 pooled.invalidate()  # closed by the server: the pool discards it
             self._release_writer()
-        pooled = self.engine.raw_connection()
-        dbapi: Any = pooled.dbapi_connection
+        connection = None
         if self._postgres:
+            pooled = self.engine.raw_connection()
             try:
-                dbapi.autocommit = True
+                pooled.dbapi_connection.autocommit = True  # type: ignore[union-attr]
             except BaseException:
                 pooled.close()
                 raise
-        run = connection_runner(self.engine.dialect, dbapi, pooled.invalidate)
-        self._writers[os.getpid()] = (pooled, run)
-        return pooled, run
+        else:
+            connection = self.engine.connect()
+            pooled = connection.connection
+        run = connection_runner(self.engine.dialect, pooled.dbapi_connection, pooled.invalidate)
+        self._writers[os.getpid()] = held = (pooled, run, connection)
+        return held
 
     def _release_writer(self) -> None:
         """The held connection back to the pool (which resets it, or discards it when it
@@ -481,7 +510,7 @@ class SqlStorage:
         held = self._writers.pop(os.getpid(), None)
         if held is None:
             return
-        pooled = held[0]
+        pooled, _run, connection = held
         try:
             if self._postgres and pooled.is_valid:
                 dbapi: Any = pooled.dbapi_connection
@@ -489,7 +518,7 @@ class SqlStorage:
         except Exception:
             pooled.invalidate()  # a connection that cannot even switch: not for reuse
         finally:
-            pooled.close()
+            (connection or pooled).close()
 
     def _read_on_loop(self, guid: str) -> InvoiceRead | None:
         """``read_invoice`` on an event loop's thread, on a SQLite file: on a connection of
