@@ -23,12 +23,17 @@ SQLite file and on PostgreSQL, interleaved repetition by repetition, and prints 
   raw driver: what the database work of a verification costs with no Python around it. The
   overhead over it is paycore's own code; its excess over ``raw_write`` is the price of
   the replay window (a row per accepted message, kept for the window, then pruned);
-- ``raw_verify``: the floor of a verification as one piece -- coincurve's recovery, then
-  ``raw_spend``'s statements by hand, request after request in one loop. Measured apart,
-  ``raw_recover`` and ``raw_spend`` each run with the CPU's caches full of their own code
-  and data; one after the other, as any verifier must run them, each finds them full of
-  the other's, and the pair costs more than the sum of the two. ``verify_per_s`` is also
-  printed against it (``raw_verify_per_s``).
+- ``raw_verify``: the floor of a verification as one piece -- the request's body hashed
+  and the EIP-191 digest of the signed text made (as any verifier must, from the headers'
+  nonce; ``raw_recover`` is given the digest), coincurve's recovery, then ``raw_spend``'s
+  statements by hand, request after request in one loop. Measured apart, ``raw_recover``
+  and ``raw_spend`` each run with the CPU's caches full of their own code and data; one
+  after the other, as any verifier must run them, each finds them full of the other's,
+  and the pair costs more than the sum of the two. ``verify_per_s`` is also printed
+  against it (``raw_verify_per_s``), and so is the floor's own overhead
+  (``raw_verify`` minus ``raw_recover``) over each ceiling of ``auth_overhead_ms``,
+  marked ``"floor": true``: the least that ratio can be on this machine, so a target
+  below it is a target no verifier meets.
 
 Both databases keep their durable defaults (SQLite: WAL, synchronous=FULL; PostgreSQL:
 fsync and synchronous_commit as the server has them, printed). The figure to compare across
@@ -239,8 +244,11 @@ def _bench_backend(
 
     def run_raw_verify(first: int, end: int) -> None:
         for nonce in range(first + 1, end + 1):
-            signature, digest = recoverable[nonce - 1]
-            PublicKey.from_signature_and_message(signature, digest, hasher=None)
+            signature = recoverable[nonce - 1][0]
+            text = f"sess:{nonce}:{hashlib.sha256(BODY).hexdigest()}"
+            PublicKey.from_signature_and_message(
+                signature, personal_message_hash(text), hasher=None
+            )
             raw_spend(verify_address, nonce)
 
     def run_raw_write_tx(first: int, end: int) -> None:
@@ -299,20 +307,22 @@ def _report(name: str, median: dict[str, float], count: int, reps: int, mode: st
                 "ratio": round(median[ceiling] / verify, 3),
             }
         )
-    overhead = verify - recover
     targets = TARGETS[mode]
-    for ceiling in ("raw_write", "raw_write_tx", "raw_spend"):
-        _emit(
-            {
-                **common,
-                "figure": "auth_overhead_ms",
-                "value": round(overhead * 1e3, 3),
-                "ceiling": f"{ceiling}_ms",
-                "ceiling_value": round(median[ceiling] * 1e3, 3),
-                "ratio": round(overhead / median[ceiling], 2),
-                **({"target": targets[ceiling]} if ceiling in targets else {}),
-            }
-        )
+    # paycore's overhead, then the floor's: what the target's ratio can be at the least.
+    for overhead, floor in ((verify - recover, False), (median["raw_verify"] - recover, True)):
+        for ceiling in ("raw_write", "raw_write_tx", "raw_spend"):
+            _emit(
+                {
+                    **common,
+                    "figure": "auth_overhead_ms",
+                    **({"floor": True} if floor else {}),
+                    "value": round(overhead * 1e3, 3),
+                    "ceiling": f"{ceiling}_ms",
+                    "ceiling_value": round(median[ceiling] * 1e3, 3),
+                    "ratio": round(overhead / median[ceiling], 2),
+                    **({"target": targets[ceiling]} if ceiling in targets else {}),
+                }
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,7 +54,9 @@ def _positive(line: dict[str, Any], *fields: str) -> None:
 def test_auth_bench(postgres_url: str) -> None:
     lines = _run("auth_bench.py", "--requests", "20", "--reps", "3", "--postgres", postgres_url)
     overhead = [line for line in lines if line.get("figure") == "auth_overhead_ms"]
-    assert {line["db"] for line in overhead} == {"sqlite", "postgresql"}
+    # paycore's overhead and the floor's, on both databases
+    found = {(line["db"], line.get("floor", False)) for line in overhead}
+    assert found == {(db, floor) for db in ("sqlite", "postgresql") for floor in (False, True)}
     for line in overhead:
         _positive(line, "value", "ceiling_value", "ratio")
 

@@ -15,7 +15,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Numeric, create_engine, inspect, text
+from sqlalchemy import Numeric, create_engine, event, inspect, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
@@ -354,6 +354,42 @@ def test_a_failed_sqlite_spend_gives_its_connection_back(
             sqlite_storage.spend_nonce(address, 2, "aa", window=10, now=1)
     assert sqlite_storage.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     assert sqlite_storage.spend_nonce(address, 2, "aa", window=10, now=1) is not None
+
+
+def test_a_sqlite_files_transactions_run_on_the_held_connection(
+    sqlite_storage: SqlStorage,
+) -> None:
+    """Every write of the process takes its turn on the writer lock anyway, so its
+    transactions and its spends share the one connection it holds: one checkout, ever. An
+    error the transaction rolls back keeps it; one that breaks it gives it back to the pool,
+    and the next transaction checks out another."""
+    store = sqlite_storage
+    address = "0x" + "55" * 20
+    _spend_key(store, address)  # migrates, then checks the held connection out
+    held = store._writers[os.getpid()][0].dbapi_connection
+    checkouts: list[object] = []
+    event.listen(store.engine.pool, "checkout", lambda dbapi, *_: checkouts.append(dbapi))
+    assert store.spend_nonce(address, 1, "aa", window=10, now=1) is not None
+    with store.transaction() as tx:
+        assert tx.get_session_key(address) is not None
+    assert checkouts == []
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.advance_nonce(address, 50)
+        raise RuntimeError("the caller failed")
+    with store.transaction() as tx:
+        key = tx.get_session_key(address)
+    assert key is not None and key.last_seen_nonce == 1  # rolled back
+    assert checkouts == [] and store.engine.pool.checkedout() == 1  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.advance_nonce(address, 60)
+        tx._c.invalidate()  # as a driver error that broke the connection does
+        raise RuntimeError("the connection broke")
+    assert store.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    assert store.spend_nonce(address, 2, "aa", window=10, now=1) is not None
+    with store.transaction() as tx:
+        key = tx.get_session_key(address)
+    assert key is not None and key.last_seen_nonce == 2
+    assert len(checkouts) == 1 and checkouts[0] is not held
 
 
 def test_a_forked_process_does_not_spend_on_its_parents_connection(
