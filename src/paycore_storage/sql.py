@@ -228,12 +228,12 @@ class SqlStorage:
             with self.engine.connect() as connection:
                 yield connection
             return
-        _pooled, _run, held = self._held()
+        pooled, _run, held = self._held()
         assert held is not None  # a SQLite file's held connection is a Connection
         try:
             yield held
         except BaseException:
-            if held.invalidated or held.in_transaction() or not _pooled.is_valid:
+            if held.invalidated or held.in_transaction() or not pooled.is_valid:
                 self._release_writer()
             raise
 
@@ -242,8 +242,8 @@ class SqlStorage:
         transaction takes first (``_spend_and_read_on_file``, ``_inline_turn``). A hint,
         read without taking anything: ``paycore.api`` waits on the loop while a worker
         thread of this process holds the writer, rather than send the request to a thread
-        as well. (A write also needs an idle pooled connection, which ``_inline_turn``
-        checks; a signed read's spend does not, so the hint leaves it out.)"""
+        as well. (A write's first turn in a process also needs an idle pooled connection,
+        which ``_inline_turn`` checks; after it the write runs on the held one.)"""
         lock = self._shared_connection
         return lock is not None and not lock.locked()
 
@@ -251,14 +251,15 @@ class SqlStorage:
     def _inline_turn(self) -> Iterator[None]:
         """This process's writer lock for an event loop's transaction (``spending_inline``),
         or ``WouldBlock``: when the lock is taken, when the store cannot write inline (see
-        ``has_inline_spend``) or has yet to migrate, and when no pooled connection is idle
-        (a checkout would connect, or wait for one)."""
+        ``has_inline_spend``) or has yet to migrate, and when the process holds no
+        connection yet (``_connection``) and none in the pool is idle (a checkout would
+        connect, or wait for one)."""
         lock = self._shared_connection
         pool: Any = self.engine.pool
         if not self.has_inline_spend or not self._migrated or lock is None:
             raise WouldBlock
-        held = os.getpid() in self._writers  # else a checkout: an idle pooled one or none
-        if (not held and pool.checkedin() == 0) or not lock.acquire(blocking=False):
+        holds = os.getpid() in self._writers
+        if (not holds and pool.checkedin() == 0) or not lock.acquire(blocking=False):
             raise WouldBlock
         try:
             yield
