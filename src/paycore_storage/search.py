@@ -7,8 +7,9 @@ the index that narrows most: the trigram GIN index on ``search_text`` for a text
 id matches a handful of rows among millions), ``(owner, status, created_at, seq)`` for a
 status, ``(owner, created_at, seq, ...)`` for a time range or when the newest rows match
 anyway. On SQLite the trigram index is an FTS5 table (revision 0019): a text is the
-invoices whose ``seq`` its phrase query finds, the ``LIKE`` then applied to them
-(docs/performance.md, "Invoice search", has both).
+invoices whose ``seq`` its phrase query finds, and those newer than it holds (it takes them
+in batches, revision 0023), the ``LIKE`` then applied to them (docs/performance.md, "Invoice
+search", has both).
 
 ``invoice_stats`` is one grouped ``SELECT`` over the ``(owner, created_at, status,
 chain_id, token, vs_currency, paid_amount)`` index, which holds every column it reads.
@@ -40,7 +41,7 @@ from paycore.storage.search import InvoiceFilter, StatsRow
 
 from .decimals import exact, exact_text
 from .rows import invoice_from_row
-from .tables import SEARCH_TEXT_FTS, Money, invoices
+from .tables import SEARCH_TEXT_FTS, SEARCH_TEXT_INDEXED, Money, invoices
 
 _I = invoices.c
 _COLUMNS = [column for column in invoices.c if column.name not in ("seq", "search_text")]
@@ -55,6 +56,7 @@ def like_pattern(text: str) -> str:
 
 
 _FTS = table(SEARCH_TEXT_FTS, column("rowid"))
+_INDEXED = table(SEARCH_TEXT_INDEXED, column("upto"))
 
 
 def _phrase(text: str) -> str:
@@ -77,12 +79,14 @@ def _conditions(where: InvoiceFilter, sqlite: bool = False) -> list[ColumnElemen
         found.append(_I.token == where.token)
     if where.text is not None:
         # The FTS5 trigram table narrows (a text of three characters or more: shorter ones
-        # have no trigram); the LIKE below stays the rule.
+        # have no trigram) to its matches and the few invoices it does not hold yet (above
+        # its mark, revision 0023); the LIKE below stays the rule.
         if sqlite and len(where.text) >= 3:
             matching = select(_FTS.c.rowid).where(
                 literal_column(SEARCH_TEXT_FTS).op("MATCH")(_phrase(where.text))
             )
-            found.append(_I.seq.in_(matching))
+            newest = select(_I.seq).where(_I.seq > select(_INDEXED.c.upto).scalar_subquery())
+            found.append(_I.seq.in_(matching.union_all(newest)))
         found.append(_I.search_text.like(like_pattern(where.text), escape="\\"))
     return found
 

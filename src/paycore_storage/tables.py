@@ -133,8 +133,12 @@ invoices = Table(
 #: not in this metadata (its operator class lives in whichever schema holds the extension).
 SEARCH_TEXT_INDEX = "ix_paycore_invoices_search_text_trgm"
 #: SQLite's counterpart: an FTS5 table (trigram tokenizer) over ``search_text`` whose rowid is
-#: the invoice's ``seq``, kept by triggers (revision 0019); FTS5 names its own tables after it.
+#: the invoice's ``seq``, kept by triggers (revision 0019, in batches since 0023); FTS5 names
+#: its own tables after it.
 SEARCH_TEXT_FTS = "paycore_invoices_text"
+#: Its high-water mark, one row (revision 0023): every invoice with ``seq <= upto`` is in the
+#: FTS5 table, none above (the triggers add them in batches).
+SEARCH_TEXT_INDEXED = f"{SEARCH_TEXT_FTS}_indexed"
 
 transactions = Table(
     "paycore_transactions",
