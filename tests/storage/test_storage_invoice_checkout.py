@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from alembic import command
+from revisions import downgrade
 from sqlalchemy import inspect
 from sqlalchemy.engine import URL
 
@@ -14,7 +14,6 @@ from paycore.storage import Storage
 from paycore.testing.storage_records import insert_before_0012, invoice
 from paycore_storage import SqlStorage, migrate
 from paycore_storage.engine import make_engine
-from paycore_storage.migrations import alembic_config
 
 BOTH = pytest.mark.parametrize(
     "sql_url",
@@ -75,12 +74,5 @@ def test_0012_adds_the_checkout_column_and_keeps_the_rows(sql_url: URL) -> None:
             assert tx.get_invoice(invoice().guid) == invoice()
     finally:
         store.close()
-    engine = make_engine(sql_url)
-    try:
-        with engine.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0011")
-    finally:
-        engine.dispose()
+    downgrade(sql_url, "0011")
     assert "checkout" not in columns(sql_url)

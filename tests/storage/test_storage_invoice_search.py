@@ -10,7 +10,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from alembic import command
+from revisions import downgrade
 from sqlalchemy import text
 from sqlalchemy.engine import URL
 
@@ -18,7 +18,6 @@ from paycore.storage.search import InvoiceFilter
 from paycore.testing.storage_records import OWNER, invoice
 from paycore_storage import SqlStorage, migrate
 from paycore_storage.engine import make_engine
-from paycore_storage.migrations import alembic_config
 from paycore_storage.rows import invoice_row
 from paycore_storage.tables import SEARCH_TEXT_FTS, SEARCH_TEXT_INDEX, SEARCH_TEXT_INDEXED, invoices
 
@@ -212,14 +211,7 @@ def test_0023_marks_the_indexed_invoices_and_its_downgrade_indexes_the_rest(
         assert _search(store, "mug 1") == _by_like(store, "mug 1") != []
     finally:
         store.close()
-    engine = make_engine(url)
-    try:
-        with engine.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0022")
-    finally:
-        engine.dispose()
+    downgrade(url, "0022")
     assert _fts_triggers(url) == row_by_row
     store = SqlStorage(url, auto_migrate=False)
     try:

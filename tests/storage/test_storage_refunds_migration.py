@@ -4,8 +4,8 @@ touches nothing else, and its downgrade takes only that table away."""
 from __future__ import annotations
 
 import pytest
-from alembic import command
 from alembic.script import ScriptDirectory
+from revisions import downgrade
 from sqlalchemy import inspect
 from sqlalchemy.engine import URL
 
@@ -50,12 +50,5 @@ def test_0009_adds_the_refunds_table_and_keeps_what_was_there(sql_url: URL) -> N
     finally:
         store.close()
 
-    engine = make_engine(sql_url)
-    try:
-        with engine.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.downgrade(config, BEFORE)
-    finally:
-        engine.dispose()
+    downgrade(sql_url, BEFORE)
     assert tables(sql_url) == before

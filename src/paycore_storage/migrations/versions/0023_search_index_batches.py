@@ -53,7 +53,8 @@ _BATCHED = [
     f" INSERT INTO {FTS}({FTS}, rowid, search_text) VALUES ('delete', old.seq, old.search_text);"
     f" INSERT INTO {FTS}(rowid, search_text) VALUES (new.seq, new.search_text); END",
 ]
-#: Revision 0019's triggers, row by row, for the way back.
+#: Revision 0019's triggers, row by row, for the way back: written out again, not imported,
+#: since a revision stays as it was released whatever later ones do.
 _ROW_BY_ROW = [
     f"CREATE TRIGGER {FTS}_insert AFTER INSERT ON {TABLE} BEGIN"
     f" INSERT INTO {FTS}(rowid, search_text) VALUES (new.seq, new.search_text); END",
