@@ -211,6 +211,7 @@ session_nonces = Table(
     Column("address", Key(), primary_key=True),
     Column("nonce", BigInteger, primary_key=True, autoincrement=False),
     Column("digest", Key(64), primary_key=True),
+    sqlite_with_rowid=False,  # stored in the key's order (revision 0024)
 )
 
 wallet_indexes = Table(
@@ -299,6 +300,7 @@ owner_counts = Table(
     Column("chain_id", BigInteger, primary_key=True, autoincrement=False),
     Column("stripe", Integer, primary_key=True, autoincrement=False),
     Column("n", BigInteger, nullable=False),
+    sqlite_with_rowid=False,  # stored in the key's order (revision 0024)
 )
 
 #: A poll queue: a cursor over its owner's outbox rows. Every event whose id is at or below
