@@ -14,6 +14,7 @@ from revisions import downgrade
 from sqlalchemy import text
 from sqlalchemy.engine import URL
 
+from paycore.domain.records import Invoice
 from paycore.storage.search import InvoiceFilter
 from paycore.testing.storage_records import OWNER, invoice
 from paycore_storage import SqlStorage, migrate
@@ -73,7 +74,7 @@ def test_0019_backfills_the_search_text_of_stored_invoices(sql_url: URL) -> None
 BATCH = 64  # the revision's
 
 
-def _mug(n: int) -> object:
+def _mug(n: int) -> Invoice:
     return attrs.evolve(
         invoice(f"00000000-0000-4000-8000-{n:012d}", created_at=1_700_000_000 + n),
         description=f"Mug {n}",
@@ -84,7 +85,7 @@ def _mug(n: int) -> object:
 def _add(store: SqlStorage, numbers: range) -> None:
     with store.transaction() as tx:
         for n in numbers:
-            tx.insert_invoice(_mug(n))  # type: ignore[arg-type]
+            tx.insert_invoice(_mug(n))
 
 
 def _search(store: SqlStorage, text_: str) -> list[str]:
@@ -98,8 +99,11 @@ def _by_like(store: SqlStorage, text_: str) -> list[str]:
     """The rule a search answers by: the owner's invoices whose text holds ``text_``."""
     with store.engine.connect() as connection:
         rows = connection.execute(
-            text("SELECT guid FROM paycore_invoices WHERE instr(search_text, :t) > 0"),
-            {"t": text_.lower()},
+            text(
+                "SELECT guid FROM paycore_invoices"
+                " WHERE owner = :owner AND instr(search_text, :t) > 0"
+            ),
+            {"owner": OWNER, "t": text_.lower()},
         )
         return sorted(row[0] for row in rows)
 

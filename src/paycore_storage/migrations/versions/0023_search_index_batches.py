@@ -36,6 +36,26 @@ INDEXED = f"{FTS}_indexed"
 BATCH = 64
 
 _UPTO = f"(SELECT upto FROM {INDEXED})"
+
+
+def _delete_and_update(held: str | None) -> list[str]:
+    """The delete and update triggers; ``held``, when given, narrows them to the invoices
+    the index holds. Without it they are revision 0019's, written out here, not imported:
+    a revision stays as it was released whatever later ones do."""
+    when = f" WHEN {held}" if held else ""
+    also = f" AND {held}" if held else ""
+    return [
+        f"CREATE TRIGGER {FTS}_delete AFTER DELETE ON {TABLE}{when} BEGIN"
+        f" INSERT INTO {FTS}({FTS}, rowid, search_text)"
+        " VALUES ('delete', old.seq, old.search_text); END",
+        f"CREATE TRIGGER {FTS}_update AFTER UPDATE OF search_text ON {TABLE}"
+        f" WHEN old.search_text IS NOT new.search_text{also} BEGIN"
+        f" INSERT INTO {FTS}({FTS}, rowid, search_text)"
+        " VALUES ('delete', old.seq, old.search_text);"
+        f" INSERT INTO {FTS}(rowid, search_text) VALUES (new.seq, new.search_text); END",
+    ]
+
+
 _BATCHED = [
     f"CREATE TABLE {INDEXED} (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),"
     " upto BIGINT NOT NULL)",
@@ -45,26 +65,13 @@ _BATCHED = [
     f" INSERT INTO {FTS}(rowid, search_text) SELECT seq, search_text FROM {TABLE}"
     f" WHERE seq > {_UPTO} AND seq <= new.seq;"
     f" UPDATE {INDEXED} SET upto = new.seq; END",
-    f"CREATE TRIGGER {FTS}_delete AFTER DELETE ON {TABLE} WHEN old.seq <= {_UPTO} BEGIN"
-    f" INSERT INTO {FTS}({FTS}, rowid, search_text) VALUES ('delete', old.seq, old.search_text);"
-    " END",
-    f"CREATE TRIGGER {FTS}_update AFTER UPDATE OF search_text ON {TABLE}"
-    f" WHEN old.search_text IS NOT new.search_text AND old.seq <= {_UPTO} BEGIN"
-    f" INSERT INTO {FTS}({FTS}, rowid, search_text) VALUES ('delete', old.seq, old.search_text);"
-    f" INSERT INTO {FTS}(rowid, search_text) VALUES (new.seq, new.search_text); END",
+    *_delete_and_update(f"old.seq <= {_UPTO}"),
 ]
-#: Revision 0019's triggers, row by row, for the way back: written out again, not imported,
-#: since a revision stays as it was released whatever later ones do.
+#: Revision 0019's triggers, row by row, for the way back.
 _ROW_BY_ROW = [
     f"CREATE TRIGGER {FTS}_insert AFTER INSERT ON {TABLE} BEGIN"
     f" INSERT INTO {FTS}(rowid, search_text) VALUES (new.seq, new.search_text); END",
-    f"CREATE TRIGGER {FTS}_delete AFTER DELETE ON {TABLE} BEGIN"
-    f" INSERT INTO {FTS}({FTS}, rowid, search_text) VALUES ('delete', old.seq, old.search_text);"
-    " END",
-    f"CREATE TRIGGER {FTS}_update AFTER UPDATE OF search_text ON {TABLE}"
-    " WHEN old.search_text IS NOT new.search_text BEGIN"
-    f" INSERT INTO {FTS}({FTS}, rowid, search_text) VALUES ('delete', old.seq, old.search_text);"
-    f" INSERT INTO {FTS}(rowid, search_text) VALUES (new.seq, new.search_text); END",
+    *_delete_and_update(None),
 ]
 
 
