@@ -82,10 +82,10 @@ from .prices.pricing import PriceSource, PriceTable
 from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
-from .storage import Storage, async_read_of, async_spend_of, signal_source
+from .storage import Storage, async_create_of, async_read_of, async_spend_of, signal_source
 from .storage.invoice_read import InvoiceRead, refuse_inline
 from .storage.protocols.merchant import WalletIndexes
-from .storage.request_unit import RequestUnits
+from .storage.request_unit import Recorded, RequestUnits
 from .subscriptions.service import Subscriptions
 from .webhooks.dispatcher import enqueue_webhook, enqueue_webhooks
 from .webhooks.service import Webhooks
@@ -145,6 +145,8 @@ class Gateway(InvoiceLists, RefundOperations):
         self._async_read = async_read_of(found)
         #: The store's signed read (spend and read) on an event loop, if it has one.
         self._async_spend = async_spend_of(found)
+        #: The store's signed creation (spend, invoice, count) on an event loop, if any.
+        self._async_create = async_create_of(found)
         # Every service holds the same wrapper, so that inside ``one_transaction()`` all
         # their units of work join the request's one transaction.
         self._storage = units = RequestUnits(found)
@@ -318,6 +320,42 @@ class Gateway(InvoiceLists, RefundOperations):
             signed.address, signed.nonce, signed.digest, window=window, strict=strict,
             now=signed.at, guid=guid,
         )  # fmt: skip
+
+    @property
+    def creates_async(self) -> bool:
+        """Whether :meth:`create_recorded_async` is there: the store makes a signed
+        creation's writes as one statement on an event loop
+        (``Storage.spend_nonce_then_insert_invoice_async``: ``paycore_storage`` on
+        PostgreSQL)."""
+        return self._async_create is not None
+
+    def known_session_key(self, address: str) -> SessionKey | None:
+        """The session key ``address`` as this process last spent it, if remembered: what
+        :meth:`recording` expects the key to be."""
+        return self._storage.known_key(address)
+
+    def recording(self, signed: SignedRequest, key: SessionKey) -> AbstractContextManager[Recorded]:
+        """Inside, the request's unit records its writes (the spend of ``signed``'s nonce,
+        answered with ``key``; one invoice) instead of making them, and any other storage
+        call raises ``WouldBlock``; :meth:`create_recorded_async` then makes them."""
+        return self._storage.recording((signed.address, signed.nonce, signed.digest), key)
+
+    async def create_recorded_async(
+        self, signed: SignedRequest, recorded: Recorded
+    ) -> SessionKey | None:
+        """(A coroutine.) What :meth:`recording` recorded, made as one statement awaited on
+        the calling loop: the key as spent, or None with nothing written (the nonce refused,
+        or the key no longer the one recorded against). Raises as
+        ``Storage.spend_nonce_then_insert_invoice_async`` does, ``RuntimeError`` without
+        :attr:`creates_async`."""
+        if self._async_create is None or recorded.invoice is None:
+            raise RuntimeError("nothing to create on this gateway's loop")
+        strict, window = nonce_terms(self.settings)
+        key = await self._async_create.spend_nonce_then_insert_invoice_async(
+            signed.address, signed.nonce, signed.digest, window=window, strict=strict,
+            now=signed.at, expect=recorded.key, invoice=recorded.invoice,
+        )  # fmt: skip
+        return self._storage.remember_key(key)
 
     def with_prefetched_spend(
         self, signed: SignedRequest, key: SessionKey | None, guid: str, read: InvoiceRead | None

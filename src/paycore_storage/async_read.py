@@ -32,6 +32,7 @@ from paycore.storage.invoice_read import InvoiceRead
 
 from .engine import POSTGRES_CONNECT_TIMEOUT, _readable, unavailable
 from .invoice_read import read_on_async
+from .signed_create import spend_then_create_on_postgres_async
 from .signed_read import spend_then_read_on_postgres_async
 
 _T = TypeVar("_T")
@@ -88,6 +89,13 @@ class AsyncReads:
         spends again."""
         return await self._on_connection(
             lambda c: spend_then_read_on_postgres_async(self._dialect, c, params, strict, guid)
+        )
+
+    async def spend_then_create(self, sql: str, arguments: dict[str, Any]) -> SessionKey | None:
+        """A signed creation's one statement (``signed_create``) on a pooled async
+        connection; errors as :meth:`spend_nonce_then_read`'s."""
+        return await self._on_connection(
+            lambda c: spend_then_create_on_postgres_async(c, sql, arguments)
         )
 
     async def _on_connection(self, work: Callable[[Any], Awaitable[_T]]) -> _T:

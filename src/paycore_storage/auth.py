@@ -46,7 +46,7 @@ def _driver_sql(sql: str, postgres: bool) -> str:
     return re.sub(r":(\w+)", r"%(\1)s", sql) if postgres else sql
 
 
-def _spend_sql(*, postgres: bool, strict: bool) -> tuple[str, ...]:
+def _spend_sql(*, postgres: bool, strict: bool, guarded: bool = False) -> tuple[str, ...]:
     """``SqlTx.spend_nonce`` as driver SQL: on PostgreSQL one statement (data-modifying
     CTEs: the key's ``UPDATE .. RETURNING``, the prune, the message's ``INSERT``); on SQLite
     the ``UPDATE .. RETURNING``, the ``INSERT`` and the prune, run one after the other in the
@@ -65,6 +65,11 @@ def _spend_sql(*, postgres: bool, strict: bool) -> tuple[str, ...]:
     where = (
         f"address = :address AND expires_at > :now AND nonce_floor < :nonce AND {lowest} < :nonce"
     )
+    if guarded:
+        where += (
+            " AND owner = :key_owner"
+            " AND encryption_public_key IS NOT DISTINCT FROM CAST(:key_encryption AS TEXT)"
+        )
     if strict:
         nonce = "CAST(:nonce AS BIGINT)" if postgres else ":nonce"
         advance = (
@@ -110,6 +115,12 @@ _SPEND = {
     (postgres, strict): _spend_sql(postgres=postgres, strict=strict)
     for postgres in (False, True)
     for strict in (False, True)
+}
+
+
+#: strict -> ``spend_nonce``'s PostgreSQL statement guarded on the expected key.
+_SPEND_GUARDED = {
+    strict: _spend_sql(postgres=True, strict=strict, guarded=True)[0] for strict in (False, True)
 }
 
 

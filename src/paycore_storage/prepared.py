@@ -79,6 +79,11 @@ class Prepared:
             self._compiled[dialect.name] = found
         return found
 
+    def compiled(self, dialect: Dialect) -> _Compiled:
+        """The statement as ``dialect``'s driver takes it, with its binds' conversions:
+        for a statement another one embeds (``signed_create``)."""
+        return self._for(dialect)
+
     def rows(self, connection: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Run it in ``connection``'s transaction; the returned rows as column -> value."""
         compiled = self._for(connection.dialect)

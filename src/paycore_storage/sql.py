@@ -54,7 +54,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import NullPool, Pool, PoolProxiedConnection, QueuePool
 
-from paycore.domain.records import SessionKey
+from paycore.domain.records import Invoice, SessionKey
 from paycore.storage import OutboxSignal, StorageTx
 from paycore.storage.contract import spend_then_read
 from paycore.storage.invoice_read import (
@@ -99,6 +99,7 @@ from .pruning import PruningStatements
 from .refunds import RefundStatements
 from .search import SearchStatements
 from .signal_leases import SignalLeaseStatements
+from .signed_create import create_arguments
 from .signed_read import spend_then_read_on_postgres
 from .statements import INVOICES as INVOICES  # bench/scale_bench.py reads the count kinds
 from .statements import TRANSACTIONS as TRANSACTIONS
@@ -591,6 +592,32 @@ class SqlStorage:
             raise WouldBlock
         params = _spend_params(address, nonce, digest, window, now)
         return await self._async_reads.spend_nonce_then_read(params, strict, guid)
+
+    async def spend_nonce_then_insert_invoice_async(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        expect: SessionKey,
+        invoice: Invoice,
+    ) -> SessionKey | None:
+        """A signed creation's writes -- the nonce's spend, the invoice and its count -- as
+        one autocommitted statement on PostgreSQL (``signed_create``), awaited on the
+        caller's event loop on a pooled ``AsyncConnection`` (``async_read``): the spent
+        key, or None with nothing written (a refused nonce, or a key whose owner or
+        encryption key is no longer ``expect``'s). Raises ``WouldBlock`` (nothing sent)
+        before the schema is known to be migrated and on SQLite (whose creation commits
+        once in its request's transaction already, on the loop), ``StorageUnavailable``
+        as ``spend_nonce`` does (the statement then may or may not have committed)."""
+        if self._async_reads is None or not self._migrated:
+            raise WouldBlock
+        params = _spend_params(address, nonce, digest, window, now)
+        sql, arguments = create_arguments(self.engine.dialect, strict, params, expect, invoice)
+        return await self._async_reads.spend_then_create(sql, arguments)
 
     @contextmanager
     def _pooled(self) -> Iterator[tuple[PoolProxiedConnection, _Run]]:

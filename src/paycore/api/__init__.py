@@ -145,6 +145,8 @@ async def _signed_read_async(gateway: Gateway, request: Request) -> Response | N
     503, as the sync path does, since the spend may have been made."""
     guid = _inline_read_of(request)
     if guid is None:
+        if gateway.creates_async and _creates(request):
+            return await _signed_create_async(gateway, request)
         return handle_inline(gateway, request)
     try:
         request.json()  # the query's check, which the dispatcher makes before the spend
@@ -179,6 +181,65 @@ async def _signed_read_async(gateway: Gateway, request: Request) -> Response | N
             return handle_streamed(gateway, request).joined()
 
     return await to_thread.run_sync(on_thread)
+
+
+async def _signed_create_async(gateway: Gateway, request: Request) -> Response | None:
+    """A signed ``POST /invoice`` on a store that makes a creation's writes as one
+    statement on a loop (PostgreSQL): the signature checked, the request dispatched on the
+    loop with its storage recorded (``Gateway.recording``) against the key this process
+    last spent for the signer, then the spend, the invoice and its count made as one
+    statement guarded on that key (``Gateway.create_recorded_async``); the answer the
+    dispatcher made is sent only once it has committed. The same sync rules make the
+    invoice and the answer; only the writes are gathered.
+
+    ``None`` -- nothing written, the adapter's thread answers the whole request -- for a
+    key not seen yet, a request that needs any other storage call (a derived address, a
+    rate lock, a proof of work, an ``Idempotency-Key``) or is refused (its text is the
+    thread's to give, in the order the thread finds it), a nonce the statement refused,
+    a key changed since it was seen, and a statement that failed whole. An outage during
+    the statement answers 503, as the sync path does."""
+    try:
+        signed = gateway.sessions.check(
+            method=request.method, uri=request.uri, body=request.body,
+            headers=request.headers, required=False,
+        )  # fmt: skip
+    except PaycoreError:
+        return None
+    if signed is None:
+        return None
+    expect = gateway.known_session_key(signed.address)
+    if expect is None:
+        return None
+    try:
+        with gateway.recording(signed, expect) as recorded, without_blocking():
+            response = dispatch(gateway, _shared_router(), request)
+    except WouldBlock:
+        return None
+    if not recorded.complete or response.status >= 300:
+        return None
+    try:
+        key = await gateway.create_recorded_async(signed, recorded)
+    except WouldBlock:
+        return None
+    except StorageUnavailable as exc:
+        return storage_unavailable(gateway, exc)
+    except Exception as exc:  # rolled back whole by the database: the thread tries anew
+        # The error's class only: its text may quote the invoice's values.
+        log.warning("signed creation on the loop failed (%s)", type(exc).__name__)
+        return None
+    if key is None:
+        return None
+    recorded.run_after()
+    return response
+
+
+def _creates(request: Request) -> bool:
+    """Whether ``request`` is for a ``signed_create`` route."""
+    try:
+        route, _params = _shared_router().match(request.method, request.path)
+    except PaycoreError:
+        return False
+    return route.signed_create
 
 
 def _inline_read_of(request: Request) -> str | None:

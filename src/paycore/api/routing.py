@@ -167,6 +167,10 @@ class Route:
     #: request's nonce is then spent and that invoice read in one storage call
     #: (``Gateway.reading_along``), not two.
     signed_read_of: str | None = None
+    #: A signed creation of one invoice (``POST /invoice``): on a store that makes a
+    #: creation's writes as one statement on an event loop, the handler runs there with
+    #: its writes recorded, then they are made at once (``paycore.api.handle_inline_async``).
+    signed_create: bool = False
 
     @property
     def name(self) -> str:

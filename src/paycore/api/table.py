@@ -43,6 +43,7 @@ ROUTES: list[Route] = [
         one_transaction=True,
         soft_mode="claimed",
         inline=True,
+        signed_create=True,
     ),
     Route(
         ("POST",),

@@ -20,13 +20,16 @@ from .contract import (
 )
 from .protocols.async_read import (
     AsyncInvoiceRead,
+    AsyncSignedCreate,
     AsyncSignedRead,
+    async_create_of,
     async_read_of,
     async_spend_of,
 )
 
 __all__ = [
     "AsyncInvoiceRead",
+    "AsyncSignedCreate",
     "AsyncSignedRead",
     "OutboxSignal",
     "PruneBatch",
@@ -34,6 +37,7 @@ __all__ = [
     "SpendThenRead",
     "Storage",
     "StorageTx",
+    "async_create_of",
     "async_read_of",
     "async_spend_of",
     "signal_source",

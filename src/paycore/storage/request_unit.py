@@ -25,15 +25,16 @@ each thread or task of a server has its own.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 import attrs
 
-from ..domain.records import SessionKey
+from ..domain.records import Invoice, SessionKey
 from .contract import Storage, StorageTx, spend_then_read, spend_then_read_of
-from .invoice_read import InvoiceRead
+from .invoice_read import InvoiceRead, WouldBlock
 
 
 class TaintedUnit(RuntimeError):
@@ -64,6 +65,60 @@ class _Along:
     key: SessionKey | None = None
 
 
+@attrs.define
+class Recorded:
+    """A signed creation's writes, recorded instead of made (:meth:`RequestUnits.recording`):
+    the nonce spent on the key expected for it, one invoice inserted, what to run once they
+    are committed; ``complete`` when the request's unit ended with exactly those."""
+
+    message: tuple[str, int, str]
+    key: SessionKey
+    spent: bool = False
+    invoice: Invoice | None = None
+    after: list[Callable[[], None]] = attrs.field(factory=list)
+    ended: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.ended and self.spent and self.invoice is not None
+
+    def run_after(self) -> None:
+        for call in self.after:
+            call()
+
+
+class _RecordingTx:
+    """The unit's transaction while recording: the spend of the recorded message and one
+    invoice's insert are kept; any other call raises ``WouldBlock`` (nothing was made, and
+    the request is answered the ordinary way)."""
+
+    def __init__(self, recorded: Recorded) -> None:
+        self._recorded = recorded
+
+    def spend_nonce(
+        self, address: str, nonce: int, digest: str, *, window: int, strict: bool = False,
+        now: int,
+    ) -> SessionKey:  # fmt: skip
+        recorded = self._recorded
+        if recorded.spent or (address, nonce, digest) != recorded.message:
+            raise WouldBlock
+        recorded.spent = True
+        highest = nonce if strict else max(recorded.key.last_seen_nonce, nonce)
+        return attrs.evolve(recorded.key, last_seen_nonce=highest)
+
+    def insert_invoice(self, invoice: Invoice) -> None:
+        if self._recorded.invoice is not None:
+            raise WouldBlock
+        self._recorded.invoice = invoice
+
+    def __getattr__(self, name: str) -> None:
+        raise WouldBlock
+
+
+#: Session keys a process remembers as last spent (:meth:`RequestUnits.known_key`), at most.
+KNOWN_KEYS = 4096
+
+
 class RequestUnits:
     """A ``Storage`` whose transactions join the one a request holds open, if any."""
 
@@ -77,6 +132,45 @@ class RequestUnits:
         self._along: ContextVar[_Along | None] = ContextVar(
             f"paycore-read-along-{id(self)}", default=None
         )
+        self._recording: ContextVar[Recorded | None] = ContextVar(
+            f"paycore-recording-{id(self)}", default=None
+        )
+        #: address -> the key as its last spend returned it (``known_key``).
+        self._keys: dict[str, SessionKey] = {}
+
+    def known_key(self, address: str) -> SessionKey | None:
+        """The session key ``address`` as this process's last spend of it returned it, if
+        it remembers one: what a signed creation made in one statement expects
+        (:meth:`recording`), which that statement checks, so a key changed since then is
+        refused there with nothing written."""
+        return self._keys.get(address)
+
+    def remember_key(self, key: SessionKey | None) -> SessionKey | None:
+        """Keep ``key`` (a spend's result, if any) as :meth:`known_key`'s answer; return it."""
+        if key is not None:
+            if len(self._keys) >= KNOWN_KEYS and key.address not in self._keys:
+                self._keys.clear()
+            self._keys[key.address] = key
+        return key
+
+    @contextmanager
+    def recording(self, message: tuple[str, int, str], key: SessionKey) -> Iterator[Recorded]:
+        """Inside, a request's unit records its writes instead of making them
+        (:class:`Recorded`): the spend of ``message`` returns ``key`` (as the spend would
+        return it), one ``insert_invoice`` is kept, and any other storage call -- in the
+        unit or outside it -- raises ``WouldBlock``. The caller then makes the recorded
+        writes as one statement (``Storage.spend_nonce_then_insert_invoice``), guarded on
+        ``key``, and only then sends the answer and runs ``Recorded.after``."""
+        recorded = Recorded(message, key)
+        token = self._recording.set(recorded)
+        try:
+            yield recorded
+        finally:
+            self._recording.reset(token)
+
+    def _refuse_while_recording(self) -> None:
+        if self._recording.get() is not None:
+            raise WouldBlock
 
     @contextmanager
     def reading_along(self, guid: str) -> Iterator[None]:
@@ -136,6 +230,11 @@ class RequestUnits:
         if self._open.get() is not None:
             yield
             return
+        recorded = self._recording.get()
+        if recorded is not None:
+            with self._recorded_unit(recorded):
+                yield
+            return
         with self._storage.transaction() as tx:
             unit = _Unit(tx)
             token = self._open.set(unit)
@@ -147,6 +246,19 @@ class RequestUnits:
                 raise TaintedUnit("a failed storage block's error was caught inside a request")
         for call in unit.after:
             call()
+
+    @contextmanager
+    def _recorded_unit(self, recorded: Recorded) -> Iterator[None]:
+        unit = _Unit(typing.cast(StorageTx, _RecordingTx(recorded)))
+        token = self._open.set(unit)
+        try:
+            yield
+        finally:
+            self._open.reset(token)
+        if unit.tainted:
+            raise TaintedUnit("a failed storage block's error was caught inside a request")
+        recorded.after = unit.after
+        recorded.ended = True
 
     def after_commit(self, call: Callable[[], None]) -> bool:
         """Run ``call`` once the open unit commits; ``False`` (nothing kept) with no unit
@@ -161,6 +273,7 @@ class RequestUnits:
     def transaction(self) -> Iterator[StorageTx]:
         unit = self._open.get()
         if unit is None:
+            self._refuse_while_recording()
             with self._storage.transaction() as tx:
                 yield tx
             return
@@ -181,11 +294,12 @@ class RequestUnits:
         now: int,
     ) -> SessionKey | None:
         if self._open.get() is None:
+            self._refuse_while_recording()
             along = self._along.get()
             if along is not None and along.made == (address, nonce, digest):
                 along.made = None  # handed out once
                 along.ready = along.key is not None
-                return along.key
+                return self.remember_key(along.key)
             if along is not None and not along.spent and self._spend_then_read is not None:
                 along.spent = True
                 key, along.read = self._spend_then_read.spend_nonce_then_read(
@@ -193,12 +307,16 @@ class RequestUnits:
                     guid=along.guid,
                 )  # fmt: skip
                 along.ready = key is not None
-                return key
-            return self._storage.spend_nonce(
-                address, nonce, digest, window=window, strict=strict, now=now
+                return self.remember_key(key)
+            return self.remember_key(
+                self._storage.spend_nonce(
+                    address, nonce, digest, window=window, strict=strict, now=now
+                )
             )
         with self.transaction() as tx:
-            return tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+            return self.remember_key(
+                tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+            )
 
     def spend_nonce_then_read(
         self,
@@ -213,6 +331,7 @@ class RequestUnits:
     ) -> tuple[SessionKey | None, InvoiceRead | None]:
         """The store's own outside a unit (if it has one); else the two calls, inside a
         unit in its transaction."""
+        self._refuse_while_recording()
         if self._open.get() is None and self._spend_then_read is not None:
             return self._spend_then_read.spend_nonce_then_read(
                 address, nonce, digest, window=window, strict=strict, now=now, guid=guid
@@ -225,6 +344,7 @@ class RequestUnits:
         """Outside a unit the store's own one-statement read; inside one, the same read
         in the unit's transaction (it sees what the request wrote)."""
         if self._open.get() is None:
+            self._refuse_while_recording()
             along = self._along.get()
             if along is not None and along.ready and along.guid == guid:
                 along.ready = False

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol, cast
 
-from ...domain.records import SessionKey
+from ...domain.records import Invoice, SessionKey
 from ..invoice_read import InvoiceRead
 
 
@@ -72,4 +72,41 @@ def async_spend_of(storage: object) -> AsyncSignedRead | None:
         storage, "has_async_spend", True
     ):
         return cast(AsyncSignedRead, storage)
+    return None
+
+
+class AsyncSignedCreate(Protocol):
+    """A store that makes a signed creation's writes -- the nonce's spend, the invoice
+    and its count -- as one statement awaited on an event loop (``paycore_storage`` on
+    PostgreSQL): see :func:`async_create_of`."""
+
+    async def spend_nonce_then_insert_invoice_async(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        expect: SessionKey,
+        invoice: Invoice,
+    ) -> SessionKey | None:
+        """The nonce spent as ``spend_nonce`` spends it, but only on a key whose
+        ``owner`` and ``encryption_public_key`` are ``expect``'s, and ``invoice`` inserted
+        (with its owner's count) in the same atomic commit, awaited on the calling loop:
+        the key as spent, or None with nothing written (a refused nonce, a changed key).
+        Raises ``StorageUnavailable`` when the database cannot answer (the statement may
+        or may not have committed), ``WouldBlock`` only before anything was sent, and any
+        other error only for a statement the database rolled back whole."""
+        ...
+
+
+def async_create_of(storage: object) -> AsyncSignedCreate | None:
+    """``storage`` when it offers ``spend_nonce_then_insert_invoice_async`` and awaiting
+    it is worth it (as :func:`async_spend_of`), else None."""
+    if callable(getattr(storage, "spend_nonce_then_insert_invoice_async", None)) and getattr(
+        storage, "has_async_spend", True
+    ):
+        return cast(AsyncSignedCreate, storage)
     return None
