@@ -60,9 +60,10 @@ def _sign(key: PrivateKey, message: str) -> str:
 
 def _post(nonce: int, fields: dict[str, Any] | None = None, **extra: str) -> Request:
     body = json.dumps(FIELDS if fields is None else fields).encode()
+    digest = hashlib.sha256(body).hexdigest()
     headers = {
         "x-session-nonce": str(nonce),
-        "x-session-signature": _sign(SESSION_KEY, f"sess:{nonce}:{hashlib.sha256(body).hexdigest()}"),
+        "x-session-signature": _sign(SESSION_KEY, f"sess:{nonce}:{digest}"),
         "content-type": "application/json",
         **extra,
     }  # fmt: skip
