@@ -56,7 +56,7 @@ from sqlalchemy.pool import NullPool, Pool, PoolProxiedConnection, QueuePool
 
 from paycore.domain.records import Invoice, SessionKey
 from paycore.storage import OutboxSignal, StorageTx
-from paycore.storage.contract import spend_then_read
+from paycore.storage.contract import spend_then_insert_invoice, spend_then_read
 from paycore.storage.invoice_read import (
     InlineAttempt,
     InvoiceRead,
@@ -610,10 +610,16 @@ class SqlStorage:
         caller's event loop on a pooled ``AsyncConnection`` (``async_read``): the spent
         key, or None with nothing written (a refused nonce, or a key whose owner or
         encryption key is no longer ``expect``'s). Raises ``WouldBlock`` (nothing sent)
-        before the schema is known to be migrated and on SQLite (whose creation commits
-        once in its request's transaction already, on the loop), ``StorageUnavailable``
-        as ``spend_nonce`` does (the statement then may or may not have committed)."""
-        if self._async_reads is None or not self._migrated:
+        before the schema is known to be migrated, ``StorageUnavailable`` as
+        ``spend_nonce`` does (the statement then may or may not have committed). On SQLite
+        (``has_async_spend`` off: its creation already commits once, on the loop) the
+        same writes in one blocking transaction (``contract.spend_then_insert_invoice``)."""
+        if self._async_reads is None:  # a SQLite file: the sync transaction, blocking
+            return spend_then_insert_invoice(
+                self, address, nonce, digest, window=window, strict=strict, now=now,
+                expect=expect, invoice=invoice,
+            )  # fmt: skip
+        if not self._migrated:
             raise WouldBlock
         params = _spend_params(address, nonce, digest, window, now)
         sql, arguments = create_arguments(self.engine.dialect, strict, params, expect, invoice)

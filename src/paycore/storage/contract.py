@@ -48,7 +48,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol, cast, runtime_checkable
 
-from ..domain.records import SessionKey
+from ..domain.records import Invoice, SessionKey
 from .idempotency import IdempotencyKeys
 from .invoice_read import InvoiceRead
 from .payout_watch import PayoutWatch
@@ -204,6 +204,38 @@ def spend_then_read(
     other: what a store with no one-round-trip way of its own answers with."""
     key = storage.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
     return key, (None if key is None else storage.read_invoice(guid))
+
+
+class _NotSpent(Exception):
+    """Rolls back a refused spend, or one made on a key other than the one expected."""
+
+
+def spend_then_insert_invoice(
+    storage: Storage,
+    address: str,
+    nonce: int,
+    digest: str,
+    *,
+    window: int,
+    strict: bool = False,
+    now: int,
+    expect: SessionKey,
+    invoice: Invoice,
+) -> SessionKey | None:
+    """``AsyncSignedCreate.spend_nonce_then_insert_invoice_async`` made in one
+    transaction of ``storage``: the spend, rolled back unless the key it returned has
+    ``expect``'s owner and encryption key, then the invoice. What a store with no
+    one-statement way of its own answers with."""
+    try:
+        with storage.transaction() as tx:
+            key = tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+            expected = (expect.owner, expect.encryption_public_key)
+            if key is None or (key.owner, key.encryption_public_key) != expected:
+                raise _NotSpent
+            tx.insert_invoice(invoice)
+            return key
+    except _NotSpent:
+        return None
 
 
 def spend_then_read_of(storage: object) -> SpendThenRead | None:

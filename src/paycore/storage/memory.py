@@ -45,7 +45,7 @@ from ..merchant.profile import MerchantProfile
 from ..payouts.records import Payout, PayoutBatch
 from ..prices.records import LockedQuote, ParkedDeposit, StoredPrice
 from ..webhooks.records import DeliveryAttempt, WebhookEndpoint
-from .contract import StorageTx, spend_then_read
+from .contract import StorageTx, spend_then_insert_invoice, spend_then_read
 from .idempotency import IdempotentAnswer
 from .invoice_read import InvoiceRead
 from .memory_auth import MemoryAuth
@@ -213,6 +213,24 @@ class MemoryStorage:
         return self.spend_nonce_then_read(
             address, nonce, digest, window=window, strict=strict, now=now, guid=guid
         )
+
+    async def spend_nonce_then_insert_invoice_async(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        expect: SessionKey,
+        invoice: Invoice,
+    ) -> SessionKey | None:
+        """Likewise (``async_create_of`` passes it over): in one transaction."""
+        return spend_then_insert_invoice(
+            self, address, nonce, digest, window=window, strict=strict, now=now,
+            expect=expect, invoice=invoice,
+        )  # fmt: skip
 
     def close(self) -> None:
         """Nothing to release; present because the protocol asks for it."""

@@ -16,9 +16,10 @@ from typing import cast
 import attrs
 import pytest
 
-from paycore.domain.records import RateSource, Refund, RefundStatus, SessionKey, Status
+from paycore.domain.records import Invoice, RateSource, Refund, RefundStatus, SessionKey, Status
 from paycore.storage import (
     AsyncInvoiceRead,
+    AsyncSignedCreate,
     AsyncSignedRead,
     SpendThenRead,
     Storage,
@@ -37,6 +38,7 @@ __all__ = [
     "test_spend_nonce_then_read_refused_reads_nothing_and_changes_nothing",
     "test_read_invoice_async_reads_what_read_invoice_reads",
     "test_spend_nonce_then_read_async_does_what_the_sync_call_does",
+    "test_spend_nonce_then_insert_invoice_async_writes_all_or_nothing",
 ]
 
 
@@ -348,3 +350,52 @@ def test_spend_nonce_then_read_async_does_what_the_sync_call_does(storage: Stora
         with storage.transaction() as tx:
             stored = tx.get_session_key(address)
         assert stored is not None and stored.last_seen_nonce == first + 1
+
+
+def test_spend_nonce_then_insert_invoice_async_writes_all_or_nothing(storage: Storage) -> None:
+    """The optional async creation (``AsyncSignedCreate``): on the expected key the nonce
+    is spent, the invoice stored and its owner's count moved, in one commit; a replay, or
+    a key whose owner or encryption key is not the expected one, writes nothing at all
+    (that nonce stays unspent), whichever mode."""
+    if not callable(getattr(storage, "spend_nonce_then_insert_invoice_async", None)):
+        pytest.skip("this store has no spend_nonce_then_insert_invoice_async (optional)")
+    creator = cast(AsyncSignedCreate, storage)
+    key = session_key()
+    with storage.transaction() as tx:
+        tx.put_session_key(key)
+    now = key.registered_at + 60
+    first, second = invoice(), invoice("00000000-0000-4000-8000-000000000002")
+
+    def create(nonce: int, expect: SessionKey, record: Invoice, strict: bool) -> SessionKey | None:
+        return asyncio.run(
+            creator.spend_nonce_then_insert_invoice_async(
+                key.address,
+                nonce,
+                _digest(str(nonce)),
+                window=1000,
+                strict=strict,
+                now=now,
+                expect=expect,
+                invoice=record,
+            )  # fmt: skip
+        )
+
+    def stored() -> tuple[int, list[str]]:
+        with storage.transaction() as tx:
+            found = [r.guid for r in (tx.get_invoice(first.guid), tx.get_invoice(second.guid)) if r]
+            return tx.count_invoices(owner=OWNER), found
+
+    spent = create(5, key, first, strict=False)
+    assert spent is not None and spent.last_seen_nonce == 5 and spent.owner == key.owner
+    assert stored() == (1, [first.guid])
+    with storage.transaction() as tx:
+        assert tx.get_invoice(first.guid) == first
+    assert create(5, key, second, strict=False) is None  # a replay
+    other_owner = attrs.evolve(key, owner="0x" + "55" * 20)
+    other_encryption = attrs.evolve(key, encryption_public_key="0x04" + "11" * 64)
+    for expect in (other_owner, other_encryption):
+        assert create(6, expect, second, strict=True) is None
+    assert stored() == (1, [first.guid])
+    spent = create(6, key, second, strict=True)  # never spent: accepted now
+    assert spent is not None and spent.last_seen_nonce == 6
+    assert stored() == (2, [first.guid, second.guid])
