@@ -30,7 +30,6 @@ from .accounting.creation import NewInvoiceTx
 from .accounting.search import AttachTx, InvoiceSearchService
 from .accounting.service import Accounting
 from .auth.service import ProofOfWork, Sessions
-from .auth.session import SignedRequest, nonce_terms
 from .chains import ChainBackend
 from .chains.ledger import ChainLedger
 from .chains.records import DepositBatch, Ingested, LeaseLost
@@ -48,7 +47,6 @@ from .domain.records import (
     OutboxEvent,
     PriceSnapshot,
     Refund,
-    SessionKey,
     Transaction,
 )
 from .domain.registry import token_info_wire
@@ -62,6 +60,7 @@ from .errors import (
 from .events.queues import EventQueues
 from .events.signals import Handler, SignalConsumer, Signals, default_signals, register_gateway
 from .facade.lists import INVOICE_PAGE_MAX, INVOICE_STREAM_BATCH, TRANSACTION_PAGE_MAX, InvoiceLists
+from .facade.loop import LoopStorage
 from .facade.parts import AnnounceTx
 from .facade.refunds import RefundOperations
 from .invoice_views import InvoiceView, InvoiceViews, salt_of
@@ -83,9 +82,9 @@ from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
 from .storage import Storage, async_create_of, async_read_of, async_spend_of, signal_source
-from .storage.invoice_read import InvoiceRead, refuse_inline
+from .storage.invoice_read import refuse_inline
 from .storage.protocols.merchant import WalletIndexes
-from .storage.request_unit import Recorded, RequestUnits
+from .storage.request_unit import RequestUnits
 from .subscriptions.service import Subscriptions
 from .webhooks.dispatcher import enqueue_webhook, enqueue_webhooks
 from .webhooks.service import Webhooks
@@ -98,7 +97,7 @@ T = TypeVar("T")
 LOCAL_ADDRESS = "http://127.0.0.1:8000"
 
 
-class Gateway(InvoiceLists, RefundOperations):
+class Gateway(InvoiceLists, RefundOperations, LoopStorage):
     """The one object a caller holds: settings, plugins and storage wired together once.
 
     Adapters, the worker, the CLI and a merchant's own code all go through it. Build it with
@@ -141,11 +140,8 @@ class Gateway(InvoiceLists, RefundOperations):
         if found is None:
             raise PaycoreError(f"no storage plugin handles {self.settings.database_url!r}")
         self._given: Storage = found
-        #: The store's poll read on an event loop, if it has one (PostgreSQL).
         self._async_read = async_read_of(found)
-        #: The store's signed read (spend and read) on an event loop, if it has one.
         self._async_spend = async_spend_of(found)
-        #: The store's signed creation (spend, invoice, count) on an event loop, if any.
         self._async_create = async_create_of(found)
         # Every service holds the same wrapper, so that inside ``one_transaction()`` all
         # their units of work join the request's one transaction.
@@ -266,115 +262,6 @@ class Gateway(InvoiceLists, RefundOperations):
         gets what it read. The HTTP dispatcher wraps a signed ``GET /invoice/{guid}`` in it:
         the same spend, then the same read, in one storage call instead of two."""
         return self._storage.reading_along(guid)
-
-    @property
-    def spends_inline(self) -> bool:
-        """Whether a signed ``GET /invoice/{guid}`` or ``POST /invoice`` may be answered on
-        an event loop: the store makes its storage calls all or nothing there
-        (``has_inline_spend``: ``paycore_storage`` on a SQLite file; see
-        ``paycore.storage.invoice_read.spending_inline``), unless ``inline_writes`` is off."""
-        return self.settings.inline_writes and bool(getattr(self._given, "has_inline_spend", False))
-
-    def inline_turn_free(self) -> bool:
-        """Whether a write made on the event loop would find this process's writer free
-        now (the store's ``inline_turn_free``; True for a store that does not say): a hint
-        for :func:`paycore.api.handle_inline_async`, which waits on the loop while it is
-        not. Meaningful where :attr:`spends_inline`."""
-        probe = getattr(self._given, "inline_turn_free", None)
-        return True if probe is None else bool(probe())
-
-    @property
-    def reads_invoices_async(self) -> bool:
-        """Whether :meth:`read_invoice_async` is there: the store reads one invoice on an
-        event loop (``Storage.read_invoice_async``: ``paycore_storage`` on PostgreSQL)."""
-        return self._async_read is not None
-
-    async def read_invoice_async(self, guid: str) -> InvoiceRead | None:
-        """(A coroutine.) The store's one-statement read of ``guid``, awaited on the calling loop,
-        to hand to :meth:`with_prefetched_read` (``paycore.api.handle_inline_async``).
-        Raises ``StorageUnavailable``, or ``WouldBlock`` when it cannot read without
-        blocking; ``RuntimeError`` without :attr:`reads_invoices_async`."""
-        if self._async_read is None:
-            raise RuntimeError("this gateway's storage has no read_invoice_async")
-        return await self._async_read.read_invoice_async(guid)
-
-    @property
-    def spends_async(self) -> bool:
-        """Whether :meth:`spend_and_read_async` is there: the store spends a signed read's
-        nonce and reads its invoice on an event loop (``Storage.spend_nonce_then_read_async``:
-        ``paycore_storage`` on PostgreSQL)."""
-        return self._async_spend is not None
-
-    async def spend_and_read_async(
-        self, signed: SignedRequest, guid: str
-    ) -> tuple[SessionKey | None, InvoiceRead | None]:
-        """(A coroutine.) The nonce of ``signed`` spent, committed, and the invoice ``guid`` read,
-        as ``Storage.spend_nonce_then_read`` makes them, awaited on the calling loop, to hand
-        to :meth:`with_prefetched_spend` (``paycore.api.handle_inline_async``). Raises
-        ``StorageUnavailable`` (the spend may or may not have been made), ``WouldBlock``
-        (nothing was sent), ``RuntimeError`` without :attr:`spends_async`."""
-        if self._async_spend is None:
-            raise RuntimeError("this gateway's storage has no spend_nonce_then_read_async")
-        strict, window = nonce_terms(self.settings)
-        return await self._async_spend.spend_nonce_then_read_async(
-            signed.address, signed.nonce, signed.digest, window=window, strict=strict,
-            now=signed.at, guid=guid,
-        )  # fmt: skip
-
-    @property
-    def creates_async(self) -> bool:
-        """Whether :meth:`create_recorded_async` is there: the store makes a signed
-        creation's writes as one statement on an event loop
-        (``Storage.spend_nonce_then_insert_invoice_async``: ``paycore_storage`` on
-        PostgreSQL)."""
-        return self._async_create is not None
-
-    def known_session_key(self, address: str) -> SessionKey | None:
-        """The session key ``address`` as this process last spent it, if remembered: what
-        :meth:`recording` expects the key to be."""
-        return self._storage.known_key(address)
-
-    def recording(self, signed: SignedRequest, key: SessionKey) -> AbstractContextManager[Recorded]:
-        """Inside, the request's unit records its writes (the spend of ``signed``'s nonce,
-        answered with ``key``; one invoice) instead of making them, and any other storage
-        call raises ``WouldBlock``; :meth:`create_recorded_async` then makes them."""
-        return self._storage.recording((signed.address, signed.nonce, signed.digest), key)
-
-    async def create_recorded_async(
-        self, signed: SignedRequest, recorded: Recorded
-    ) -> SessionKey | None:
-        """(A coroutine.) What :meth:`recording` recorded, made as one statement awaited on
-        the calling loop: the key as spent, or None with nothing written (the nonce refused,
-        or the key no longer the one recorded against). Raises as
-        ``Storage.spend_nonce_then_insert_invoice_async`` does, ``RuntimeError`` without
-        :attr:`creates_async`."""
-        if self._async_create is None or recorded.invoice is None:
-            raise RuntimeError("nothing to create on this gateway's loop")
-        strict, window = nonce_terms(self.settings)
-        key = await self._async_create.spend_nonce_then_insert_invoice_async(
-            signed.address, signed.nonce, signed.digest, window=window, strict=strict,
-            now=signed.at, expect=recorded.key, invoice=recorded.invoice,
-        )  # fmt: skip
-        return self._storage.remember_key(key)
-
-    def with_prefetched_spend(
-        self, signed: SignedRequest, key: SessionKey | None, guid: str, read: InvoiceRead | None
-    ) -> AbstractContextManager[None]:
-        """Inside, the spend of ``signed``'s nonce gets ``key`` and the first read of
-        ``guid`` gets ``read`` (what :meth:`spend_and_read_async` returned) instead of
-        being made again: the request's sync rules run on them, and its nonce is spent
-        once, whether they finish on the loop or in a worker thread."""
-        message = (signed.address, signed.nonce, signed.digest)
-        return self._storage.prefetched_spend(message, key, guid, read)
-
-    def with_prefetched_read(
-        self, guid: str, read: InvoiceRead | None
-    ) -> AbstractContextManager[None]:
-        """Inside, the first read of the invoice ``guid`` gets ``read`` (what
-        ``Storage.read_invoice(guid)`` returned just before, awaited on an event loop by
-        ``paycore.api.handle_inline_async``) instead of reading: the same rules (lazy
-        expiry, ETag, the answer) then run on it, and only the wait moved."""
-        return self._storage.prefetched(guid, read)
 
     @property
     def notifiers(self) -> tuple[Notifier, ...]:
