@@ -872,3 +872,32 @@ class _DryRun(Exception):
 
 
 BROKEN[SpendsANonceInTwoSteps.__name__] = SpendsANonceInTwoSteps
+
+
+class CreatesForAChangedKey(FaithfulStorage):
+    """``spend_nonce_then_insert_invoice_async`` spends and inserts on whatever key it
+    finds, without holding it to the one expected: an invoice made for a key whose owner
+    or encryption key changed since the caller saw it is stored all the same."""
+
+    async def spend_nonce_then_insert_invoice_async(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        expect: SessionKey,
+        invoice: Invoice,
+    ) -> SessionKey | None:
+        with self.transaction() as tx:
+            key: SessionKey | None = tx.spend_nonce(
+                address, nonce, digest, window=window, strict=strict, now=now
+            )
+            if key is not None:
+                tx.insert_invoice(invoice)
+            return key
+
+
+BROKEN[CreatesForAChangedKey.__name__] = CreatesForAChangedKey

@@ -1,5 +1,5 @@
-"""The contract suite fails broken stores: ``paycore.testing.storage_contract`` is run, in one
-pytest subprocess, against every deliberately broken store of broken_stores.py (each breaks
+"""The contract suite fails broken stores: ``paycore.testing.storage_contract`` (with the
+optional calls' ``storage_contract_reads``) is run, in one pytest subprocess, against every deliberately broken store of broken_stores.py (each breaks
 one duty of the contract) and against the faithful wrapper they are built on. Every broken
 store must fail at least one test, by an assertion of the suite rather than by a bug of the
 wrapper; the faithful one must pass every test. Once a broken store has failed, its other
@@ -70,7 +70,10 @@ def pytest_sessionfinish(session):
         json.dump(OUTCOMES, out)
 """
 
-SUITE = "from paycore.testing.storage_contract import *  # noqa: F403\n"
+SUITE = (
+    "from paycore.testing.storage_contract import *  # noqa: F403\n"
+    "from paycore.testing.storage_contract_reads import *  # noqa: F403\n"
+)
 
 
 @pytest.fixture(scope="module")
