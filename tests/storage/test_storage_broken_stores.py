@@ -1,9 +1,10 @@
 """The contract suite fails broken stores: ``paycore.testing.storage_contract`` (with the
-optional calls' ``storage_contract_reads``) is run, in one pytest subprocess, against every deliberately broken store of broken_stores.py (each breaks
-one duty of the contract) and against the faithful wrapper they are built on. Every broken
-store must fail at least one test, by an assertion of the suite rather than by a bug of the
-wrapper; the faithful one must pass every test. Once a broken store has failed, its other
-tests are skipped, which keeps the run short."""
+optional calls' ``storage_contract_reads``) is run, in one pytest subprocess, against every
+deliberately broken store of broken_stores.py (each breaks one duty of the contract) and
+against the faithful wrapper they are built on. Every broken store must fail at least one
+test, by an assertion of the suite rather than by a bug of the wrapper; the faithful one
+must pass every test. Once a broken store has failed, its other tests are skipped, which
+keeps the run short."""
 
 from __future__ import annotations
 
