@@ -16,6 +16,7 @@ from .routing import Route, Router, dispatch, storage_unavailable
 from .table import ROUTES, build_router
 
 if TYPE_CHECKING:
+    from ..auth.session import SignedRequest
     from ..gateway import Gateway
 
 _router: Router | None = None
@@ -150,12 +151,9 @@ async def _signed_read_async(gateway: Gateway, request: Request) -> Response | N
         return handle_inline(gateway, request)
     try:
         request.json()  # the query's check, which the dispatcher makes before the spend
-        signed = gateway.sessions.check(
-            method=request.method, uri=request.uri, body=request.body,
-            headers=request.headers, required=False,
-        )  # fmt: skip
     except PaycoreError:
         return None
+    signed = _signed(gateway, request)
     if signed is None:
         return None
     try:
@@ -198,13 +196,7 @@ async def _signed_create_async(gateway: Gateway, request: Request) -> Response |
     thread's to give, in the order the thread finds it), a nonce the statement refused,
     a key changed since it was seen, and a statement that failed whole. An outage during
     the statement answers 503, as the sync path does."""
-    try:
-        signed = gateway.sessions.check(
-            method=request.method, uri=request.uri, body=request.body,
-            headers=request.headers, required=False,
-        )  # fmt: skip
-    except PaycoreError:
-        return None
+    signed = _signed(gateway, request)
     if signed is None:
         return None
     expect = gateway.known_session_key(signed.address)
@@ -231,6 +223,18 @@ async def _signed_create_async(gateway: Gateway, request: Request) -> Response |
         return None
     recorded.run_after()
     return response
+
+
+def _signed(gateway: Gateway, request: Request) -> SignedRequest | None:
+    """What the request's signature proves (the key recovered; nothing stored), or None
+    when it proves nothing: unsigned, or refused (the thread gives the refusal's text)."""
+    try:
+        return gateway.sessions.check(
+            method=request.method, uri=request.uri, body=request.body,
+            headers=request.headers, required=False,
+        )  # fmt: skip
+    except PaycoreError:
+        return None
 
 
 def _creates(request: Request) -> bool:
