@@ -48,6 +48,7 @@ STORAGE_HOLDERS = {
     "paycore/notify/receipts.py",
     # The Gateway's own operations, written in files of their own (paycore.facade).
     "paycore/facade/lists.py",
+    "paycore/facade/loop.py",
     "paycore/facade/refunds.py",
 }
 
