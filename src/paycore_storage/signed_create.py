@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import re
 import threading
+import zlib
 from typing import Any
 
 from sqlalchemy import Dialect, bindparam, insert, select, table
 
 from paycore.domain.records import Invoice, SessionKey
 
-from .auth import _KEY_NAMES, _SPEND_GUARDED, _Run
-from .invoices import _INSERT_INVOICE, _INVOICE_COLUMNS
+from .auth import _KEY_NAMES, _SPEND_GUARDED
+from .invoices import _INVOICE_COLUMNS
 from .prepared import Prepared
 from .rows import invoice_row
-from .statements import _ADD_COUNT, INVOICES, stripe_of
+from .statements import COUNT_STRIPES, INVOICES
 from .tables import invoices, owner_counts
 
 
@@ -98,7 +99,7 @@ def create_arguments(
         "key_encryption": expect.encryption_public_key,
         "c_kind": INVOICES,
         "c_chain_id": invoice.chain_id,
-        "c_stripe": stripe_of(invoice.guid),
+        "c_stripe": zlib.crc32(invoice.guid.encode()) % COUNT_STRIPES,
     }
 
 
@@ -114,15 +115,3 @@ async def spend_then_create_on_postgres_async(
     async with connection.cursor() as cursor:
         await cursor.execute(sql, arguments)
         return _key_of(await cursor.fetchall())
-
-
-def insert_on_driver(dialect: Dialect, run: _Run, invoice: Invoice) -> None:
-    """The invoice's ``INSERT`` and its count's upsert, as ``insert_invoice`` and the
-    commit's count make them, straight to the driver inside the transaction ``run`` is
-    in (a SQLite file's creation on its spending connection: ``SqlStorage``)."""
-    made = _INSERT_INVOICE.compiled(dialect)
-    if not run(made.sql, made.arguments(invoice_row(invoice))):
-        raise ValueError(f"invoice {invoice.guid} already exists")
-    counted = _ADD_COUNT.compiled(dialect)
-    slot = {"owner": invoice.owner, "kind": INVOICES, "chain_id": invoice.chain_id}
-    run(counted.sql, counted.arguments({**slot, "stripe": stripe_of(invoice.guid), "n": 1}))

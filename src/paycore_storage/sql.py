@@ -56,7 +56,7 @@ from sqlalchemy.pool import NullPool, Pool, PoolProxiedConnection, QueuePool
 
 from paycore.domain.records import Invoice, SessionKey
 from paycore.storage import OutboxSignal, StorageTx
-from paycore.storage.contract import same_holder, spend_then_insert_invoice, spend_then_read
+from paycore.storage.contract import spend_then_insert_invoice, spend_then_read
 from paycore.storage.invoice_read import (
     InlineAttempt,
     InvoiceRead,
@@ -99,7 +99,7 @@ from .pruning import PruningStatements
 from .refunds import RefundStatements
 from .search import SearchStatements
 from .signal_leases import SignalLeaseStatements
-from .signed_create import create_arguments, insert_on_driver
+from .signed_create import create_arguments
 from .signed_read import spend_then_read_on_postgres
 from .statements import INVOICES as INVOICES  # bench/scale_bench.py reads the count kinds
 from .statements import TRANSACTIONS as TRANSACTIONS
@@ -419,44 +419,22 @@ class SqlStorage:
         guid: str | None,
         attempt: InlineAttempt | None,
     ) -> tuple[SessionKey | None, InvoiceRead | None]:
-        """A spend on a SQLite file, and a signed read's read of ``guid`` with it
-        (``_spend_on_file``): the read is made before the commit, on the same connection,
-        so that no pool checkout is paid for it. On an event loop a read that does not
-        settle the request (``attempt.settles``: an expiry due, a second write) rolls the
-        spend back too."""
-        dialect = self.engine.dialect
-
-        def read_along(writer: PoolProxiedConnection, _run: _Run) -> tuple[bool, Any]:
-            dbapi = writer.dbapi_connection
-            read = None if guid is None else read_on(dialect, dbapi, writer.invalidate, guid)
-            return attempt is None or attempt.settles(read), read
-
-        return self._spend_on_file(params, strict, attempt, read_along)
-
-    def _spend_on_file(
-        self,
-        params: dict[str, Any],
-        strict: bool,
-        attempt: InlineAttempt | None,
-        then: Callable[[PoolProxiedConnection, _Run], tuple[bool, Any]],
-        expect: SessionKey | None = None,
-    ) -> tuple[SessionKey | None, Any]:
-        """A spend on a SQLite file, then ``then(writer, run)`` in its transaction:
+        """A spend on a SQLite file, and a signed read's read of ``guid`` with it:
         ``BEGIN IMMEDIATE`` on the held spending connection under this process's writer
-        lock, the spend, ``then``, ``COMMIT`` -- or ``ROLLBACK`` for a refused nonce, a key
-        whose owner or encryption key is not ``expect``'s (when given), or ``then``
-        saying no (its first value). Any error gives the connection back to the pool, whose
-        reset rolls back whatever the error left open (or which discards it, when the
-        error broke it).
+        lock, the spend, the read, then ``COMMIT`` (``ROLLBACK`` for a refused nonce). The
+        read is made before the commit, on the same connection, so that no pool checkout is
+        paid for it. Any error gives the connection back to the pool, whose reset rolls
+        back whatever the error left open (or which discards it, when the error broke it).
 
         With an ``attempt`` (``spending_inline``: an event loop's call) it is all or nothing
         and waits for nothing: the writer lock is taken only if free, ``BEGIN IMMEDIATE``
         runs with no busy timeout (a writer of another process sends the request to a
-        thread at once), and each rollback above (a refused nonce's reason is another read)
-        raises ``WouldBlock`` with nothing committed, so the thread that answers next finds
-        the nonce unspent. Only the commit's fsync is waited for. A first spend, which
-        checks the connection out of the pool, and a schema not yet migrated are left to a
-        thread too."""
+        thread at once), and a refused nonce (its reason is another read) or a read that
+        does not settle the request (``attempt.settles``: an expiry due, a second write)
+        rolls the spend back. Each of those raises ``WouldBlock`` with nothing committed,
+        and the thread that answers next finds the nonce unspent. Only the commit's fsync
+        is waited for. A first spend, which checks the connection out of the pool, and a
+        schema not yet migrated are left to a thread too."""
         lock = self._shared_connection
         assert lock is not None  # a SQLite file
         if attempt is None:
@@ -469,10 +447,10 @@ class SqlStorage:
             try:
                 begin(dbapi)
                 spent = _spend_on_sqlite(run, params, strict)
-                keep, done = False, None
-                if spent is not None and (expect is None or same_holder(spent, expect)):
-                    keep, done = then(writer, run)
-                if not keep:
+                read = None
+                if spent is not None and guid is not None:
+                    read = read_on(self.engine.dialect, dbapi, writer.invalidate, guid)
+                if spent is None or (attempt is not None and not attempt.settles(read)):
                     dbapi.execute("ROLLBACK")
                     if attempt is not None:
                         raise WouldBlock
@@ -480,7 +458,7 @@ class SqlStorage:
                 dbapi.execute("COMMIT")
                 if attempt is not None:
                     attempt.committed = True
-                return spent, done
+                return spent, read
             except WouldBlock:
                 raise
             except BaseException:
@@ -615,49 +593,6 @@ class SqlStorage:
         params = _spend_params(address, nonce, digest, window, now)
         return await self._async_reads.spend_nonce_then_read(params, strict, guid)
 
-    def spend_nonce_then_insert_invoice(
-        self,
-        address: str,
-        nonce: int,
-        digest: str,
-        *,
-        window: int,
-        strict: bool = False,
-        now: int,
-        expect: SessionKey,
-        invoice: Invoice,
-    ) -> SessionKey | None:
-        """A signed creation's writes (``spend_nonce_then_insert_invoice_async``'s) made
-        here. On a SQLite file in one ``BEGIN IMMEDIATE`` transaction on the held
-        spending connection, straight to the driver (``_spend_on_file``, as a spend is
-        made), which is also how an event loop makes them (``spending_inline``): all or
-        nothing there, ``WouldBlock`` with nothing committed for a refused nonce or a
-        changed key. Elsewhere ``contract.spend_then_insert_invoice``."""
-        attempt = inline_attempt()
-        if not (self._may_hold and not self._postgres):
-            if attempt is not None:
-                raise WouldBlock
-            return spend_then_insert_invoice(
-                self, address, nonce, digest, window=window, strict=strict, now=now,
-                expect=expect, invoice=invoice,
-            )  # fmt: skip
-        dialect = self.engine.dialect
-
-        def insert(_writer: PoolProxiedConnection, run: _Run) -> tuple[bool, None]:
-            insert_on_driver(dialect, run, invoice)
-            return True, None
-
-        params = _spend_params(address, nonce, digest, window, now)
-        try:
-            if attempt is None:
-                self._ensure_schema()
-            return self._spend_on_file(params, strict, attempt, insert, expect)[0]
-        except Exception as error:
-            outage = unavailable(error)
-            if outage is None:
-                raise
-            raise outage from error
-
     async def spend_nonce_then_insert_invoice_async(
         self,
         address: str,
@@ -678,10 +613,10 @@ class SqlStorage:
         before the schema is known to be migrated, ``StorageUnavailable`` as
         ``spend_nonce`` does (the statement then may or may not have committed). On SQLite
         (``has_async_spend`` off: its creation already commits once, on the loop) the
-        sync call, blocking (``spend_nonce_then_insert_invoice``)."""
-        if self._async_reads is None:  # SQLite: the sync call, blocking
-            return self.spend_nonce_then_insert_invoice(
-                address, nonce, digest, window=window, strict=strict, now=now,
+        same writes in one blocking transaction (``contract.spend_then_insert_invoice``)."""
+        if self._async_reads is None:  # a SQLite file: the sync transaction, blocking
+            return spend_then_insert_invoice(
+                self, address, nonce, digest, window=window, strict=strict, now=now,
                 expect=expect, invoice=invoice,
             )  # fmt: skip
         if not self._migrated:

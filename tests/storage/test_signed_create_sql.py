@@ -1,13 +1,11 @@
-"""A signed ``POST /invoice`` made on the event loop with its writes recorded
-(``paycore.api.handle_inline_async``): the core's own rules run with the request's writes
-recorded, then the nonce's spend, the invoice and its owner's count commit together --
-on PostgreSQL as one statement (``SqlStorage.spend_nonce_then_insert_invoice_async``), on a
-SQLite file as one transaction straight to the driver (``spend_nonce_then_insert_invoice``)
--- guarded on the session key this process last saw. Checked on a real PostgreSQL and a
-SQLite file in both nonce modes: the invoice and its count are what the sync path stores; a
-replay, a changed key, a request that needs another storage call or is refused write
-nothing that way, and the ordinary path answers them (on a thread; on a SQLite file on the
-loop where it can); and the storage call alone spends, inserts and counts all or nothing."""
+"""A signed ``POST /invoice`` on PostgreSQL made on the event loop as one statement
+(``paycore.api.handle_inline_async``; ``SqlStorage.spend_nonce_then_insert_invoice_async``):
+the core's own rules run with the request's writes recorded, then the nonce's spend, the
+invoice and its owner's count commit together in one round trip, guarded on the session key
+this process last saw. Checked on a real PostgreSQL in both nonce modes: the invoice and its
+count are what the sync path stores; a replay, a changed key, a request that needs another
+storage call or is refused go to the thread with nothing written, where the ordinary path
+answers them; and the storage call alone spends, inserts and counts all or nothing."""
 
 from __future__ import annotations
 
@@ -15,7 +13,6 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -30,6 +27,8 @@ from paycore.auth.signatures import personal_message_hash, public_key_to_address
 from paycore.domain.records import SessionKey
 from paycore.storage.invoice_read import WouldBlock
 from paycore_storage import SqlStorage
+
+pytestmark = pytest.mark.postgres
 
 ETH_1 = "1:0x0000000000000000000000000000000000000000"
 NOW = 1_700_000_000.0
@@ -71,19 +70,12 @@ def _post(nonce: int, fields: dict[str, Any] | None = None, **extra: str) -> Req
     return Request("POST", "/invoice", headers=headers, body=body)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'created.sqlite3'}"
-    url: URL = request.getfixturevalue("postgres_schema")()
-    return url.render_as_string(hide_password=False)
-
-
 @pytest.fixture(params=["strict", "window"])
-def gateway(request: pytest.FixtureRequest, database: str) -> Iterator[Gateway]:
+def gateway(request: pytest.FixtureRequest, postgres_schema: Any) -> Iterator[Gateway]:
+    url: URL = postgres_schema()
     settings = Settings(
-        database_url=database, prices={ETH_1: "2000"}, auth_mode="strict",
-        nonce_mode=request.param,
+        database_url=url.render_as_string(hide_password=False), prices={ETH_1: "2000"},
+        auth_mode="strict", nonce_mode=request.param,
     )  # fmt: skip
     gw = Gateway(settings, entry_points=False, plugins=[paycore_storage.plugin], clock=Clock())
     public_key = "0x" + SESSION_KEY.public_key.format(compressed=False).hex()
@@ -104,41 +96,9 @@ def _on_loop(gateway: Gateway, request: Request) -> Response | None:
     return asyncio.run(handle_inline_async(gateway, request))
 
 
-def _spied(gateway: Gateway) -> list[bool]:
-    """The store's calls that make recorded writes, each with whether it wrote (a key
-    came back)."""
-    store = gateway._given
-    made: list[bool] = []
-    sync, awaited = (
-        store.spend_nonce_then_insert_invoice,
-        store.spend_nonce_then_insert_invoice_async,
-    )
-
-    def spend_nonce_then_insert_invoice(*args: Any, **kw: Any) -> Any:
-        key = None
-        try:  # on the loop a SQLite file raises WouldBlock for what writes nothing
-            key = sync(*args, **kw)
-            return key
-        finally:
-            made.append(key is not None)
-
-    async def spend_nonce_then_insert_invoice_async(*args: Any, **kw: Any) -> Any:
-        key = await awaited(*args, **kw)
-        made.append(key is not None)
-        return key
-
-    store.spend_nonce_then_insert_invoice = spend_nonce_then_insert_invoice
-    store.spend_nonce_then_insert_invoice_async = spend_nonce_then_insert_invoice_async
-    return made
-
-
-def _postgres(gateway: Gateway) -> bool:
-    return gateway.settings.database_url.startswith("postgresql")
-
-
-def _count(gateway: Gateway, owner: str = OWNER) -> int:
+def _count(gateway: Gateway) -> int:
     with gateway.storage.transaction() as tx:
-        return tx.count_invoices(owner=owner)
+        return tx.count_invoices(owner=OWNER)
 
 
 def _key(gateway: Gateway) -> SessionKey:
@@ -153,29 +113,26 @@ def _stored(gateway: Gateway, answer: Response) -> Any:
         return tx.get_invoice(json.loads(answer.body)["guid"])
 
 
-def test_a_creation_is_recorded_on_the_loop_once_the_key_is_known(gateway: Gateway) -> None:
-    """The first creation of a key the process has not seen is made the ordinary way (on
-    PostgreSQL a thread's; on a SQLite file the loop's one transaction); from then on the
-    loop records the writes and makes them at once: the same answer and the same stored
-    invoice as the ordinary path's, the owner's count moved by one, the nonce spent."""
-    assert gateway.creates_async if _postgres(gateway) else gateway.creates_inline
-    made_by = _spied(gateway)
-    first = _on_loop(gateway, _post(1))
-    if _postgres(gateway):
-        assert first is None and _count(gateway) == 0  # to the thread, nothing written
-        first = handle(gateway, _post(1))
-    assert first is not None and first.status == 201 and _count(gateway) == 1
-    assert made_by == []
+def test_a_creation_is_one_statement_on_the_loop_once_the_key_is_known(
+    gateway: Gateway,
+) -> None:
+    """The first creation of a key the process has not seen goes to the thread; from then
+    on the loop makes it: the same answer and the same stored invoice as the thread's, the
+    owner's count moved by one, the nonce spent."""
+    assert gateway.creates_async
+    assert _on_loop(gateway, _post(1)) is None  # the key unknown yet: nothing written
+    assert _count(gateway) == 0
+    by_thread = handle(gateway, _post(1))
+    assert by_thread.status == 201 and _count(gateway) == 1
     made = _on_loop(gateway, _post(2))
     assert made is not None and made.status == 201, made and made.body
-    assert made_by == [True]
     assert _count(gateway) == 2
     assert _key(gateway).last_seen_nonce == 2
-    ours, theirs = json.loads(made.body), json.loads(first.body)
+    ours, theirs = json.loads(made.body), json.loads(by_thread.body)
     assert ours.keys() == theirs.keys()
     differ = {k for k in ours if ours[k] != theirs[k]}
     assert differ <= {"guid", "paymentUrl"}, differ
-    stored, reference = _stored(gateway, made), _stored(gateway, first)
+    stored, reference = _stored(gateway, made), _stored(gateway, by_thread)
     assert stored is not None and stored.owner == OWNER
     assert attrs.evolve(stored, guid=reference.guid, checkout_url=reference.checkout_url) == (
         reference
@@ -185,49 +142,38 @@ def test_a_creation_is_recorded_on_the_loop_once_the_key_is_known(gateway: Gatew
     assert {k: v for k, v in json.loads(read.body).items() if k in ours} == ours
 
 
-def test_a_replay_writes_nothing_and_is_refused_as_ever(gateway: Gateway) -> None:
-    made_by = _spied(gateway)
+def test_a_replay_goes_to_the_thread_with_nothing_written(gateway: Gateway) -> None:
     assert handle(gateway, _post(1)).status == 201
     assert _on_loop(gateway, _post(2)) is not None
-    refused = _on_loop(gateway, _post(2))
-    assert made_by == [True, False]  # the replay's recorded writes: refused, nothing made
+    assert _on_loop(gateway, _post(2)) is None  # refused by the statement
     assert _count(gateway) == 2
-    if refused is None:  # PostgreSQL: the thread gives the refusal
-        refused = handle(gateway, _post(2))
+    refused = handle(gateway, _post(2))
     assert refused.status == 401 and b"nonce" in refused.body
     assert _count(gateway) == 2
 
 
 @pytest.mark.parametrize("change", ["encryption", "owner"])
 def test_a_key_changed_since_it_was_seen_writes_nothing(gateway: Gateway, change: str) -> None:
-    """The writes are guarded on the key the loop's rules ran with: a key whose encryption
-    key (or owner) changed meanwhile spends nothing and creates nothing that way; the
-    ordinary path then answers with the key as it is (encrypted, for the new owner), on
-    the same nonce, and teaches the process the key anew."""
-    made_by = _spied(gateway)
+    """The statement is guarded on the key the loop's rules ran with: a key whose
+    encryption key (or owner) changed meanwhile spends nothing and creates nothing, and
+    the thread then answers with the key as it is (encrypted, here) on the same nonce."""
     assert handle(gateway, _post(1)).status == 201
     key = _key(gateway)
-    other = "0x" + "44" * 20
     changed = (
         attrs.evolve(key, encryption_public_key=OTHER_KEY)
         if change == "encryption"
-        else attrs.evolve(key, owner=other)
+        else attrs.evolve(key, owner="0x" + "44" * 20)
     )
     with gateway.storage.transaction() as tx:
         tx.put_session_key(changed)
-    answer = _on_loop(gateway, _post(2))
-    assert made_by == [False]
-    if answer is None:  # PostgreSQL: to the thread with nothing written
-        assert _count(gateway) == 1 and _key(gateway).last_seen_nonce == 1
-        answer = handle(gateway, _post(2))
-    assert answer.status == 201 and _key(gateway).last_seen_nonce == 2
+    assert _on_loop(gateway, _post(2)) is None
+    assert _count(gateway) == 1 and _key(gateway).last_seen_nonce == 1
     if change == "encryption":
-        assert answer.headers.get("content-type") != "application/json"
-        assert _count(gateway) == 2
-    else:
-        assert _count(gateway) == 1 and _count(gateway, other) == 1
-    assert _on_loop(gateway, _post(3)) is not None
-    assert made_by == [False, True]
+        answer = handle(gateway, _post(2))
+        assert answer.status == 201 and answer.headers.get("content-type") != "application/json"
+        assert _count(gateway) == 2 and _key(gateway).last_seen_nonce == 2
+        # The thread's spend taught the process the key as it is now.
+        assert _on_loop(gateway, _post(3)) is not None and _count(gateway) == 3
 
 
 @pytest.mark.parametrize(
@@ -241,18 +187,14 @@ def test_a_key_changed_since_it_was_seen_writes_nothing(gateway: Gateway, change
         pytest.param(lambda n: _post(n, {**FIELDS, "value": "-1"}), id="refused"),
     ],
 )
-def test_what_needs_more_than_the_recorded_writes_is_made_the_ordinary_way(
+def test_what_needs_more_than_the_recorded_writes_goes_to_the_thread(
     gateway: Gateway, request_of: Any
 ) -> None:
     """A derived address (an index to allocate), an idempotency key (its stored answer)
-    or a refusal: no recorded writes made; when the loop does not answer, nothing was
-    written and the nonce is unspent for the thread."""
-    made_by = _spied(gateway)
+    or a refusal: nothing written on the loop, the nonce unspent for the thread."""
     assert handle(gateway, _post(1)).status == 201
-    answer = _on_loop(gateway, request_of(2))
-    assert made_by == []
-    if answer is None:
-        assert _count(gateway) == 1 and _key(gateway).last_seen_nonce == 1
+    assert _on_loop(gateway, request_of(2)) is None
+    assert _count(gateway) == 1 and _key(gateway).last_seen_nonce == 1
 
 
 def _invoice_of(gateway: Gateway, nonce: int) -> Any:

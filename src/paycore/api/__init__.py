@@ -18,7 +18,6 @@ from .table import ROUTES, build_router
 if TYPE_CHECKING:
     from ..auth.session import SignedRequest
     from ..gateway import Gateway
-    from ..storage.request_unit import Recorded
 
 _router: Router | None = None
 log = logging.getLogger("paycore.api")
@@ -67,10 +66,6 @@ def handle_inline(gateway: Gateway, request: Request) -> Response | None:
             return None
         try:
             with spending_inline(gateway.invoice_views.settles):
-                made = _recorded(gateway, request) if gateway.creates_inline else None
-                if made is not None and _create_inline(gateway, *made[:2]):
-                    made[1].run_after()
-                    return made[2]
                 return dispatch(gateway, _shared_router(), request)
         except WouldBlock:
             return None
@@ -151,7 +146,7 @@ async def _signed_read_async(gateway: Gateway, request: Request) -> Response | N
     503, as the sync path does, since the spend may have been made."""
     guid = _inline_read_of(request)
     if guid is None:
-        if gateway.creates_async:
+        if gateway.creates_async and _creates(request):
             return await _signed_create_async(gateway, request)
         return handle_inline(gateway, request)
     try:
@@ -188,20 +183,32 @@ async def _signed_read_async(gateway: Gateway, request: Request) -> Response | N
 
 async def _signed_create_async(gateway: Gateway, request: Request) -> Response | None:
     """A signed ``POST /invoice`` on a store that makes a creation's writes as one
-    statement on a loop (PostgreSQL): the request dispatched on the loop with its writes
-    recorded (:func:`_recorded`), then the spend, the invoice and its count made as one
-    statement guarded on the key the rules ran with (``Gateway.create_recorded_async``);
-    the answer the dispatcher made is sent only once it has committed. The same sync rules
-    make the invoice and the answer; only the writes are gathered.
+    statement on a loop (PostgreSQL): the signature checked, the request dispatched on the
+    loop with its storage recorded (``Gateway.recording``) against the key this process
+    last spent for the signer, then the spend, the invoice and its count made as one
+    statement guarded on that key (``Gateway.create_recorded_async``); the answer the
+    dispatcher made is sent only once it has committed. The same sync rules make the
+    invoice and the answer; only the writes are gathered.
 
-    ``None`` -- nothing written, the adapter's thread answers the whole request -- where
-    :func:`_recorded` gives nothing, for a nonce the statement refused, a key changed
-    since it was seen, and a statement that failed whole. An outage during the statement
-    answers 503, as the sync path does."""
-    made = _recorded(gateway, request)
-    if made is None:
+    ``None`` -- nothing written, the adapter's thread answers the whole request -- for a
+    key not seen yet, a request that needs any other storage call (a derived address, a
+    rate lock, a proof of work, an ``Idempotency-Key``) or is refused (its text is the
+    thread's to give, in the order the thread finds it), a nonce the statement refused,
+    a key changed since it was seen, and a statement that failed whole. An outage during
+    the statement answers 503, as the sync path does."""
+    signed = _signed(gateway, request)
+    if signed is None:
         return None
-    signed, recorded, response = made
+    expect = gateway.known_session_key(signed.address)
+    if expect is None:
+        return None
+    try:
+        with gateway.recording(signed, expect) as recorded, without_blocking():
+            response = dispatch(gateway, _shared_router(), request)
+    except WouldBlock:
+        return None
+    if not recorded.complete or response.status >= 300:
+        return None
     try:
         key = await gateway.create_recorded_async(signed, recorded)
     except WouldBlock:
@@ -216,44 +223,6 @@ async def _signed_create_async(gateway: Gateway, request: Request) -> Response |
         return None
     recorded.run_after()
     return response
-
-
-def _create_inline(gateway: Gateway, signed: SignedRequest, recorded: Recorded) -> bool:
-    """Whether the recorded writes were made (``Gateway.create_recorded``): not for a
-    refused nonce or a changed key, nor when they would wait, which leave nothing written
-    (the ordinary path then answers, on the loop where it can)."""
-    try:
-        return gateway.create_recorded(signed, recorded) is not None
-    except WouldBlock:
-        return False
-
-
-def _recorded(
-    gateway: Gateway, request: Request
-) -> tuple[SignedRequest, Recorded, Response] | None:
-    """A signed creation (a ``signed_create`` route) dispatched with its writes recorded
-    (``Gateway.recording``) against the key this process last spent for the signer: the
-    signed message, the writes and the answer to send once they are made. None, with
-    nothing written, for any other request, a key not seen yet, a request that needs any
-    other storage call (a derived address, a rate lock, a proof of work, an
-    ``Idempotency-Key``) and one refused (its text is the ordinary path's to give, in the
-    order that path finds it)."""
-    if not _creates(request):
-        return None
-    signed = _signed(gateway, request)
-    if signed is None:
-        return None
-    expect = gateway.known_session_key(signed.address)
-    if expect is None:
-        return None
-    try:
-        with gateway.recording(signed, expect) as recorded, without_blocking():
-            response = dispatch(gateway, _shared_router(), request)
-    except WouldBlock:
-        return None
-    if not recorded.complete or response.status >= 300:
-        return None
-    return signed, recorded, response
 
 
 def _signed(gateway: Gateway, request: Request) -> SignedRequest | None:

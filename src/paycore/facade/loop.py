@@ -15,13 +15,7 @@ from contextlib import AbstractContextManager
 from ..auth.session import SignedRequest, nonce_terms
 from ..config import Settings
 from ..domain.records import SessionKey
-from ..storage import (
-    AsyncInvoiceRead,
-    AsyncSignedCreate,
-    AsyncSignedRead,
-    Storage,
-    signed_create_of,
-)
+from ..storage import AsyncInvoiceRead, AsyncSignedCreate, AsyncSignedRead, Storage
 from ..storage.invoice_read import InvoiceRead
 from ..storage.request_unit import Recorded, RequestUnits
 
@@ -124,28 +118,6 @@ class LoopStorage:
             raise RuntimeError("nothing to create on this gateway's loop")
         strict, window = nonce_terms(self.settings)
         key = await self._async_create.spend_nonce_then_insert_invoice_async(
-            signed.address, signed.nonce, signed.digest, window=window, strict=strict,
-            now=signed.at, expect=recorded.key, invoice=recorded.invoice,
-        )  # fmt: skip
-        return self._storage.remember_key(key)
-
-    @property
-    def creates_inline(self) -> bool:
-        """Whether :meth:`create_recorded` may be made on an event loop: where a signed
-        request is made there (:attr:`spends_inline`: a SQLite file) and the store has
-        ``spend_nonce_then_insert_invoice``."""
-        return self.spends_inline and signed_create_of(self._given) is not None
-
-    def create_recorded(self, signed: SignedRequest, recorded: Recorded) -> SessionKey | None:
-        """:meth:`create_recorded_async`, made by the store's sync call
-        (``Storage.spend_nonce_then_insert_invoice``); on an event loop inside
-        ``spending_inline``, where it raises ``WouldBlock`` with nothing committed rather
-        than wait or write nothing."""
-        store = signed_create_of(self._given)
-        if store is None or recorded.invoice is None:
-            raise RuntimeError("this gateway's storage has no spend_nonce_then_insert_invoice")
-        strict, window = nonce_terms(self.settings)
-        key = store.spend_nonce_then_insert_invoice(
             signed.address, signed.nonce, signed.digest, window=window, strict=strict,
             now=signed.at, expect=recorded.key, invoice=recorded.invoice,
         )  # fmt: skip

@@ -12,12 +12,10 @@ from .contract import (
     OutboxSignal,
     PruneBatch,
     SignalledStorage,
-    SignedCreate,
     SpendThenRead,
     Storage,
     StorageTx,
     signal_source,
-    signed_create_of,
     spend_then_read_of,
 )
 from .protocols.async_read import (
@@ -36,7 +34,6 @@ __all__ = [
     "OutboxSignal",
     "PruneBatch",
     "SignalledStorage",
-    "SignedCreate",
     "SpendThenRead",
     "Storage",
     "StorageTx",
@@ -44,6 +41,5 @@ __all__ = [
     "async_read_of",
     "async_spend_of",
     "signal_source",
-    "signed_create_of",
     "spend_then_read_of",
 ]

@@ -206,45 +206,6 @@ def spend_then_read(
     return key, (None if key is None else storage.read_invoice(guid))
 
 
-class SignedCreate(Protocol):
-    """A store that makes a signed creation's writes in one call (``paycore_storage``,
-    ``paycore.storage.memory``): see :func:`signed_create_of`."""
-
-    def spend_nonce_then_insert_invoice(
-        self,
-        address: str,
-        nonce: int,
-        digest: str,
-        *,
-        window: int,
-        strict: bool = False,
-        now: int,
-        expect: SessionKey,
-        invoice: Invoice,
-    ) -> SessionKey | None:
-        """The nonce spent as ``spend_nonce`` spends it, but only on a key whose owner and
-        encryption key are ``expect``'s (:func:`same_holder`), and ``invoice`` inserted
-        with its owner's count, in one commit: the key as spent, or None with nothing
-        written (a refused nonce, a changed key). Made by an event loop inside
-        ``spending_inline`` where the store has ``has_inline_spend``: then all or nothing
-        and waiting for nothing, ``WouldBlock`` with nothing committed where it would wait
-        or write nothing."""
-        ...
-
-
-def signed_create_of(storage: object) -> SignedCreate | None:
-    """``storage`` when it offers ``spend_nonce_then_insert_invoice``, else None."""
-    if callable(getattr(storage, "spend_nonce_then_insert_invoice", None)):
-        return cast(SignedCreate, storage)
-    return None
-
-
-def same_holder(key: SessionKey, expect: SessionKey) -> bool:
-    """Whether ``key`` has ``expect``'s owner and encryption key: what an invoice made
-    (and an answer encrypted) for ``expect`` relies on."""
-    return (key.owner, key.encryption_public_key) == (expect.owner, expect.encryption_public_key)
-
-
 class _NotSpent(Exception):
     """Rolls back a refused spend, or one made on a key other than the one expected."""
 
@@ -268,7 +229,8 @@ def spend_then_insert_invoice(
     try:
         with storage.transaction() as tx:
             key = tx.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
-            if key is None or not same_holder(key, expect):
+            expected = (expect.owner, expect.encryption_public_key)
+            if key is None or (key.owner, key.encryption_public_key) != expected:
                 raise _NotSpent
             tx.insert_invoice(invoice)
             return key

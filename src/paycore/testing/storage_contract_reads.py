@@ -21,7 +21,6 @@ from paycore.storage import (
     AsyncInvoiceRead,
     AsyncSignedCreate,
     AsyncSignedRead,
-    SignedCreate,
     SpendThenRead,
     Storage,
     spend_then_read_of,
@@ -39,7 +38,7 @@ __all__ = [
     "test_spend_nonce_then_read_refused_reads_nothing_and_changes_nothing",
     "test_read_invoice_async_reads_what_read_invoice_reads",
     "test_spend_nonce_then_read_async_does_what_the_sync_call_does",
-    "test_spend_nonce_then_insert_invoice_writes_all_or_nothing",
+    "test_spend_nonce_then_insert_invoice_async_writes_all_or_nothing",
 ]
 
 
@@ -353,16 +352,14 @@ def test_spend_nonce_then_read_async_does_what_the_sync_call_does(storage: Stora
         assert stored is not None and stored.last_seen_nonce == first + 1
 
 
-@pytest.mark.parametrize("call", ["sync", "async"])
-def test_spend_nonce_then_insert_invoice_writes_all_or_nothing(storage: Storage, call: str) -> None:
-    """The optional creation's writes, ``spend_nonce_then_insert_invoice`` (``SignedCreate``)
-    and its awaited form (``AsyncSignedCreate``): on the expected key the nonce is spent,
-    the invoice stored and its owner's count moved, in one commit; a replay, or a key
-    whose owner or encryption key is not the expected one, writes nothing at all (that
-    nonce stays unspent), whichever mode."""
-    name = "spend_nonce_then_insert_invoice" + ("_async" if call == "async" else "")
-    if not callable(getattr(storage, name, None)):
-        pytest.skip(f"this store has no {name} (optional)")
+def test_spend_nonce_then_insert_invoice_async_writes_all_or_nothing(storage: Storage) -> None:
+    """The optional async creation (``AsyncSignedCreate``): on the expected key the nonce
+    is spent, the invoice stored and its owner's count moved, in one commit; a replay, or
+    a key whose owner or encryption key is not the expected one, writes nothing at all
+    (that nonce stays unspent), whichever mode."""
+    if not callable(getattr(storage, "spend_nonce_then_insert_invoice_async", None)):
+        pytest.skip("this store has no spend_nonce_then_insert_invoice_async (optional)")
+    creator = cast(AsyncSignedCreate, storage)
     key = session_key()
     with storage.transaction() as tx:
         tx.put_session_key(key)
@@ -370,17 +367,11 @@ def test_spend_nonce_then_insert_invoice_writes_all_or_nothing(storage: Storage,
     first, second = invoice(), invoice("00000000-0000-4000-8000-000000000002")
 
     def create(nonce: int, expect: SessionKey, record: Invoice, strict: bool) -> SessionKey | None:
-        digest = _digest(str(nonce))
-        if call == "sync":
-            return cast(SignedCreate, storage).spend_nonce_then_insert_invoice(
-                key.address, nonce, digest, window=1000, strict=strict, now=now,
-                expect=expect, invoice=record,
-            )  # fmt: skip
         return asyncio.run(
-            cast(AsyncSignedCreate, storage).spend_nonce_then_insert_invoice_async(
+            creator.spend_nonce_then_insert_invoice_async(
                 key.address,
                 nonce,
-                digest,
+                _digest(str(nonce)),
                 window=1000,
                 strict=strict,
                 now=now,
