@@ -236,24 +236,22 @@ class RequestUnits:
             return
         recorded = self._recording.get()
         if recorded is not None:
-            with self._recorded_unit(recorded):
+            unit = _Unit(typing.cast(StorageTx, _RecordingTx(recorded)))
+            with self._opened(unit):
                 yield
+            recorded.after = unit.after
+            recorded.ended = True
             return
         with self._storage.transaction() as tx:
             unit = _Unit(tx)
-            token = self._open.set(unit)
-            try:
+            with self._opened(unit):
                 yield
-            finally:
-                self._open.reset(token)
-            if unit.tainted:
-                raise TaintedUnit("a failed storage block's error was caught inside a request")
         for call in unit.after:
             call()
 
     @contextmanager
-    def _recorded_unit(self, recorded: Recorded) -> Iterator[None]:
-        unit = _Unit(typing.cast(StorageTx, _RecordingTx(recorded)))
+    def _opened(self, unit: _Unit) -> Iterator[None]:
+        """``unit`` is the open one inside; a tainted one raises as it closes."""
         token = self._open.set(unit)
         try:
             yield
@@ -261,8 +259,6 @@ class RequestUnits:
             self._open.reset(token)
         if unit.tainted:
             raise TaintedUnit("a failed storage block's error was caught inside a request")
-        recorded.after = unit.after
-        recorded.ended = True
 
     def after_commit(self, call: Callable[[], None]) -> bool:
         """Run ``call`` once the open unit commits; ``False`` (nothing kept) with no unit
