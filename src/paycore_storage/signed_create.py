@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 import threading
-import zlib
 from typing import Any
 
 from sqlalchemy import Dialect, bindparam, insert, select, table
@@ -33,7 +32,7 @@ from .auth import _KEY_NAMES, _SPEND_GUARDED
 from .invoices import _INVOICE_COLUMNS
 from .prepared import Prepared
 from .rows import invoice_row
-from .statements import COUNT_STRIPES, INVOICES
+from .statements import INVOICES, stripe_of
 from .tables import invoices, owner_counts
 
 
@@ -99,7 +98,7 @@ def create_arguments(
         "key_encryption": expect.encryption_public_key,
         "c_kind": INVOICES,
         "c_chain_id": invoice.chain_id,
-        "c_stripe": zlib.crc32(invoice.guid.encode()) % COUNT_STRIPES,
+        "c_stripe": stripe_of(invoice.guid),
     }
 
 

@@ -72,6 +72,11 @@ def _add_count(dialect: Dialect) -> ClauseElement:
     )
 
 
+def stripe_of(row_key: str) -> int:
+    """Which of its count's stripes a row (an invoice's guid, a transfer's key) adds to."""
+    return zlib.crc32(row_key.encode()) % COUNT_STRIPES
+
+
 #: A counter row's change, written at commit by every transaction that adds or removes an
 #: invoice or a transaction row: compiled once (SQLAlchemy's cache does not keep an upsert,
 #: and compiling it anew cost more than the rest of an invoice's creation).
@@ -127,8 +132,7 @@ class SqlTxBase:
         return self._c.execute(delete(table).where(*where)).rowcount > 0
 
     def _add_count(self, owner: str, kind: str, chain_id: int, row_key: str, delta: int) -> None:
-        stripe = zlib.crc32(row_key.encode()) % COUNT_STRIPES
-        slot = (owner, kind, chain_id, stripe)
+        slot = (owner, kind, chain_id, stripe_of(row_key))
         self._pending_counts[slot] = self._pending_counts.get(slot, 0) + delta
 
     def _write_counts(self) -> None:
