@@ -81,7 +81,14 @@ from .prices.pricing import PriceSource, PriceTable
 from .prices.records import ParkedDeposit
 from .prices.refresher import PriceRefresher
 from .prices.service import PriceService
-from .storage import Storage, async_create_of, async_read_of, async_spend_of, signal_source
+from .storage import (
+    Storage,
+    async_create_of,
+    async_read_of,
+    async_spend_of,
+    create_of,
+    signal_source,
+)
 from .storage.invoice_read import refuse_inline
 from .storage.protocols.merchant import WalletIndexes
 from .storage.request_unit import RequestUnits
@@ -143,6 +150,7 @@ class Gateway(InvoiceLists, RefundOperations, LoopStorage):
         self._async_read = async_read_of(found)
         self._async_spend = async_spend_of(found)
         self._async_create = async_create_of(found)
+        self._create = create_of(found)
         # Every service holds the same wrapper, so that inside ``one_transaction()`` all
         # their units of work join the request's one transaction.
         self._storage = units = RequestUnits(found)

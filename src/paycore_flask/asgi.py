@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import io
 import logging
 import sys
@@ -169,10 +170,14 @@ class AsgiFront:
 
     # -- HTTP -----------------------------------------------------------------------------
     async def _on_thread(self, fn: Callable[..., _T], *args: Any) -> _T:
-        """``fn(*args)`` on one of the ``threads`` threads (queued while all are busy)."""
+        """``fn(*args)`` on one of the ``threads`` threads (queued while all are busy), in
+        a copy of the caller's context, as anyio's threads run: what the loop set for the
+        request (``paycore.api``'s note that it tried the creation) reaches the thread."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="paycore-flask")
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, context.run, fn, *args)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:

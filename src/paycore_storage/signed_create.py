@@ -1,4 +1,4 @@
-"""``spend_nonce_then_insert_invoice_async``: a signed ``POST /invoice``'s writes in one statement.
+"""``spend_nonce_then_insert_invoice``: a signed ``POST /invoice``'s writes in one statement.
 
 A creation in its request's transaction (``paycore.storage.request_unit``) costs five round
 trips on PostgreSQL -- ``BEGIN``, the nonce's spend, the invoice's ``INSERT``, the owner's
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Dialect, bindparam, insert, select, table
@@ -30,7 +31,7 @@ from paycore.domain.records import Invoice, SessionKey
 
 from .auth import _KEY_NAMES, _SPEND_GUARDED
 from .invoices import _INVOICE_COLUMNS
-from .prepared import Prepared
+from .prepared import Prepared, on_dbapi
 from .rows import invoice_row
 from .statements import INVOICES, stripe_of
 from .tables import invoices, owner_counts
@@ -104,6 +105,19 @@ def create_arguments(
 
 def _key_of(rows: list[Any]) -> SessionKey | None:
     return SessionKey(*rows[0]) if rows else None
+
+
+def spend_then_create_on_postgres(
+    dialect: Dialect,
+    dbapi: Any,
+    invalidate: Callable[[BaseException], None],
+    sql: str,
+    arguments: dict[str, Any],
+) -> SessionKey | None:
+    """The statement on a psycopg connection in autocommit (the caller's), on its thread:
+    the spent key, or None with nothing written."""
+    rows, _ = on_dbapi(dialect, dbapi, sql, arguments, invalidate)
+    return _key_of(rows)
 
 
 async def spend_then_create_on_postgres_async(

@@ -99,7 +99,7 @@ from .pruning import PruningStatements
 from .refunds import RefundStatements
 from .search import SearchStatements
 from .signal_leases import SignalLeaseStatements
-from .signed_create import create_arguments
+from .signed_create import create_arguments, spend_then_create_on_postgres
 from .signed_read import spend_then_read_on_postgres
 from .statements import INVOICES as INVOICES  # bench/scale_bench.py reads the count kinds
 from .statements import TRANSACTIONS as TRANSACTIONS
@@ -346,16 +346,10 @@ class SqlStorage:
             if attempt is None:
                 self._ensure_schema()
             if self._postgres:
-                with self._pooled() as (pooled, _run):
-                    dbapi: Any = pooled.dbapi_connection
-                    dbapi.autocommit = True
-                    try:
-                        return spend_then_read_on_postgres(
-                            self.engine.dialect, dbapi, pooled.invalidate, params, strict, guid
-                        )
-                    finally:
-                        if pooled.is_valid:
-                            dbapi.autocommit = False
+                with self._autocommitted() as (dbapi, invalidate):
+                    return spend_then_read_on_postgres(
+                        self.engine.dialect, dbapi, invalidate, params, strict, guid
+                    )
             if self._may_hold:
                 return self._spend_and_read_on_file(params, strict, guid, attempt)
             # An in-memory database (one shared connection), or a pool with none to spare.
@@ -593,6 +587,40 @@ class SqlStorage:
         params = _spend_params(address, nonce, digest, window, now)
         return await self._async_reads.spend_nonce_then_read(params, strict, guid)
 
+    def spend_nonce_then_insert_invoice(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        expect: SessionKey,
+        invoice: Invoice,
+    ) -> SessionKey | None:
+        """:meth:`spend_nonce_then_insert_invoice_async` on the calling thread (a sync
+        host's creation, ``paycore.api.handle_streamed``): on PostgreSQL the one
+        autocommitted statement on a pooled connection; on SQLite one transaction."""
+        if not self._postgres:
+            return spend_then_insert_invoice(
+                self, address, nonce, digest, window=window, strict=strict, now=now,
+                expect=expect, invoice=invoice,
+            )  # fmt: skip
+        params = _spend_params(address, nonce, digest, window, now)
+        sql, arguments = create_arguments(self.engine.dialect, strict, params, expect, invoice)
+        try:
+            self._ensure_schema()
+            with self._autocommitted() as (dbapi, invalidate):
+                return spend_then_create_on_postgres(
+                    self.engine.dialect, dbapi, invalidate, sql, arguments
+                )
+        except Exception as error:
+            outage = unavailable(error)
+            if outage is None:
+                raise
+            raise outage from error
+
     async def spend_nonce_then_insert_invoice_async(
         self,
         address: str,
@@ -642,6 +670,19 @@ class SqlStorage:
             yield pooled, run
         finally:
             pooled.close()
+
+    @contextmanager
+    def _autocommitted(self) -> Iterator[tuple[Any, Callable[[BaseException], None]]]:
+        """A pooled PostgreSQL DBAPI connection in autocommit (put back after, if it is
+        still sound) and what retires it: for one statement that commits itself."""
+        with self._pooled() as (pooled, _run):
+            dbapi: Any = pooled.dbapi_connection
+            dbapi.autocommit = True
+            try:
+                yield dbapi, pooled.invalidate
+            finally:
+                if pooled.is_valid:
+                    dbapi.autocommit = False
 
     def outbox_signal(self, name: str = "paycore-outbox") -> OutboxSignal | None:
         """A new wake-up for outbox readers (``outbox_signal.py``): LISTEN on PostgreSQL

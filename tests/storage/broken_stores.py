@@ -901,3 +901,34 @@ class CreatesForAChangedKey(FaithfulStorage):
 
 
 BROKEN[CreatesForAChangedKey.__name__] = CreatesForAChangedKey
+
+
+class CreatesHalfAtOnce(FaithfulStorage):
+    """``spend_nonce_then_insert_invoice`` (a sync host's creation) commits the spend and
+    the invoice as two transactions: a key refused after the spend leaves its nonce
+    spent, so the request's ordinary path then refuses it as a replay of itself."""
+
+    def spend_nonce_then_insert_invoice(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        expect: SessionKey,
+        invoice: Invoice,
+    ) -> SessionKey | None:
+        key = self.spend_nonce(address, nonce, digest, window=window, strict=strict, now=now)
+        if key is None or (key.owner, key.encryption_public_key) != (
+            expect.owner,
+            expect.encryption_public_key,
+        ):
+            return None
+        with self.transaction() as tx:
+            tx.insert_invoice(invoice)
+        return key
+
+
+BROKEN[CreatesHalfAtOnce.__name__] = CreatesHalfAtOnce

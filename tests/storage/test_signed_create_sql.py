@@ -1,11 +1,14 @@
-"""A signed ``POST /invoice`` on PostgreSQL made on the event loop as one statement
-(``paycore.api.handle_inline_async``; ``SqlStorage.spend_nonce_then_insert_invoice_async``):
-the core's own rules run with the request's writes recorded, then the nonce's spend, the
-invoice and its owner's count commit together in one round trip, guarded on the session key
-this process last saw. Checked on a real PostgreSQL in both nonce modes: the invoice and its
-count are what the sync path stores; a replay, a changed key, a request that needs another
-storage call or is refused go to the thread with nothing written, where the ordinary path
-answers them; and the storage call alone spends, inserts and counts all or nothing."""
+"""A signed ``POST /invoice`` on PostgreSQL made as one statement -- on the event loop
+(``paycore.api.handle_inline_async``; ``SqlStorage.spend_nonce_then_insert_invoice_async``)
+or on a sync host's thread (``paycore.api.handle_streamed``;
+``SqlStorage.spend_nonce_then_insert_invoice``): the core's own rules run with the request's
+writes recorded, then the nonce's spend, the invoice and its owner's count commit together
+in one round trip, guarded on the session key this process last saw. Checked on a real
+PostgreSQL in both nonce modes and both ways: the invoice and its count are what the
+ordinary path stores; a replay, a changed key, a request that needs another storage call or
+is refused go to the ordinary path with nothing written, where it answers them; the storage
+call alone spends, inserts and counts all or nothing; and a request the loop tried is not
+tried again on its thread."""
 
 from __future__ import annotations
 
@@ -17,11 +20,12 @@ from typing import Any
 
 import attrs
 import pytest
+from anyio import to_thread
 from coincurve import PrivateKey
 from sqlalchemy.engine import URL
 
 import paycore_storage.plugin
-from paycore import Gateway, Settings
+from paycore import Gateway, Settings, api
 from paycore.api import Request, Response, handle, handle_inline_async
 from paycore.auth.signatures import personal_message_hash, public_key_to_address
 from paycore.domain.records import SessionKey
@@ -92,8 +96,20 @@ def gateway(request: pytest.FixtureRequest, postgres_schema: Any) -> Iterator[Ga
     gw.close()
 
 
-def _on_loop(gateway: Gateway, request: Request) -> Response | None:
+def _loop(gateway: Gateway, request: Request) -> Response | None:
     return asyncio.run(handle_inline_async(gateway, request))
+
+
+def _thread(gateway: Gateway, request: Request) -> Response | None:
+    """The sync host's attempt alone (what ``handle_streamed`` tries before dispatching)."""
+    return api._signed_create(gateway, request)
+
+
+@pytest.fixture(params=["loop", "thread"])
+def at_once(request: pytest.FixtureRequest) -> Any:
+    """The one-statement creation as an async host makes it, or as a sync one does: the
+    answer, or None when the request must go the ordinary way (nothing written)."""
+    return _loop if request.param == "loop" else _thread
 
 
 def _count(gateway: Gateway) -> int:
@@ -113,18 +129,16 @@ def _stored(gateway: Gateway, answer: Response) -> Any:
         return tx.get_invoice(json.loads(answer.body)["guid"])
 
 
-def test_a_creation_is_one_statement_on_the_loop_once_the_key_is_known(
-    gateway: Gateway,
-) -> None:
-    """The first creation of a key the process has not seen goes to the thread; from then
-    on the loop makes it: the same answer and the same stored invoice as the thread's, the
-    owner's count moved by one, the nonce spent."""
-    assert gateway.creates_async
-    assert _on_loop(gateway, _post(1)) is None  # the key unknown yet: nothing written
+def test_a_creation_is_one_statement_once_the_key_is_known(gateway: Gateway, at_once: Any) -> None:
+    """The first creation of a key the process has not seen goes the ordinary way; from
+    then on one statement makes it: the same answer and the same stored invoice as the
+    ordinary path's, the owner's count moved by one, the nonce spent."""
+    assert gateway.creates_async and gateway.creates_at_once
+    assert at_once(gateway, _post(1)) is None  # the key unknown yet: nothing written
     assert _count(gateway) == 0
-    by_thread = handle(gateway, _post(1))
+    by_thread = api.dispatch(gateway, api._shared_router(), _post(1))
     assert by_thread.status == 201 and _count(gateway) == 1
-    made = _on_loop(gateway, _post(2))
+    made = at_once(gateway, _post(2))
     assert made is not None and made.status == 201, made and made.body
     assert _count(gateway) == 2
     assert _key(gateway).last_seen_nonce == 2
@@ -142,10 +156,12 @@ def test_a_creation_is_one_statement_on_the_loop_once_the_key_is_known(
     assert {k: v for k, v in json.loads(read.body).items() if k in ours} == ours
 
 
-def test_a_replay_goes_to_the_thread_with_nothing_written(gateway: Gateway) -> None:
+def test_a_replay_goes_the_ordinary_way_with_nothing_written(
+    gateway: Gateway, at_once: Any
+) -> None:
     assert handle(gateway, _post(1)).status == 201
-    assert _on_loop(gateway, _post(2)) is not None
-    assert _on_loop(gateway, _post(2)) is None  # refused by the statement
+    assert at_once(gateway, _post(2)) is not None
+    assert at_once(gateway, _post(2)) is None  # refused by the statement
     assert _count(gateway) == 2
     refused = handle(gateway, _post(2))
     assert refused.status == 401 and b"nonce" in refused.body
@@ -153,7 +169,9 @@ def test_a_replay_goes_to_the_thread_with_nothing_written(gateway: Gateway) -> N
 
 
 @pytest.mark.parametrize("change", ["encryption", "owner"])
-def test_a_key_changed_since_it_was_seen_writes_nothing(gateway: Gateway, change: str) -> None:
+def test_a_key_changed_since_it_was_seen_writes_nothing(
+    gateway: Gateway, change: str, at_once: Any
+) -> None:
     """The statement is guarded on the key the loop's rules ran with: a key whose
     encryption key (or owner) changed meanwhile spends nothing and creates nothing, and
     the thread then answers with the key as it is (encrypted, here) on the same nonce."""
@@ -166,14 +184,14 @@ def test_a_key_changed_since_it_was_seen_writes_nothing(gateway: Gateway, change
     )
     with gateway.storage.transaction() as tx:
         tx.put_session_key(changed)
-    assert _on_loop(gateway, _post(2)) is None
+    assert at_once(gateway, _post(2)) is None
     assert _count(gateway) == 1 and _key(gateway).last_seen_nonce == 1
     if change == "encryption":
         answer = handle(gateway, _post(2))
         assert answer.status == 201 and answer.headers.get("content-type") != "application/json"
         assert _count(gateway) == 2 and _key(gateway).last_seen_nonce == 2
         # The thread's spend taught the process the key as it is now.
-        assert _on_loop(gateway, _post(3)) is not None and _count(gateway) == 3
+        assert at_once(gateway, _post(3)) is not None and _count(gateway) == 3
 
 
 @pytest.mark.parametrize(
@@ -187,13 +205,14 @@ def test_a_key_changed_since_it_was_seen_writes_nothing(gateway: Gateway, change
         pytest.param(lambda n: _post(n, {**FIELDS, "value": "-1"}), id="refused"),
     ],
 )
-def test_what_needs_more_than_the_recorded_writes_goes_to_the_thread(
-    gateway: Gateway, request_of: Any
+def test_what_needs_more_than_the_recorded_writes_goes_the_ordinary_way(
+    gateway: Gateway, request_of: Any, at_once: Any
 ) -> None:
     """A derived address (an index to allocate), an idempotency key (its stored answer)
-    or a refusal: nothing written on the loop, the nonce unspent for the thread."""
+    or a refusal: nothing written in one statement, the nonce unspent for the ordinary
+    path."""
     assert handle(gateway, _post(1)).status == 201
-    assert _on_loop(gateway, request_of(2)) is None
+    assert at_once(gateway, request_of(2)) is None
     assert _count(gateway) == 1 and _key(gateway).last_seen_nonce == 1
 
 
@@ -206,19 +225,25 @@ def _invoice_of(gateway: Gateway, nonce: int) -> Any:
     return parse_new_invoice(gateway.settings, request, OWNER, int(NOW) + nonce, None)
 
 
-def test_the_statement_spends_inserts_and_counts_all_or_nothing(gateway: Gateway) -> None:
-    """The storage call alone: a spend on the expected key creates and counts; a replay,
-    a key other than expected, or a taken guid writes nothing at all."""
+@pytest.mark.parametrize("way", ["async", "sync"])
+def test_the_statement_spends_inserts_and_counts_all_or_nothing(gateway: Gateway, way: str) -> None:
+    """The storage call alone, awaited or not: a spend on the expected key creates and
+    counts; a replay, a key other than expected, or a taken guid writes nothing at all."""
     store = gateway._given
     assert isinstance(store, SqlStorage)
     strict = gateway.settings.nonce_mode == "strict"
     key = _key(gateway)
 
     async def create(nonce: int, expect: SessionKey, invoice: Any) -> SessionKey | None:
+        terms: dict[str, Any] = {
+            "window": 100, "strict": strict, "now": int(NOW), "expect": expect,
+            "invoice": invoice,
+        }  # fmt: skip
+        if way == "sync":
+            return store.spend_nonce_then_insert_invoice(SESSION, nonce, f"{nonce:064x}", **terms)
         return await store.spend_nonce_then_insert_invoice_async(
-            SESSION, nonce, f"{nonce:064x}", window=100, strict=strict, now=int(NOW),
-            expect=expect, invoice=invoice,
-        )  # fmt: skip
+            SESSION, nonce, f"{nonce:064x}", **terms
+        )
 
     first = _invoice_of(gateway, 1)
     spent = asyncio.run(create(5, key, first))
@@ -240,3 +265,45 @@ def test_the_statement_spends_inserts_and_counts_all_or_nothing(gateway: Gateway
         assert tx.get_invoice(second.guid) is None
     assert asyncio.run(create(6, key, second)) is not None  # 6 was never spent
     assert _count(gateway) == 2
+
+
+def test_a_sync_host_creates_in_one_statement_and_a_loop_tried_request_is_not_retried(
+    gateway: Gateway,
+) -> None:
+    """``handle_streamed`` (every sync host's call) makes a known key's creation in one
+    statement; a request an event loop already tried (here: one with an
+    ``Idempotency-Key``, whose stored answer is another write) is answered on its thread
+    without a second try, in the context anyio's and Flask's ASGI front's threads run in."""
+    store = gateway._given
+    assert isinstance(store, SqlStorage)
+    made: list[int] = []
+    one_call = store.spend_nonce_then_insert_invoice
+
+    def counted(*args: Any, **kwargs: Any) -> SessionKey | None:
+        made.append(kwargs["nonce"])
+        return one_call(*args, **kwargs)
+
+    store.spend_nonce_then_insert_invoice = counted  # type: ignore[method-assign]
+    assert handle(gateway, _post(1)).status == 201  # the key unknown: no statement tried
+    second = handle(gateway, _post(2))
+    assert second.status == 201 and made == [2] and _count(gateway) == 2
+    tries: list[int] = []
+    recording = gateway.recording
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        tries.append(1)
+        return recording(*args, **kwargs)
+
+    gateway.recording = recorded  # type: ignore[method-assign]
+    derived = _post(3, **{"idempotency-key": "k-3"})
+
+    async def loop_then_thread() -> Response:
+        assert await handle_inline_async(gateway, derived) is None
+        return await to_thread.run_sync(handle, gateway, derived)
+
+    answer = asyncio.run(loop_then_thread())
+    assert answer.status == 201, answer.body
+    assert tries == [1] and made == [2] and _count(gateway) == 3
+    # Outside a loop's context the thread tries again (here: nothing to record either).
+    assert handle(gateway, _post(4, {**FIELDS, "value": "-1"})).status == 400
+    assert tries == [1, 1]

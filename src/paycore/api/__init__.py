@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 import anyio
@@ -17,10 +18,16 @@ from .table import ROUTES, build_router
 
 if TYPE_CHECKING:
     from ..auth.session import SignedRequest
+    from ..domain.records import SessionKey
     from ..gateway import Gateway
+    from ..storage.request_unit import Recorded
 
 _router: Router | None = None
 log = logging.getLogger("paycore.api")
+#: Set in a request's context once an event loop tried its one-statement creation
+#: (``_signed_create_async``), which the thread it then goes to must not try again: what
+#: failed there fails the same on the thread, at the cost of a second dispatch.
+_LOOP_TRIED: ContextVar[bool] = ContextVar("paycore-loop-tried-creation", default=False)
 
 
 def handle(gateway: Gateway, request: Request) -> Response:
@@ -39,7 +46,20 @@ def handle_streamed(gateway: Gateway, request: Request) -> Response:
     may come as ``Response.chunks`` (made while it is sent), for adapters to stream.
 
     The route is matched here again even when the framework already picked a row: the
-    dispatcher stays the one judge of paths, methods and 404/405 texts under every host."""
+    dispatcher stays the one judge of paths, methods and 404/405 texts under every host.
+
+    A signed ``POST /invoice`` on a store that writes a creation in one call
+    (``Gateway.creates_at_once``: PostgreSQL) is first tried that way (``_signed_create``),
+    unless an event loop tried it already for this request (``_LOOP_TRIED``)."""
+    if (
+        gateway.creates_at_once
+        and request.sends_session
+        and not _LOOP_TRIED.get()
+        and _creates(request)
+    ):
+        answered = _signed_create(gateway, request)
+        if answered is not None:
+            return answered
     return dispatch(gateway, _shared_router(), request)
 
 
@@ -183,19 +203,54 @@ async def _signed_read_async(gateway: Gateway, request: Request) -> Response | N
 
 async def _signed_create_async(gateway: Gateway, request: Request) -> Response | None:
     """A signed ``POST /invoice`` on a store that makes a creation's writes as one
-    statement on a loop (PostgreSQL): the signature checked, the request dispatched on the
-    loop with its storage recorded (``Gateway.recording``) against the key this process
-    last spent for the signer, then the spend, the invoice and its count made as one
-    statement guarded on that key (``Gateway.create_recorded_async``); the answer the
-    dispatcher made is sent only once it has committed. The same sync rules make the
-    invoice and the answer; only the writes are gathered.
+    statement on a loop (PostgreSQL): the request dispatched on the loop with its storage
+    recorded (:func:`_recorded_creation`), then the spend, the invoice and its count made as
+    one statement guarded on the key expected (``Gateway.create_recorded_async``); the
+    answer the dispatcher made is sent only once it has committed. The same sync rules
+    make the invoice and the answer; only the writes are gathered.
 
-    ``None`` -- nothing written, the adapter's thread answers the whole request -- for a
-    key not seen yet, a request that needs any other storage call (a derived address, a
-    rate lock, a proof of work, an ``Idempotency-Key``) or is refused (its text is the
-    thread's to give, in the order the thread finds it), a nonce the statement refused,
-    a key changed since it was seen, and a statement that failed whole. An outage during
-    the statement answers 503, as the sync path does."""
+    ``None`` -- nothing written, the adapter's thread answers the whole request, without
+    trying this again (``_LOOP_TRIED``) -- whenever :func:`_recorded_creation` gives
+    nothing, for a nonce the statement refused, a key changed since it was seen, and a
+    statement that failed whole. An outage during the statement answers 503, as the sync
+    path does."""
+    _LOOP_TRIED.set(True)
+    made = _recorded_creation(gateway, request)
+    if made is None:
+        return None
+    signed, recorded, response = made
+    try:
+        key = await gateway.create_recorded_async(signed, recorded)
+    except Exception as exc:
+        return _not_created(gateway, exc)
+    return _created(recorded, response, key)
+
+
+def _signed_create(gateway: Gateway, request: Request) -> Response | None:
+    """:func:`_signed_create_async` on the request's own thread, for a sync host (Flask
+    under its WSGI server) on a store that makes the writes in one call
+    (``Gateway.create_recorded``): one round trip where the request's transaction made
+    five. ``None`` in the same cases, with nothing written: the dispatcher then answers."""
+    made = _recorded_creation(gateway, request)
+    if made is None:
+        return None
+    signed, recorded, response = made
+    try:
+        key = gateway.create_recorded(signed, recorded)
+    except Exception as exc:
+        return _not_created(gateway, exc)
+    return _created(recorded, response, key)
+
+
+def _recorded_creation(
+    gateway: Gateway, request: Request
+) -> tuple[SignedRequest, Recorded, Response] | None:
+    """The request's signature checked and the request dispatched with its storage
+    recorded (``Gateway.recording``) against the key this process last spent for the
+    signer: what it proved, what it would write, and the answer to send once written.
+    None -- nothing written -- for a key not seen yet, a request that needs any other
+    storage call (a derived address, a rate lock, a proof of work, an ``Idempotency-Key``)
+    or is refused (its text is the ordinary path's to give, in the order it finds it)."""
     signed = _signed(gateway, request)
     if signed is None:
         return None
@@ -209,16 +264,23 @@ async def _signed_create_async(gateway: Gateway, request: Request) -> Response |
         return None
     if not recorded.complete or response.status >= 300:
         return None
-    try:
-        key = await gateway.create_recorded_async(signed, recorded)
-    except WouldBlock:
-        return None
-    except StorageUnavailable as exc:
+    return signed, recorded, response
+
+
+def _not_created(gateway: Gateway, exc: Exception) -> Response | None:
+    """The answer when the one-call creation raised: 503 for an outage (the statement may
+    have committed), else None (nothing was written: the ordinary path answers)."""
+    if isinstance(exc, StorageUnavailable):
         return storage_unavailable(gateway, exc)
-    except Exception as exc:  # rolled back whole by the database: the thread tries anew
+    if not isinstance(exc, WouldBlock):  # rolled back whole by the database
         # The error's class only: its text may quote the invoice's values.
-        log.warning("signed creation on the loop failed (%s)", type(exc).__name__)
-        return None
+        log.warning("signed creation in one statement failed (%s)", type(exc).__name__)
+    return None
+
+
+def _created(recorded: Recorded, response: Response, key: SessionKey | None) -> Response | None:
+    """``response`` once the writes committed (``key``: the key as spent), what waited on
+    the commit run; None when the statement refused them (nothing was written)."""
     if key is None:
         return None
     recorded.run_after()

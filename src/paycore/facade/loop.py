@@ -11,11 +11,12 @@ that hand a prefetched result to the rules. The Gateway sets the attributes decl
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from typing import Any
 
 from ..auth.session import SignedRequest, nonce_terms
 from ..config import Settings
 from ..domain.records import SessionKey
-from ..storage import AsyncInvoiceRead, AsyncSignedCreate, AsyncSignedRead, Storage
+from ..storage import AsyncInvoiceRead, AsyncSignedCreate, AsyncSignedRead, SignedCreate, Storage
 from ..storage.invoice_read import InvoiceRead
 from ..storage.request_unit import Recorded, RequestUnits
 
@@ -32,6 +33,8 @@ class LoopStorage:
     _async_spend: AsyncSignedRead | None
     #: The store's signed creation (spend, invoice, count) on an event loop, if any.
     _async_create: AsyncSignedCreate | None
+    #: The same on the calling thread, if the store has it (a sync host's creation).
+    _create: SignedCreate | None
 
     @property
     def spends_inline(self) -> bool:
@@ -114,14 +117,37 @@ class LoopStorage:
         or the key no longer the one recorded against). Raises as
         ``Storage.spend_nonce_then_insert_invoice_async`` does, ``RuntimeError`` without
         :attr:`creates_async`."""
-        if self._async_create is None or recorded.invoice is None:
-            raise RuntimeError("nothing to create on this gateway's loop")
+        if self._async_create is None:
+            raise RuntimeError("this gateway's storage creates nothing on a loop")
+        made = self._async_create.spend_nonce_then_insert_invoice_async
+        return self._storage.remember_key(await made(**self._creation(signed, recorded)))
+
+    @property
+    def creates_at_once(self) -> bool:
+        """Whether :meth:`create_recorded` is there: the store makes a signed creation's
+        writes in one call on the calling thread (``Storage.spend_nonce_then_insert_invoice``:
+        ``paycore_storage`` on PostgreSQL, one statement)."""
+        return self._create is not None
+
+    def create_recorded(self, signed: SignedRequest, recorded: Recorded) -> SessionKey | None:
+        """:meth:`create_recorded_async` on the calling thread, for a sync host; raises as
+        ``Storage.spend_nonce_then_insert_invoice`` does, ``RuntimeError`` without
+        :attr:`creates_at_once`."""
+        if self._create is None:
+            raise RuntimeError("this gateway's storage creates nothing at once")
+        made = self._create.spend_nonce_then_insert_invoice
+        return self._storage.remember_key(made(**self._creation(signed, recorded)))
+
+    def _creation(self, signed: SignedRequest, recorded: Recorded) -> dict[str, Any]:
+        """The arguments of the store's one-call creation of what ``recorded`` holds."""
+        if recorded.invoice is None:
+            raise RuntimeError("nothing was recorded to create")
         strict, window = nonce_terms(self.settings)
-        key = await self._async_create.spend_nonce_then_insert_invoice_async(
-            signed.address, signed.nonce, signed.digest, window=window, strict=strict,
-            now=signed.at, expect=recorded.key, invoice=recorded.invoice,
-        )  # fmt: skip
-        return self._storage.remember_key(key)
+        return {
+            "address": signed.address, "nonce": signed.nonce, "digest": signed.digest,
+            "window": window, "strict": strict, "now": signed.at, "expect": recorded.key,
+            "invoice": recorded.invoice,
+        }  # fmt: skip
 
     def with_prefetched_spend(
         self, signed: SignedRequest, key: SessionKey | None, guid: str, read: InvoiceRead | None

@@ -22,9 +22,11 @@ from .protocols.async_read import (
     AsyncInvoiceRead,
     AsyncSignedCreate,
     AsyncSignedRead,
+    SignedCreate,
     async_create_of,
     async_read_of,
     async_spend_of,
+    create_of,
 )
 
 __all__ = [
@@ -34,12 +36,14 @@ __all__ = [
     "OutboxSignal",
     "PruneBatch",
     "SignalledStorage",
+    "SignedCreate",
     "SpendThenRead",
     "Storage",
     "StorageTx",
     "async_create_of",
     "async_read_of",
     "async_spend_of",
+    "create_of",
     "signal_source",
     "spend_then_read_of",
 ]

@@ -214,6 +214,24 @@ class MemoryStorage:
             address, nonce, digest, window=window, strict=strict, now=now, guid=guid
         )
 
+    def spend_nonce_then_insert_invoice(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        expect: SessionKey,
+        invoice: Invoice,
+    ) -> SessionKey | None:
+        """Likewise (``create_of`` passes it over): in one transaction."""
+        return spend_then_insert_invoice(
+            self, address, nonce, digest, window=window, strict=strict, now=now,
+            expect=expect, invoice=invoice,
+        )  # fmt: skip
+
     async def spend_nonce_then_insert_invoice_async(
         self,
         address: str,
@@ -227,8 +245,8 @@ class MemoryStorage:
         invoice: Invoice,
     ) -> SessionKey | None:
         """Likewise (``async_create_of`` passes it over): in one transaction."""
-        return spend_then_insert_invoice(
-            self, address, nonce, digest, window=window, strict=strict, now=now,
+        return self.spend_nonce_then_insert_invoice(
+            address, nonce, digest, window=window, strict=strict, now=now,
             expect=expect, invoice=invoice,
         )  # fmt: skip
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Callable
 from decimal import Decimal
-from typing import cast
+from typing import Any, cast
 
 import attrs
 import pytest
@@ -21,6 +22,7 @@ from paycore.storage import (
     AsyncInvoiceRead,
     AsyncSignedCreate,
     AsyncSignedRead,
+    SignedCreate,
     SpendThenRead,
     Storage,
     spend_then_read_of,
@@ -39,6 +41,7 @@ __all__ = [
     "test_read_invoice_async_reads_what_read_invoice_reads",
     "test_spend_nonce_then_read_async_does_what_the_sync_call_does",
     "test_spend_nonce_then_insert_invoice_async_writes_all_or_nothing",
+    "test_spend_nonce_then_insert_invoice_writes_all_or_nothing",
 ]
 
 
@@ -360,6 +363,21 @@ def test_spend_nonce_then_insert_invoice_async_writes_all_or_nothing(storage: St
     if not callable(getattr(storage, "spend_nonce_then_insert_invoice_async", None)):
         pytest.skip("this store has no spend_nonce_then_insert_invoice_async (optional)")
     creator = cast(AsyncSignedCreate, storage)
+
+    def create(**terms: Any) -> SessionKey | None:
+        return asyncio.run(creator.spend_nonce_then_insert_invoice_async(**terms))
+
+    _creates_all_or_nothing(storage, create)
+
+
+def test_spend_nonce_then_insert_invoice_writes_all_or_nothing(storage: Storage) -> None:
+    """The optional sync creation (``SignedCreate``, a sync host's): as the async one."""
+    if not callable(getattr(storage, "spend_nonce_then_insert_invoice", None)):
+        pytest.skip("this store has no spend_nonce_then_insert_invoice (optional)")
+    _creates_all_or_nothing(storage, cast(SignedCreate, storage).spend_nonce_then_insert_invoice)
+
+
+def _creates_all_or_nothing(storage: Storage, made: Callable[..., SessionKey | None]) -> None:
     key = session_key()
     with storage.transaction() as tx:
         tx.put_session_key(key)
@@ -367,18 +385,10 @@ def test_spend_nonce_then_insert_invoice_async_writes_all_or_nothing(storage: St
     first, second = invoice(), invoice("00000000-0000-4000-8000-000000000002")
 
     def create(nonce: int, expect: SessionKey, record: Invoice, strict: bool) -> SessionKey | None:
-        return asyncio.run(
-            creator.spend_nonce_then_insert_invoice_async(
-                key.address,
-                nonce,
-                _digest(str(nonce)),
-                window=1000,
-                strict=strict,
-                now=now,
-                expect=expect,
-                invoice=record,
-            )  # fmt: skip
-        )
+        return made(
+            address=key.address, nonce=nonce, digest=_digest(str(nonce)), window=1000,
+            strict=strict, now=now, expect=expect, invoice=record,
+        )  # fmt: skip
 
     def stored() -> tuple[int, list[str]]:
         with storage.transaction() as tx:

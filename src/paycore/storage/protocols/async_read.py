@@ -1,5 +1,5 @@
 """The checkout page's poll read, and a signed read's spend and read, awaited on an event
-loop: optional parts of ``Storage``.
+loop; a signed creation's writes as one call, awaited or not: optional parts of ``Storage``.
 
 ``Storage.read_invoice`` blocks for its round trip. On a database where that is a network
 round trip (PostgreSQL), an async adapter answering the poll inline (``paycore.api
@@ -109,4 +109,39 @@ def async_create_of(storage: object) -> AsyncSignedCreate | None:
         storage, "has_async_spend", True
     ):
         return cast(AsyncSignedCreate, storage)
+    return None
+
+
+class SignedCreate(Protocol):
+    """A store that makes a signed creation's writes -- the nonce's spend, the invoice and
+    its count -- in one call on the calling thread (``paycore_storage``: one statement on
+    PostgreSQL): what a sync host (Flask under its own WSGI server) makes a creation with,
+    as an async one awaits :class:`AsyncSignedCreate`. See :func:`create_of`."""
+
+    def spend_nonce_then_insert_invoice(
+        self,
+        address: str,
+        nonce: int,
+        digest: str,
+        *,
+        window: int,
+        strict: bool = False,
+        now: int,
+        expect: SessionKey,
+        invoice: Invoice,
+    ) -> SessionKey | None:
+        """What ``AsyncSignedCreate.spend_nonce_then_insert_invoice_async`` makes, made on
+        the calling thread, with the same answers and errors (``WouldBlock`` aside: this
+        call may wait)."""
+        ...
+
+
+def create_of(storage: object) -> SignedCreate | None:
+    """``storage`` when it offers ``spend_nonce_then_insert_invoice`` and one call saves
+    round trips there (not when it says ``has_async_spend = False``: a SQLite file, whose
+    creation is one local transaction either way), else None."""
+    if callable(getattr(storage, "spend_nonce_then_insert_invoice", None)) and getattr(
+        storage, "has_async_spend", True
+    ):
+        return cast(SignedCreate, storage)
     return None
