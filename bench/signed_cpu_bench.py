@@ -11,7 +11,12 @@ page's poll) and ``poll`` the same with ``If-None-Match`` (a 304), each against 
 with ``--profile``, Python function calls per request too (the core's thread hop made
 inline, so that one profile sees it all): a count the machine's load does not disturb.
 
-    python bench/signed_cpu_bench.py [--framework litestar|flask] [--db sqlite|postgresql]
+``--framework flask-wsgi`` calls the Flask app as a host's own WSGI server does (the
+deployment of a shop that embeds paycore in its Flask app): each request on the calling
+thread, no event loop, every call's environ built before the clock starts.
+
+    python bench/signed_cpu_bench.py [--framework litestar|flask|flask-wsgi]
+                                     [--db sqlite|postgresql]
                                      [--kinds get,post,public,poll] [--requests 2000]
                                      [--profile FILE]
 """
@@ -49,6 +54,8 @@ from paycore.runtime.serve import create_app  # noqa: E402
 
 def _asgi(framework: str, app: Any) -> Any:
     """The app as ``paycore serve`` hands it to the server: Flask behind its ASGI front."""
+    if framework == "flask-wsgi":
+        return app
     if framework == "flask":
         from paycore_flask.asgi import AsgiFront
 
@@ -160,6 +167,71 @@ class Driver:
         return status, b"".join(chunks)
 
 
+class WsgiDriver:
+    """:class:`Driver`'s calls made on a WSGI app, on this thread: a host's WSGI server."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.last_headers: list[tuple[bytes, bytes]] = []
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    @staticmethod
+    def _environ(
+        method: str, uri: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> dict[str, Any]:
+        import io
+
+        path, _, query = uri.partition("?")
+        environ: dict[str, Any] = {
+            "REQUEST_METHOD": method, "SCRIPT_NAME": "", "PATH_INFO": path,
+            "QUERY_STRING": query, "RAW_URI": uri, "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": False,
+            "wsgi.run_once": False, "CONTENT_LENGTH": str(len(body)),
+        }  # fmt: skip
+        for name, value in headers:
+            key = name.decode().upper().replace("-", "_")
+            if key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+                environ[key] = value.decode()
+            else:
+                environ["HTTP_" + key] = value.decode()
+        return environ
+
+    def _answer(self, environ: dict[str, Any]) -> tuple[int, bytes]:
+        got: list[Any] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]], *_: Any) -> Any:
+            got.append(int(status.split()[0]))
+            self.last_headers = [(k.lower().encode(), v.encode()) for k, v in headers]
+
+        chunks = self.app(environ, start_response)
+        try:
+            body = b"".join(chunks)
+        finally:
+            getattr(chunks, "close", lambda: None)()
+        return got[0], body
+
+    def call(
+        self, method: str, uri: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> tuple[int, bytes]:
+        return self._answer(self._environ(method, uri, headers, body))
+
+    def run(
+        self, calls: list[tuple[str, str, list[tuple[bytes, bytes]], bytes]], expect: int
+    ) -> None:
+        environs = [self._environ(*call) for call in calls]
+        for (method, uri, _, _), environ in zip(calls, environs, strict=True):
+            status, answer = self._answer(environ)
+            if status != expect:
+                raise RuntimeError(f"{method} {uri}: {status} {answer[:200]!r}")
+
+
 def _signed(
     kind: str, uri: str, key: PrivateKey, nonce: int
 ) -> tuple[str, list[tuple[bytes, bytes]], bytes]:
@@ -193,7 +265,9 @@ def _floor_app(framework: str, url: str, get_body: bytes, post_body: bytes) -> A
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--framework", choices=("litestar", "flask"), default="litestar")
+    parser.add_argument(
+        "--framework", choices=("litestar", "flask", "flask-wsgi"), default="litestar"
+    )
     parser.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--kinds", default="get,post")
     parser.add_argument("--requests", type=int, default=2000)
@@ -220,7 +294,10 @@ def main() -> None:
             database_url=url, auth_mode="strict", session_key_cap=4,
             prices={ETH_1: "3000"},
         )  # fmt: skip
-        driver = Driver(_asgi(args.framework, create_app(args.framework, settings, PREFIX)))
+        wsgi = args.framework == "flask-wsgi"
+        framework = "flask" if wsgi else args.framework
+        made = create_app(framework, settings, PREFIX)
+        driver: Any = WsgiDriver(made) if wsgi else Driver(_asgi(args.framework, made))
         driver.start()
         owner = PrivateKey(hashlib.sha256(b"cpu-bench-owner").digest())
         key = _key(0)
@@ -242,7 +319,8 @@ def main() -> None:
         method, headers, payload = _signed("get", uri, key, nonce)
         status, read = driver.call(method, uri, headers, payload)
         assert status == 200, read
-        floor_driver = Driver(_asgi(args.framework, _floor_app(args.framework, url, read, created)))
+        floor = _floor_app(framework, url, read, created)
+        floor_driver: Any = WsgiDriver(floor) if wsgi else Driver(_asgi(args.framework, floor))
         floor_nonce = 0
         status, _ = driver.call("GET", uri, [(b"host", b"127.0.0.1:8000")], b"")
         tag = dict(driver.last_headers).get(b"etag", b"")
