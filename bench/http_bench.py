@@ -136,8 +136,8 @@ FLOOR_NOTES = {
     "post": _SIGNED_FLOOR,
     "public": "floor: one indexed, autocommitted SELECT of the invoice row, nothing else",
     "poll": "floor: the same SELECT, then 304 with no body",
-    "get_read": "floor with the read: key recovery, one durable nonce write, then one "
-    "indexed, autocommitted SELECT of the invoice it answers",
+    "get_read": "floor with the read: key recovery, one durable nonce write and one indexed "
+    "SELECT of the invoice it answers (one autocommitted statement on the async floor)",
     "post_write": "floor with the write: key recovery, then the nonce and the invoice's row "
     "(its JSON body parsed, a random guid) in one durable transaction, into a copy of "
     "paycore's invoice table with its B-tree indexes",
