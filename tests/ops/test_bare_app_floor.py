@@ -185,3 +185,58 @@ def test_floor_inline_is_refused_but_for_litestar_on_sqlite(args: list[str]) -> 
     )  # fmt: skip
     assert done.returncode == 2, done
     assert "--floor-inline is Litestar's, with a SQLite --floor" in done.stderr
+
+
+@pytest.mark.postgres
+def test_the_postgres_floors_spend_and_read_in_one_statement(postgres_schema: Any) -> None:
+    """The signed read's floor on PostgreSQL, threaded and async: one statement that spends
+    the nonce and reads the invoice, as paycore's does (a floor making two round trips would
+    flatter paycore). It answers 200 for the invoice, 401 for a replay, and 404 for a
+    missing invoice, whose nonce it spent all the same; other bytes under a signature are
+    another signer's (the floor trusts any key it recovers), whose nonce is its own."""
+    bare_app = _bare_app()
+    url = postgres_schema().render_as_string(hide_password=False)
+    store = SqlStorage(url)
+    store.migrate()
+    store.close()
+    row = bare_app.invoice_row(INVOICE, "0x" + "11" * 20)
+    floor, async_floor = bare_app.Floor(url), bare_app.AsyncFloor(url)
+    floor._connection().execute(
+        f"INSERT INTO paycore_invoices ({', '.join(row)}) VALUES ({', '.join(['%s'] * len(row))})",
+        tuple(row.values()),
+    )
+    missing = "00000000-0000-4000-8000-000000000000"
+    key = PrivateKey(hashlib.sha256(b"one-statement-floor").digest())
+    executed: list[str] = []
+
+    def answers(spend_and_read: Any, nonce: int) -> list[int]:
+        signed = b"/paycore/read/invoice/x"
+        return [
+            spend_and_read(_headers(key, nonce, signed), signed, row["guid"]),
+            spend_and_read(_headers(key, nonce, signed), signed, row["guid"]),  # replay
+            spend_and_read(_headers(key, nonce + 1, signed), signed, missing),
+            spend_and_read(_headers(key, nonce + 1, signed), signed, row["guid"]),  # spent
+            spend_and_read(_headers(key, nonce + 2, signed), b"other bytes", row["guid"]),
+        ]
+
+    connection = floor._connection()
+    traced = connection.execute
+
+    def tracing(query: str, *args: Any) -> Any:
+        executed.append(query)
+        return traced(query, *args)
+
+    connection.execute = tracing  # type: ignore[method-assign]
+    assert answers(floor.spend_and_read, 10) == [200, 401, 404, 401, 200]
+    assert len(executed) == 5 and all("WITH spent AS" in query for query in executed)
+
+    async def run() -> list[int]:
+        found = []
+        for nonce, guid in ((20, row["guid"]), (20, row["guid"]), (21, missing), (21, row["guid"])):
+            signed = b"/paycore/read/invoice/y"
+            found.append(
+                await async_floor.spend_and_read(_headers(key, nonce, signed), signed, guid)
+            )
+        return found
+
+    assert asyncio.run(run()) == [200, 401, 404, 401]
