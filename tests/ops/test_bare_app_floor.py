@@ -79,21 +79,32 @@ def _noting(floor: Any) -> list[bool]:
     return on_loop
 
 
+def _one_invoice(
+    bare_app: ModuleType, url: str, placeholder: str, *kinds: type
+) -> tuple[Any, list[Any]]:
+    """The database at ``url`` migrated, a floor of each of ``kinds`` built on it (a floor
+    copies the migrated invoice table), and one invoice's row stored through the first's
+    connection: the row, and the floors."""
+    store = SqlStorage(url)
+    store.migrate()
+    store.close()
+    floors = [kind(url) for kind in kinds]
+    floor = floors[0]
+    row = bare_app.invoice_row(INVOICE, "0x" + "11" * 20)
+    values = ", ".join([placeholder] * len(row))
+    floor._connection().execute(
+        f"INSERT INTO paycore_invoices ({', '.join(row)}) VALUES ({values})", tuple(row.values())
+    )
+    return row, floors
+
+
 @pytest.fixture
 def floors(tmp_path: Path) -> Iterator[tuple[str, dict[str, tuple[TestClient[Any], list[bool]]]]]:
     """A migrated SQLite file holding one invoice, and both Litestar floors on it, each with
     its own ``Floor`` (as each bench process has its own)."""
     bare_app = _bare_app()
     url = f"sqlite:///{tmp_path / 'bench.sqlite3'}"
-    store = SqlStorage(url)
-    store.migrate()
-    store.close()
-    row = bare_app.invoice_row(INVOICE, "0x" + "11" * 20)
-    threaded, inline = bare_app.Floor(url), bare_app.Floor(url)
-    threaded._connection().execute(
-        f"INSERT INTO paycore_invoices ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-        tuple(row.values()),
-    )
+    row, (threaded, inline) = _one_invoice(bare_app, url, "?", bare_app.Floor, bare_app.Floor)
     notes = {"threaded": _noting(threaded), "inline": _noting(inline)}
     with (
         TestClient(bare_app.litestar_app(GET_BODY, POST_BODY, threaded)) as threaded_client,
@@ -196,14 +207,8 @@ def test_the_postgres_floors_spend_and_read_in_one_statement(postgres_schema: An
     another signer's (the floor trusts any key it recovers), whose nonce is its own."""
     bare_app = _bare_app()
     url = postgres_schema().render_as_string(hide_password=False)
-    store = SqlStorage(url)
-    store.migrate()
-    store.close()
-    row = bare_app.invoice_row(INVOICE, "0x" + "11" * 20)
-    floor, async_floor = bare_app.Floor(url), bare_app.AsyncFloor(url)
-    floor._connection().execute(
-        f"INSERT INTO paycore_invoices ({', '.join(row)}) VALUES ({', '.join(['%s'] * len(row))})",
-        tuple(row.values()),
+    row, (floor, async_floor) = _one_invoice(
+        bare_app, url, "%s", bare_app.Floor, bare_app.AsyncFloor
     )
     missing = "00000000-0000-4000-8000-000000000000"
     key = PrivateKey(hashlib.sha256(b"one-statement-floor").digest())
