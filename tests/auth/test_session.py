@@ -411,3 +411,32 @@ def test_a_public_key_of_the_wrong_length_has_no_address() -> None:
     for wrong in (key[:63], b"\x04" + key + b"\x00", b"\x04"):
         with pytest.raises(ValueError, match="64 bytes"):
             public_key_to_address(wrong)
+
+
+def test_a_request_checked_already_is_not_checked_again_and_no_other_is_taken_for_it(
+    storage: MemoryStorage, settings: Settings, client: SessionClient, registered: SessionKey
+) -> None:
+    """``Sessions.already_checked``: an event loop checks a request's signature before its
+    storage is awaited, and the dispatcher's check of that very request (the same headers
+    mapping, the same target) then returns what the first proved. Any other request --
+    other headers, even equal ones, or another target -- is checked on its own."""
+    from paycore.auth.service import Sessions
+    from paycore.auth.session import SignedRequest
+
+    sessions = Sessions(storage, settings, lambda: NOW + 1)
+    headers = client.headers("POST", "/invoice", BODY)
+    first = sessions.check(method="POST", uri="/invoice", body=BODY, headers=headers)
+    assert first is not None
+    proved = SignedRequest(first.address, first.nonce, first.digest, first.at - 1)
+    with sessions.already_checked(headers, "/invoice", proved):
+        again = sessions.check(method="POST", uri="/invoice", body=BODY, headers=headers)
+        assert again is proved  # not recomputed: the one proof stands
+        assert sessions.check(method="POST", uri="/invoice", body=BODY, headers=dict(headers)) == (
+            first
+        )
+        # Another target: checked on its own bytes, so the signature recovers another key.
+        other = sessions.check(method="GET", uri="/invoice?x=1", body=b"", headers=headers)
+        assert other is not None and other is not proved and other.address != first.address
+        spent = sessions.authenticate(method="POST", uri="/invoice", body=BODY, headers=headers)
+        assert spent is not None and spent.last_seen_nonce == first.nonce
+    assert sessions.check(method="POST", uri="/invoice", body=BODY, headers=headers) == first

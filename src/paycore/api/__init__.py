@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
@@ -185,9 +186,13 @@ async def _signed_read_async(gateway: Gateway, request: Request) -> Response | N
     except Exception:  # the spend's fate unknown: answered as dispatch answers a bug
         log.exception("async signed read failed")
         return text_response("internal error", 500)
+
     # A refused nonce's text reads the stored key: a transaction, for a thread.
+    def checked() -> AbstractContextManager[None]:  # once on the loop, once on a thread
+        return gateway.sessions.already_checked(request.headers, request.uri, signed)
+
     if key is not None:
-        with gateway.with_prefetched_spend(signed, key, guid, read):
+        with checked(), gateway.with_prefetched_spend(signed, key, guid, read):
             try:
                 with without_blocking():
                     return dispatch(gateway, _shared_router(), request)
@@ -195,7 +200,7 @@ async def _signed_read_async(gateway: Gateway, request: Request) -> Response | N
                 pass  # an expiry to write: the thread makes it, on the same spend
 
     def on_thread() -> Response:
-        with gateway.with_prefetched_spend(signed, key, guid, read):
+        with checked(), gateway.with_prefetched_spend(signed, key, guid, read):
             return handle_streamed(gateway, request).joined()
 
     return await to_thread.run_sync(on_thread)
@@ -257,8 +262,9 @@ def _recorded_creation(
     expect = gateway.known_session_key(signed.address)
     if expect is None:
         return None
+    checked = gateway.sessions.already_checked(request.headers, request.uri, signed)
     try:
-        with gateway.recording(signed, expect) as recorded, without_blocking():
+        with checked, gateway.recording(signed, expect) as recorded, without_blocking():
             response = dispatch(gateway, _shared_router(), request)
     except WouldBlock:
         return None

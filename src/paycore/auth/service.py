@@ -8,7 +8,9 @@ functions in ``registry``, ``session`` and ``pow`` stay the implementation, over
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from ..config import Settings
@@ -24,9 +26,15 @@ from .registry import (
     list_pubkeys,
     register_pubkey,
 )
-from .session import SignedRequest, authenticate, signed_request, spend, verify_session
+from .session import SignedRequest, signed_request, spend, verify_session
 
 T = TypeVar("T")
+
+#: A request whose signature was checked already (:meth:`Sessions.already_checked`): its
+#: headers (that very object), its target, and what the check proved.
+_CHECKED: ContextVar[tuple[Mapping[str, str], str | bytes, SignedRequest] | None] = ContextVar(
+    "paycore-checked-signature", default=None
+)
 
 
 def _typed(cls: type[T], request: T | Mapping[str, Any]) -> T:
@@ -75,17 +83,10 @@ class Sessions:
         headers: Mapping[str, str],
         required: bool | None = None,
     ) -> SessionKey | None:
-        """The key that signed this request, its nonce spent (``paycore.auth.session``)."""
-        return authenticate(
-            self._storage,
-            self._settings,
-            method=method,
-            uri=uri,
-            body=body,
-            headers=headers,
-            now=self._now(),
-            required=required,
-        )
+        """The key that signed this request, its nonce spent (``paycore.auth.session``):
+        :meth:`check`, then :meth:`spend` when it is signed."""
+        signed = self.check(method=method, uri=uri, body=body, headers=headers, required=required)
+        return None if signed is None else self.spend(signed)
 
     def check(
         self,
@@ -98,11 +99,30 @@ class Sessions:
     ) -> SignedRequest | None:
         """:meth:`authenticate`'s first half, which reads and writes nothing (the key
         recovered from the signature): what a request worth one transaction does before
-        opening it (``paycore.auth.session.signed_request``)."""
+        opening it (``paycore.auth.session.signed_request``). Inside
+        :meth:`already_checked` for this very request, what that check proved."""
+        checked = _CHECKED.get()
+        if checked is not None and checked[0] is headers and checked[1] == uri:
+            return checked[2]
         return signed_request(
             self._settings, method=method, uri=uri, body=body, headers=headers,
             now=self._now(), required=required,
         )  # fmt: skip
+
+    @contextmanager
+    def already_checked(
+        self, headers: Mapping[str, str], uri: str | bytes, signed: SignedRequest
+    ) -> Iterator[None]:
+        """Inside, :meth:`check` of the request with these ``headers`` (that very mapping,
+        whose bytes ``signed`` was checked against: a request answered on an event loop is
+        checked before its storage is awaited) and ``uri`` returns ``signed`` instead of
+        checking again: the dispatcher's second check cost a second hash of the body and
+        address, and a cache lookup for the key."""
+        token = _CHECKED.set((headers, uri, signed))
+        try:
+            yield
+        finally:
+            _CHECKED.reset(token)
 
     def spend(self, signed: SignedRequest) -> SessionKey:
         """:meth:`authenticate`'s second half: the nonce spent, the key returned
