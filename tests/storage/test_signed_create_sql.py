@@ -307,3 +307,42 @@ def test_a_sync_host_creates_in_one_statement_and_a_loop_tried_request_is_not_re
     # Outside a loop's context the thread tries again (here: nothing to record either).
     assert handle(gateway, _post(4, {**FIELDS, "value": "-1"})).status == 400
     assert tries == [1, 1]
+
+
+def test_a_flask_app_under_its_own_wsgi_server_creates_in_one_statement(
+    gateway: Gateway,
+) -> None:
+    """The deployment README shows for Flask -- the extension in the shop's own app, served
+    by the shop's WSGI server -- makes a known key's creation in one statement: the
+    answer is the ordinary one, the invoice is stored and counted, and a replay of it is
+    refused with nothing more written."""
+    from flask import Flask
+
+    from paycore_flask import PayCore
+
+    store = gateway._given
+    assert isinstance(store, SqlStorage)
+    made: list[int] = []
+    one_call = store.spend_nonce_then_insert_invoice
+
+    def counted(*args: Any, **kwargs: Any) -> SessionKey | None:
+        made.append(kwargs["nonce"])
+        return one_call(*args, **kwargs)
+
+    store.spend_nonce_then_insert_invoice = counted  # type: ignore[method-assign]
+    app = Flask("shop")
+    PayCore(app, gateway=gateway, prefix="/paycore")
+    client = app.test_client()
+
+    def post(nonce: int) -> Any:
+        sent = _post(nonce)
+        return client.post("/paycore/invoice", data=sent.body, headers=dict(sent.headers))
+
+    assert post(1).status_code == 201 and made == []  # the key not seen yet
+    second = post(2)
+    assert second.status_code == 201, second.data
+    assert made == [2] and _count(gateway) == 2
+    stored = _stored(gateway, Response(201, second.data))
+    assert stored is not None and stored.owner == OWNER and stored.description == "made on the loop"
+    replay = post(2)
+    assert replay.status_code == 401 and made == [2, 2] and _count(gateway) == 2
