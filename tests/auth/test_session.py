@@ -418,8 +418,9 @@ def test_a_request_checked_already_is_not_checked_again_and_no_other_is_taken_fo
 ) -> None:
     """``Sessions.already_checked``: an event loop checks a request's signature before its
     storage is awaited, and the dispatcher's check of that very request (the same headers
-    mapping, the same target) then returns what the first proved. Any other request --
-    other headers, even equal ones, or another target -- is checked on its own."""
+    mapping and body, the same target) then returns what the first proved. Any other
+    request -- other headers, even equal ones, another body or another target -- is checked
+    on its own."""
     from paycore.auth.service import Sessions
     from paycore.auth.session import SignedRequest
 
@@ -428,12 +429,16 @@ def test_a_request_checked_already_is_not_checked_again_and_no_other_is_taken_fo
     first = sessions.check(method="POST", uri="/invoice", body=BODY, headers=headers)
     assert first is not None
     proved = SignedRequest(first.address, first.nonce, first.digest, first.at - 1)
-    with sessions.already_checked(headers, "/invoice", proved):
+    with sessions.already_checked(headers, BODY, "/invoice", proved):
         again = sessions.check(method="POST", uri="/invoice", body=BODY, headers=headers)
         assert again is proved  # not recomputed: the one proof stands
         assert sessions.check(method="POST", uri="/invoice", body=BODY, headers=dict(headers)) == (
             first
         )
+        # Another body under the same headers: checked on its own bytes, another key.
+        body = b'{"value":"99","chainId":1}'
+        other = sessions.check(method="POST", uri="/invoice", body=body, headers=headers)
+        assert other is not None and other is not proved and other.address != first.address
         # Another target: checked on its own bytes, so the signature recovers another key.
         other = sessions.check(method="GET", uri="/invoice?x=1", body=b"", headers=headers)
         assert other is not None and other is not proved and other.address != first.address

@@ -189,7 +189,7 @@ async def _signed_read_async(gateway: Gateway, request: Request) -> Response | N
 
     # A refused nonce's text reads the stored key: a transaction, for a thread.
     def checked() -> AbstractContextManager[None]:  # once on the loop, once on a thread
-        return gateway.sessions.already_checked(request.headers, request.uri, signed)
+        return gateway.sessions.already_checked(request.headers, request.body, request.uri, signed)
 
     if key is not None:
         with checked(), gateway.with_prefetched_spend(signed, key, guid, read):
@@ -262,7 +262,7 @@ def _recorded_creation(
     expect = gateway.known_session_key(signed.address)
     if expect is None:
         return None
-    checked = gateway.sessions.already_checked(request.headers, request.uri, signed)
+    checked = gateway.sessions.already_checked(request.headers, request.body, request.uri, signed)
     try:
         with checked, gateway.recording(signed, expect) as recorded, without_blocking():
             response = dispatch(gateway, _shared_router(), request)

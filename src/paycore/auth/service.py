@@ -31,9 +31,9 @@ from .session import SignedRequest, signed_request, spend, verify_session
 T = TypeVar("T")
 
 #: A request whose signature was checked already (:meth:`Sessions.already_checked`): its
-#: headers (that very object), its target, and what the check proved.
-_CHECKED: ContextVar[tuple[Mapping[str, str], str | bytes, SignedRequest] | None] = ContextVar(
-    "paycore-checked-signature", default=None
+#: headers and body (those very objects), its target, and what the check proved.
+_CHECKED: ContextVar[tuple[Mapping[str, str], bytes, str | bytes, SignedRequest] | None] = (
+    ContextVar("paycore-checked-signature", default=None)
 )
 
 
@@ -102,8 +102,10 @@ class Sessions:
         opening it (``paycore.auth.session.signed_request``). Inside
         :meth:`already_checked` for this very request, what that check proved."""
         checked = _CHECKED.get()
-        if checked is not None and checked[0] is headers and checked[1] == uri:
-            return checked[2]
+        if checked is not None:
+            seen_headers, seen_body, seen_uri, proved = checked
+            if seen_headers is headers and seen_body is body and seen_uri == uri:
+                return proved
         return signed_request(
             self._settings, method=method, uri=uri, body=body, headers=headers,
             now=self._now(), required=required,
@@ -111,14 +113,14 @@ class Sessions:
 
     @contextmanager
     def already_checked(
-        self, headers: Mapping[str, str], uri: str | bytes, signed: SignedRequest
+        self, headers: Mapping[str, str], body: bytes, uri: str | bytes, signed: SignedRequest
     ) -> Iterator[None]:
-        """Inside, :meth:`check` of the request with these ``headers`` (that very mapping,
-        whose bytes ``signed`` was checked against: a request answered on an event loop is
-        checked before its storage is awaited) and ``uri`` returns ``signed`` instead of
-        checking again: the dispatcher's second check cost a second hash of the body and
-        address, and a cache lookup for the key."""
-        token = _CHECKED.set((headers, uri, signed))
+        """Inside, :meth:`check` of the request with these ``headers`` and ``body`` (those
+        very objects, whose bytes ``signed`` was checked against: a request answered on an
+        event loop is checked before its storage is awaited) and ``uri`` returns ``signed``
+        instead of checking again: the dispatcher's second check cost a second hash of the
+        body and address, and a cache lookup for the key."""
+        token = _CHECKED.set((headers, body, uri, signed))
         try:
             yield
         finally:
