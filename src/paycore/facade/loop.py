@@ -6,6 +6,8 @@ read's spend and read, a signed creation's writes), then the core's sync rules r
 it returned (``paycore.api.handle_inline_async``). These are the Gateway's own methods,
 written apart from the rest of the facade: what the store offers for that, and the contexts
 that hand a prefetched result to the rules. The Gateway sets the attributes declared here.
+A signed creation's one statement has its sync twin here too (``create_recorded``): a sync
+host (Flask under its own WSGI server) makes it the same way on the request's thread.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ Inside a unit:
   runs once the unit has committed, in order, and not at all if it rolls back.
 
 Inside :meth:`RequestUnits.recording` the unit writes nothing: a signed creation's spend and
-invoice are recorded, for the caller to make as one statement on an event loop.
+invoice are recorded, for the caller to make as one statement (on an event loop, or on a
+sync host's request thread).
 
 Outside a unit the wrapper is the wrapped storage. The unit lives in a context variable, so
 each thread or task of a server has its own.
@@ -162,9 +163,9 @@ class RequestUnits:
         (:class:`Recorded`): the spend of ``message`` returns ``key`` (as the spend would
         return it), one ``insert_invoice`` is kept, and any other storage call -- in the
         unit or outside it -- raises ``WouldBlock``. The caller then makes the recorded
-        writes at once (``Storage.spend_nonce_then_insert_invoice_async``: one statement
-        on PostgreSQL), guarded on ``key``, and only then sends the answer and runs
-        ``Recorded.after``."""
+        writes at once (``Storage.spend_nonce_then_insert_invoice_async`` on a loop,
+        ``spend_nonce_then_insert_invoice`` on a thread: one statement on PostgreSQL),
+        guarded on ``key``, and only then sends the answer and runs ``Recorded.after``."""
         recorded = Recorded(message, key)
         token = self._recording.set(recorded)
         try:
