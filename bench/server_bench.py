@@ -24,6 +24,7 @@ Output: JSON lines on stdout (one per database, candidate and worker count, with
 of the repetitions and ``ratio`` = paycore / bare); progress on stderr.
 
     python bench/server_bench.py [--seconds 2] [--reps 3] [--only gunicorn,uvicorn]
+                                 [--postgres postgresql://postgres@127.0.0.1:5432/test]
 """
 
 # No ``from __future__ import annotations``: Litestar reads the bare handler's return
@@ -179,7 +180,7 @@ def _servers(port: int, workers: int) -> dict[str, list[str]]:
 
 # -- the database and the seeded invoice -------------------------------------------------------
 @contextmanager
-def _database(kind: str, tmp: Path) -> Iterator[str]:
+def _database(kind: str, tmp: Path, postgres: str) -> Iterator[str]:
     if kind == "sqlite":
         yield f"sqlite:///{tmp / 'bench.sqlite3'}"
         return
@@ -187,12 +188,14 @@ def _database(kind: str, tmp: Path) -> Iterator[str]:
 
     from paycore_storage.engine import database_url
 
-    admin = create_engine(database_url(POSTGRES))
+    parsed = database_url(postgres)
+    admin = create_engine(parsed)
     schema = f"bench_server_{uuid.uuid4().hex[:12]}"
     with admin.begin() as connection:
         connection.execute(text(f'CREATE SCHEMA "{schema}"'))
     try:
-        yield f"{POSTGRES}?options=-csearch_path%3D{schema}"
+        scoped = parsed.update_query_dict({"options": f"-csearch_path={schema}"})
+        yield scoped.render_as_string(hide_password=False)
     finally:
         with admin.begin() as connection:
             connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
@@ -337,13 +340,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=4, help="connections per process")
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument("--postgres", default=POSTGRES, help="server for the postgresql rounds")
     parser.add_argument("--only", default="", help="comma-separated substrings of candidates")
     args = parser.parse_args(argv)
     wanted = [w for w in args.only.split(",") if w]
     with tempfile.TemporaryDirectory(prefix="paycore-server-bench-") as tmp_name:
         tmp = Path(tmp_name)
         for kind in args.databases.split(","):
-            with _database(kind, tmp) as url:
+            with _database(kind, tmp, args.postgres) as url:
                 guid = _seed(url)
                 env = {
                     **{k: v for k, v in os.environ.items() if not k.startswith("PAYCORE_")},

@@ -18,7 +18,7 @@ Cases:
 - ``ceiling``: a bare ``websockets`` server thread pushing a frame of the same size from a
   queue, no paycore: what the socket and the client cost by themselves.
 
-Output: one JSON object on stdout (milliseconds); progress on stderr.
+Output: one JSON object on one line of stdout (milliseconds); progress on stderr.
 
     python bench/ws_bench.py [--events 1000] [--redis-url redis://127.0.0.1:6379/0]
 """
@@ -386,7 +386,7 @@ def main() -> None:
             cases[f"{framework}/redis"] = summary(
                 via_redis(framework, args.events, args.redis_url, workdir)
             )
-    print(json.dumps(report, indent=2))
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from sqlalchemy.engine import URL
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -41,6 +42,22 @@ def _run(script: str, *args: str, timeout: float = 300) -> list[dict[str, Any]]:
 @pytest.fixture
 def postgres_url(postgres_server: URL) -> str:
     return postgres_server.render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> str:
+    """A reachable Redis, as tests/realtime finds it (the name marks a test ``redis``)."""
+    url = os.environ.get("PAYCORE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=2)
+        client.ping()
+        client.close()
+    except redis.RedisError as exc:
+        reason = f"Redis unreachable at {url}: {exc}"
+        if os.environ.get("PAYCORE_REQUIRE_REDIS", "") == "1":
+            pytest.fail(reason + " (PAYCORE_REQUIRE_REDIS=1)", pytrace=False)
+        pytest.skip(reason)
+    return url
 
 
 def _positive(line: dict[str, Any], *fields: str) -> None:
@@ -157,3 +174,117 @@ def test_checkout_push_bench(postgres_url: str, db: str) -> None:
         assert rung["kib_per_stream"] is not None and rung["plain_gets"] > 0, rung
     medians = [line for line in lines if line.get("figure") == "median"]
     assert {line["mode"] for line in medians} == {"poll", "stream", "bare"}
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_events_bench_webhook(postgres_url: str) -> None:
+    for database, url in (("sqlite", []), ("postgresql", ["--database-url", postgres_url])):
+        [line] = _run("events_bench.py", "--events", "20", "--only", "webhook", *url)
+        assert line["bench"] == "events" and line["database"] == database, line
+        webhook = line["webhook"]
+        _positive(webhook["latency_ms"], "p50", "p90", "p99", "max")
+        _positive(
+            webhook, "offered_changes_per_sec", "deliveries_per_sec", "bare_posts_per_sec", "ratio"
+        )
+
+
+@pytest.mark.slow
+def test_events_bench_websocket_half() -> None:
+    """The WebSocket half is bench/ws_bench.py run as a subprocess: its report is nested."""
+    [line] = _run("events_bench.py", "--events", "5", "--only", "websocket", timeout=120)
+    report = line["websocket"]
+    assert report["bench"] == "ws" and "webhook" not in line, line
+    for case in ("ceiling/bare-websockets", "flask/in-process", "litestar/in-process"):
+        _positive(report["cases"][case], "n", "p50", "p99", "max")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_search_bench(postgres_url: str) -> None:
+    # 5,000 rows is the least at which every search finds something (customer "cust4242").
+    lines = _run(
+        "search_bench.py", "--size", "5000", "--reps", "3", "--inner", "3",
+        "--postgres-url", postgres_url,
+    )  # fmt: skip
+    figures = {
+        "floor_get_by_guid", "order_id_in_data", "word_in_description", "rare_customer_id",
+        "paid_last_week", "paid_week_in_march", "stats_30_days",
+    }  # fmt: skip
+    seen = [(line["backend"], line["figure"]) for line in lines]
+    assert sorted(seen) == sorted((db, f) for db in ("postgresql", "sqlite") for f in figures)
+    for line in lines:
+        _positive(line, "ms", "floor_ms", "ratio")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_server_bench(postgres_url: str) -> None:
+    # granian is no dependency of paycore's, so its two candidates are left out: the rest
+    # are what `paycore serve --workers N` runs (gunicorn) and uvicorn's own workers.
+    lines = _run(
+        "server_bench.py", "--seconds", "0.2", "--reps", "1", "--clients", "1",
+        "--connections", "1", "--only", "gunicorn,uvicorn", "--postgres", postgres_url,
+        timeout=300,
+    )  # fmt: skip
+    servers = ("flask+gunicorn-gthread", "litestar+uvicorn", "litestar+gunicorn-uvicorn")
+    seen = [(line["database"], line["server"], line["workers"]) for line in lines]
+    assert sorted(seen) == sorted(
+        (db, server, workers)
+        for db in ("sqlite", "postgresql")
+        for server in servers
+        for workers in (1, 2)
+    )
+    for line in lines:
+        _positive(line, "paycore_rps", "bare_rps", "ratio")
+        assert len(line["paycore_reps"]) == len(line["bare_reps"]) == 1, line
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_webhook_fairness_bench(postgres_url: str) -> None:
+    [line] = _run(
+        "webhook_fairness_bench.py", "--events", "10", "--rate", "100", "--deadline", "0.5",
+        "--drip", "0.2", "--reps", "3", "--postgres", postgres_url, timeout=300,
+    )  # fmt: skip
+    assert line["bench"] == "webhook_fairness", line
+    for database in ("sqlite", "postgresql"):
+        found = line[database]
+        _positive(found["median_p99_ms"], "quiet", "dripping", "uncapped")
+        _positive(found, "ratio", "uncapped_ratio")
+        for mode, runs in found["runs"].items():
+            assert len(runs) == 3, (database, mode, runs)
+            for run in runs:
+                _positive(run, "p50", "p99", "max")
+                if mode != "quiet":  # the hostile merchant's receiver was really sent to
+                    _positive(run, "dripper_connections")
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_ws_bench(redis_url: str) -> None:
+    [line] = _run("ws_bench.py", "--events", "5", "--redis-url", redis_url, timeout=120)
+    assert line["bench"] == "ws" and line["events_per_case"] == 5, line
+    _positive(line, "push_frame_bytes")
+    cases = line["cases"]
+    assert set(cases) == {
+        "ceiling/bare-websockets", "flask/in-process", "litestar/in-process",
+        "flask/redis", "litestar/redis",
+    }  # fmt: skip
+    for case in cases.values():  # the Redis cases measured, not "skipped"
+        assert case["n"] == 5, case
+        _positive(case, "p50", "p90", "p99", "max", "mean")
+
+
+@pytest.mark.slow
+@pytest.mark.anvil
+@pytest.mark.postgres
+def test_payout_gas(postgres_url: str) -> None:
+    lines = _run("payout_gas.py", "--sizes", "2", "--reps", "3", "--postgres", postgres_url)
+    seen = [(line["database"], line["kind"], line["recipients"]) for line in lines]
+    assert sorted(seen) == sorted(
+        (db, kind, 2) for db in ("sqlite", "postgres") for kind in ("native", "erc20")
+    )
+    for line in lines:
+        _positive(line, "figure", "floor", "ratio", "build_ms")
+        assert all(len(samples) == 3 for samples in line["samples"].values()), line
