@@ -5,11 +5,25 @@ thousands of calls through the very app ``paycore serve`` builds (Litestar, or F
 its ASGI front) is not. Each call is one pre-signed request with a fresh nonce (strict
 mode, as ``http_bench.py`` runs the server): ``get`` is ``GET /paycore/invoice/{guid}``,
 ``post`` is ``POST /paycore/invoice``; ``public`` is the unsigned ``GET`` (the checkout
-page's poll) and ``poll`` the same with ``If-None-Match`` (a 304), each against one indexed
-``SELECT``. Prints one JSON line per case: CPU ms per request
-(``time.process_time``: every thread of the process, the worker pool's included), and wall;
-with ``--profile``, Python function calls per request too (the core's thread hop made
-inline, so that one profile sees it all): a count the machine's load does not disturb.
+page's poll) and ``poll`` the same with ``If-None-Match`` (a 304).
+
+Against each, in the same process and on the same database, ``bare_app.py``'s floor driven
+the same way (Litestar's on a SQLite file on the event loop, ``--floor-inline``, its
+fastest form there): for ``get`` and ``post`` the least a replay-proof signed request does
+(``floor``: the key recovered and the nonce spent, and the POST's body stored with it) and
+the least that request itself needs (``floor_with_read``: the nonce, then the invoice's
+``SELECT``; ``floor_with_write``: the nonce and the invoice's row with its indexes, in one
+transaction); for ``public`` and ``poll`` one indexed ``SELECT``. Each repetition runs
+paycore and then each floor, ``--requests`` calls each, after a warm-up of its own; the
+line gives the medians of ``--reps`` (at least 3).
+
+Prints one JSON line per kind: CPU ms per request (``time.process_time``: every thread of
+the process, the worker pool's included) and wall, for paycore and each floor, and each
+floor's CPU over paycore's (``cpu_ratio``, ``cpu_ratio_with_read``,
+``cpu_ratio_with_write``: 1.0 means paycore costs what the floor costs); per repetition
+figures on stderr. With ``--profile``, Python function calls per request too (paycore's
+first repetition; the core's thread hop made inline, so that one profile sees it all): a
+count the machine's load does not disturb, where the CPU figures are the profile's.
 
 ``--framework flask-wsgi`` calls the Flask app as a host's own WSGI server does (the
 deployment of a shop that embeds paycore in its Flask app): each request on the calling
@@ -18,7 +32,7 @@ thread, no event loop, every call's environ built before the clock starts.
     python bench/signed_cpu_bench.py [--framework litestar|flask|flask-wsgi]
                                      [--db sqlite|postgresql]
                                      [--kinds get,post,public,poll] [--requests 2000]
-                                     [--profile FILE]
+                                     [--reps 3] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ import hashlib
 import json
 import os
 import pstats
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -50,6 +65,13 @@ from http_bench import (  # noqa: E402  the bench's own signing and databases
 from paycore.auth.signatures import public_key_to_address  # noqa: E402
 from paycore.config import Settings  # noqa: E402
 from paycore.runtime.serve import create_app  # noqa: E402
+
+#: One request as the drivers take it: method, target, headers, body.
+Call = tuple[str, str, list[tuple[bytes, bytes]], bytes]
+#: Calls each side makes before its clock starts, in every repetition.
+WARM_UP = 50
+#: The fuller floor of each signed kind: the work no correct implementation can skip.
+FLOOR_WITH = {"get": "read", "post": "write"}
 
 
 def _asgi(framework: str, app: Any) -> Any:
@@ -252,9 +274,9 @@ def _signed(
 
 
 def _floor_app(framework: str, url: str, get_body: bytes, post_body: bytes) -> Any:
-    """``bare_app.py``'s floor on the same database: the signed GET's is the one with the
-    read (``/read/invoice/{guid}``: the nonce, then the invoice's ``SELECT``). Litestar's on
-    a SQLite file runs on the event loop (``--floor-inline``), its fastest form there."""
+    """``bare_app.py``'s floor app on the same database, the sync one (the async floor has
+    no write). Litestar's on a SQLite file runs on the event loop (``--floor-inline``), its
+    fastest form there."""
     import bare_app
 
     if framework == "litestar":
@@ -271,11 +293,16 @@ def main() -> None:
     parser.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--kinds", default="get,post")
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--profile", help="write a cProfile of the measured calls here")
     parser.add_argument(
         "--postgres", default=os.environ.get("PAYCORE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
     )
     args = parser.parse_args()
+    if args.reps < 3:
+        parser.error("--reps must be at least 3: one repetition's figure is noise")
+    if args.requests < 1:
+        parser.error("--requests must be at least 1")
     if args.profile:  # cProfile sees one thread: the core's call made on the loop's own
         import anyio.to_thread
 
@@ -321,59 +348,99 @@ def main() -> None:
         assert status == 200, read
         floor = _floor_app(framework, url, read, created)
         floor_driver: Any = WsgiDriver(floor) if wsgi else Driver(_asgi(args.framework, floor))
-        floor_nonce = 0
         status, _ = driver.call("GET", uri, [(b"host", b"127.0.0.1:8000")], b"")
         tag = dict(driver.last_headers).get(b"etag", b"")
+        counters = {"paycore": nonce, "floor": 0}  # the floors spend into one table
+        each = args.requests + WARM_UP
+
+        def signed_calls(kind: str, target: str, side: str) -> list[Call]:
+            calls = []
+            for _ in range(each):
+                counters[side] += 1
+                method, headers, payload = _signed(kind, target, key, counters[side])
+                calls.append((method, target, headers, payload))
+            return calls
+
+        def calls_for(kind: str, side: str, target: str, signed: bool) -> list[Call]:
+            if signed:
+                return signed_calls(kind, target, "paycore" if side == "paycore" else "floor")
+            headers = [(b"host", b"127.0.0.1:8000")]
+            if kind == "poll":
+                headers.append((b"if-none-match", tag))
+            return [("GET", target, headers, b"")] * each
+
+        def ms(runs: list[tuple[float, float]], which: int) -> float:
+            """The median run's figure (0: CPU, 1: wall) in ms a request."""
+            return 1e3 * statistics.median(run[which] for run in runs) / args.requests
+
         for kind in args.kinds.split(","):
-            target = uri if kind in ("get", "public", "poll") else PREFIX + "/invoice"
             expect = {"get": 200, "post": 201, "public": 200, "poll": 304}[kind]
+            # side -> (driver, the target of its calls, whether its calls are signed)
+            sides: dict[str, tuple[Any, str, bool]]
             if kind in ("public", "poll"):  # unsigned: the checkout page's poll
-                headers = [(b"host", b"127.0.0.1:8000")]
-                if kind == "poll":
-                    headers.append((b"if-none-match", tag))
-                calls = [("GET", uri, headers, b"")] * (args.requests + 50)
-                floor_calls = list(calls)
+                sides = {"paycore": (driver, uri, False), "floor": (floor_driver, uri, False)}
             else:
-                prepared = []
-                for _ in range(args.requests + 50):
-                    nonce += 1
-                    prepared.append(_signed(kind, target, key, nonce))
-                calls = [(m, target, h, p) for m, h, p in prepared]
-                floor_calls = []
-                floor_target = (
-                    uri.replace("/invoice/", "/read/invoice/") if kind == "get" else target
-                )
-                for _ in range(args.requests + 50):
-                    floor_nonce += 1
-                    m, h, p = _signed(kind, floor_target, key, floor_nonce)
-                    floor_calls.append((m, floor_target, h, p))
-            driver.run(calls[:50], expect)  # warm-up
-            floor_driver.run(floor_calls[:50], expect)
-            profile = cProfile.Profile(time.process_time) if args.profile else None
-            cpu0, wall0 = time.process_time(), time.perf_counter()
+                target = uri if kind == "get" else PREFIX + "/invoice"
+                work = FLOOR_WITH[kind]
+                fuller = (
+                    uri.replace("/invoice/", "/read/invoice/", 1) if kind == "get"
+                    else PREFIX + "/write/invoice"
+                )  # fmt: skip
+                sides = {
+                    "paycore": (driver, target, True),
+                    "floor": (floor_driver, target, True),
+                    f"floor_with_{work}": (floor_driver, fuller, True),
+                }
+
+            samples: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
             counted = 0
-            if profile:
-                profile.enable()
-            driver.run(calls[50:], expect)
-            if profile:
-                profile.disable()
-                profile.dump_stats(f"{args.profile}.{kind}")
-                counted = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
-            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-            cpu1, wall1 = time.process_time(), time.perf_counter()
-            floor_driver.run(floor_calls[50:], expect)
-            floor_cpu, floor_wall = time.process_time() - cpu1, time.perf_counter() - wall1
-            print(json.dumps({
-                "framework": args.framework, "db": args.db, "kind": kind,
-                "cpu_ms": round(1e3 * cpu / args.requests, 3),
-                "wall_ms": round(1e3 * wall / args.requests, 3),
-                "floor_cpu_ms": round(1e3 * floor_cpu / args.requests, 3),
-                "floor_wall_ms": round(1e3 * floor_wall / args.requests, 3),
-                "cpu_ratio": round(floor_cpu / cpu, 2),
-                # Python function calls per request (with --profile): a count the load
-                # does not disturb, unlike the CPU figures.
-                **({"calls_per_request": round(counted / args.requests, 1)} if profile else {}),
-            }), flush=True)  # fmt: skip
+            for rep in range(args.reps):
+                # Every side's calls are made (and signed) before any clock starts.
+                prepared = {
+                    side: calls_for(kind, side, target, signed)
+                    for side, (_drive, target, signed) in sides.items()
+                }
+                for side, (drive, _target, _signed_side) in sides.items():
+                    calls = prepared[side]
+                    drive.run(calls[:WARM_UP], expect)
+                    profile = (
+                        cProfile.Profile(time.process_time)
+                        if args.profile and side == "paycore" and rep == 0 else None
+                    )  # fmt: skip
+                    cpu0, wall0 = time.process_time(), time.perf_counter()
+                    if profile:
+                        profile.enable()
+                    drive.run(calls[WARM_UP:], expect)
+                    if profile:
+                        profile.disable()
+                    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+                    samples[side].append((cpu, wall))
+                    if profile:
+                        profile.dump_stats(f"{args.profile}.{kind}")
+                        counted = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+                    print(
+                        f"signed_cpu_bench: {kind} rep {rep + 1} {side}: "
+                        f"{1e3 * cpu / args.requests:.3f} ms CPU a request",
+                        file=sys.stderr, flush=True,
+                    )  # fmt: skip
+
+            line: dict[str, Any] = {
+                "framework": args.framework, "db": args.db, "kind": kind, "reps": args.reps,
+                "stat": "median", "cpu_ms": round(ms(samples["paycore"], 0), 3),
+                "wall_ms": round(ms(samples["paycore"], 1), 3),
+            }  # fmt: skip
+            for side in sides:
+                if side == "paycore":
+                    continue
+                line[f"{side}_cpu_ms"] = round(ms(samples[side], 0), 3)
+                line[f"{side}_wall_ms"] = round(ms(samples[side], 1), 3)
+                ratio = "cpu_ratio" + side.removeprefix("floor")
+                line[ratio] = round(ms(samples[side], 0) / ms(samples["paycore"], 0), 2)
+            if args.profile:
+                # Python function calls per request: a count the load does not disturb,
+                # unlike the CPU figures (which the profile itself inflates).
+                line["calls_per_request"] = round(counted / args.requests, 1)
+            print(json.dumps(line), flush=True)
         driver.stop()
         floor_driver.stop()
 

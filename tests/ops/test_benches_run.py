@@ -288,3 +288,37 @@ def test_payout_gas(postgres_url: str) -> None:
     for line in lines:
         _positive(line, "figure", "floor", "ratio", "build_ms")
         assert all(len(samples) == 3 for samples in line["samples"].values()), line
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("framework", "db"), [("litestar", "sqlite"), ("flask-wsgi", "postgresql")]
+)
+def test_signed_cpu_bench_prints_paycore_and_each_floor(
+    postgres_url: str, framework: str, db: str
+) -> None:
+    lines = _run(
+        "signed_cpu_bench.py", "--framework", framework, "--db", db, "--requests", "20",
+        "--kinds", "get,post,public,poll", "--postgres", postgres_url,
+    )  # fmt: skip
+    assert [line["kind"] for line in lines] == ["get", "post", "public", "poll"]
+    floors = {"get": "floor_with_read", "post": "floor_with_write"}
+    for line in lines:
+        assert (line["framework"], line["db"], line["reps"]) == (framework, db, 3), line
+        _positive(line, "cpu_ms", "wall_ms", "floor_cpu_ms", "floor_wall_ms", "cpu_ratio")
+        fuller = floors.get(line["kind"])
+        if fuller is None:  # the poll's floor is one SELECT: no fuller one
+            assert not any(name.startswith("floor_with") for name in line), line
+            continue
+        _positive(line, f"{fuller}_cpu_ms", f"{fuller}_wall_ms")
+        _positive(line, "cpu_ratio" + fuller.removeprefix("floor"))
+
+
+def test_signed_cpu_bench_refuses_fewer_than_three_repetitions() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "signed_cpu_bench.py"), "--reps", "2"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--reps must be at least 3" in done.stderr
