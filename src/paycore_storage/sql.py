@@ -74,6 +74,7 @@ from .chains import ChainStatements
 from .detected import DetectedStatements
 from .endpoints import EndpointStatements
 from .engine import (
+    _BUSY_MS,
     begin,
     busy,
     closed_by_server,
@@ -91,6 +92,7 @@ from .merchant import MerchantStatements
 from .migrations import migrate
 from .outbox import OutboxStatements
 from .outbox_signal import PostgresListen, SqliteDataVersion
+from .own_readers import OwnReaders
 from .payout_watch import PayoutWatchStatements
 from .payouts import PayoutStatements
 from .prepared import connection_runner, on_dbapi
@@ -164,14 +166,12 @@ class SqlStorage:
         #: a SQLite file, whose writes wait for nothing but their fsync when no other writer
         #: holds the lock.
         self.has_inline_spend = self._may_hold and sqlite and not self._memory
-        #: A SQLite file's reader for each event loop's thread (``_read_on_loop``), opened
-        #: outside the pool, by (process, thread); no path where the file is not a plain one.
-        self._loop_readers: dict[tuple[int, int], Any] = {}
-        # Opened as sqlite3 opens a path: not where the URL or the engine's options say
-        # how to connect (a ``file:`` URI, a creator of the host's).
+        # A SQLite file's readers of their own, one per thread (``own_readers``); opened as
+        # sqlite3 opens a path, so not where the URL or the engine's options say how to
+        # connect (a ``file:`` URI, a creator of the host's).
         plain_file = sqlite and not self._memory and not self.url.query
         plain_file = plain_file and not {"connect_args", "creator"} & engine_options.keys()
-        self._reader_path = self.url.database if plain_file else None
+        self._own_readers = OwnReaders(str(self.url.database), _BUSY_MS) if plain_file else None
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision now."""
@@ -372,8 +372,11 @@ class SqlStorage:
         # one request at a time, where worker threads overlap their waits), a shared lock
         # to wait for, a migration, a connection to open. A SQLite file's WAL read is none.
         pool: Any = self.engine.pool
-        if self._reader_path is not None and self._migrated and on_event_loop():
-            return self._read_on_loop(guid)
+        if self._own_readers is not None and self._migrated:
+            on_loop = on_event_loop()
+            own = self._own_readers.reader(on_loop)
+            if own is not None:
+                return self._read_on_own(guid, *own, on_loop)
         if self._postgres or self._memory or not self._migrated or pool.checkedin() == 0:
             refuse_blocking()
         try:
@@ -516,31 +519,18 @@ class SqlStorage:
         finally:
             (connection or pooled).close()
 
-    def _read_on_loop(self, guid: str) -> InvoiceRead | None:
-        """``read_invoice`` on an event loop's thread, on a SQLite file: on a connection of
-        that thread's own, kept open outside the pool (a poll's pool checkout and check-in,
-        with its reset, cost more than its ``SELECT``), with no busy timeout -- a WAL read
-        waits for no writer, and where SQLite would make it wait (a checkpoint restarting
-        the log) it raises ``WouldBlock`` and a thread reads. A driver error drops the
-        connection, so the next poll opens a fresh one."""
-        key = (os.getpid(), threading.get_ident())
-        reader = self._loop_readers.get(key)
-        if reader is None:
-            assert self._reader_path is not None
-            reader = sqlite3.connect(
-                self._reader_path, isolation_level=None, check_same_thread=False
-            )
-            reader.execute("PRAGMA busy_timeout=0")
-            self._loop_readers[key] = reader
-
-        def drop(_error: BaseException) -> None:
-            if self._loop_readers.pop(key, None) is not None:
-                reader.close()
-
+    def _read_on_own(
+        self, guid: str, reader: Any, drop: Callable[[BaseException], None], on_loop: bool
+    ) -> InvoiceRead | None:
+        """``read_invoice`` on a SQLite file, on the thread's reader of its own
+        (``own_readers``): no pool checkout. On an event loop, where SQLite would make the
+        read wait (``SQLITE_BUSY``, as the driver raised it or as SQLAlchemy wraps it),
+        ``WouldBlock``: a thread reads instead."""
         try:
             return read_on(self.engine.dialect, reader, drop, guid)
-        except sqlite3.Error as error:
-            if busy(error):
+        except Exception as error:
+            driver = getattr(error, "orig", error)
+            if on_loop and isinstance(driver, sqlite3.Error) and busy(driver):
                 raise WouldBlock from None
             outage = unavailable(error)
             if outage is None:
@@ -705,9 +695,8 @@ class SqlStorage:
     def close(self) -> None:
         with self._exclusive(), self._held_lock:
             self._release_writer()
-        for key in list(self._loop_readers):
-            if key[0] == os.getpid():  # a forked child's copies are its parent's to close
-                self._loop_readers.pop(key).close()
+        if self._own_readers is not None:
+            self._own_readers.close()
         if self._async_reads is not None:
             self._async_reads.close()
         self.engine.dispose()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,13 +109,15 @@ def test_a_poll_on_the_loop_reads_on_a_connection_of_its_own(
     the loop does not: a thread answers, and the reader stays."""
     guid = _invoice(gateway)
     storage: Any = gateway.storage
+    expected = handle(gateway, _read(guid))  # this thread's reader, not the loop's
     storage.engine.pool.dispose()  # no idle pooled connection: none is needed
+    before = storage._own_readers.held()
     first = handle_inline(gateway, _read(guid))
-    _same(first, handle(gateway, _read(guid)))
+    _same(first, expected)
     assert storage.engine.pool.checkedout() == 0
-    (reader,) = storage._loop_readers.values()
+    (reader,) = [r for r in storage._own_readers.held() if r not in before]
     assert handle_inline(gateway, _read(guid)) is not None
-    assert list(storage._loop_readers.values()) == [reader]
+    assert storage._own_readers.held() == [*before, reader]
     busy = sqlite3.OperationalError("database is locked")
     busy.sqlite_errorcode = sqlite3.SQLITE_BUSY
 
@@ -124,9 +127,41 @@ def test_a_poll_on_the_loop_reads_on_a_connection_of_its_own(
     monkeypatch.setattr(paycore_storage.sql, "read_on", waits)
     assert handle_inline(gateway, _read(guid)) is None
     monkeypatch.undo()
-    assert list(storage._loop_readers.values()) == [reader]
+    assert storage._own_readers.held() == [*before, reader]
     storage.close()
-    assert storage._loop_readers == {}
+    assert storage._own_readers.held() == []
+
+
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+def test_a_poll_on_a_plain_thread_reads_on_a_connection_of_its_own(gateway: Gateway) -> None:
+    """A host's WSGI server answers the poll on its own threads: each reads on a connection
+    of its own too (with the pool's busy timeout, since a thread may wait), up to a
+    bound; past it a thread reads on a pooled connection, and answers the same."""
+    guid = _invoice(gateway)
+    storage: Any = gateway.storage
+    storage.engine.pool.dispose()
+    answers: list[Response] = []
+
+    def poll() -> None:
+        answers.append(handle(gateway, _read(guid)))
+
+    poll()
+    assert storage.engine.pool.checkedin() == 0  # no pooled connection was opened
+    (reader,) = storage._own_readers.held()
+    assert reader.execute("PRAGMA busy_timeout").fetchone()[0] > 0
+    poll()
+    assert storage._own_readers.held() == [reader]  # kept, not opened again
+    storage._own_readers._most = 1  # the bound reached: another thread uses the pool
+    other = threading.Thread(target=poll)
+    other.start()
+    other.join()
+    assert storage._own_readers.held() == [reader]
+    assert storage.engine.pool.checkedin() == 1
+    for answer in answers[1:]:
+        _same(answer, answers[0])
+    assert answers[0].status == 200
+    storage.close()
+    assert storage._own_readers.held() == []
 
 
 @pytest.mark.parametrize("database", ["sqlite"], indirect=True)

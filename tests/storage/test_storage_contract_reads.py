@@ -87,6 +87,9 @@ def test_sqlite_read_is_one_select_without_begin(tmp_path: Path, clock: FakeCloc
             tx.insert_invoice(record)
         store.engine.pool.dispose()  # the next connection is traced from its start
         assert store.read_invoice(record.guid) is not None
+        # A thread reads on a connection of its own, outside the pool (own_readers).
+        (reader,) = store._own_readers.held()
+        reader.set_trace_callback(sent.append)
         sent.clear()
         read = store.read_invoice(record.guid)
         assert read is not None and read.invoice() == record
