@@ -363,11 +363,12 @@ class SqlStorage:
             raise outage from error
 
     def read_invoice(self, guid: str) -> InvoiceRead | None:
-        """One autocommitted ``SELECT`` on a pooled DBAPI connection (``invoice_read``):
-        on PostgreSQL one round trip, no ``BEGIN`` or ``COMMIT``; on a SQLite file a read
-        that takes neither ``BEGIN IMMEDIATE`` nor this process's writer lock (WAL lets it
-        run beside a writer). An in-memory SQLite database has one connection, shared: the
-        lock is taken there."""
+        """One autocommitted ``SELECT`` (``invoice_read``): on PostgreSQL on a pooled DBAPI
+        connection, one round trip, no ``BEGIN`` or ``COMMIT``; on a SQLite file on the
+        reading thread's own connection (``own_readers``; a pooled one past their bound), a
+        read that takes neither ``BEGIN IMMEDIATE`` nor this process's writer lock (WAL lets
+        it run beside a writer). An in-memory SQLite database has one connection, shared:
+        the lock is taken there."""
         # Not on an event loop: a round trip to PostgreSQL (the loop would wait it out,
         # one request at a time, where worker threads overlap their waits), a shared lock
         # to wait for, a migration, a connection to open. A SQLite file's WAL read is none.
