@@ -101,6 +101,25 @@ SERVICE_FIXTURES = {
 }
 
 
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A reachable Redis (``PAYCORE_TEST_REDIS_URL``, else the local one); the test is
+    skipped without one, and fails with ``PAYCORE_REQUIRE_REDIS=1``, as ``.ci/run`` sets."""
+    import redis
+
+    url = os.environ.get("PAYCORE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=2)
+        client.ping()
+        client.close()
+    except redis.RedisError as exc:
+        reason = f"Redis unreachable at {url}: {exc}"
+        if os.environ.get("PAYCORE_REQUIRE_REDIS", "") == "1":
+            pytest.fail(reason + " (PAYCORE_REQUIRE_REDIS=1)", pytrace=False)
+        pytest.skip(reason)
+    return url
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from sqlalchemy.engine import URL
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -42,22 +41,6 @@ def _run(script: str, *args: str, timeout: float = 300) -> list[dict[str, Any]]:
 @pytest.fixture
 def postgres_url(postgres_server: URL) -> str:
     return postgres_server.render_as_string(hide_password=False)
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> str:
-    """A reachable Redis, as tests/realtime finds it (the name marks a test ``redis``)."""
-    url = os.environ.get("PAYCORE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-    try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=2)
-        client.ping()
-        client.close()
-    except redis.RedisError as exc:
-        reason = f"Redis unreachable at {url}: {exc}"
-        if os.environ.get("PAYCORE_REQUIRE_REDIS", "") == "1":
-            pytest.fail(reason + " (PAYCORE_REQUIRE_REDIS=1)", pytrace=False)
-        pytest.skip(reason)
-    return url
 
 
 def _positive(line: dict[str, Any], *fields: str) -> None:

@@ -8,13 +8,11 @@ tests (and developers' other processes) sharing that Redis never see each other'
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import redis
 from eth_account.signers.local import LocalAccount
 from realtime_helpers import (
     FRAMEWORKS,
@@ -29,8 +27,6 @@ from realtime_helpers import (
 )
 
 from paycore import Gateway
-
-REDIS_URL = os.environ.get("PAYCORE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 @pytest.fixture
@@ -83,20 +79,6 @@ def registered(server: str, owner: LocalAccount, key: LocalAccount) -> LocalAcco
 @pytest.fixture
 def merchant(gateway: Gateway, owner: LocalAccount) -> Merchant:
     return Merchant(gateway, owner)
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    try:
-        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-        client.ping()
-        client.close()
-    except redis.RedisError as exc:
-        reason = f"Redis unreachable at {REDIS_URL}: {exc}"
-        if os.environ.get("PAYCORE_REQUIRE_REDIS", "") == "1":
-            pytest.fail(reason + " (PAYCORE_REQUIRE_REDIS=1)", pytrace=False)
-        pytest.skip(reason)
-    return REDIS_URL
 
 
 @pytest.fixture
