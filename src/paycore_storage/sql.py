@@ -664,8 +664,21 @@ class SqlStorage:
 
     @contextmanager
     def _autocommitted(self) -> Iterator[tuple[Any, Callable[[BaseException], None]]]:
-        """A pooled PostgreSQL DBAPI connection in autocommit (put back after, if it is
-        still sound) and what retires it: for one statement that commits itself."""
+        """A PostgreSQL DBAPI connection in autocommit and what retires it, for one
+        statement that commits itself: the held one (``_held``) when no other call has it,
+        with no pool checkout and no switch to autocommit and back, given back to the pool
+        after any error as a spend's is; else a pooled one, switched and put back."""
+        if self._may_hold and self._held_lock.acquire(blocking=False):
+            try:
+                held, _run, _connection = self._held()
+                try:
+                    yield held.dbapi_connection, held.invalidate
+                except BaseException:
+                    self._release_writer()
+                    raise
+            finally:
+                self._held_lock.release()
+            return
         with self._pooled() as (pooled, _run):
             dbapi: Any = pooled.dbapi_connection
             dbapi.autocommit = True

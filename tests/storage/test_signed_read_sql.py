@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from coincurve import PrivateKey
+from sqlalchemy import event
 from sqlalchemy.engine import URL
 
 import paycore_storage.plugin
@@ -416,5 +417,38 @@ def test_inline_writes_off_sends_every_signed_request_to_a_thread(tmp_path: Path
         assert handle_inline(gateway, _signed_post("/invoice", body, 4)) is None
         assert handle(gateway, _signed_get(uri, 3)).status == 200
         assert handle(gateway, _signed_post("/invoice", body, 4)).status == 201
+    finally:
+        gateway.close()
+
+
+@pytest.mark.postgres
+def test_a_signed_read_on_postgresql_takes_the_held_connection_when_it_is_free(
+    postgres_schema: Any,
+) -> None:
+    """A sync host's signed read is one autocommitted statement; once the process holds a
+    connection for its spends, the read takes that one when no other call has it (no pool
+    checkout, no switch to autocommit and back), and a pooled one when another call does.
+    Either way the answer is the public read's."""
+    gateway = _strict_gateway(postgres_schema().render_as_string(hide_password=False))
+    try:
+        uri = _registered_invoice(gateway)
+        public = handle(gateway, Request("GET", uri))
+        storage: Any = gateway.storage
+        checkouts: list[object] = []
+        event.listen(storage.engine.pool, "checkout", lambda *_: checkouts.append(1))
+        _same_as_public(handle(gateway, _signed_get(uri, 2)), public)
+        assert len(checkouts) == 1, "the first use checks out the connection then held"
+        _same_as_public(handle(gateway, _signed_get(uri, 3)), public)
+        assert len(checkouts) == 1, "the held connection, free: no checkout"
+        assert storage._held_lock.acquire(blocking=False)  # another call has it now
+        try:
+            _same_as_public(handle(gateway, _signed_get(uri, 4)), public)
+        finally:
+            storage._held_lock.release()
+        assert len(checkouts) == 2, "held elsewhere: a pooled connection"
+        _refused_as_replay(handle(gateway, _signed_get(uri, 4)))
+        before = len(checkouts)  # a refusal reads why in a transaction of its own
+        _same_as_public(handle(gateway, _signed_get(uri, 5)), public)
+        assert len(checkouts) == before, "free again: the held one"
     finally:
         gateway.close()
