@@ -294,20 +294,11 @@ class SqlStorage:
             self._ensure_schema()
             if self._may_hold and not self._postgres:
                 return self._spend_and_read_on_file(params, strict, None, None)[0]
-            if self._may_hold and self._held_lock.acquire(blocking=False):
-                try:
-                    return self._spend_on_held_postgres(params, strict)
-                finally:
-                    self._held_lock.release()
+            if self._postgres:
+                with self._autocommitted() as (_dbapi, _invalidate, run):
+                    return _spend_on_postgres(run, params, strict)
             with self._exclusive(), self._pooled() as (pooled, run):
                 dbapi: Any = pooled.dbapi_connection
-                if self._postgres:
-                    dbapi.autocommit = True
-                    try:
-                        return _spend_on_postgres(run, params, strict)
-                    finally:
-                        if pooled.is_valid:  # not when an error retired the connection
-                            dbapi.autocommit = False
                 dbapi.execute("BEGIN IMMEDIATE")
                 spent = None
                 try:
@@ -346,7 +337,7 @@ class SqlStorage:
             if attempt is None:
                 self._ensure_schema()
             if self._postgres:
-                with self._autocommitted() as (dbapi, invalidate):
+                with self._autocommitted() as (dbapi, invalidate, _run):
                     return spend_then_read_on_postgres(
                         self.engine.dialect, dbapi, invalidate, params, strict, guid
                     )
@@ -398,17 +389,6 @@ class SqlStorage:
             if outage is None:
                 raise
             raise outage from error
-
-    def _spend_on_held_postgres(self, params: dict[str, Any], strict: bool) -> SessionKey | None:
-        """``spend_nonce`` on PostgreSQL on the held connection, which stays in autocommit
-        mode while held (no switch on and off per call). Any error gives it back to the
-        pool, as a connection checked out for this one call would have gone back."""
-        _held, run, _connection = self._held()
-        try:
-            return _spend_on_postgres(run, params, strict)
-        except BaseException:
-            self._release_writer()
-            raise
 
     def _spend_and_read_on_file(
         self,
@@ -602,7 +582,7 @@ class SqlStorage:
         sql, arguments = create_arguments(self.engine.dialect, strict, params, expect, invoice)
         try:
             self._ensure_schema()
-            with self._autocommitted() as (dbapi, invalidate):
+            with self._autocommitted() as (dbapi, invalidate, _run):
                 return spend_then_create_on_postgres(
                     self.engine.dialect, dbapi, invalidate, sql, arguments
                 )
@@ -663,27 +643,29 @@ class SqlStorage:
             pooled.close()
 
     @contextmanager
-    def _autocommitted(self) -> Iterator[tuple[Any, Callable[[BaseException], None]]]:
-        """A PostgreSQL DBAPI connection in autocommit and what retires it, for one
-        statement that commits itself: the held one (``_held``) when no other call has it,
-        with no pool checkout and no switch to autocommit and back, given back to the pool
-        after any error as a spend's is; else a pooled one, switched and put back."""
+    def _autocommitted(self) -> Iterator[tuple[Any, Callable[[BaseException], None], _Run]]:
+        """A PostgreSQL DBAPI connection in autocommit, what retires it and a ``_Run`` on
+        it, for one statement that commits itself (a spend, a signed read, a signed
+        creation): the held one (``_held``) when no other call has it, with no pool
+        checkout and no switch to autocommit and back, given back to the pool after any
+        error, as a connection checked out for the one call would have gone back; else a
+        pooled one, switched and put back."""
         if self._may_hold and self._held_lock.acquire(blocking=False):
             try:
-                held, _run, _connection = self._held()
+                held, run, _connection = self._held()
                 try:
-                    yield held.dbapi_connection, held.invalidate
+                    yield held.dbapi_connection, held.invalidate, run
                 except BaseException:
                     self._release_writer()
                     raise
             finally:
                 self._held_lock.release()
             return
-        with self._pooled() as (pooled, _run):
+        with self._pooled() as (pooled, run):
             dbapi: Any = pooled.dbapi_connection
             dbapi.autocommit = True
             try:
-                yield dbapi, pooled.invalidate
+                yield dbapi, pooled.invalidate, run
             finally:
                 if pooled.is_valid:
                     dbapi.autocommit = False
