@@ -14,6 +14,7 @@ from litestar.connection import ASGIConnection
 from litestar.types import HTTPScope, Scope
 
 from paycore.api import Request as PaycoreRequest
+from paycore.api.http import LowerHeaders
 
 
 def scope_request(scope: HTTPScope, prefix: str = "", body: bytes = b"") -> PaycoreRequest:
@@ -31,7 +32,7 @@ def scope_request(scope: HTTPScope, prefix: str = "", body: bytes = b"") -> Payc
         method=scope["method"].upper(),
         path=path,
         query_string=scope.get("query_string", b"").decode("utf-8", "replace"),
-        headers=joined_headers(scope),
+        headers=joined_headers(scope),  # lower case already: the core keeps them as they are
         body=body,
         raw_uri=target,
         # The scheme and host Litestar reports (the ASGI server's proxy handling applied,
@@ -68,7 +69,7 @@ def root_url(scope: Scope) -> str:
     return found
 
 
-def joined_headers(scope: Scope) -> dict[str, str]:
+def joined_headers(scope: Scope) -> LowerHeaders:
     """Every header field, a repeated one joined with ``", "`` as WSGI servers join them.
 
     ``dict(request.headers)`` would keep only the first of two ``x-session-nonce`` fields;
@@ -76,10 +77,12 @@ def joined_headers(scope: Scope) -> dict[str, str]:
     is refused the same way under both adapters.
     """
     fields = list(scope["headers"])  # a list from every server; an iterable by the type
-    joined = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in fields}
+    joined = LowerHeaders(
+        {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in fields}
+    )
     if len(joined) == len(fields):  # no name repeated (the usual request): done
         return joined
-    joined = {}
+    joined = LowerHeaders()
     for raw_name, raw_value in fields:
         name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
         joined[name] = f"{joined[name]}, {value}" if name in joined else value

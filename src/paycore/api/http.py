@@ -33,8 +33,20 @@ log = logging.getLogger("paycore.api")
 _SESSION_NAMES = frozenset(SESSION_HEADERS)
 
 
+class LowerHeaders(dict[str, str]):
+    """Header fields whose names an adapter has put in lower case already (Litestar's, from
+    the ASGI scope): the request keeps them as they are instead of lowering a copy, a
+    step the checkout page's poll paid for on every request."""
+
+
 def _lower(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k.lower(): v for k, v in headers.items()}
+    if type(headers) is LowerHeaders:
+        return headers
+    return LowerHeaders({k.lower(): v for k, v in headers.items()})
+
+
+def _sends_session(request: Request) -> bool:
+    return not _SESSION_NAMES.isdisjoint(request.headers)
 
 
 @attrs.frozen
@@ -59,19 +71,17 @@ class Request:
     #: The client's address as the framework reports it (the host's proxy handling applied,
     #: if it configured one): what per-client limits count by. Empty: unknown, one key for all.
     client: str = ""
+    #: Whether any session header is present (the request then is session-signed or 401).
+    #: Worked out once, when the request is made: every request asks it several times.
+    sends_session: bool = attrs.field(
+        init=False, eq=False, repr=False, default=attrs.Factory(_sends_session, takes_self=True)
+    )
 
     @property
     def uri(self) -> str:
         if self.raw_uri:
             return self.raw_uri
         return self.path + ("?" + self.query_string if self.query_string else "")
-
-    @property
-    def sends_session(self) -> bool:
-        """Whether any session header is present (the request then is session-signed or
-        401). The names are lower case already (the converter): one set test, which runs
-        several times on every request."""
-        return not _SESSION_NAMES.isdisjoint(self.headers)
 
     @property
     def reads_uri(self) -> bool:
