@@ -70,7 +70,7 @@ from paycore.realtime.hub import Hub, hub_for
 from paycore.realtime.invoice_stream import EventStream
 
 from .extension import PayCoreState
-from .view import ASYNC_STREAMS
+from .view import ASYNC_STREAMS, environ_headers
 
 log = logging.getLogger("paycore.flask")
 _T = TypeVar("_T")
@@ -290,11 +290,7 @@ class AsgiFront:
             method=scope["method"],
             path=_wsgi_text(below),
             query_string=_wsgi_text(environ_like["QUERY_STRING"]),
-            headers={
-                name.removeprefix("HTTP_").replace("_", "-"): value
-                for name, value in environ_like.items()
-                if name.startswith(("HTTP_", "CONTENT_"))
-            },
+            headers=environ_headers(environ_like),
             body=body,
             raw_uri=_wsgi_text(environ_like["RAW_URI"]),
             root_url=f"{environ_like['wsgi.url_scheme']}://{host}{_wsgi_text(root)}",

@@ -49,3 +49,23 @@ def test_litestar_hands_over_lowered_joined_headers_and_the_host_s_root_url() ->
     assert (request.path, request.root_url) == ("/invoice/x", "http://shop.test")
     other = scope_request(_scope([(b"host", b"other.test")]), "/pay")
     assert (other.root_url, other.sends_session) == ("http://other.test", False)
+
+
+def test_flask_lists_the_fields_werkzeug_lists_with_lowered_names() -> None:
+    from werkzeug.datastructures import EnvironHeaders
+
+    from paycore_flask.view import environ_headers
+
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": "GET", "PATH_INFO": "/pay/invoice/x", "SERVER_NAME": "shop.test",
+        "HTTP_HOST": "shop.test", "HTTP_X_SESSION_NONCE": "1, 2", "HTTP_IF_NONE_MATCH": '"t"',
+        "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": "",
+        "HTTP_CONTENT_TYPE": "text/plain", "wsgi.url_scheme": "http",
+    }  # fmt: skip
+    fields = environ_headers(environ)
+    assert type(fields) is LowerHeaders
+    assert fields == {name.lower(): value for name, value in EnvironHeaders(environ)}
+    assert fields == {
+        "host": "shop.test", "x-session-nonce": "1, 2", "if-none-match": '"t"',
+        "content-type": "application/json",
+    }  # fmt: skip
