@@ -1,12 +1,14 @@
-"""``read_invoice``: an invoice and its refunds in one statement, decoded only on demand.
+"""``read_invoice``: an invoice and what joins it in one statement, decoded only on demand.
 
 The public ``GET /invoice/{guid}`` is the checkout page's poll. It used to be a full
 transaction -- ``BEGIN``, the invoice's ``SELECT``, for a paid invoice a second one for its
 refunds, ``COMMIT`` -- and on SQLite ``BEGIN IMMEDIATE`` under this process's writer lock,
 so every poll queued behind every write. Here it is one ``SELECT`` (the invoice's row left
-joined to its refunds, by the unique guid and the refunds' ``(guid, seq)`` index), sent
-in autocommit on a pooled connection: on PostgreSQL one round trip; on a SQLite file a
-plain read in WAL, which never waits for a writer and takes no lock of this process.
+joined to its refunds and its shown detected transfers, by the unique guid and their
+indexes), sent in autocommit: on PostgreSQL one round trip; on a SQLite file a plain read
+in WAL, which never waits for a writer and takes no lock of this process. On a SQLite
+file the invoice's own row comes first, with a probe of each joined table, and the
+joined read follows only when a probe finds a row (``_NARROW``): the same rows either way.
 
 ``version`` is a hash of the rows exactly as the driver returned them, before any JSON is
 decoded or any decimal parsed: every column of the invoice's row (a column a later revision
@@ -21,7 +23,6 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import (
-    Boolean,
     Column,
     Dialect,
     and_,
@@ -81,9 +82,14 @@ _READ_ORDER = (
     detected_transfers.c.log_index,
     detected_transfers.c.token,
 )
-_READ_FROM = invoices.outerjoin(refunds, refunds.c.guid == invoices.c.guid).outerjoin(
-    detected_transfers, and_(detected_transfers.c.guid == invoices.c.guid, _SHOWS_DETECTED)
+#: The tables the read joins to the invoice's row, each with its condition: the read joins
+#: them, and its narrow form (``_NARROW``) asks whether any row of each joins, so a table
+#: added here enters both.
+_JOINED = (
+    (refunds, refunds.c.guid == invoices.c.guid),
+    (detected_transfers, and_(detected_transfers.c.guid == invoices.c.guid, _SHOWS_DETECTED)),
 )
+_READ_FROM = invoices.outerjoin(*_JOINED[0]).outerjoin(*_JOINED[1])
 #: The label of :data:`NUMBERED_READ`'s last column, its rows' place in the read's order.
 READ_ORDINAL = "read_ordinal"
 #: The read as a subquery may hold it (``spend_nonce_then_read`` on PostgreSQL joins it
@@ -108,20 +114,16 @@ _READ = Prepared(
 )  # fmt: skip
 
 
-#: The read's narrow form, for a SQLite file: the invoice's own columns, then whether it has
-#: a refund or a shown detected transfer to join. Most invoices have neither, and then the
-#: joined read's row is these columns and a ``NULL`` for each of the other 33 -- which
-#: sqlite3 turns into Python values and describes anew on every execution: 11.1 against
-#: 7.6 µs a statement here, with its sort 12.4, where the floor's one-table ``SELECT`` is 7.7.
+#: The read's narrow form, for a SQLite file: the invoice's own columns, then for each
+#: joined table whether a row of it joins. Most invoices have no refund and no shown
+#: detected transfer, and then the joined read's row is these columns and a ``NULL`` for
+#: each of the other 33 -- which sqlite3 turns into Python values and describes anew on
+#: every execution: 11.1 against 7.6 µs a statement here (12.4 with the read's sort),
+#: where the floor's one-table ``SELECT`` is 7.7.
+_PROBES = [exists().where(on).label(f"joins_{table.name}") for table, on in _JOINED]
 _NARROW = Prepared(
-    lambda _: select(
-        *_INVOICE_COLUMNS,
-        exists().where(refunds.c.guid == invoices.c.guid).label("joins_refunds"),
-        exists()
-        .where(detected_transfers.c.guid == invoices.c.guid, _SHOWS_DETECTED)
-        .label("joins_detected"),
-    ).where(invoices.c.guid == bindparam("guid")),
-    [*_INVOICE_COLUMNS, *(Column(name, Boolean) for name in ("joins_refunds", "joins_detected"))],
+    lambda _: select(*_INVOICE_COLUMNS, *_PROBES).where(invoices.c.guid == bindparam("guid")),
+    [*_INVOICE_COLUMNS, *_PROBES],
 )
 _OWN = len(_INVOICE_COLUMNS)
 #: What the joined read's row holds past the invoice's columns when nothing joins.
@@ -149,7 +151,7 @@ def read_on(
         if not narrow:
             return None
         own = narrow[0]
-        if not (own[_OWN] or own[_OWN + 1]):
+        if not any(own[_OWN:]):
             return read_of_rows(
                 guid, [own[:_OWN] + _NOTHING_JOINED], lambda _: _NARROW.convert(dialect, own)
             )
