@@ -354,8 +354,9 @@ class SqlStorage:
             raise outage from error
 
     def read_invoice(self, guid: str) -> InvoiceRead | None:
-        """One autocommitted ``SELECT`` (``invoice_read``): on PostgreSQL on a pooled DBAPI
-        connection, one round trip, no ``BEGIN`` or ``COMMIT``; on a SQLite file on the
+        """One autocommitted ``SELECT`` (``invoice_read``): on PostgreSQL on the connection
+        the process holds for its spends when no other call has it, else on a pooled one
+        (``_autocommitted``), one round trip, no ``BEGIN`` or ``COMMIT``; on a SQLite file on the
         reading thread's own connection (``own_readers``; a pooled one past their bound), a
         read that takes neither ``BEGIN IMMEDIATE`` nor this process's writer lock (WAL lets
         it run beside a writer). An in-memory SQLite database has one connection, shared:
@@ -373,17 +374,13 @@ class SqlStorage:
             refuse_blocking()
         try:
             self._ensure_schema()
+            if self._postgres:
+                with self._autocommitted() as (dbapi, invalidate, _run):
+                    return read_on(self.engine.dialect, dbapi, invalidate, guid)
             shared = self._shared_connection if self._memory else None
             with shared or nullcontext(), self._pooled() as (pooled, _run):
-                dbapi: Any = pooled.dbapi_connection
-                if not self._postgres:
-                    return read_on(self.engine.dialect, dbapi, pooled.invalidate, guid)
-                dbapi.autocommit = True
-                try:
-                    return read_on(self.engine.dialect, dbapi, pooled.invalidate, guid)
-                finally:
-                    if pooled.is_valid:
-                        dbapi.autocommit = False
+                dbapi = pooled.dbapi_connection
+                return read_on(self.engine.dialect, dbapi, pooled.invalidate, guid)
         except Exception as error:
             outage = unavailable(error)
             if outage is None:
