@@ -33,7 +33,7 @@ from sqlalchemy import (
     or_,
     select,
 )
-from sqlalchemy.sql.expression import Label
+from sqlalchemy.sql.expression import Join, Label
 
 from paycore.domain.machine import OPEN
 from paycore.domain.records import Status
@@ -84,12 +84,21 @@ _READ_ORDER = (
 )
 #: The tables the read joins to the invoice's row, each with its condition: the read joins
 #: them, and its narrow form (``_NARROW``) asks whether any row of each joins, so a table
-#: added here enters both.
+#: added here (its columns in ``READ_COLUMNS``) enters both.
 _JOINED = (
     (refunds, refunds.c.guid == invoices.c.guid),
     (detected_transfers, and_(detected_transfers.c.guid == invoices.c.guid, _SHOWS_DETECTED)),
 )
-_READ_FROM = invoices.outerjoin(*_JOINED[0]).outerjoin(*_JOINED[1])
+
+
+def _left_joined() -> Join:
+    joined = invoices.outerjoin(*_JOINED[0])
+    for table, on in _JOINED[1:]:
+        joined = joined.outerjoin(table, on)
+    return joined
+
+
+_READ_FROM = _left_joined()
 #: The label of :data:`NUMBERED_READ`'s last column, its rows' place in the read's order.
 READ_ORDINAL = "read_ordinal"
 #: The read as a subquery may hold it (``spend_nonce_then_read`` on PostgreSQL joins it
