@@ -146,8 +146,8 @@ def _part(row: dict[str, Any], prefix: str) -> dict[str, Any]:
 def read_on(
     dialect: Dialect, dbapi: Any, invalidate: Callable[[BaseException], None], guid: str
 ) -> InvoiceRead | None:
-    """The one statement on ``dbapi`` (autocommit, or inside the caller's transaction):
-    the invoice's row joined to its refunds and, while it is open, to its detected
+    """The read on ``dbapi`` (autocommit, or inside the caller's transaction): the
+    invoice's row joined to its refunds and, while it is open, to its detected
     transfers (a paid or expired one shows none on the checkout page). One round trip
     where the detected transfers took a second: each refund's rows repeat every detected
     transfer, so both are taken once each, by their keys, in their order.

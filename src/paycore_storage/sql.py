@@ -354,13 +354,13 @@ class SqlStorage:
             raise outage from error
 
     def read_invoice(self, guid: str) -> InvoiceRead | None:
-        """One autocommitted ``SELECT`` (``invoice_read``): on PostgreSQL on the connection
-        the process holds for its spends when no other call has it, else on a pooled one
-        (``_autocommitted``), one round trip, no ``BEGIN`` or ``COMMIT``; on a SQLite file on the
-        reading thread's own connection (``own_readers``; a pooled one past their bound), a
-        read that takes neither ``BEGIN IMMEDIATE`` nor this process's writer lock (WAL lets
-        it run beside a writer). An in-memory SQLite database has one connection, shared:
-        the lock is taken there."""
+        """One autocommitted read (``invoice_read``): on PostgreSQL one ``SELECT``, one
+        round trip, no ``BEGIN`` or ``COMMIT``, on the connection the process holds for
+        its spends when no other call has it, else on a pooled one (``_autocommitted``);
+        on a SQLite file on the reading thread's own connection (``own_readers``; a pooled
+        one past their bound), a read that takes neither ``BEGIN IMMEDIATE`` nor this
+        process's writer lock (WAL lets it run beside a writer). An in-memory SQLite
+        database has one connection, shared: the lock is taken there."""
         # Not on an event loop: a round trip to PostgreSQL (the loop would wait it out,
         # one request at a time, where worker threads overlap their waits), a shared lock
         # to wait for, a migration, a connection to open. A SQLite file's WAL read is none.
@@ -379,8 +379,9 @@ class SqlStorage:
                     return read_on(self.engine.dialect, dbapi, invalidate, guid)
             shared = self._shared_connection if self._memory else None
             with shared or nullcontext(), self._pooled() as (pooled, _run):
-                dbapi = pooled.dbapi_connection
-                return read_on(self.engine.dialect, dbapi, pooled.invalidate, guid)
+                return read_on(
+                    self.engine.dialect, pooled.dbapi_connection, pooled.invalidate, guid
+                )
         except Exception as error:
             outage = unavailable(error)
             if outage is None:

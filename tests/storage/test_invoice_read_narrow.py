@@ -14,9 +14,8 @@ import pytest
 
 from paycore.domain.records import Status
 from paycore.storage.invoice_read import InvoiceRead
-from paycore.testing.storage_contract_reads import _refund
 from paycore.testing.storage_detected import detected
-from paycore.testing.storage_records import invoice
+from paycore.testing.storage_records import invoice, refund
 from paycore_storage import SqlStorage
 from paycore_storage.invoice_read import _READ, read_of_rows, read_on
 
@@ -81,7 +80,7 @@ def test_refunds_or_shown_transfers_take_the_joined_read(store: SqlStorage) -> N
     _same(read, joined)
     assert read is not None and read.detected == () and sent == 1
     with store.transaction() as tx:
-        tx.insert_refund(_refund(record.guid, 1))
+        tx.insert_refund(refund(record.guid, 1))
     read, joined, sent = _both(store, record.guid)
     _same(read, joined)
     assert read is not None and len(read.invoice().refunds) == 1 and sent == 2

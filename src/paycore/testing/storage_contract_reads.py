@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any, cast
 
 import attrs
 import pytest
 
-from paycore.domain.records import Invoice, RateSource, Refund, RefundStatus, SessionKey, Status
+from paycore.domain.records import Invoice, RefundStatus, SessionKey, Status
 from paycore.storage import (
     AsyncInvoiceRead,
     AsyncSignedCreate,
@@ -29,7 +28,7 @@ from paycore.storage import (
 )
 from paycore.storage.invoice_read import InvoiceRead
 from paycore.testing.storage_detected import detected
-from paycore.testing.storage_records import OWNER, USDT, invoice, payment, session_key
+from paycore.testing.storage_records import OWNER, invoice, payment, refund, session_key
 
 __all__ = [
     "test_read_invoice_of_an_unknown_guid_is_none",
@@ -43,23 +42,6 @@ __all__ = [
     "test_spend_nonce_then_insert_invoice_async_writes_all_or_nothing",
     "test_spend_nonce_then_insert_invoice_writes_all_or_nothing",
 ]
-
-
-def _refund(guid: str, number: int) -> Refund:
-    return Refund(
-        id=f"refund-{number}",
-        guid=guid,
-        owner=OWNER,
-        chain_id=1,
-        token=USDT,
-        to="0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
-        amount=Decimal("1.5"),
-        vs_value=Decimal("1.5"),
-        rate=Decimal("1"),
-        rate_source=RateSource.PAYMENT,
-        status=RefundStatus.PENDING,
-        created_at=1_700_000_100 + number,
-    )
 
 
 def test_read_invoice_of_an_unknown_guid_is_none(storage: Storage) -> None:
@@ -76,7 +58,7 @@ def test_read_invoice_reads_the_record_and_its_refunds(storage: Storage) -> None
     assert read is not None
     assert (read.guid, read.status, read.deadline) == (record.guid, Status.PAID, record.deadline)
     assert read.invoice() == record
-    first, second = _refund(record.guid, 1), _refund(record.guid, 2)
+    first, second = refund(record.guid, 1), refund(record.guid, 2)
     with storage.transaction() as tx:
         tx.insert_refund(first)
         tx.insert_refund(second)
@@ -112,10 +94,10 @@ def test_read_invoice_version_is_stable_and_follows_every_change(storage: Storag
             tx.update_invoice(changed)
         versions.append(version())
     with storage.transaction() as tx:
-        tx.insert_refund(_refund(record.guid, 1))
+        tx.insert_refund(refund(record.guid, 1))
     versions.append(version())
     settled = attrs.evolve(
-        _refund(record.guid, 1), status=RefundStatus.CONFIRMED, tx_hash="0x" + "ab" * 32,
+        refund(record.guid, 1), status=RefundStatus.CONFIRMED, tx_hash="0x" + "ab" * 32,
         log_index=3, settled_at=1_700_000_500,
     )  # fmt: skip
     with storage.transaction() as tx:
@@ -145,20 +127,20 @@ def test_read_invoice_of_an_open_invoice_takes_each_refund_and_transfer_once(
     )
     with storage.transaction() as tx:
         tx.insert_invoice(record)
-        tx.insert_refund(_refund(record.guid, 1))
-        tx.insert_refund(_refund(record.guid, 2))
+        tx.insert_refund(refund(record.guid, 1))
+        tx.insert_refund(refund(record.guid, 2))
         tx.replace_detected(1, list(reversed(found)))
     read = storage.read_invoice(record.guid)
     assert read is not None and read.status == Status.PARTIAL_PAID
     assert read.detected == found
-    assert read.invoice().refunds == (_refund(record.guid, 1), _refund(record.guid, 2))
+    assert read.invoice().refunds == (refund(record.guid, 1), refund(record.guid, 2))
     paid = attrs.evolve(record, status=Status.PAID)
     with storage.transaction() as tx:
         tx.update_invoice(paid)
     settled = storage.read_invoice(record.guid)
     assert settled is not None
     assert settled.detected == ()  # a settled invoice shows none
-    assert settled.invoice().refunds == (_refund(record.guid, 1), _refund(record.guid, 2))
+    assert settled.invoice().refunds == (refund(record.guid, 1), refund(record.guid, 2))
 
 
 def _keyed(storage: Storage) -> tuple[SpendThenRead, str, int]:
@@ -205,15 +187,15 @@ def test_spend_nonce_then_read_spends_then_reads_as_the_two_calls_do(storage: St
     )
     assert read.invoice() == alone.invoice()
     with storage.transaction() as tx:
-        tx.insert_refund(_refund(record.guid, 1))
-        tx.insert_refund(_refund(record.guid, 2))
+        tx.insert_refund(refund(record.guid, 1))
+        tx.insert_refund(refund(record.guid, 2))
     key, read = store.spend_nonce_then_read(
         address, 6, _digest("a"), window=1000, strict=True, now=now, guid=record.guid
     )
     alone = storage.read_invoice(record.guid)
     assert key is not None and read is not None and alone is not None
     assert read.version == alone.version and read.invoice() == alone.invoice()
-    assert read.invoice().refunds == (_refund(record.guid, 1), _refund(record.guid, 2))
+    assert read.invoice().refunds == (refund(record.guid, 1), refund(record.guid, 2))
     assert read.detected == found
     unknown = "00000000-0000-4000-8000-00000000dead"
     key, read = store.spend_nonce_then_read(
@@ -272,8 +254,8 @@ def test_read_invoice_async_reads_what_read_invoice_reads(storage: Storage) -> N
         tx.insert_invoice(record)
         tx.insert_invoice(paid)
         tx.replace_detected(1, list(found))
-        tx.insert_refund(_refund(paid.guid, 1))
-        tx.insert_refund(_refund(paid.guid, 2))
+        tx.insert_refund(refund(paid.guid, 1))
+        tx.insert_refund(refund(paid.guid, 2))
     unknown = "00000000-0000-4000-8000-00000000dead"
     # Idle at least once: a store may refuse (WouldBlock) where a read would wait for a
     # connection to open; after a sync read it must answer.

@@ -7,7 +7,17 @@ from decimal import Decimal
 
 from sqlalchemy.engine import URL
 
-from paycore.domain.records import Invoice, Payment, SessionKey, Status, Transaction, TxType
+from paycore.domain.records import (
+    Invoice,
+    Payment,
+    RateSource,
+    Refund,
+    RefundStatus,
+    SessionKey,
+    Status,
+    Transaction,
+    TxType,
+)
 
 OWNER = "0x1111111111111111111111111111111111111111"
 OTHER_OWNER = "0x2222222222222222222222222222222222222222"
@@ -131,4 +141,23 @@ def session_key(
         expires_at=registered_at + 30 * 24 * 3600,
         last_seen_nonce=last_seen_nonce,
         encryption_public_key="0x04" + "cd" * 64,
+    )
+
+
+def refund(guid: str, number: int) -> Refund:
+    """Refund ``number`` of invoice ``guid``, pending; its id and creation time follow
+    ``number``, so refunds made in order are read back in that order."""
+    return Refund(
+        id=f"refund-{number}",
+        guid=guid,
+        owner=OWNER,
+        chain_id=1,
+        token=USDT,
+        to="0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+        amount=Decimal("1.5"),
+        vs_value=Decimal("1.5"),
+        rate=Decimal("1"),
+        rate_source=RateSource.PAYMENT,
+        status=RefundStatus.PENDING,
+        created_at=1_700_000_100 + number,
     )
