@@ -29,10 +29,14 @@ count the machine's load does not disturb, where the CPU figures are the profile
 deployment of a shop that embeds paycore in its Flask app): each request on the calling
 thread, no event loop, every call's environ built before the clock starts.
 
+``--floor-async`` (Litestar on PostgreSQL) measures against the async floor instead:
+psycopg's ``AsyncConnection`` awaited in async handlers, the floor ``http_bench.py`` keeps
+there because it is the faster one over HTTP. It has no write, so no ``post``.
+
     python bench/signed_cpu_bench.py [--framework litestar|flask|flask-wsgi]
                                      [--db sqlite|postgresql]
                                      [--kinds get,post,public,poll] [--requests 2000]
-                                     [--reps 3] [--profile FILE]
+                                     [--reps 3] [--profile FILE] [--floor-async]
 """
 
 from __future__ import annotations
@@ -273,12 +277,17 @@ def _signed(
     return "GET", headers, b""
 
 
-def _floor_app(framework: str, url: str, get_body: bytes, post_body: bytes) -> Any:
-    """``bare_app.py``'s floor app on the same database, the sync one (the async floor has
-    no write). Litestar's on a SQLite file runs on the event loop (``--floor-inline``), its
-    fastest form there."""
+def _floor_app(
+    framework: str, url: str, get_body: bytes, post_body: bytes, asynchronous: bool = False
+) -> Any:
+    """``bare_app.py``'s floor app on the same database: the sync one unless
+    ``asynchronous`` (``--floor-async``: Litestar on PostgreSQL, the async driver awaited in
+    async handlers, which has no write). Litestar's on a SQLite file runs on the event loop
+    (``--floor-inline``), its fastest form there."""
     import bare_app
 
+    if asynchronous:
+        return bare_app.litestar_app(get_body, post_body, bare_app.AsyncFloor(url))
     if framework == "litestar":
         inline = url.startswith("sqlite")
         return bare_app.litestar_app(get_body, post_body, bare_app.Floor(url), inline=inline)
@@ -296,6 +305,10 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--profile", help="write a cProfile of the measured calls here")
     parser.add_argument(
+        "--floor-async", action="store_true",
+        help="Litestar on PostgreSQL: the async floor (no write, so no post kind)",
+    )  # fmt: skip
+    parser.add_argument(
         "--postgres", default=os.environ.get("PAYCORE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
     )
     args = parser.parse_args()
@@ -303,6 +316,10 @@ def main() -> None:
         parser.error("--reps must be at least 3: one repetition's figure is noise")
     if args.requests < 1:
         parser.error("--requests must be at least 1")
+    if args.floor_async and (
+        args.framework != "litestar" or args.db != "postgresql" or "post" in args.kinds
+    ):
+        parser.error("--floor-async is Litestar's on PostgreSQL, for get, public and poll")
     if args.profile:  # cProfile sees one thread: the core's call made on the loop's own
         import anyio.to_thread
 
@@ -346,7 +363,7 @@ def main() -> None:
         method, headers, payload = _signed("get", uri, key, nonce)
         status, read = driver.call(method, uri, headers, payload)
         assert status == 200, read
-        floor = _floor_app(framework, url, read, created)
+        floor = _floor_app(framework, url, read, created, args.floor_async)
         floor_driver: Any = WsgiDriver(floor) if wsgi else Driver(_asgi(args.framework, floor))
         status, _ = driver.call("GET", uri, [(b"host", b"127.0.0.1:8000")], b"")
         tag = dict(driver.last_headers).get(b"etag", b"")
