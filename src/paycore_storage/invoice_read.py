@@ -19,12 +19,15 @@ when the caller asks for the invoice.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     Column,
     Dialect,
+    Text,
     and_,
     bindparam,
     exists,
@@ -33,7 +36,10 @@ from sqlalchemy import (
     or_,
     select,
 )
-from sqlalchemy.sql.expression import Join, Label
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import FunctionElement, Join, Label
+from sqlalchemy.types import TypeDecorator
 
 from paycore.domain.machine import OPEN
 from paycore.domain.records import Status
@@ -44,20 +50,54 @@ from .prepared import Prepared
 from .rows import invoice_from_row, refund_from_row
 from .tables import detected_transfers, invoices, refunds
 
+
+class _JsonText(TypeDecorator[Any]):
+    """A JSON column read as the text stored, decoded by the read's ``convert``: only when
+    the invoice is decoded, as SQLAlchemy's JSON type decodes it on SQLite."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return None if value is None else json.loads(value)
+
+
+class _as_text(FunctionElement[Any]):  # noqa: N801 -- a SQL construct, named as one
+    """A JSON column as its stored text. psycopg decodes a ``json`` column on every fetch,
+    where the checkout page's poll, an ETag's version and an answer already cached need
+    none of it: four ``json.loads`` a read, the answer's encoding aside."""
+
+    type = _JsonText()
+    inherit_cache = True
+
+
+@compiles(_as_text)
+def _as_text_stored(element: _as_text, compiler: SQLCompiler, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)  # SQLite hands a JSON column's text over
+
+
+@compiles(_as_text, "postgresql")
+def _as_text_on_postgresql(element: _as_text, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS TEXT)"
+
+
+def _as_read(column: Column[Any], prefix: str = "") -> Column[Any] | Label[Any]:
+    """``column`` as the read selects it, its name prefixed: a JSON one as its text."""
+    if isinstance(column.type, JSON):
+        return _as_text(column).label(prefix + column.name)
+    return column.label(prefix + column.name) if prefix else column
+
+
 #: An invoice's own columns (``seq`` is the database's numbering, not the record's).
-_INVOICE_COLUMNS = [column for column in invoices.c if column.name != "seq"]
+_INVOICE_COLUMNS = [_as_read(column) for column in invoices.c if column.name != "seq"]
 _REFUND_PREFIX = "refund_"
-_REFUND_COLUMNS = [
-    column.label(_REFUND_PREFIX + column.name) for column in refunds.c if column.name != "seq"
-]
+_REFUND_COLUMNS = [_as_read(column, _REFUND_PREFIX) for column in refunds.c if column.name != "seq"]
 _STATUS = [c.name for c in _INVOICE_COLUMNS].index("status")
 _DEADLINE = [c.name for c in _INVOICE_COLUMNS].index("deadline")
 _REFUND_ID = len(_INVOICE_COLUMNS) + [c.name for c in _REFUND_COLUMNS].index("refund_id")
 
 _DETECTED_PREFIX = "detected_"
-_DETECTED_COLUMNS = [
-    column.label(_DETECTED_PREFIX + column.name) for column in detected_transfers.c
-]
+_DETECTED_COLUMNS = [_as_read(column, _DETECTED_PREFIX) for column in detected_transfers.c]
 _DETECTED_KEY = [
     len(_INVOICE_COLUMNS) + len(_REFUND_COLUMNS) + [c.name for c in detected_transfers.c].index(n)
     for n in ("chain_id", "tx_hash", "log_index", "token")
