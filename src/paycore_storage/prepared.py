@@ -227,14 +227,35 @@ def connection_runner(
     dialect: Dialect, dbapi: Any, invalidate: Callable[[BaseException], None]
 ) -> Callable[..., list[Any]]:
     """``run(sql, arguments, fetch=True) -> rows`` on one DBAPI connection, made once and
-    kept with it: :func:`on_dbapi` without its cursor of our own to open and close (the
-    connection's ``execute`` opens one in C), errors wrapped and a broken connection
-    retired the same way. ``fetch`` is there for ``_Run``'s signature: a statement that
-    returns no rows fetches an empty list at no cost."""
+    kept with it: :func:`on_dbapi` without a cursor to open and close for each statement
+    (sqlite3's ``execute`` opens one in C; on psycopg one cursor is kept), errors wrapped
+    and a broken connection retired the same way. ``fetch`` is there for ``_Run``'s
+    signature: a statement that returns no rows fetches an empty list at no cost."""
+    if dialect.name != "postgresql":
 
-    def run(sql: str, arguments: Any, fetch: bool = True) -> list[Any]:
+        def run(sql: str, arguments: Any, fetch: bool = True) -> list[Any]:
+            try:
+                rows: list[Any] = dbapi.execute(sql, arguments).fetchall()
+                return rows
+            except Exception as error:
+                wrapped = _wrapped(error, dialect, dbapi, None, sql, arguments, invalidate)
+                if wrapped is None:
+                    raise
+                raise wrapped from error
+
+        return run
+    # psycopg's ``Connection.execute`` builds a cursor in Python for every statement (its
+    # adapters' map copied, its state set up): one cursor, made on the first statement,
+    # serves them all. Its calls never overlap: the connection's holder runs one at a time.
+    kept: list[Any] = []
+
+    def run_kept(sql: str, arguments: Any, fetch: bool = True) -> list[Any]:
         try:
-            rows: list[Any] = dbapi.execute(sql, arguments).fetchall()
+            if not kept:
+                kept.append(dbapi.cursor())
+            cursor = kept[0]
+            cursor.execute(sql, arguments)
+            rows: list[Any] = cursor.fetchall()
             return rows
         except Exception as error:
             wrapped = _wrapped(error, dialect, dbapi, None, sql, arguments, invalidate)
@@ -242,7 +263,7 @@ def connection_runner(
                 raise
             raise wrapped from error
 
-    return run
+    return run_kept
 
 
 def _wrapped(
