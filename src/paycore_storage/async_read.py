@@ -42,12 +42,26 @@ POOL_SIZE = 8
 
 
 class _LoopPool:
-    """One event loop's connections: its idle list and a bound on how many are open."""
+    """One event loop's connections: its idle list, a bound on how many are open, and the
+    cursor kept for each open one. psycopg builds a cursor in Python (its adapters' map,
+    its state), 8 µs of a statement's CPU here, so each connection's one cursor serves
+    every statement sent on it: a connection serves one statement at a time."""
 
     def __init__(self, size: int) -> None:
         self.idle: list[Any] = []
         self.slots = asyncio.Semaphore(size)
         self.size = size
+        self.cursors: dict[Any, Any] = {}
+
+    def cursor(self, connection: Any) -> Any:
+        found = self.cursors.get(connection)
+        if found is None:
+            found = self.cursors[connection] = connection.cursor()
+        return found
+
+    async def discard(self, connection: Any) -> None:
+        self.cursors.pop(connection, None)
+        await _discard(connection)
 
 
 class AsyncReads:
@@ -77,7 +91,7 @@ class AsyncReads:
         """The one-statement read of ``guid`` on a pooled async connection. A failure to
         reach the database raises ``StorageUnavailable`` (``engine.unavailable``), the
         connection discarded."""
-        return await self._on_connection(lambda c: read_on_async(self._dialect, c, guid))
+        return await self._on_connection(lambda cur: read_on_async(self._dialect, cur, guid))
 
     async def spend_nonce_then_read(
         self, params: dict[str, Any], strict: bool, guid: str
@@ -88,35 +102,35 @@ class AsyncReads:
         or may not have spent: the caller answers as the sync path would (503), never
         spends again."""
         return await self._on_connection(
-            lambda c: spend_then_read_on_postgres_async(self._dialect, c, params, strict, guid)
+            lambda cur: spend_then_read_on_postgres_async(self._dialect, cur, params, strict, guid)
         )
 
     async def spend_then_create(self, sql: str, arguments: dict[str, Any]) -> SessionKey | None:
         """A signed creation's one statement (``signed_create``) on a pooled async
         connection; errors as :meth:`spend_nonce_then_read`'s."""
         return await self._on_connection(
-            lambda c: spend_then_create_on_postgres_async(c, sql, arguments)
+            lambda cur: spend_then_create_on_postgres_async(cur, sql, arguments)
         )
 
     async def _on_connection(self, work: Callable[[Any], Awaitable[_T]]) -> _T:
-        """``work(connection)`` awaited on a pooled connection, which goes back to the
-        pool after, or is discarded when ``work`` failed."""
+        """``work(cursor)`` awaited with the cursor of a pooled connection, which goes
+        back to the pool after, or is discarded when ``work`` failed."""
         if self._closed:
             raise RuntimeError("storage used after close()")
         pool = self._pool()
         async with pool.slots:
             connection = await self._checkout(pool)
             try:
-                found = await work(connection)
+                found = await work(pool.cursor(connection))
             except BaseException as error:
                 # Broken, or left mid-statement (a cancelled task): never handed out again.
-                await _discard(connection)
+                await pool.discard(connection)
                 outage = unavailable(error) if isinstance(error, Exception) else None
                 if outage is None:
                     raise
                 raise outage from error
             if self._closed:
-                await _discard(connection)
+                await pool.discard(connection)
             else:
                 pool.idle.append(connection)
             return found
@@ -127,7 +141,7 @@ class AsyncReads:
             connection = pool.idle.pop()
             if not (connection.closed or connection.broken or _readable(connection.fileno())):
                 return connection
-            await _discard(connection)
+            await pool.discard(connection)
         from psycopg import AsyncConnection  # the postgres extra: only reached on PostgreSQL
 
         try:
@@ -150,7 +164,9 @@ class AsyncReads:
             pools = list(self._pools.values())
         for pool in pools:
             while pool.idle:
-                pool.idle.pop().pgconn.finish()
+                connection = pool.idle.pop()
+                pool.cursors.pop(connection, None)
+                connection.pgconn.finish()
 
 
 async def _discard(connection: Any) -> None:

@@ -208,17 +208,17 @@ def read_on(
     return read_of_rows(guid, rows, lambda row: _READ.convert(dialect, row))
 
 
-async def read_on_async(dialect: Dialect, connection: Any, guid: str) -> InvoiceRead | None:
-    """:func:`read_on`'s statement on a psycopg ``AsyncConnection`` in autocommit (the
-    checkout page's poll answered on an event loop: ``async_read``): the same SQL and
-    arguments, the same rows, the same conversions, so the same :class:`InvoiceRead`
-    (``version`` included). Driver errors leave as the driver raised them."""
+async def read_on_async(dialect: Dialect, cursor: Any, guid: str) -> InvoiceRead | None:
+    """:func:`read_on`'s statement on the cursor of a psycopg ``AsyncConnection`` in
+    autocommit (the checkout page's poll answered on an event loop: ``async_read``): the
+    same SQL and arguments, the same rows, the same conversions, so the same
+    :class:`InvoiceRead` (``version`` included). Driver errors leave as the driver raised
+    them."""
     sql, arguments, describe = _READ.call(dialect, {"guid": guid})
-    async with connection.cursor() as cursor:
-        await cursor.execute(sql, arguments)
-        rows = await cursor.fetchall()
-        if rows and describe:
-            _READ.learn(dialect, cursor.description)
+    await cursor.execute(sql, arguments)
+    rows = await cursor.fetchall()
+    if rows and describe:
+        _READ.learn(dialect, cursor.description)
     return read_of_rows(guid, rows, lambda row: _READ.convert(dialect, row))
 
 

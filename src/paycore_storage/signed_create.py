@@ -121,10 +121,10 @@ def spend_then_create_on_postgres(
 
 
 async def spend_then_create_on_postgres_async(
-    connection: Any, sql: str, arguments: dict[str, Any]
+    cursor: Any, sql: str, arguments: dict[str, Any]
 ) -> SessionKey | None:
-    """The statement on a psycopg ``AsyncConnection`` in autocommit: the spent key, or
-    None with nothing written. Driver errors leave as the driver raised them."""
-    async with connection.cursor() as cursor:
-        await cursor.execute(sql, arguments)
-        return _key_of(await cursor.fetchall())
+    """The statement on the cursor of a psycopg ``AsyncConnection`` in autocommit: the
+    spent key, or None with nothing written. Driver errors leave as the driver raised
+    them."""
+    await cursor.execute(sql, arguments)
+    return _key_of(await cursor.fetchall())

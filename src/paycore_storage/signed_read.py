@@ -96,17 +96,16 @@ def spend_then_read_on_postgres(
 
 
 async def spend_then_read_on_postgres_async(
-    dialect: Dialect, connection: Any, params: dict[str, Any], strict: bool, guid: str
+    dialect: Dialect, cursor: Any, params: dict[str, Any], strict: bool, guid: str
 ) -> tuple[SessionKey | None, InvoiceRead | None]:
-    """:func:`spend_then_read_on_postgres` on a psycopg ``AsyncConnection`` in autocommit
-    (a signed read answered on an event loop: ``AsyncReads.spend_nonce_then_read``): the
-    same statement, arguments and conversions, so the same key and ``InvoiceRead``. Driver
-    errors leave as the driver raised them."""
+    """:func:`spend_then_read_on_postgres` on the cursor of a psycopg ``AsyncConnection``
+    in autocommit (a signed read answered on an event loop:
+    ``AsyncReads.spend_nonce_then_read``): the same statement, arguments and conversions,
+    so the same key and ``InvoiceRead``. Driver errors leave as the driver raised them."""
     statement = _statement(dialect, strict)
-    async with connection.cursor() as cursor:
-        await cursor.execute(statement.sql, {**params, "guid": guid})
-        rows = await cursor.fetchall()
-        description = cursor.description if statement._processors is None else None
+    await cursor.execute(statement.sql, {**params, "guid": guid})
+    rows = await cursor.fetchall()
+    description = cursor.description if statement._processors is None else None
     return _of_rows(statement, rows, description, guid)
 
 

@@ -279,6 +279,9 @@ def test_a_broken_async_connection_is_discarded_and_the_next_poll_works(
     async def polls(kill: bool) -> list[Response | None]:
         first = await handle_inline_async(gateway, _read(guid))
         assert reads.idle() == 1
+        kept = dict(reads._pool().cursors)
+        await handle_inline_async(gateway, _read(guid))
+        assert reads._pool().cursors == kept  # the connection's one cursor, kept
         if kill:
             (connection,) = reads._pool().idle
             with store.engine.begin() as sql:
@@ -288,6 +291,8 @@ def test_a_broken_async_connection_is_discarded_and_the_next_poll_works(
             await asyncio.sleep(0.2)
         second = await handle_inline_async(gateway, _read(guid))
         third = await handle_inline_async(gateway, _read(guid))
+        # A cursor is kept for an open connection only: the killed one's went with it.
+        assert list(reads._pool().cursors) == reads._pool().idle
         return [first, second, third]
 
     threaded = handle(gateway, _read(guid))
