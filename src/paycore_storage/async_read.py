@@ -32,6 +32,7 @@ from paycore.storage.invoice_read import InvoiceRead
 
 from .engine import POSTGRES_CONNECT_TIMEOUT, _readable, unavailable
 from .invoice_read import read_on_async
+from .prepared import kept_cursor
 from .signed_create import spend_then_create_on_postgres_async
 from .signed_read import spend_then_read_on_postgres_async
 
@@ -42,26 +43,12 @@ POOL_SIZE = 8
 
 
 class _LoopPool:
-    """One event loop's connections: its idle list, a bound on how many are open, and the
-    cursor kept for each open one. psycopg builds a cursor in Python (its adapters' map,
-    its state), 8 µs of a statement's CPU here, so each connection's one cursor serves
-    every statement sent on it: a connection serves one statement at a time."""
+    """One event loop's connections: its idle list and a bound on how many are open."""
 
     def __init__(self, size: int) -> None:
         self.idle: list[Any] = []
         self.slots = asyncio.Semaphore(size)
         self.size = size
-        self.cursors: dict[Any, Any] = {}
-
-    def cursor(self, connection: Any) -> Any:
-        found = self.cursors.get(connection)
-        if found is None:
-            found = self.cursors[connection] = connection.cursor()
-        return found
-
-    async def discard(self, connection: Any) -> None:
-        self.cursors.pop(connection, None)
-        await _discard(connection)
 
 
 class AsyncReads:
@@ -113,24 +100,25 @@ class AsyncReads:
         )
 
     async def _on_connection(self, work: Callable[[Any], Awaitable[_T]]) -> _T:
-        """``work(cursor)`` awaited with the cursor of a pooled connection, which goes
-        back to the pool after, or is discarded when ``work`` failed."""
+        """``work(cursor)`` awaited with the kept cursor (``prepared.kept_cursor``) of a
+        pooled connection, which goes back to the pool after, or is discarded when
+        ``work`` failed."""
         if self._closed:
             raise RuntimeError("storage used after close()")
         pool = self._pool()
         async with pool.slots:
             connection = await self._checkout(pool)
             try:
-                found = await work(pool.cursor(connection))
+                found = await work(kept_cursor(connection))
             except BaseException as error:
                 # Broken, or left mid-statement (a cancelled task): never handed out again.
-                await pool.discard(connection)
+                await _discard(connection)
                 outage = unavailable(error) if isinstance(error, Exception) else None
                 if outage is None:
                     raise
                 raise outage from error
             if self._closed:
-                await pool.discard(connection)
+                await _discard(connection)
             else:
                 pool.idle.append(connection)
             return found
@@ -141,7 +129,7 @@ class AsyncReads:
             connection = pool.idle.pop()
             if not (connection.closed or connection.broken or _readable(connection.fileno())):
                 return connection
-            await pool.discard(connection)
+            await _discard(connection)
         from psycopg import AsyncConnection  # the postgres extra: only reached on PostgreSQL
 
         try:
@@ -164,9 +152,7 @@ class AsyncReads:
             pools = list(self._pools.values())
         for pool in pools:
             while pool.idle:
-                connection = pool.idle.pop()
-                pool.cursors.pop(connection, None)
-                connection.pgconn.finish()
+                pool.idle.pop().pgconn.finish()
 
 
 async def _discard(connection: Any) -> None:

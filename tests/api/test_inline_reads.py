@@ -271,6 +271,7 @@ def test_a_broken_async_connection_is_discarded_and_the_next_poll_works(
     cannot tell (the check fooled): the statement fails, the connection is closed and
     not kept, the adapter's thread answers that poll, and the next one connects anew."""
     import paycore_storage.async_read as async_read
+    from paycore_storage.prepared import kept_cursor
 
     guid = _invoice(gateway)
     store: Any = gateway.storage
@@ -279,9 +280,11 @@ def test_a_broken_async_connection_is_discarded_and_the_next_poll_works(
     async def polls(kill: bool) -> list[Response | None]:
         first = await handle_inline_async(gateway, _read(guid))
         assert reads.idle() == 1
-        kept = dict(reads._pool().cursors)
+        (connection,) = reads._pool().idle
+        kept = kept_cursor(connection)
         await handle_inline_async(gateway, _read(guid))
-        assert reads._pool().cursors == kept  # the connection's one cursor, kept
+        assert reads._pool().idle == [connection]
+        assert kept_cursor(connection) is kept  # the connection's one cursor serves each
         if kill:
             (connection,) = reads._pool().idle
             with store.engine.begin() as sql:
@@ -291,8 +294,6 @@ def test_a_broken_async_connection_is_discarded_and_the_next_poll_works(
             await asyncio.sleep(0.2)
         second = await handle_inline_async(gateway, _read(guid))
         third = await handle_inline_async(gateway, _read(guid))
-        # A cursor is kept for an open connection only: the killed one's went with it.
-        assert list(reads._pool().cursors) == reads._pool().idle
         return [first, second, third]
 
     threaded = handle(gateway, _read(guid))

@@ -1,7 +1,8 @@
-"""``prepared.connection_runner`` on PostgreSQL keeps one psycopg cursor for every
-statement of the held connection (psycopg builds each cursor in Python). The kept cursor
-must answer each statement with its own rows, and survive a statement that failed: the
-error wrapped as SQLAlchemy wraps it, the next statement answered as ever."""
+"""On PostgreSQL the statements paycore sends itself (``prepared.connection_runner``,
+``prepared.on_dbapi``) go through one psycopg cursor kept on the connection
+(``prepared.kept_cursor``: psycopg builds each cursor in Python). The kept cursor must
+answer each statement with its own rows, and survive a statement that failed: the error
+wrapped as SQLAlchemy wraps it, the next statement answered as ever."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
-from paycore_storage.prepared import connection_runner
+from paycore_storage.prepared import connection_runner, on_dbapi
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def held(postgres_schema: Callable[[], URL]) -> Iterator[tuple[Any, list[int]]]:
+def held(postgres_schema: Callable[[], URL]) -> Iterator[tuple[Any, list[int], Any]]:
     engine = create_engine(postgres_schema())
     pooled = engine.raw_connection()
     dbapi: Any = pooled.dbapi_connection
@@ -33,28 +34,37 @@ def held(postgres_schema: Callable[[], URL]) -> Iterator[tuple[Any, list[int]]]:
 
     dbapi.cursor = counted
     run = connection_runner(engine.dialect, dbapi, pooled.invalidate)
+
+    def direct(sql: str, arguments: Any) -> tuple[list[Any], Any]:
+        return on_dbapi(engine.dialect, dbapi, sql, arguments, pooled.invalidate, describe=True)
+
     try:
-        yield run, made
+        yield run, made, direct
     finally:
         pooled.invalidate()
         engine.dispose()
 
 
 def test_one_cursor_answers_every_statement_with_its_own_rows(
-    held: tuple[Any, list[int]],
+    held: tuple[Any, list[int], Any],
 ) -> None:
-    run, made = held
+    run, made, direct = held
     assert run("SELECT %(n)s::int AS n", {"n": 1}) == [(1,)]
     assert run("SELECT generate_series(1, %(n)s)", {"n": 3}) == [(1,), (2,), (3,)]
+    rows, description = direct("SELECT %(a)s::text AS a, 2 AS b", {"a": "x"})
+    assert rows == [("x", 2)] and [column.name for column in description] == ["a", "b"]
     assert run("SELECT 'x' WHERE false", {}) == []
     assert len(made) == 1
 
 
 def test_a_failed_statement_is_wrapped_and_the_next_one_answers(
-    held: tuple[Any, list[int]],
+    held: tuple[Any, list[int], Any],
 ) -> None:
-    run, made = held
+    run, made, direct = held
     with pytest.raises(DBAPIError, match="division by zero"):
         run("SELECT 1 / %(zero)s", {"zero": 0})
     assert run("SELECT %(n)s::int + 1", {"n": 41}) == [(42,)]
+    with pytest.raises(DBAPIError, match="division by zero"):
+        direct("SELECT 1 / %(zero)s", {"zero": 0})
+    assert direct("SELECT %(n)s::int + 2", {"n": 40})[0] == [(42,)]
     assert len(made) == 1
