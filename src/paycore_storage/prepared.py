@@ -215,7 +215,10 @@ def on_dbapi(
     try:
         cursor.execute(sql, arguments)
         rows = cursor.fetchall() if fetch else []
-        return rows, (cursor.description if describe else None)
+        described = cursor.description if describe else None
+        if postgres and len(rows) > _KEPT_ROWS:
+            _drop_kept(dbapi)
+        return rows, described
     except Exception as error:
         wrapped = _wrapped(error, dialect, dbapi, cursor, sql, arguments, invalidate)
         if wrapped is None:
@@ -228,6 +231,10 @@ def on_dbapi(
 
 #: Where a psycopg connection keeps paycore's cursor (:func:`kept_cursor`).
 _KEPT = "_paycore_kept_cursor"
+#: A kept cursor holds its last result until the next statement: one with more rows than
+#: this (a watcher's batch, a page) closes it, so an idle pooled connection holds no
+#: copy of a large result.
+_KEPT_ROWS = 64
 
 
 def kept_cursor(dbapi: Any) -> Any:
@@ -243,6 +250,13 @@ def kept_cursor(dbapi: Any) -> Any:
         found = dbapi.cursor()
         setattr(dbapi, _KEPT, found)
     return found
+
+
+def _drop_kept(dbapi: Any) -> None:
+    found = getattr(dbapi, _KEPT, None)
+    if found is not None:
+        delattr(dbapi, _KEPT)
+        found.close()
 
 
 def connection_runner(

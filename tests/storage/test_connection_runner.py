@@ -14,7 +14,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
-from paycore_storage.prepared import connection_runner, on_dbapi
+from paycore_storage.prepared import _KEPT_ROWS, connection_runner, on_dbapi
 
 pytestmark = pytest.mark.postgres
 
@@ -68,3 +68,17 @@ def test_a_failed_statement_is_wrapped_and_the_next_one_answers(
         direct("SELECT 1 / %(zero)s", {"zero": 0})
     assert direct("SELECT %(n)s::int + 2", {"n": 40})[0] == [(42,)]
     assert len(made) == 1
+
+
+def test_a_large_result_is_not_kept_with_the_connection(
+    held: tuple[Any, list[int], Any],
+) -> None:
+    """A kept cursor holds its last result: after one of more than ``_KEPT_ROWS`` rows it
+    is closed, and the next statement makes a new one."""
+    run, made, direct = held
+    rows, _ = direct("SELECT generate_series(1, %(n)s)", {"n": _KEPT_ROWS + 1})
+    assert len(rows) == _KEPT_ROWS + 1
+    assert len(made) == 1
+    assert direct("SELECT %(n)s::int", {"n": 5})[0] == [(5,)]
+    assert run("SELECT %(n)s::int", {"n": 6}) == [(6,)]
+    assert len(made) == 2  # one new cursor, kept again
