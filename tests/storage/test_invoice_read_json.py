@@ -6,16 +6,19 @@ invoice must be the one written, and a driver that decodes must not be reached."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import attrs
 import pytest
 
+from paycore.storage.invoice_read import InvoiceRead
 from paycore.testing.storage_records import invoice
 from paycore_storage import SqlStorage
 from paycore_storage.invoice_read import _READ, READ_COLUMNS, read_of_rows, read_on
 
+_T = TypeVar("_T")
 SQL_BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 _JSON_NAMES = ("accepted_tokens", "data", "payments", "checkout")
 
@@ -31,15 +34,21 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStorage
     found.close()
 
 
-def _raw_and_read(store: SqlStorage, guid: str) -> tuple[list[object], object]:
-    dialect = store.engine.dialect
+def _on_pooled(store: SqlStorage, read: Callable[[Any, Any, Any], _T]) -> _T:
+    """``read(dialect, dbapi, invalidate)`` on a pooled connection, its transaction ended
+    after (nothing written; PostgreSQL opens one for the read)."""
     pooled = store.engine.raw_connection()
     try:
-        dbapi = pooled.dbapi_connection
-        rows = _READ.raw(dialect, dbapi, pooled.invalidate, {"guid": guid})
-        pooled.commit()  # nothing written: ends the read's transaction on PostgreSQL
+        found = read(store.engine.dialect, pooled.dbapi_connection, pooled.invalidate)
+        pooled.commit()
     finally:
         pooled.close()
+    return found
+
+
+def _raw_and_read(store: SqlStorage, guid: str) -> tuple[list[Any], InvoiceRead | None]:
+    rows = _on_pooled(store, lambda d, dbapi, drop: _READ.raw(d, dbapi, drop, {"guid": guid}))
+    dialect = store.engine.dialect
     return rows, read_of_rows(guid, rows, lambda row: _READ.convert(dialect, row))
 
 
@@ -56,12 +65,13 @@ def test_the_json_columns_arrive_as_text_and_decode_to_the_record(
     rows, read = _raw_and_read(store, record.guid)
     names = [column.name for column in READ_COLUMNS]
     for name in _JSON_NAMES:
-        value = rows[0][names.index(name)]  # type: ignore[index]
+        value = rows[0][names.index(name)]
         # (no checkout fields: SQL NULL or JSON's null, whichever the column kept)
         assert isinstance(value, str) or (value is None and name == "checkout")
     assert read is not None
-    assert read.invoice() == record  # type: ignore[attr-defined]
-    assert store.read_invoice(record.guid).invoice() == record  # type: ignore[union-attr]
+    assert read.invoice() == record
+    stored = store.read_invoice(record.guid)
+    assert stored is not None and stored.invoice() == record
 
 
 def test_the_version_follows_a_change_inside_the_json(store: SqlStorage) -> None:
@@ -77,16 +87,10 @@ def test_the_version_follows_a_change_inside_the_json(store: SqlStorage) -> None
     assert after.invoice().data["order"] == 43
 
 
-def test_the_read_on_a_held_connection_decodes_the_same(store: SqlStorage) -> None:
+def test_read_on_a_pooled_connection_decodes_the_same(store: SqlStorage) -> None:
     """``read_on``, the path of the public read and a signed read's read on SQLite."""
     record = invoice()
     with store.transaction() as tx:
         tx.insert_invoice(record)
-    pooled = store.engine.raw_connection()
-    try:
-        read = read_on(store.engine.dialect, pooled.dbapi_connection, pooled.invalidate,
-                       record.guid)  # fmt: skip
-        pooled.commit()
-    finally:
-        pooled.close()
+    read = _on_pooled(store, lambda d, dbapi, drop: read_on(d, dbapi, drop, record.guid))
     assert read is not None and read.invoice() == record
